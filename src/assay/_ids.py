@@ -1,0 +1,43 @@
+"""Identifiers and LangSmith's dotted order, shared by tracing, the store and the server."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timezone
+
+import uuid_utils.compat as _uu
+
+__all__ = ["new_id", "as_uuid", "dotted_segment", "utcnow", "to_utc"]
+
+
+def new_id() -> uuid.UUID:
+    """A time-ordered UUID (v7): ids sort by creation time, which keeps indexes compact."""
+    return _uu.uuid7()
+
+
+def as_uuid(value: uuid.UUID | str, what: str = "id") -> uuid.UUID:
+    """Parse a UUID or raise InvalidInputError naming the field."""
+    if isinstance(value, uuid.UUID):
+        return value
+    try:
+        return uuid.UUID(str(value))
+    except (ValueError, AttributeError, TypeError):
+        from .errors import InvalidInputError
+
+        raise InvalidInputError(f"{what} must be a UUID, got {value!r}") from None
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def to_utc(value: datetime) -> datetime:
+    """Naive datetimes are taken as UTC (as LangSmith does)."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc)
+
+
+def dotted_segment(start_time: datetime, run_id: uuid.UUID | str) -> str:
+    """One segment of a dotted order: ``%Y%m%dT%H%M%S%fZ<uuid>``."""
+    return to_utc(start_time).strftime("%Y%m%dT%H%M%S%fZ") + str(run_id)

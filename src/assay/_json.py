@@ -1,0 +1,27 @@
+"""JSON encoding used for stored fields: tolerant of datetimes, UUIDs, pydantic models, sets."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pydantic_core
+
+__all__ = ["dumps", "loads", "jsonable"]
+
+
+def _fallback(value: Any) -> Any:
+    return repr(value)
+
+
+def jsonable(value: Any) -> Any:
+    """Turn arbitrary Python values (models, dataclasses, datetimes...) into plain JSON data."""
+    return pydantic_core.to_jsonable_python(value, fallback=_fallback, serialize_unknown=True)
+
+
+def dumps(value: Any) -> str:
+    return pydantic_core.to_json(value, fallback=_fallback, serialize_unknown=True).decode()
+
+
+def loads(text: str | bytes) -> Any:
+    return json.loads(text)

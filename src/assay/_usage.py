@@ -1,0 +1,150 @@
+"""Token usage, first-token time and cost of a run, derived from its wire fields.
+
+Used wherever a run is stored (local tracing, the server's ingest), so the numbers in
+``read_project`` statistics do not depend on which client sent the run.
+
+Cost precedence: explicit costs on the run (``usage_metadata.input_cost`` / ``output_cost`` /
+``total_cost``, or top-level ``prompt_cost`` ...) win; otherwise genai-prices prices the tokens
+when the run names its provider and model; an unknown model gives no cost, never a guess.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["usage_of", "first_token_time", "price", "derive_usage"]
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return value
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _int(value: Any) -> int | None:
+    n = _num(value)
+    return None if n is None else int(n)
+
+
+def usage_of(run: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The run's usage_metadata: extra.metadata, then outputs (JS SDK), then LangChain llm_output."""
+    extra = run.get("extra") or {}
+    meta = extra.get("metadata") if isinstance(extra, Mapping) else None
+    for holder in (meta, run.get("outputs"), run):
+        if isinstance(holder, Mapping) and isinstance(holder.get("usage_metadata"), Mapping):
+            return dict(holder["usage_metadata"])
+    outputs = run.get("outputs")
+    if isinstance(outputs, Mapping):
+        llm_output = outputs.get("llm_output")
+        if isinstance(llm_output, Mapping) and isinstance(llm_output.get("token_usage"), Mapping):
+            tu = llm_output["token_usage"]
+            return {
+                "input_tokens": tu.get("prompt_tokens"),
+                "output_tokens": tu.get("completion_tokens"),
+                "total_tokens": tu.get("total_tokens"),
+            }
+    return None
+
+
+def first_token_time(events: Any) -> Any:
+    """Time of the first ``new_token`` event, as sent (ISO string, epoch or datetime)."""
+    if not isinstance(events, list):
+        return None
+    times = [
+        e.get("time")
+        for e in events
+        if isinstance(e, Mapping) and e.get("name") == "new_token" and e.get("time") is not None
+    ]
+    if not times:
+        return None
+    from .store._types import to_micros
+
+    try:
+        return min(times, key=lambda t: to_micros(t) or 0)
+    except (TypeError, ValueError):
+        return None
+
+
+_PROVIDER_ALIASES = {"azure_openai": "azure", "google_genai": "google", "google_vertexai": "google",
+                     "amazon_bedrock": "aws", "bedrock": "aws", "mistralai": "mistral"}
+
+
+@lru_cache(maxsize=1024)
+def _price_cached(provider: str | None, model: str, inp: int, out: int, cached: int) -> tuple[float, float] | None:
+    try:
+        from genai_prices import Usage, calc_price
+    except ImportError:  # pragma: no cover
+        return None
+    usage = Usage(input_tokens=inp, output_tokens=out, cache_read_tokens=cached or None)
+    for provider_id in ([provider] if provider else []) + [None]:
+        try:
+            pr = calc_price(usage, model_ref=model, provider_id=provider_id)
+        except Exception:  # unknown model/provider: no price rather than a wrong one
+            continue
+        return float(pr.input_price), float(pr.output_price)
+    return None
+
+
+def price(provider: str | None, model: str | None, input_tokens: int, output_tokens: int,
+          cache_read_tokens: int = 0) -> tuple[float, float] | None:
+    """(prompt_cost, completion_cost) in USD from genai-prices, or None when the model is unknown."""
+    if not model:
+        return None
+    prov = _PROVIDER_ALIASES.get(provider or "", provider) if provider else None
+    return _price_cached(prov, model, int(input_tokens), int(output_tokens), int(cache_read_tokens))
+
+
+def derive_usage(run: Mapping[str, Any]) -> dict[str, Any]:
+    """Tokens, costs and first-token time to store beside a run (missing values are None)."""
+    out: dict[str, Any] = {
+        "prompt_tokens": _int(run.get("prompt_tokens")),
+        "completion_tokens": _int(run.get("completion_tokens")),
+        "total_tokens": _int(run.get("total_tokens")),
+        "prompt_cost": _num(run.get("prompt_cost")),
+        "completion_cost": _num(run.get("completion_cost")),
+        "total_cost": _num(run.get("total_cost")),
+        "first_token_time": first_token_time(run.get("events")),
+    }
+    usage = usage_of(run)
+    if usage:
+        if out["prompt_tokens"] is None:
+            out["prompt_tokens"] = _int(usage.get("input_tokens", usage.get("prompt_tokens")))
+        if out["completion_tokens"] is None:
+            out["completion_tokens"] = _int(
+                usage.get("output_tokens", usage.get("completion_tokens"))
+            )
+        if out["total_tokens"] is None:
+            out["total_tokens"] = _int(usage.get("total_tokens"))
+        for src, dst in (("input_cost", "prompt_cost"), ("output_cost", "completion_cost"),
+                         ("total_cost", "total_cost")):
+            if out[dst] is None:
+                out[dst] = _num(usage.get(src))
+    p, c = out["prompt_tokens"], out["completion_tokens"]
+    if out["total_tokens"] is None and (p is not None or c is not None):
+        out["total_tokens"] = (p or 0) + (c or 0)
+    has_cost = any(out[k] is not None for k in ("prompt_cost", "completion_cost", "total_cost"))
+    if not has_cost and run.get("run_type") == "llm" and (p or c):
+        extra = run.get("extra") or {}
+        meta = extra.get("metadata") or {} if isinstance(extra, Mapping) else {}
+        invocation = extra.get("invocation_params") or {} if isinstance(extra, Mapping) else {}
+        model = meta.get("ls_model_name") or invocation.get("model") or invocation.get("model_name")
+        provider = meta.get("ls_provider")
+        cached = 0
+        details = (usage or {}).get("input_token_details") or {}
+        if isinstance(details, Mapping):
+            cached = _int(details.get("cache_read")) or 0
+        priced = price(provider, model, p or 0, c or 0, cached)
+        if priced is not None:
+            out["prompt_cost"], out["completion_cost"] = priced
+    if out["total_cost"] is None and (out["prompt_cost"] is not None or out["completion_cost"] is not None):
+        out["total_cost"] = (out["prompt_cost"] or 0.0) + (out["completion_cost"] or 0.0)
+    return out
+
+

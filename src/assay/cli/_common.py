@@ -1,0 +1,57 @@
+"""Shared CLI plumbing: the store option, JSON output and error exit codes."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from .._json import jsonable
+from ..errors import AssayError, InvalidInputError, NotFoundError
+
+__all__ = ["console", "err_console", "DbOption", "JsonOption", "emit_json", "handle_errors", "open_client"]
+
+console = Console()
+err_console = Console(stderr=True)
+
+DbOption = Annotated[
+    str | None,
+    typer.Option("--db", envvar="ASSAY_DATABASE_URL",
+                 help="Store URL or SQLite path (default: .assay/assay.db)."),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# exit codes: 0 ok, 1 failed check (e.g. regression), 2 bad input, 3 not found, 4 other assay error
+EXIT_INPUT, EXIT_NOT_FOUND, EXIT_ERROR = 2, 3, 4
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(jsonable(data), indent=2) + "\n")
+
+
+@contextmanager
+def handle_errors() -> Iterator[None]:
+    try:
+        yield
+    except InvalidInputError as exc:
+        err_console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(EXIT_INPUT) from None
+    except NotFoundError as exc:
+        err_console.print(f"[red]not found:[/red] {exc}")
+        raise typer.Exit(EXIT_NOT_FOUND) from None
+    except AssayError as exc:
+        err_console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(EXIT_ERROR) from None
+
+
+def open_client(db: str | None):  # type: ignore[no-untyped-def]
+    from ..client import Client
+
+    return Client(database_url=db)

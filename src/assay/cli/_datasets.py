@@ -1,0 +1,86 @@
+"""``assay datasets``: list, show, import and export."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ._common import DbOption, JsonOption, console, emit_json, handle_errors, open_client
+
+app = typer.Typer(help="Work with datasets and their examples.", no_args_is_help=True)
+
+
+@app.command("list")
+def list_(db: DbOption = None, json_out: JsonOption = False) -> None:
+    """List datasets, newest first."""
+    with handle_errors():
+        items = list(open_client(db).list_datasets())
+    if json_out:
+        emit_json([d.model_dump() for d in items])
+        return
+    table = Table("name", "examples", "experiments", "modified", "id")
+    for d in items:
+        table.add_row(d.name, str(d.example_count), str(d.session_count),
+                      d.modified_at.isoformat(timespec="seconds") if d.modified_at else "", str(d.id))
+    console.print(table)
+
+
+@app.command("show")
+def show(
+    name: Annotated[str, typer.Argument(help="Dataset name.")],
+    db: DbOption = None,
+    split: Annotated[list[str] | None, typer.Option(help="Only these splits.")] = None,
+    as_of: Annotated[str | None, typer.Option(help="A version tag or ISO time.")] = None,
+    limit: Annotated[int, typer.Option(help="Show at most this many examples.")] = 20,
+    json_out: JsonOption = False,
+) -> None:
+    """Show a dataset's examples, splits and versions."""
+    with handle_errors():
+        client = open_client(db)
+        ds = client.read_dataset(dataset_name=name)
+        examples = list(client.list_examples(dataset_id=ds.id, splits=split, as_of=as_of, limit=limit))
+        versions = list(client.list_dataset_versions(dataset_id=ds.id))
+    if json_out:
+        emit_json({"dataset": ds.model_dump(), "examples": [e.model_dump() for e in examples],
+                   "versions": [v.model_dump() for v in versions]})
+        return
+    console.print(f"[bold]{ds.name}[/bold] ({ds.example_count} examples) {ds.id}")
+    table = Table("id", "split", "inputs", "outputs")
+    for e in examples:
+        table.add_row(str(e.id)[:8], ",".join(e.split or []), str(e.inputs)[:80], str(e.outputs)[:80])
+    console.print(table)
+    if versions:
+        console.print("versions: " + ", ".join(
+            v.as_of.isoformat() + (f" [{', '.join(v.tags)}]" if v.tags else "") for v in versions[:10]))
+
+
+@app.command("import")
+def import_(
+    path: Annotated[Path, typer.Argument(help="A .jsonl or .csv file.")],
+    name: Annotated[str | None, typer.Option(help="Dataset name (default: file name).")] = None,
+    db: DbOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Create a dataset from a JSONL or CSV file (all rows or none)."""
+    with handle_errors():
+        ds = open_client(db).import_dataset(path, dataset_name=name)
+    if json_out:
+        emit_json(ds.model_dump())
+    else:
+        console.print(f"imported {ds.example_count} examples into {ds.name!r} ({ds.id})")
+
+
+@app.command("export")
+def export(
+    name: Annotated[str, typer.Argument(help="Dataset name.")],
+    path: Annotated[Path, typer.Argument(help="Output .jsonl or .csv file.")],
+    as_of: Annotated[str | None, typer.Option(help="A version tag or ISO time.")] = None,
+    db: DbOption = None,
+) -> None:
+    """Write a dataset's examples to a JSONL or CSV file."""
+    with handle_errors():
+        n = open_client(db).export_dataset(path, dataset_name=name, as_of=as_of)
+    console.print(f"wrote {n} examples to {path}")

@@ -1,0 +1,273 @@
+"""Dataset, example and version methods of ``Client`` (LangSmith names and keywords)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidInputError, NotFoundError
+from ..schemas import Dataset, DatasetVersion, Example
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+__all__ = ["DatasetMethods"]
+
+ID = uuid.UUID | str
+
+
+class DatasetMethods:
+    _backend: Store
+
+    # -- datasets ---------------------------------------------------------------------------
+    def create_dataset(
+        self,
+        dataset_name: str,
+        *,
+        description: str | None = None,
+        data_type: str = "kv",
+        inputs_schema: Mapping[str, Any] | None = None,
+        outputs_schema: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        **_: Any,
+    ) -> Dataset:
+        return self._backend.datasets.create(
+            dataset_name, description=description, data_type=data_type, metadata=metadata,
+            inputs_schema=inputs_schema, outputs_schema=outputs_schema,
+        )
+
+    def read_dataset(self, *, dataset_name: str | None = None, dataset_id: ID | None = None) -> Dataset:
+        return self._backend.datasets.read(dataset_id=dataset_id, dataset_name=dataset_name)
+
+    def has_dataset(self, *, dataset_name: str | None = None, dataset_id: ID | None = None) -> bool:
+        try:
+            self.read_dataset(dataset_name=dataset_name, dataset_id=dataset_id)
+        except NotFoundError:
+            return False
+        return True
+
+    def list_datasets(
+        self,
+        *,
+        dataset_ids: Sequence[ID] | None = None,
+        dataset_name: str | None = None,
+        dataset_name_contains: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        **_: Any,
+    ) -> Iterator[Dataset]:
+        yield from self._backend.datasets.list(
+            dataset_ids=dataset_ids, dataset_name=dataset_name,
+            dataset_name_contains=dataset_name_contains, metadata=metadata,
+            offset=offset, limit=limit,
+        )
+
+    def update_dataset(
+        self,
+        dataset_id: ID | None = None,
+        *,
+        dataset_name: str | None = None,
+        name: str | None = None,
+        description: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Dataset:
+        ds_id = self._backend.datasets.resolve_id(dataset_id, dataset_name)
+        return self._backend.datasets.update(ds_id, name=name, description=description,
+                                             metadata=metadata)
+
+    def delete_dataset(self, *, dataset_id: ID | None = None, dataset_name: str | None = None) -> None:
+        self._backend.datasets.delete(dataset_id=dataset_id, dataset_name=dataset_name)
+
+    # -- examples ---------------------------------------------------------------------------
+    def create_example(
+        self,
+        inputs: Mapping[str, Any] | None = None,
+        dataset_id: ID | None = None,
+        dataset_name: str | None = None,
+        created_at: datetime | None = None,
+        outputs: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        split: str | list[str] | None = None,
+        example_id: ID | None = None,
+        source_run_id: ID | None = None,
+        **_: Any,
+    ) -> Example:
+        item = {"inputs": inputs if inputs is not None else {}, "outputs": outputs,
+                "metadata": metadata, "split": split, "id": example_id,
+                "source_run_id": source_run_id}
+        return self._backend.examples.create_many(
+            [item], dataset_id=dataset_id, dataset_name=dataset_name)[0]
+
+    def create_examples(
+        self,
+        *,
+        dataset_id: ID | None = None,
+        dataset_name: str | None = None,
+        examples: Sequence[Mapping[str, Any]] | None = None,
+        inputs: Sequence[Mapping[str, Any]] | None = None,
+        outputs: Sequence[Mapping[str, Any] | None] | None = None,
+        metadata: Sequence[Mapping[str, Any] | None] | None = None,
+        splits: Sequence[str | list[str] | None] | None = None,
+        ids: Sequence[ID | None] | None = None,
+        **_: Any,
+    ) -> dict[str, Any]:
+        """Store all examples or none; LangSmith's return shape ``{"example_ids", "count"}``."""
+        if examples is not None and inputs is not None:
+            raise InvalidInputError("give either examples=[...] or inputs=[...], not both")
+        if examples is None:
+            if inputs is None:
+                raise InvalidInputError("give examples=[...] (or inputs=[...])")
+            n = len(inputs)
+            for name, seq in (("outputs", outputs), ("metadata", metadata), ("splits", splits),
+                              ("ids", ids)):
+                if seq is not None and len(seq) != n:
+                    raise InvalidInputError(f"{name} has {len(seq)} items but inputs has {n}")
+            examples = [
+                {"inputs": inputs[i],
+                 "outputs": outputs[i] if outputs is not None else None,
+                 "metadata": metadata[i] if metadata is not None else None,
+                 "split": splits[i] if splits is not None else None,
+                 "id": ids[i] if ids is not None else None}
+                for i in range(n)
+            ]
+        created = self._backend.examples.create_many(
+            examples, dataset_id=dataset_id, dataset_name=dataset_name)
+        return {"example_ids": [str(e.id) for e in created], "count": len(created),
+                "examples": created}
+
+    def read_example(self, example_id: ID, *, as_of: datetime | str | None = None) -> Example:
+        return self._backend.examples.read(example_id, as_of=as_of)
+
+    def list_examples(
+        self,
+        dataset_id: ID | None = None,
+        dataset_name: str | None = None,
+        example_ids: Sequence[ID] | None = None,
+        as_of: datetime | str | None = None,
+        splits: Sequence[str] | None = None,
+        inline_s3_urls: bool = True,
+        *,
+        offset: int = 0,
+        limit: int | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        **_: Any,
+    ) -> Iterator[Example]:
+        yield from self._backend.examples.list(
+            dataset_id=dataset_id, dataset_name=dataset_name, example_ids=example_ids,
+            splits=splits, metadata=metadata, as_of=as_of, offset=offset, limit=limit,
+        )
+
+    def update_example(
+        self,
+        example_id: ID,
+        *,
+        inputs: Mapping[str, Any] | None = None,
+        outputs: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        split: str | list[str] | None = None,
+        **_: Any,
+    ) -> Example:
+        upd: dict[str, Any] = {"id": example_id}
+        for key, value in (("inputs", inputs), ("outputs", outputs), ("metadata", metadata),
+                           ("split", split)):
+            if value is not None:
+                upd[key] = value
+        return self._backend.examples.update_many([upd])[0]
+
+    def update_examples(self, *, updates: Sequence[Mapping[str, Any]], **_: Any) -> dict[str, Any]:
+        changed = self._backend.examples.update_many(updates)
+        return {"message": f"{len(changed)} examples updated", "count": len(changed)}
+
+    def delete_example(self, example_id: ID) -> None:
+        self._backend.examples.delete_many([example_id])
+
+    def delete_examples(self, example_ids: Sequence[ID]) -> None:
+        self._backend.examples.delete_many(example_ids)
+
+    # -- versions ---------------------------------------------------------------------------
+    def read_dataset_version(
+        self,
+        *,
+        dataset_id: ID | None = None,
+        dataset_name: str | None = None,
+        as_of: datetime | None = None,
+        tag: str | None = None,
+    ) -> DatasetVersion:
+        if (as_of is None) == (tag is None):
+            raise InvalidInputError("give exactly one of as_of or tag")
+        ds_id = self._backend.datasets.resolve_id(dataset_id, dataset_name)
+        return self._backend.datasets.version(ds_id, as_of if as_of is not None else tag)
+
+    def list_dataset_versions(
+        self, *, dataset_id: ID | None = None, dataset_name: str | None = None, **_: Any
+    ) -> Iterator[DatasetVersion]:
+        ds_id = self._backend.datasets.resolve_id(dataset_id, dataset_name)
+        yield from self._backend.datasets.list_versions(ds_id)
+
+    def update_dataset_tag(
+        self,
+        *,
+        dataset_id: ID | None = None,
+        dataset_name: str | None = None,
+        as_of: datetime | None = None,
+        tag: str,
+    ) -> DatasetVersion:
+        ds_id = self._backend.datasets.resolve_id(dataset_id, dataset_name)
+        return self._backend.datasets.tag(ds_id, tag, as_of)
+
+    # -- import / export ----------------------------------------------------------------------
+    def export_dataset(
+        self,
+        path: str | Path,
+        *,
+        dataset_id: ID | None = None,
+        dataset_name: str | None = None,
+        format: str | None = None,
+        as_of: datetime | str | None = None,
+    ) -> int:
+        """Write the dataset's examples to JSONL or CSV (by ``format`` or the file suffix)."""
+        from ..datasets import write_examples
+
+        examples = list(self.list_examples(dataset_id=dataset_id, dataset_name=dataset_name,
+                                           as_of=as_of))
+        return write_examples(examples, path, format=format)
+
+    def import_dataset(
+        self,
+        path: str | Path,
+        *,
+        dataset_name: str | None = None,
+        description: str | None = None,
+        format: str | None = None,
+        input_keys: Sequence[str] | None = None,
+        output_keys: Sequence[str] | None = None,
+    ) -> Dataset:
+        """Create a dataset from a JSONL or CSV file; nothing is stored if any row is bad."""
+        from ..datasets import read_examples
+
+        items = read_examples(path, format=format, input_keys=input_keys, output_keys=output_keys)
+        name = dataset_name or Path(path).stem
+        ds = self.create_dataset(name, description=description)
+        try:
+            self.create_examples(dataset_id=ds.id, examples=items)
+        except Exception:
+            self.delete_dataset(dataset_id=ds.id)
+            raise
+        return self.read_dataset(dataset_id=ds.id)
+
+    def upload_csv(
+        self,
+        csv_file: str | Path,
+        input_keys: Sequence[str],
+        output_keys: Sequence[str],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        **_: Any,
+    ) -> Dataset:
+        return self.import_dataset(csv_file, dataset_name=name, description=description,
+                                   format="csv", input_keys=input_keys, output_keys=output_keys)

@@ -1,0 +1,147 @@
+"""Project (experiment) and feedback methods of ``Client``."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ..errors import NotFoundError
+from ..schemas import Feedback, TracerSession
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+__all__ = ["ProjectMethods", "FeedbackMethods"]
+
+ID = uuid.UUID | str
+
+
+class ProjectMethods:
+    _backend: Store
+
+    def create_project(
+        self,
+        project_name: str,
+        *,
+        description: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        upsert: bool = False,
+        project_extra: Mapping[str, Any] | None = None,
+        reference_dataset_id: ID | None = None,
+        **_: Any,
+    ) -> TracerSession:
+        return self._backend.projects.create(
+            project_name, description=description, metadata=metadata, extra=project_extra,
+            reference_dataset_id=reference_dataset_id, upsert=upsert,
+        )
+
+    def read_project(
+        self,
+        *,
+        project_id: ID | None = None,
+        project_name: str | None = None,
+        include_stats: bool = False,
+    ) -> TracerSession:
+        """The project; with ``include_stats=True`` a TracerSessionResult with its statistics."""
+        return self._backend.projects.read(
+            project_id=project_id, project_name=project_name, include_stats=include_stats)
+
+    def has_project(self, project_name: str, *, project_id: ID | None = None) -> bool:
+        try:
+            self.read_project(project_name=project_name, project_id=project_id)
+        except NotFoundError:
+            return False
+        return True
+
+    def list_projects(
+        self,
+        project_ids: Sequence[ID] | None = None,
+        name: str | None = None,
+        name_contains: str | None = None,
+        reference_dataset_id: ID | None = None,
+        reference_dataset_name: str | None = None,
+        reference_free: bool | None = None,
+        include_stats: bool | None = None,
+        limit: int | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        offset: int = 0,
+        **_: Any,
+    ) -> Iterator[TracerSession]:
+        yield from self._backend.projects.list(
+            project_ids=project_ids, name=name, name_contains=name_contains,
+            reference_dataset_id=reference_dataset_id,
+            reference_dataset_name=reference_dataset_name, reference_free=reference_free,
+            metadata=metadata, include_stats=bool(include_stats), offset=offset, limit=limit,
+        )
+
+    def update_project(
+        self,
+        project_id: ID,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        project_extra: Mapping[str, Any] | None = None,
+        end_time: datetime | None = None,
+    ) -> TracerSession:
+        return self._backend.projects.update(
+            project_id, name=name, description=description, metadata=metadata,
+            extra=project_extra, end_time=end_time)
+
+    def delete_project(self, *, project_name: str | None = None, project_id: ID | None = None) -> None:
+        self._backend.projects.delete(project_id=project_id, project_name=project_name)
+
+
+class FeedbackMethods:
+    _backend: Store
+
+    def create_feedback(
+        self,
+        run_id: ID | None = None,
+        key: str = "",
+        *,
+        score: float | bool | None = None,
+        value: Any = None,
+        correction: Any = None,
+        comment: str | None = None,
+        source_info: Mapping[str, Any] | None = None,
+        feedback_source_type: str = "api",
+        source_run_id: ID | None = None,
+        feedback_id: ID | None = None,
+        project_id: ID | None = None,
+        trace_id: ID | None = None,
+        extra: Mapping[str, Any] | None = None,
+        **_: Any,
+    ) -> Feedback:
+        """Score a run (``run_id``) or, with ``project_id`` and no run, the project itself."""
+        meta: dict[str, Any] = dict(source_info or {})
+        if source_run_id is not None:
+            meta["__run"] = {"run_id": str(source_run_id)}
+        source_type = getattr(feedback_source_type, "value", feedback_source_type)
+        return self._backend.feedback.create(
+            id=feedback_id, run_id=run_id, key=key, score=score, value=value,
+            correction=correction, comment=comment, session_id=project_id, trace_id=trace_id,
+            feedback_source={"type": source_type, "metadata": meta or None}, extra=extra,
+        )
+
+    def read_feedback(self, feedback_id: ID) -> Feedback:
+        return self._backend.feedback.read(feedback_id)
+
+    def list_feedback(
+        self,
+        *,
+        run_ids: Sequence[ID] | None = None,
+        feedback_key: Sequence[str] | None = None,
+        project_ids: Sequence[ID] | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        **_: Any,
+    ) -> Iterator[Feedback]:
+        yield from self._backend.feedback.list(
+            run_ids=run_ids, project_ids=project_ids, feedback_key=feedback_key,
+            offset=offset, limit=limit)
+
+    def delete_feedback(self, feedback_id: ID) -> None:
+        self._backend.feedback.delete(feedback_id)

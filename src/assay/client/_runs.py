@@ -1,0 +1,81 @@
+"""Run methods of ``Client``: create/update (LangSmith's post/patch), list and read."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from .._ids import new_id, utcnow
+from ..schemas import Run
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+__all__ = ["RunMethods"]
+
+ID = uuid.UUID | str
+
+
+class RunMethods:
+    _backend: Store
+
+    def _project_ids(self, project_id: Any, project_name: Any) -> list[str] | None:
+        if project_id is None and project_name is None:
+            return None
+        ids = project_id if isinstance(project_id, (list, tuple)) else (
+            [project_id] if project_id is not None else [])
+        names = project_name if isinstance(project_name, (list, tuple)) else (
+            [project_name] if project_name is not None else [])
+        out = [str(self._backend.projects.read(project_id=p).id) for p in ids]
+        out += [str(self._backend.projects.read(project_name=n).id) for n in names]
+        return out
+
+    def create_run(
+        self,
+        name: str,
+        inputs: Mapping[str, Any],
+        run_type: str,
+        *,
+        project_name: str | None = None,
+        id: ID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        run = {"id": id or new_id(), "name": name, "inputs": dict(inputs), "run_type": run_type,
+               "start_time": kwargs.pop("start_time", None) or utcnow(), **kwargs}
+        if project_name is not None:
+            run["session_name"] = project_name
+        self._backend.runs.upsert(posts=[run])
+
+    def update_run(self, run_id: ID, *, end_time: datetime | None = None, **kwargs: Any) -> None:
+        self._backend.runs.upsert(patches=[{"id": run_id, "end_time": end_time or utcnow(),
+                                            **kwargs}])
+
+    def read_run(self, run_id: ID, load_child_runs: bool = False) -> Run:
+        return self._backend.runs.read(run_id, load_child_runs=load_child_runs)
+
+    def list_runs(
+        self,
+        *,
+        project_id: ID | Sequence[ID] | None = None,
+        project_name: str | Sequence[str] | None = None,
+        run_type: str | None = None,
+        trace_id: ID | None = None,
+        reference_example_id: ID | None = None,
+        is_root: bool | None = None,
+        parent_run_id: ID | None = None,
+        error: bool | None = None,
+        run_ids: Sequence[ID] | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        order: str = "asc",
+        **_: Any,
+    ) -> Iterator[Run]:
+        """Runs matching every given filter (a trace's runs come in execution order)."""
+        yield from self._backend.runs.list(
+            project_ids=self._project_ids(project_id, project_name), run_type=run_type,
+            trace_id=trace_id, parent_run_id=parent_run_id, is_root=is_root, error=error,
+            reference_example_ids=[reference_example_id] if reference_example_id else None,
+            run_ids=run_ids, order=order, offset=offset, limit=limit,
+        )

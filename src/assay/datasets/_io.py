@@ -1,0 +1,139 @@
+"""Dataset files: JSONL (one example per line) and CSV (``inputs.<key>``/``outputs.<key>``)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .. import _json
+from ..errors import ExampleValidationError, InvalidInputError
+from ..schemas import Example
+
+__all__ = ["read_examples", "write_examples", "detect_format"]
+
+_FORMATS = ("jsonl", "csv")
+
+
+def detect_format(path: str | Path, format: str | None) -> str:
+    fmt = (format or Path(path).suffix.lstrip(".")).lower()
+    if fmt == "json":
+        fmt = "jsonl"
+    if fmt not in _FORMATS:
+        raise InvalidInputError(f"unknown dataset format {fmt!r} for {path}: use jsonl or csv")
+    return fmt
+
+
+def _cell(value: Any) -> str:
+    return value if isinstance(value, str) else _json.dumps(value)
+
+
+def _uncell(text: str) -> Any:
+    """CSV cells written by assay hold JSON for non-strings; anything unparsable stays text."""
+    if text == "":
+        return None
+    if text[0] in '[{"' or text in ("true", "false", "null") or text.lstrip("-").replace(".", "", 1).isdigit():
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return text
+
+
+def write_examples(examples: Iterable[Example], path: str | Path, *, format: str | None = None) -> int:
+    fmt = detect_format(path, format)
+    rows = list(examples)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    if fmt == "jsonl":
+        with tmp.open("w", encoding="utf-8") as fh:
+            for ex in rows:
+                meta = {k: v for k, v in (ex.metadata or {}).items() if k != "dataset_split"}
+                fh.write(_json.dumps({"id": str(ex.id), "inputs": ex.inputs, "outputs": ex.outputs,
+                                      "metadata": meta or None, "split": ex.split}) + "\n")
+    else:
+        in_keys = sorted({k for ex in rows for k in ex.inputs})
+        out_keys = sorted({k for ex in rows for k in (ex.outputs or {})})
+        header = ["id"] + [f"inputs.{k}" for k in in_keys] + [f"outputs.{k}" for k in out_keys]
+        header += ["metadata", "split"]
+        with tmp.open("w", encoding="utf-8", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(header)
+            for ex in rows:
+                meta = {k: v for k, v in (ex.metadata or {}).items() if k != "dataset_split"}
+                w.writerow(
+                    [str(ex.id)]
+                    + [_cell(ex.inputs[k]) if k in ex.inputs else "" for k in in_keys]
+                    + [_cell((ex.outputs or {})[k]) if k in (ex.outputs or {}) else "" for k in out_keys]
+                    + [_json.dumps(meta) if meta else "", ",".join(ex.split or [])]
+                )
+    tmp.replace(path)  # never leave a half-written export behind
+    return len(rows)
+
+
+def read_examples(
+    path: str | Path,
+    *,
+    format: str | None = None,
+    input_keys: Sequence[str] | None = None,
+    output_keys: Sequence[str] | None = None,
+) -> list[dict[str, Any]]:
+    """Parse a dataset file into example dicts; a bad row raises naming its line."""
+    fmt = detect_format(path, format)
+    path = Path(path)
+    if not path.exists():
+        raise InvalidInputError(f"dataset file {path} does not exist")
+    out: list[dict[str, Any]] = []
+    if fmt == "jsonl":
+        with path.open(encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    item = json.loads(line)
+                except ValueError as exc:
+                    raise ExampleValidationError(len(out), f"{path}:{lineno}: invalid JSON: {exc}") from None
+                if not isinstance(item, dict):
+                    raise ExampleValidationError(len(out), f"{path}:{lineno}: expected an object")
+                item.pop("dataset_id", None)
+                item.pop("created_at", None)
+                item.pop("modified_at", None)
+                out.append(item)
+        return out
+    with path.open(encoding="utf-8", newline="") as fh:
+        reader = csv.DictReader(fh)
+        cols = reader.fieldnames or []
+        if input_keys is not None:
+            missing = [k for k in list(input_keys) + list(output_keys or []) if k not in cols]
+            if missing:
+                raise InvalidInputError(f"{path}: CSV has no column(s) {missing}")
+        elif not any(c.startswith("inputs.") for c in cols):
+            raise InvalidInputError(
+                f"{path}: CSV needs 'inputs.<key>' columns, or pass input_keys/output_keys")
+        for lineno, row in enumerate(reader, 2):
+            if None in row:
+                raise ExampleValidationError(len(out), f"{path}:{lineno}: more cells than columns")
+            if input_keys is not None:
+                item: dict[str, Any] = {
+                    "inputs": {k: row[k] for k in input_keys},
+                    "outputs": {k: row[k] for k in (output_keys or [])} or None,
+                }
+            else:
+                item = {
+                    "inputs": {c[7:]: _uncell(v) for c, v in row.items() if c.startswith("inputs.") and v != ""},
+                    "outputs": {c[8:]: _uncell(v) for c, v in row.items() if c.startswith("outputs.") and v != ""} or None,
+                }
+                if row.get("id"):
+                    item["id"] = row["id"]
+                if row.get("metadata"):
+                    try:
+                        item["metadata"] = json.loads(row["metadata"])
+                    except ValueError:
+                        raise ExampleValidationError(len(out), f"{path}:{lineno}: metadata is not JSON") from None
+                if row.get("split"):
+                    item["split"] = row["split"].split(",")
+            out.append(item)
+    return out

@@ -1,0 +1,140 @@
+"""The Store: an engine, a workspace, and the repositories that hold all SQL of assay."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import Connection, Engine
+
+from ..errors import AssayError, StoreError
+from . import _migrate
+from ._engine import make_engine, resolve_url
+from ._tables import DEFAULT_TENANT_ID
+
+if TYPE_CHECKING:
+    from ._datasets import DatasetRepo, ExampleRepo
+    from ._feedback import FeedbackRepo
+    from ._keys import KeyRepo
+    from ._projects import ProjectRepo
+    from ._runs import RunRepo
+
+__all__ = ["Store", "open_store"]
+
+
+class Store:
+    """Everything assay persists, scoped to one workspace (``tenant_id``).
+
+    Repositories (``datasets``, ``examples``, ``projects``, ``runs``, ``feedback``, ``keys``) are
+    the only code that writes SQL. ``for_tenant`` gives a view of the same engine for another
+    workspace; the server uses one view per API key.
+    """
+
+    def __init__(self, engine: Engine, tenant_id: str = DEFAULT_TENANT_ID) -> None:
+        self.engine = engine
+        self.tenant_id = str(tenant_id)
+
+    @classmethod
+    def open(cls, url: str | os.PathLike[str] | None = None, *, migrate: bool = True) -> Store:
+        """Open (and by default migrate) the store at ``url``; see ``resolve_url``."""
+        engine = make_engine(resolve_url(url))
+        if migrate:
+            _migrate.upgrade(engine)
+        return cls(engine)
+
+    # -- plumbing ---------------------------------------------------------------------------
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    @property
+    def url(self) -> str:
+        return self.engine.url.render_as_string(hide_password=True)
+
+    def for_tenant(self, tenant_id: str) -> Store:
+        return Store(self.engine, str(tenant_id))
+
+    def schema_version(self) -> str | None:
+        with self.engine.connect() as conn:
+            return _migrate.current_revision(conn)
+
+    def upgrade(self, revision: str = "head") -> str:
+        return _migrate.upgrade(self.engine, revision)
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        with _translate_errors(), self.engine.connect() as conn:
+            yield conn
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """One write transaction (committed on success, rolled back on any error)."""
+        with _translate_errors():
+            with self.engine.connect().execution_options(assay_write=True) as conn:
+                with conn.begin():
+                    yield conn
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- repositories -----------------------------------------------------------------------
+    @cached_property
+    def datasets(self) -> DatasetRepo:
+        from ._datasets import DatasetRepo
+
+        return DatasetRepo(self)
+
+    @cached_property
+    def examples(self) -> ExampleRepo:
+        from ._datasets import ExampleRepo
+
+        return ExampleRepo(self)
+
+    @cached_property
+    def projects(self) -> ProjectRepo:
+        from ._projects import ProjectRepo
+
+        return ProjectRepo(self)
+
+    @cached_property
+    def runs(self) -> RunRepo:
+        from ._runs import RunRepo
+
+        return RunRepo(self)
+
+    @cached_property
+    def feedback(self) -> FeedbackRepo:
+        from ._feedback import FeedbackRepo
+
+        return FeedbackRepo(self)
+
+    @cached_property
+    def keys(self) -> KeyRepo:
+        from ._keys import KeyRepo
+
+        return KeyRepo(self)
+
+
+@contextmanager
+def _translate_errors() -> Iterator[None]:
+    """Database failures surface as StoreError; assay's own errors pass through unchanged."""
+    try:
+        yield
+    except AssayError:
+        raise
+    except sa_exc.SQLAlchemyError as exc:
+        raise StoreError(f"database error: {exc.__class__.__name__}: {exc}") from exc
+
+
+def open_store(url: str | os.PathLike[str] | None = None, *, migrate: bool = True) -> Store:
+    return Store.open(url, migrate=migrate)

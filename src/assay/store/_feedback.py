@@ -1,0 +1,160 @@
+"""Feedback: scores on runs (evaluators) and on sessions (summary evaluators)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import or_, select
+
+from .._ids import as_uuid, new_id, utcnow
+from .._json import jsonable
+from ..errors import InvalidInputError, NotFoundError
+from ..schemas import Feedback
+from ._tables import feedback, runs
+
+if TYPE_CHECKING:
+    from ._base import Store
+
+__all__ = ["FeedbackRepo", "feedback_label"]
+
+
+def feedback_label(value: Any) -> str | None:
+    """The categorical label counted in feedback_stats.values (None for no/numeric value)."""
+    if value is None or isinstance(value, (dict, list)):
+        return None
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (int, float)):
+        return None
+    text = str(value)
+    return text[:512] if text else None
+
+
+def _score(value: Any, fid: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, (int, float)):
+        return float(value)
+    raise InvalidInputError(f"feedback {fid}: score must be a number or bool, got {value!r}")
+
+
+def _model(row: Any) -> Feedback:
+    data = dict(row._mapping)
+    data.pop("tenant_id", None)
+    data.pop("label", None)
+    return Feedback.model_validate(data)
+
+
+class FeedbackRepo:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def _row(self, item: Mapping[str, Any]) -> dict[str, Any]:
+        if not isinstance(item, Mapping):
+            raise InvalidInputError(f"feedback must be an object, got {type(item).__name__}")
+        fid = str(as_uuid(item["id"], "feedback id")) if item.get("id") else str(new_id())
+        key = item.get("key")
+        if not isinstance(key, str) or not key:
+            raise InvalidInputError(f"feedback {fid}: 'key' must be a non-empty string")
+        run_id = item.get("run_id")
+        session_id = item.get("session_id", item.get("project_id"))
+        if run_id is None and session_id is None:
+            raise InvalidInputError(f"feedback {fid}: give run_id or project_id/session_id")
+        value = jsonable(item.get("value"))
+        source = item.get("feedback_source")
+        if source is not None and not isinstance(source, Mapping):
+            source = {"type": str(source)}
+        now = utcnow()
+        return {
+            "id": fid,
+            "tenant_id": self.store.tenant_id,
+            "run_id": str(as_uuid(run_id, "run_id")) if run_id else None,
+            "session_id": str(as_uuid(session_id, "session_id")) if session_id else None,
+            "trace_id": str(as_uuid(item["trace_id"], "trace_id")) if item.get("trace_id") else None,
+            "key": key,
+            "score": _score(item.get("score"), fid),
+            "value": value,
+            "label": feedback_label(value),
+            "comment": item.get("comment"),
+            "correction": jsonable(item.get("correction")),
+            "feedback_source": jsonable(source) if source is not None else None,
+            "extra": jsonable(item.get("extra")) if item.get("extra") else None,
+            "created_at": item.get("created_at") or now,
+            "modified_at": item.get("modified_at") or now,
+        }
+
+    def create_many(self, items: Iterable[Mapping[str, Any]]) -> list[Feedback]:
+        """Store feedback atomically; a run's project is filled in when the run is known."""
+        rows = [self._row(i) for i in items]
+        if not rows:
+            return []
+        with self.store.write() as conn:
+            need = [r["run_id"] for r in rows if r["run_id"] and not r["session_id"]]
+            if need:
+                found = dict(conn.execute(
+                    select(runs.c.id, runs.c.session_id).where(
+                        runs.c.id.in_(need), runs.c.tenant_id == self.store.tenant_id)
+                ).all())
+                for r in rows:
+                    if r["run_id"] in found and not r["session_id"]:
+                        r["session_id"] = found[r["run_id"]]
+            ids = [r["id"] for r in rows]
+            existing = set(conn.execute(select(feedback.c.id).where(feedback.c.id.in_(ids))).scalars())
+            fresh = [r for r in rows if r["id"] not in existing]
+            for r in rows:  # the SDKs retry: the same id again replaces the earlier row
+                if r["id"] in existing:
+                    conn.execute(feedback.delete().where(
+                        feedback.c.id == r["id"], feedback.c.tenant_id == self.store.tenant_id))
+                    fresh.append(r)
+            conn.execute(feedback.insert(), fresh)
+        return self.list(feedback_ids=ids)
+
+    def create(self, **item: Any) -> Feedback:
+        return self.create_many([item])[0]
+
+    def read(self, feedback_id: uuid.UUID | str) -> Feedback:
+        found = self.list(feedback_ids=[feedback_id])
+        if not found:
+            raise NotFoundError(f"feedback {feedback_id} not found")
+        return found[0]
+
+    def list(
+        self,
+        *,
+        run_ids: Sequence[uuid.UUID | str] | None = None,
+        project_ids: Sequence[uuid.UUID | str] | None = None,
+        feedback_key: Sequence[str] | None = None,
+        feedback_ids: Sequence[uuid.UUID | str] | None = None,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> list[Feedback]:
+        q = select(feedback).where(feedback.c.tenant_id == self.store.tenant_id)
+        if run_ids is not None:
+            q = q.where(feedback.c.run_id.in_([str(as_uuid(r, "run id")) for r in run_ids]))
+        if project_ids is not None:
+            pids = [str(as_uuid(p, "project id")) for p in project_ids]
+            q = q.where(or_(feedback.c.session_id.in_(pids),
+                            feedback.c.run_id.in_(select(runs.c.id).where(runs.c.session_id.in_(pids)))))
+        if feedback_key is not None:
+            q = q.where(feedback.c.key.in_(list(feedback_key)))
+        if feedback_ids is not None:
+            q = q.where(feedback.c.id.in_([str(as_uuid(f, "feedback id")) for f in feedback_ids]))
+        q = q.order_by(feedback.c.created_at, feedback.c.id).offset(max(offset, 0))
+        if limit is not None:
+            q = q.limit(limit)
+        with self.store.read() as conn:
+            return [_model(r) for r in conn.execute(q)]
+
+    def delete(self, feedback_id: uuid.UUID | str) -> None:
+        fid = str(as_uuid(feedback_id, "feedback_id"))
+        with self.store.write() as conn:
+            n = conn.execute(feedback.delete().where(
+                feedback.c.id == fid, feedback.c.tenant_id == self.store.tenant_id)).rowcount
+        if not n:
+            raise NotFoundError(f"feedback {fid} not found")
+
+

@@ -1,0 +1,122 @@
+"""Workspaces (tenants) and their API keys. Keys are stored only as SHA-256 hashes."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+
+from .._ids import new_id, utcnow
+from ..errors import AuthError, ConflictError, InvalidInputError, NotFoundError
+from ._tables import api_keys, tenants
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from ._base import Store
+
+__all__ = ["KeyRepo", "ApiKey", "Tenant", "KEY_PREFIX"]
+
+KEY_PREFIX = "asy_"
+
+
+class Tenant(BaseModel):
+    id: str
+    name: str
+
+
+class ApiKey(BaseModel):
+    id: str
+    tenant_id: str
+    prefix: str
+    description: str | None = None
+    created_at: Any
+    revoked_at: Any = None
+    key: str | None = None  # the secret, only when just created
+
+
+def _hash(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+class KeyRepo:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def create_tenant(self, name: str) -> Tenant:
+        if not name or not isinstance(name, str):
+            raise InvalidInputError("workspace name must be a non-empty string")
+        tid = str(new_id())
+        try:
+            with self.store.write() as conn:
+                if conn.execute(select(tenants.c.id).where(tenants.c.name == name)).first():
+                    raise ConflictError(f"a workspace named {name!r} already exists")
+                conn.execute(tenants.insert().values(id=tid, name=name, created_at=utcnow()))
+        except IntegrityError as exc:
+            raise ConflictError(f"a workspace named {name!r} already exists") from exc
+        return Tenant(id=tid, name=name)
+
+    def tenant(self, name_or_id: str) -> Tenant:
+        with self.store.read() as conn:
+            row = conn.execute(select(tenants).where(
+                (tenants.c.name == name_or_id) | (tenants.c.id == name_or_id))).first()
+        if row is None:
+            raise NotFoundError(f"workspace {name_or_id!r} not found")
+        return Tenant(id=row.id, name=row.name)
+
+    def list_tenants(self) -> list[Tenant]:
+        with self.store.read() as conn:
+            return [Tenant(id=r.id, name=r.name)
+                    for r in conn.execute(select(tenants).order_by(tenants.c.created_at))]
+
+    def create(self, *, tenant: str = "default", description: str | None = None) -> ApiKey:
+        """A new key for the workspace ``tenant`` (name or id; created if it is a new name)."""
+        try:
+            t = self.tenant(tenant)
+        except NotFoundError:
+            t = self.create_tenant(tenant)
+        secret = KEY_PREFIX + secrets.token_urlsafe(32)
+        row = {"id": str(new_id()), "tenant_id": t.id, "key_hash": _hash(secret),
+               "prefix": secret[:10], "description": description, "created_at": utcnow()}
+        with self.store.write() as conn:
+            conn.execute(api_keys.insert().values(**row))
+        return ApiKey(key=secret, **{k: v for k, v in row.items() if k != "key_hash"})
+
+    def list(self, *, tenant: str | None = None) -> list[ApiKey]:
+        q = select(api_keys).order_by(api_keys.c.created_at)
+        if tenant is not None:
+            q = q.where(api_keys.c.tenant_id == self.tenant(tenant).id)
+        with self.store.read() as conn:
+            return [ApiKey(id=r.id, tenant_id=r.tenant_id, prefix=r.prefix,
+                           description=r.description, created_at=r.created_at,
+                           revoked_at=r.revoked_at) for r in conn.execute(q)]
+
+    def revoke(self, key_id_or_prefix: str) -> ApiKey:
+        with self.store.write() as conn:
+            row = conn.execute(select(api_keys).where(
+                (api_keys.c.id == key_id_or_prefix) | (api_keys.c.prefix == key_id_or_prefix))).all()
+            if not row:
+                raise NotFoundError(f"API key {key_id_or_prefix!r} not found")
+            if len(row) > 1:
+                raise InvalidInputError(f"{key_id_or_prefix!r} matches several keys: use the key id")
+            conn.execute(update(api_keys).where(api_keys.c.id == row[0].id).values(revoked_at=utcnow()))
+        return next(k for k in self.list() if k.id == row[0].id)
+
+    def authenticate(self, key: str | None) -> str:
+        """The workspace id of a valid, unrevoked key; AuthError otherwise."""
+        if not key:
+            raise AuthError("missing API key: send it in the x-api-key header")
+        with self.store.read() as conn:
+            row = conn.execute(select(api_keys.c.tenant_id, api_keys.c.revoked_at).where(
+                api_keys.c.key_hash == _hash(key))).first()
+        if row is None:
+            raise AuthError("unknown API key")
+        if row.revoked_at is not None:
+            raise AuthError("this API key was revoked")
+        return row.tenant_id
+
+

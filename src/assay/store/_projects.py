@@ -1,0 +1,254 @@
+"""Projects (LangSmith "sessions"); an experiment is a project tied to a dataset."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.exc import IntegrityError
+
+from .._ids import as_uuid, new_id, utcnow
+from ..errors import ConflictError, InvalidInputError, NotFoundError
+from ..schemas import TracerSession, TracerSessionResult
+from ._tables import feedback, runs, sessions
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+    from ._base import Store
+
+__all__ = ["ProjectRepo"]
+
+
+def _model(row: Any) -> TracerSession:
+    return TracerSession(
+        id=row.id,
+        name=row.name,
+        description=row.description,
+        start_time=row.start_time,
+        end_time=row.end_time,
+        extra=row.extra,
+        reference_dataset_id=row.reference_dataset_id,
+        default_dataset_id=row.default_dataset_id,
+        tenant_id=row.tenant_id,
+        trace_tier=row.trace_tier,
+    )
+
+
+class ProjectRepo:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    @property
+    def _tenant(self) -> Any:
+        return sessions.c.tenant_id == self.store.tenant_id
+
+    def create(
+        self,
+        name: str,
+        *,
+        description: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        extra: Mapping[str, Any] | None = None,
+        reference_dataset_id: uuid.UUID | str | None = None,
+        id: uuid.UUID | str | None = None,
+        start_time: datetime | None = None,
+        end_time: datetime | None = None,
+        upsert: bool = False,
+    ) -> TracerSession:
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidInputError("project name must be a non-empty string")
+        extra_d = dict(extra or {})
+        if metadata is not None:
+            extra_d["metadata"] = {**(extra_d.get("metadata") or {}), **dict(metadata)}
+        row = {
+            "id": str(as_uuid(id, "project id")) if id else str(new_id()),
+            "tenant_id": self.store.tenant_id,
+            "name": name,
+            "description": description,
+            "start_time": start_time or utcnow(),
+            "end_time": end_time,
+            "extra": extra_d or None,
+            "reference_dataset_id": (
+                str(as_uuid(reference_dataset_id, "reference_dataset_id"))
+                if reference_dataset_id else None
+            ),
+        }
+        try:
+            with self.store.write() as conn:
+                if row["reference_dataset_id"]:
+                    self.store.datasets._resolve(conn, row["reference_dataset_id"], None)
+                clash = conn.execute(
+                    select(sessions.c.id).where(self._tenant, sessions.c.name == name)
+                ).scalar()
+                if clash is not None:
+                    if upsert:
+                        return self.read(project_id=clash)
+                    raise ConflictError(f"a project named {name!r} already exists")
+                if conn.execute(select(sessions.c.id).where(sessions.c.id == row["id"])).first():
+                    raise ConflictError(f"a project with id {row['id']} already exists")
+                conn.execute(sessions.insert().values(**row))
+        except IntegrityError as exc:
+            raise ConflictError(f"a project named {name!r} already exists") from exc
+        return self.read(project_id=row["id"])
+
+    def _resolve(self, conn: Connection, project_id: Any, project_name: str | None) -> Any:
+        if project_id is not None:
+            pid = str(as_uuid(project_id, "project_id"))
+            row = conn.execute(select(sessions).where(self._tenant, sessions.c.id == pid)).first()
+            if row is None:
+                raise NotFoundError(f"project {pid} not found")
+            return row
+        if project_name is not None:
+            row = conn.execute(
+                select(sessions).where(self._tenant, sessions.c.name == project_name)
+            ).first()
+            if row is None:
+                raise NotFoundError(f"project {project_name!r} not found")
+            return row
+        raise InvalidInputError("give project_id or project_name")
+
+    def _get_or_create(self, conn: Connection, name: str) -> str:
+        """Inside a write transaction: the id of the project named ``name``, created if new."""
+        found = conn.execute(
+            select(sessions.c.id).where(self._tenant, sessions.c.name == name)
+        ).scalar()
+        if found is not None:
+            return found
+        sid = str(new_id())
+        conn.execute(sessions.insert().values(
+            id=sid, tenant_id=self.store.tenant_id, name=name, start_time=utcnow()))
+        return sid
+
+    def _ensure_id(self, conn: Connection, sid: str, name: str | None) -> None:
+        found = conn.execute(select(sessions.c.tenant_id).where(sessions.c.id == sid)).scalar()
+        if found is None:
+            conn.execute(sessions.insert().values(
+                id=sid, tenant_id=self.store.tenant_id, name=name or f"project-{sid[:8]}",
+                start_time=utcnow()))
+        elif found != self.store.tenant_id:
+            raise NotFoundError(f"project {sid} not found")
+
+    def read(
+        self,
+        *,
+        project_id: uuid.UUID | str | None = None,
+        project_name: str | None = None,
+        include_stats: bool = False,
+    ) -> TracerSession:
+        with self.store.read() as conn:
+            row = self._resolve(conn, project_id, project_name)
+            if not include_stats:
+                return _model(row)
+            from ._stats import session_stats
+
+            data = _model(row).model_dump()
+            data.update(session_stats(conn, row))
+            return TracerSessionResult.model_validate(data)
+
+    def list(
+        self,
+        *,
+        project_ids: Sequence[uuid.UUID | str] | None = None,
+        name: str | None = None,
+        name_contains: str | None = None,
+        reference_dataset_id: uuid.UUID | str | None = None,
+        reference_dataset_name: str | None = None,
+        reference_free: bool | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        include_stats: bool = False,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> list[TracerSession]:
+        q = select(sessions).where(self._tenant)
+        if project_ids is not None:
+            q = q.where(sessions.c.id.in_([str(as_uuid(p, "project id")) for p in project_ids]))
+        if name is not None:
+            q = q.where(sessions.c.name == name)
+        if name_contains:
+            q = q.where(sessions.c.name.contains(name_contains, autoescape=True))
+        with self.store.read() as conn:
+            if reference_dataset_name is not None:
+                reference_dataset_id = self.store.datasets._resolve(
+                    conn, None, reference_dataset_name)
+            if reference_dataset_id is not None:
+                q = q.where(sessions.c.reference_dataset_id == str(
+                    as_uuid(reference_dataset_id, "reference_dataset_id")))
+            if reference_free is True:
+                q = q.where(sessions.c.reference_dataset_id.is_(None))
+            elif reference_free is False:
+                q = q.where(sessions.c.reference_dataset_id.is_not(None))
+            q = q.order_by(sessions.c.start_time.desc(), sessions.c.id.desc()).offset(max(offset, 0))
+            if limit is not None:
+                q = q.limit(limit)
+            rows = conn.execute(q).all()
+            if metadata:
+                rows = [r for r in rows if all(
+                    ((r.extra or {}).get("metadata") or {}).get(k) == v
+                    for k, v in metadata.items())]
+            if not include_stats:
+                return [_model(r) for r in rows]
+            from ._stats import session_stats
+
+            out: list[TracerSession] = []
+            for r in rows:
+                data = _model(r).model_dump()
+                data.update(session_stats(conn, r))
+                out.append(TracerSessionResult.model_validate(data))
+            return out
+
+    def update(
+        self,
+        project_id: uuid.UUID | str,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        extra: Mapping[str, Any] | None = None,
+        end_time: datetime | None = None,
+    ) -> TracerSession:
+        """Change the given fields; ``None`` means unchanged (as LangSmith's PATCH)."""
+        with self.store.write() as conn:
+            row = self._resolve(conn, project_id, None)
+            values: dict[str, Any] = {}
+            if name is not None:
+                if conn.execute(select(sessions.c.id).where(
+                        self._tenant, sessions.c.name == name, sessions.c.id != row.id)).first():
+                    raise ConflictError(f"a project named {name!r} already exists")
+                values["name"] = name
+            if description is not None:
+                values["description"] = description
+            if end_time is not None:
+                values["end_time"] = end_time
+            if extra is not None or metadata is not None:
+                new_extra = dict(row.extra or {})
+                if extra is not None:
+                    new_extra.update(dict(extra))
+                if metadata is not None:
+                    new_extra["metadata"] = dict(metadata)
+                values["extra"] = new_extra
+            if values:
+                conn.execute(update(sessions).where(sessions.c.id == row.id).values(**values))
+        return self.read(project_id=row.id)
+
+    def delete(
+        self, *, project_id: uuid.UUID | str | None = None, project_name: str | None = None
+    ) -> None:
+        """Delete the project with its runs and feedback."""
+        with self.store.write() as conn:
+            row = self._resolve(conn, project_id, project_name)
+            run_ids = select(runs.c.id).where(runs.c.session_id == row.id).scalar_subquery()
+            conn.execute(feedback.delete().where(feedback.c.run_id.in_(run_ids)))
+            conn.execute(feedback.delete().where(feedback.c.session_id == row.id))
+            conn.execute(runs.delete().where(runs.c.session_id == row.id))
+            conn.execute(sessions.delete().where(sessions.c.id == row.id))
+
+    def count_for_dataset(self, conn: Connection, dataset_id: str) -> int:
+        return conn.execute(
+            select(func.count()).where(sessions.c.reference_dataset_id == dataset_id)
+        ).scalar() or 0
+
+

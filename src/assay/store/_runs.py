@@ -1,0 +1,307 @@
+"""Runs: batched upserts with LangSmith's post/patch semantics, queries and trees.
+
+A post creates a run; a patch completes it (end_time, outputs, error...). They may come merged,
+separately, in separate requests, or (with several senders) patch first: a post never overwrites
+what a patch already set, and a patch overwrites with every non-null field it carries.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+
+from .._ids import as_uuid, dotted_segment, utcnow
+from .._usage import derive_usage
+from ..errors import InvalidInputError, NotFoundError
+from ..schemas import Run
+from ._tables import runs
+from ._types import to_micros
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+    from ._base import Store
+
+__all__ = ["RunRepo", "RUN_FIELDS"]
+
+RUN_FIELDS = (
+    "id", "name", "run_type", "start_time", "end_time", "inputs", "outputs", "error", "extra",
+    "events", "tags", "serialized", "trace_id", "parent_run_id", "dotted_order",
+    "reference_example_id", "status",
+)
+_IDENTITY = ("name", "run_type", "start_time", "trace_id", "parent_run_id", "dotted_order")
+_ID_FIELDS = ("id", "trace_id", "parent_run_id", "reference_example_id")
+_ORPHAN = "orphan"  # a patch stored before its post arrived
+_COLUMNS = {c.name for c in runs.columns}
+
+
+def _timestamp(value: Any, field: str, run_id: Any) -> int | None:
+    try:
+        return to_micros(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"run {run_id}: {field} is not a timestamp: {value!r}") from exc
+
+
+def _clean(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate one wire run (post or patch) and keep the fields the store knows."""
+    if not isinstance(raw, Mapping):
+        raise InvalidInputError(f"a run must be an object, got {type(raw).__name__}")
+    if raw.get("id") is None:
+        raise InvalidInputError("a run needs an 'id'")
+    run_id = str(as_uuid(raw["id"], "run id"))
+    out: dict[str, Any] = {"id": run_id}
+    for key in RUN_FIELDS[1:]:
+        if key in raw and raw[key] is not None:
+            out[key] = raw[key]
+    for key in _ID_FIELDS[1:]:
+        if key in out:
+            out[key] = str(as_uuid(out[key], f"run {run_id}: {key}"))
+    for key in ("start_time", "end_time"):
+        if key in out:
+            out[key] = _timestamp(out[key], key, run_id)
+    for key, kind in (("inputs", dict), ("outputs", dict), ("extra", dict), ("events", list),
+                      ("tags", list), ("serialized", dict)):
+        if key in out and not isinstance(out[key], kind):
+            raise InvalidInputError(
+                f"run {run_id}: {key} must be a{'n object' if kind is dict else ' list'}"
+            )
+    if "error" in out and not isinstance(out["error"], str):
+        out["error"] = str(out["error"])
+    if "run_type" in out and not isinstance(out["run_type"], str):
+        raise InvalidInputError(f"run {run_id}: run_type must be a string")
+    return out
+
+
+def _finish(row: dict[str, Any]) -> dict[str, Any]:
+    """Fill the derived columns of a merged run row."""
+    row["is_root"] = row.get("parent_run_id") is None
+    start, end = row.get("start_time"), row.get("end_time")
+    row["latency_us"] = end - start if start is not None and end is not None else None
+    usage = derive_usage(row)
+    ft = usage.pop("first_token_time")
+    row.update(usage)
+    row["first_token_time"] = to_micros(ft) if ft is not None else None
+    row["first_token_us"] = (
+        row["first_token_time"] - start if row["first_token_time"] is not None and start else None
+    )
+    if row.get("status") != _ORPHAN:
+        if row.get("error"):
+            row["status"] = "error"
+        elif end is not None:
+            row["status"] = "success"
+        else:
+            row["status"] = row.get("status") or "pending"
+    if not row.get("dotted_order") and start is not None and row.get("parent_run_id") is None:
+        row["dotted_order"] = dotted_segment(_dt(start), row["id"])
+    return {k: v for k, v in row.items() if k in _COLUMNS}
+
+
+def _dt(us: int) -> datetime:
+    from ._types import from_micros
+
+    return from_micros(us)  # type: ignore[return-value]
+
+
+def _row_to_run(row: Any) -> Run:
+    data = dict(row._mapping)
+    for k in ("is_root", "latency_us", "first_token_us", "tenant_id"):
+        data.pop(k, None)
+    data["inputs"] = data.get("inputs") or {}
+    if data.get("status") == _ORPHAN:
+        data["status"] = "pending"
+    return Run.model_validate(data)
+
+
+class RunRepo:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def upsert(
+        self,
+        posts: Iterable[Mapping[str, Any]] = (),
+        patches: Iterable[Mapping[str, Any]] = (),
+        *,
+        default_project: str = "default",
+    ) -> int:
+        """Store posts and patches in one transaction; return how many runs were touched.
+
+        Each run names its project by ``session_id`` or ``session_name`` (created if missing).
+        """
+        posts = [(_clean(r), r) for r in posts]
+        patches = [(_clean(r), r) for r in patches]
+        if not posts and not patches:
+            return 0
+        for attempt in range(3):
+            try:
+                with self.store.write() as conn:
+                    return self._upsert(conn, posts, patches, default_project)
+            except IntegrityError:  # a concurrent writer inserted one of our ids first
+                if attempt == 2:
+                    raise
+        return 0  # pragma: no cover
+
+    def _session_of(self, conn: Connection, raw: Mapping[str, Any], cache: dict[str, str],
+                    default_project: str) -> str:
+        projects = self.store.projects
+        if raw.get("session_id"):
+            sid = str(as_uuid(raw["session_id"], "session_id"))
+            if sid not in cache:
+                projects._ensure_id(conn, sid, raw.get("session_name"))
+                cache[sid] = sid
+            return sid
+        name = raw.get("session_name") or default_project
+        if not isinstance(name, str):
+            raise InvalidInputError("session_name must be a string")
+        if name not in cache:
+            cache[name] = projects._get_or_create(conn, name)
+        return cache[name]
+
+    def _upsert(self, conn: Connection, posts: list[tuple[dict, Mapping]],
+                patches: list[tuple[dict, Mapping]], default_project: str) -> int:
+        ids = list({r["id"] for r, _ in posts} | {r["id"] for r, _ in patches})
+        existing: dict[str, dict[str, Any]] = {}
+        for i in range(0, len(ids), 500):
+            for row in conn.execute(
+                select(runs).where(runs.c.id.in_(ids[i : i + 500]),
+                                   runs.c.tenant_id == self.store.tenant_id)
+            ):
+                existing[row.id] = {
+                    k: (to_micros(v) if isinstance(v, datetime) else v)
+                    for k, v in row._mapping.items()
+                }
+        fresh: set[str] = set()
+        cache: dict[str, str] = {}
+        for clean, raw in posts:
+            cur = existing.get(clean["id"])
+            if cur is None:
+                cur = {"tenant_id": self.store.tenant_id,
+                       "session_id": self._session_of(conn, raw, cache, default_project)}
+                cur.update(clean)
+                existing[clean["id"]] = cur
+                fresh.add(clean["id"])
+            elif cur.get("status") == _ORPHAN:
+                for k, v in clean.items():
+                    if k in _IDENTITY or cur.get(k) is None:
+                        cur[k] = v
+                cur["status"] = None
+                cur["session_id"] = self._session_of(conn, raw, cache, default_project)
+            else:
+                for k, v in clean.items():
+                    if cur.get(k) is None:
+                        cur[k] = v
+        for clean, raw in patches:
+            cur = existing.get(clean["id"])
+            if cur is None:  # patch before post: keep it, the post fills in the rest
+                start = clean.get("start_time") or clean.get("end_time") or to_micros(utcnow())
+                cur = {"tenant_id": self.store.tenant_id,
+                       "session_id": self._session_of(conn, raw, cache, default_project),
+                       "name": clean.get("name", ""), "run_type": clean.get("run_type", "chain"),
+                       "start_time": start, "trace_id": clean.get("trace_id", clean["id"]),
+                       "status": _ORPHAN}
+                existing[clean["id"]] = cur
+                fresh.add(clean["id"])
+            for k, v in clean.items():
+                if k != "status":
+                    cur[k] = v
+        inserts, updates = [], []
+        for run_id in ids:
+            cur = existing[run_id]
+            for need in ("name", "run_type", "start_time", "trace_id"):
+                if cur.get(need) is None:
+                    if need == "trace_id" and cur.get("parent_run_id") is None:
+                        cur["trace_id"] = run_id
+                    elif need == "name":
+                        cur["name"] = ""
+                    else:
+                        raise InvalidInputError(f"run {run_id}: missing required field {need!r}")
+            row = _finish(cur)
+            (inserts if run_id in fresh else updates).append(row)
+        if inserts:
+            cols = sorted(_COLUMNS)
+            conn.execute(runs.insert(), [{c: r.get(c) for c in cols} for r in inserts])
+        for row in updates:
+            conn.execute(update(runs).where(runs.c.id == row["id"]).values(**row))
+        return len(ids)
+
+    # -- queries ------------------------------------------------------------------------------
+    def read(self, run_id: uuid.UUID | str, *, load_child_runs: bool = False) -> Run:
+        rid = str(as_uuid(run_id, "run_id"))
+        with self.store.read() as conn:
+            row = conn.execute(
+                select(runs).where(runs.c.id == rid, runs.c.tenant_id == self.store.tenant_id)
+            ).first()
+            if row is None:
+                raise NotFoundError(f"run {rid} not found")
+            run = _row_to_run(row)
+            if load_child_runs:
+                q = select(runs).where(
+                    runs.c.trace_id == row.trace_id, runs.c.tenant_id == self.store.tenant_id
+                )
+                if row.dotted_order:
+                    q = q.where(runs.c.dotted_order.startswith(row.dotted_order + ".", autoescape=True))
+                desc = [_row_to_run(r) for r in conn.execute(q.order_by(runs.c.dotted_order))]
+                _attach(run, desc)
+        return run
+
+    def list(
+        self,
+        *,
+        project_ids: Sequence[str] | None = None,
+        run_type: str | None = None,
+        trace_id: uuid.UUID | str | None = None,
+        parent_run_id: uuid.UUID | str | None = None,
+        is_root: bool | None = None,
+        error: bool | None = None,
+        reference_example_ids: Sequence[uuid.UUID | str] | None = None,
+        run_ids: Sequence[uuid.UUID | str] | None = None,
+        order: str = "asc",
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> list[Run]:
+        q = select(runs).where(runs.c.tenant_id == self.store.tenant_id)
+        if project_ids is not None:
+            q = q.where(runs.c.session_id.in_([str(p) for p in project_ids]))
+        if run_type is not None:
+            q = q.where(runs.c.run_type == run_type)
+        if trace_id is not None:
+            q = q.where(runs.c.trace_id == str(as_uuid(trace_id, "trace_id")))
+        if parent_run_id is not None:
+            q = q.where(runs.c.parent_run_id == str(as_uuid(parent_run_id, "parent_run_id")))
+        if is_root is not None:
+            q = q.where(runs.c.is_root.is_(bool(is_root)))
+        if error is not None:
+            q = q.where(runs.c.error.is_not(None) if error else runs.c.error.is_(None))
+        if reference_example_ids is not None:
+            q = q.where(runs.c.reference_example_id.in_(
+                [str(as_uuid(i, "reference_example_id")) for i in reference_example_ids]))
+        if run_ids is not None:
+            q = q.where(runs.c.id.in_([str(as_uuid(i, "run id")) for i in run_ids]))
+        if trace_id is not None:
+            q = q.order_by(runs.c.dotted_order)
+        elif order == "desc":
+            q = q.order_by(runs.c.start_time.desc(), runs.c.id.desc())
+        else:
+            q = q.order_by(runs.c.start_time, runs.c.id)
+        q = q.offset(max(offset, 0))
+        if limit is not None:
+            q = q.limit(limit)
+        with self.store.read() as conn:
+            return [_row_to_run(r) for r in conn.execute(q)]
+
+
+def _attach(root: Run, descendants: list[Run]) -> None:
+    """Nest descendants (already in dotted order) under their parents."""
+    by_id: dict[Any, Run] = {root.id: root}
+    root.child_runs = []
+    for run in descendants:
+        run.child_runs = []
+        by_id[run.id] = run
+    for run in descendants:
+        parent = by_id.get(run.parent_run_id)
+        if parent is not None:
+            parent.child_runs.append(run)  # type: ignore[union-attr]

@@ -1,0 +1,154 @@
+"""Session statistics (``read_project(include_stats=True)``) as SQL aggregates.
+
+Nothing here loads runs into Python: counts and sums are aggregates, and each percentile reads
+at most two index entries (``ORDER BY ... LIMIT 2 OFFSET k``) and interpolates linearly between
+them, which is numpy's default method. The same SQL runs on SQLite and PostgreSQL.
+
+Meanings:
+- run_count, latency, error_rate, last_run_start_time: over root runs of the session.
+- first_token_p50/p99: over runs that streamed (have a ``new_token`` event), from the run's start
+  to its first token; null when none streamed. streaming_rate: share of root runs whose trace
+  streamed.
+- tokens and costs: summed over the session's ``llm`` runs (costs null when none is known).
+- feedback_stats: feedback on the session's runs, per key ``{n, avg, stdev, values}`` where
+  ``stdev`` is the population standard deviation of numeric scores and ``values`` counts
+  categorical values; session_feedback_stats: feedback on the session itself (summary
+  evaluators).
+- test_run_number: the session's 1-based position among its dataset's experiments by start time.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from sqlalchemy import and_, distinct, func, or_, select
+from sqlalchemy.engine import Connection
+
+from ._tables import feedback, runs, sessions
+from ._types import from_micros, to_micros
+
+__all__ = ["session_stats", "percentile"]
+
+
+def percentile(conn: Connection, column: Any, where: Any, n: int, q: float) -> float | None:
+    """The q-quantile (0..1) of ``column`` over ``n`` non-null rows matching ``where``."""
+    if n <= 0:
+        return None
+    pos = q * (n - 1)
+    lo = int(math.floor(pos))
+    frac = pos - lo
+    vals = conn.execute(
+        select(column).where(where, column.is_not(None)).order_by(column).offset(lo).limit(2)
+    ).scalars().all()
+    if not vals:
+        return None
+    a = float(vals[0])
+    b = float(vals[1]) if len(vals) > 1 else a
+    return a + (b - a) * frac
+
+
+def _feedback_stats(conn: Connection, where: Any) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    q = select(
+        feedback.c.key,
+        func.count(),
+        func.count(feedback.c.score),
+        func.sum(feedback.c.score),
+        func.sum(feedback.c.score * feedback.c.score),
+    ).where(where).group_by(feedback.c.key)
+    for key, n, n_scored, total, total_sq in conn.execute(q):
+        avg = stdev = None
+        if n_scored:
+            avg = float(total) / n_scored
+            var = max(float(total_sq) / n_scored - avg * avg, 0.0)
+            stdev = math.sqrt(var)
+        out[key] = {"n": int(n), "avg": avg, "stdev": stdev, "values": {}}
+    labels = select(feedback.c.key, feedback.c.label, func.count()).where(
+        where, feedback.c.label.is_not(None)
+    ).group_by(feedback.c.key, feedback.c.label)
+    for key, label, n in conn.execute(labels):
+        out.setdefault(key, {"n": 0, "avg": None, "stdev": None, "values": {}})
+        out[key]["values"][label] = int(n)
+    return out
+
+
+def session_stats(conn: Connection, session: Any) -> dict[str, Any]:
+    sid = session.id
+    in_session = runs.c.session_id == sid
+    roots = and_(in_session, runs.c.is_root.is_(True))
+    run_count, n_lat, n_err, last_start = conn.execute(
+        select(
+            func.count(),
+            func.count(runs.c.latency_us),
+            func.count(runs.c.error),
+            func.max(runs.c.start_time),
+        ).where(roots)
+    ).one()
+    n_ft, n_streamed_traces = conn.execute(
+        select(func.count(runs.c.first_token_us), func.count(distinct(runs.c.trace_id))).where(
+            in_session, runs.c.first_token_us.is_not(None)
+        )
+    ).one()
+    tokens = conn.execute(
+        select(
+            func.sum(runs.c.total_tokens),
+            func.sum(runs.c.prompt_tokens),
+            func.sum(runs.c.completion_tokens),
+            func.sum(runs.c.total_cost),
+            func.sum(runs.c.prompt_cost),
+            func.sum(runs.c.completion_cost),
+        ).where(in_session, runs.c.run_type == "llm")
+    ).one()
+
+    def seconds(value: float | None) -> float | None:
+        return None if value is None else value / 1_000_000
+
+    def cost(value: Any) -> float | None:
+        return None if value is None else float(value)
+
+    run_feedback = and_(
+        feedback.c.run_id.is_not(None),
+        or_(
+            feedback.c.session_id == sid,
+            and_(
+                feedback.c.session_id.is_(None),
+                feedback.c.run_id.in_(select(runs.c.id).where(in_session)),
+            ),
+        ),
+    )
+    test_run_number = None
+    if session.reference_dataset_id is not None:
+        start_us = to_micros(session.start_time)
+        test_run_number = conn.execute(
+            select(func.count()).where(
+                sessions.c.reference_dataset_id == session.reference_dataset_id,
+                or_(
+                    sessions.c.start_time < start_us,
+                    and_(sessions.c.start_time == start_us, sessions.c.id <= sid),
+                ),
+            )
+        ).scalar()
+    return {
+        "run_count": int(run_count),
+        "latency_p50": seconds(percentile(conn, runs.c.latency_us, roots, n_lat, 0.5)),
+        "latency_p99": seconds(percentile(conn, runs.c.latency_us, roots, n_lat, 0.99)),
+        "first_token_p50": seconds(percentile(conn, runs.c.first_token_us, in_session, n_ft, 0.5)),
+        "first_token_p99": seconds(percentile(conn, runs.c.first_token_us, in_session, n_ft, 0.99)),
+        "total_tokens": int(tokens[0] or 0),
+        "prompt_tokens": int(tokens[1] or 0),
+        "completion_tokens": int(tokens[2] or 0),
+        "total_cost": cost(tokens[3]),
+        "prompt_cost": cost(tokens[4]),
+        "completion_cost": cost(tokens[5]),
+        "last_run_start_time": from_micros(last_start) if isinstance(last_start, int) else last_start,
+        "last_run_start_time_live": None,
+        "feedback_stats": _feedback_stats(conn, run_feedback),
+        "session_feedback_stats": _feedback_stats(
+            conn, and_(feedback.c.session_id == sid, feedback.c.run_id.is_(None))
+        ),
+        "run_facets": [],
+        "error_rate": (n_err / run_count) if run_count else None,
+        "streaming_rate": (n_streamed_traces / run_count) if run_count else None,
+        "test_run_number": test_run_number,
+    }

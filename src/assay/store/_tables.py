@@ -1,0 +1,205 @@
+"""The schema at head, as SQLAlchemy Core tables.
+
+Migrations under ``migrations/versions`` build the same schema step by step; a test checks that
+autogenerate finds no difference between the two. Every row carries ``tenant_id`` so one server
+can hold several workspaces.
+
+Examples are versioned as rows: an update closes the current row (``valid_to``) and adds a new
+one, a delete only closes it. ``as_of`` T therefore reads rows with
+``modified_at <= T < coalesce(valid_to, +inf)``.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Double,
+    ForeignKey,
+    Index,
+    MetaData,
+    String,
+    Table,
+    Text,
+    BigInteger,
+    UniqueConstraint,
+    text,
+)
+
+from ._types import PK, JSONType, Micros
+
+__all__ = [
+    "metadata",
+    "datasets",
+    "examples",
+    "dataset_tags",
+    "sessions",
+    "runs",
+    "feedback",
+    "tenants",
+    "api_keys",
+    "DEFAULT_TENANT_ID",
+]
+
+DEFAULT_TENANT_ID = "00000000-0000-4000-8000-000000000000"
+
+metadata = MetaData()
+
+ID = String(36)
+
+datasets = Table(
+    "datasets",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("tenant_id", ID, nullable=False),
+    Column("name", String(512), nullable=False),
+    Column("description", Text),
+    Column("data_type", String(32), nullable=False, server_default="kv"),
+    Column("metadata", JSONType),
+    Column("inputs_schema", JSONType),
+    Column("outputs_schema", JSONType),
+    Column("created_at", Micros, nullable=False),
+    Column("modified_at", Micros, nullable=False),
+    UniqueConstraint("tenant_id", "name", name="uq_datasets_tenant_name"),
+)
+
+examples = Table(
+    "examples",
+    metadata,
+    Column("row_id", PK, primary_key=True, autoincrement=True),
+    Column("id", ID, nullable=False),
+    Column("dataset_id", ID, ForeignKey("datasets.id", ondelete="CASCADE"), nullable=False),
+    Column("inputs", JSONType, nullable=False),
+    Column("outputs", JSONType),
+    Column("metadata", JSONType),
+    Column("splits", JSONType),
+    # ",base,test," so a split filter is a portable LIKE on one column
+    Column("split_key", String(1024), nullable=False, server_default=",base,"),
+    Column("source_run_id", ID),
+    Column("created_at", Micros, nullable=False),
+    Column("modified_at", Micros, nullable=False),
+    Column("valid_to", Micros),
+    Index("ix_examples_dataset_valid", "dataset_id", "valid_to"),
+    Index(
+        "uq_examples_current",
+        "id",
+        unique=True,
+        sqlite_where=text("valid_to IS NULL"),
+        postgresql_where=text("valid_to IS NULL"),
+    ),
+    Index("ix_examples_id", "id"),
+)
+
+dataset_tags = Table(
+    "dataset_tags",
+    metadata,
+    Column("dataset_id", ID, ForeignKey("datasets.id", ondelete="CASCADE"), primary_key=True),
+    Column("tag", String(256), primary_key=True),
+    Column("as_of", Micros, nullable=False),
+)
+
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("tenant_id", ID, nullable=False),
+    Column("name", String(512), nullable=False),
+    Column("description", Text),
+    Column("start_time", Micros, nullable=False),
+    Column("end_time", Micros),
+    Column("extra", JSONType),
+    Column("reference_dataset_id", ID, ForeignKey("datasets.id", ondelete="SET NULL")),
+    Column("default_dataset_id", ID),
+    Column("trace_tier", String(32)),
+    UniqueConstraint("tenant_id", "name", name="uq_sessions_tenant_name"),
+    Index("ix_sessions_dataset", "reference_dataset_id", "start_time"),
+)
+
+# Runs carry derived columns (latency, first token, tokens, costs, flags) computed when written,
+# so that session statistics are index-friendly SQL aggregates.
+runs = Table(
+    "runs",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("tenant_id", ID, nullable=False),
+    Column("session_id", ID, nullable=False),
+    Column("trace_id", ID, nullable=False),
+    Column("parent_run_id", ID),
+    Column("dotted_order", String(4096)),
+    Column("name", String(512), nullable=False),
+    Column("run_type", String(32), nullable=False),
+    Column("status", String(16), nullable=False, server_default="pending"),
+    Column("inputs", JSONType),
+    Column("outputs", JSONType),
+    Column("error", Text),
+    Column("extra", JSONType),
+    Column("events", JSONType),
+    Column("tags", JSONType),
+    Column("serialized", JSONType),
+    Column("reference_example_id", ID),
+    Column("start_time", Micros, nullable=False),
+    Column("end_time", Micros),
+    Column("first_token_time", Micros),
+    Column("is_root", Boolean, nullable=False),
+    Column("latency_us", BigInteger),
+    Column("first_token_us", BigInteger),
+    Column("prompt_tokens", BigInteger),
+    Column("completion_tokens", BigInteger),
+    Column("total_tokens", BigInteger),
+    Column("prompt_cost", Double),
+    Column("completion_cost", Double),
+    Column("total_cost", Double),
+    Index("ix_runs_session_root_latency", "session_id", "is_root", "latency_us"),
+    Index("ix_runs_session_first_token", "session_id", "first_token_us"),
+    Index("ix_runs_session_type", "session_id", "run_type"),
+    Index("ix_runs_session_start", "session_id", "start_time"),
+    Index("ix_runs_trace", "trace_id"),
+    Index("ix_runs_parent", "parent_run_id"),
+    Index("ix_runs_example", "reference_example_id"),
+)
+
+feedback = Table(
+    "feedback",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("tenant_id", ID, nullable=False),
+    Column("run_id", ID),
+    Column("session_id", ID),
+    Column("trace_id", ID),
+    Column("key", String(512), nullable=False),
+    Column("score", Double),
+    Column("value", JSONType),
+    # the categorical label counted in feedback_stats.values (value rendered as text)
+    Column("label", String(512)),
+    Column("comment", Text),
+    Column("correction", JSONType),
+    Column("feedback_source", JSONType),
+    Column("extra", JSONType),
+    Column("created_at", Micros, nullable=False),
+    Column("modified_at", Micros, nullable=False),
+    Index("ix_feedback_session_key", "session_id", "key"),
+    Index("ix_feedback_run", "run_id"),
+)
+
+# Added by migration 0002 (team server).
+tenants = Table(
+    "tenants",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("name", String(256), nullable=False),
+    Column("created_at", Micros, nullable=False),
+    UniqueConstraint("name", name="uq_tenants_name"),
+)
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("tenant_id", ID, ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False),
+    Column("key_hash", String(128), nullable=False),
+    Column("prefix", String(32), nullable=False),
+    Column("description", Text),
+    Column("created_at", Micros, nullable=False),
+    Column("revoked_at", Micros),
+    UniqueConstraint("key_hash", name="uq_api_keys_hash"),
+)
