@@ -245,11 +245,19 @@ class DatasetMethods:
         format: str | None = None,
         input_keys: Sequence[str] | None = None,
         output_keys: Sequence[str] | None = None,
+        keep_ids: bool = False,
     ) -> Dataset:
-        """Create a dataset from a JSONL or CSV file; nothing is stored if any row is bad."""
+        """Create a dataset from a JSONL or CSV file; nothing is stored if any row is bad.
+
+        Example ids in the file are kept only with ``keep_ids=True`` (e.g. moving a dataset to
+        another store); by default the copy gets fresh ids so it can live beside the original.
+        """
         from ..datasets import read_examples
 
         items = read_examples(path, format=format, input_keys=input_keys, output_keys=output_keys)
+        if not keep_ids:
+            for item in items:
+                item.pop("id", None)
         name = dataset_name or Path(path).stem
         ds = self.create_dataset(name, description=description)
         try:

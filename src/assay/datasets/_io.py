@@ -26,15 +26,27 @@ def detect_format(path: str | Path, format: str | None) -> str:
     return fmt
 
 
+def _looks_like_json(text: str) -> bool:
+    if not text:
+        return False
+    if text[0] in '[{"' or text in ("true", "false", "null"):
+        return True
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _cell(value: Any) -> str:
-    return value if isinstance(value, str) else _json.dumps(value)
+    """Plain strings stay readable; anything that would read back as another type is JSON."""
+    if isinstance(value, str) and not _looks_like_json(value):
+        return value
+    return _json.dumps(value)
 
 
 def _uncell(text: str) -> Any:
-    """CSV cells written by assay hold JSON for non-strings; anything unparsable stays text."""
-    if text == "":
-        return None
-    if text[0] in '[{"' or text in ("true", "false", "null") or text.lstrip("-").replace(".", "", 1).isdigit():
+    if _looks_like_json(text):
         try:
             return json.loads(text)
         except ValueError:

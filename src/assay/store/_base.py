@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,9 @@ if TYPE_CHECKING:
     from ._runs import RunRepo
 
 __all__ = ["Store", "open_store"]
+
+# The connection of the ``Store.transaction()`` block running in this context, with its engine.
+_ACTIVE: ContextVar[tuple[Engine, Connection] | None] = ContextVar("assay_store_tx", default=None)
 
 
 class Store:
@@ -65,18 +69,50 @@ class Store:
     def upgrade(self, revision: str = "head") -> str:
         return _migrate.upgrade(self.engine, revision)
 
+    def _active(self) -> Connection | None:
+        active = _ACTIVE.get()
+        return active[1] if active is not None and active[0] is self.engine else None
+
     @contextmanager
     def read(self) -> Iterator[Connection]:
+        active = self._active()
+        if active is not None:  # inside transaction(): see its own uncommitted writes
+            with _translate_errors():
+                yield active
+            return
         with _translate_errors(), self.engine.connect() as conn:
             yield conn
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
         """One write transaction (committed on success, rolled back on any error)."""
+        active = self._active()
+        if active is not None:  # joins the enclosing transaction()
+            with _translate_errors():
+                yield active
+            return
         with _translate_errors():
             with self.engine.connect().execution_options(assay_write=True) as conn:
                 with conn.begin():
                     yield conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """Make every repository call in the block share one write transaction: all or nothing.
+
+        The server ingests runs and feedback of one request this way, so a bad item anywhere
+        leaves nothing behind. Views from ``for_tenant`` share it (same engine).
+        """
+        if self._active() is not None:
+            with self.write() as conn:
+                yield conn
+            return
+        with self.write() as conn:
+            token = _ACTIVE.set((self.engine, conn))
+            try:
+                yield conn
+            finally:
+                _ACTIVE.reset(token)
 
     def close(self) -> None:
         self.engine.dispose()

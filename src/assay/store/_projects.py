@@ -241,8 +241,9 @@ class ProjectRepo:
         with self.store.write() as conn:
             row = self._resolve(conn, project_id, project_name)
             run_ids = select(runs.c.id).where(runs.c.session_id == row.id).scalar_subquery()
-            conn.execute(feedback.delete().where(feedback.c.run_id.in_(run_ids)))
-            conn.execute(feedback.delete().where(feedback.c.session_id == row.id))
+            mine = feedback.c.tenant_id == self.store.tenant_id  # never another workspace's rows
+            conn.execute(feedback.delete().where(mine, feedback.c.run_id.in_(run_ids)))
+            conn.execute(feedback.delete().where(mine, feedback.c.session_id == row.id))
             conn.execute(runs.delete().where(runs.c.session_id == row.id))
             conn.execute(sessions.delete().where(sessions.c.id == row.id))
 

@@ -107,7 +107,11 @@ def session_stats(conn: Connection, session: Any) -> dict[str, Any]:
     def cost(value: Any) -> float | None:
         return None if value is None else float(value)
 
+    # feedback rows carry the writer's workspace: another workspace naming this session's or
+    # runs' ids must not move these statistics
+    own = feedback.c.tenant_id == session.tenant_id
     run_feedback = and_(
+        own,
         feedback.c.run_id.is_not(None),
         or_(
             feedback.c.session_id == sid,
@@ -141,11 +145,11 @@ def session_stats(conn: Connection, session: Any) -> dict[str, Any]:
         "total_cost": cost(tokens[3]),
         "prompt_cost": cost(tokens[4]),
         "completion_cost": cost(tokens[5]),
-        "last_run_start_time": from_micros(last_start) if isinstance(last_start, int) else last_start,
+        "last_run_start_time": from_micros(last_start),
         "last_run_start_time_live": None,
         "feedback_stats": _feedback_stats(conn, run_feedback),
         "session_feedback_stats": _feedback_stats(
-            conn, and_(feedback.c.session_id == sid, feedback.c.run_id.is_(None))
+            conn, and_(own, feedback.c.session_id == sid, feedback.c.run_id.is_(None))
         ),
         "run_facets": [],
         "error_rate": (n_err / run_count) if run_count else None,

@@ -32,9 +32,11 @@ def to_micros(value: datetime | int | float | str | None) -> int | None:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
-def from_micros(value: int | None) -> datetime | None:
-    if value is None:
-        return None
+def from_micros(value: int | datetime | None) -> datetime | None:
+    """Epoch microseconds -> aware UTC datetime (aggregates over Micros columns may already be
+    datetimes; they pass through)."""
+    if value is None or isinstance(value, datetime):
+        return value
     seconds, micros = divmod(int(value), 1_000_000)
     return datetime.fromtimestamp(seconds, timezone.utc).replace(microsecond=micros)
 

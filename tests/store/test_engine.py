@@ -1,0 +1,42 @@
+"""How a store is located and how SQLite is opened."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from assay.store import Store, resolve_url
+
+
+def test_default_location_is_dot_assay_under_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ASSAY_DATABASE_URL", raising=False)
+    store = Store.open()
+    store.datasets.create("here")
+    assert (tmp_path / ".assay" / "assay.db").exists()
+    assert store.url.endswith(str(tmp_path / ".assay" / "assay.db"))
+
+
+def test_env_var_and_explicit_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ASSAY_DATABASE_URL", f"sqlite:///{tmp_path}/env.db")
+    assert resolve_url() == f"sqlite:///{tmp_path}/env.db"
+    assert resolve_url(tmp_path / "file.db") == f"sqlite:///{tmp_path / 'file.db'}"
+    assert resolve_url("postgresql://u@h/db") == "postgresql+psycopg://u@h/db"
+
+
+def test_sqlite_pragmas(tmp_path: Path) -> None:
+    store = Store.open(tmp_path / "p.db")
+    with store.read() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() >= 5000
+
+
+def test_opening_twice_does_not_migrate_again(tmp_path: Path) -> None:
+    Store.open(tmp_path / "twice.db").close()
+    mtime = os.stat(tmp_path / "twice.db").st_mtime_ns
+    store = Store.open(tmp_path / "twice.db")
+    assert store.schema_version() == "0002"
+    assert os.stat(tmp_path / "twice.db").st_mtime_ns == mtime
