@@ -31,6 +31,30 @@ _EXPORTS: dict[str, str] = {
     "ConflictError": "assay.errors",
     "InvalidInputError": "assay.errors",
     "StoreError": "assay.errors",
+    "traceable": "assay.tracing",
+    "trace": "assay.tracing",
+    "tracing_context": "assay.tracing",
+    "get_current_run_tree": "assay.tracing",
+    "wrap_openai": "assay.tracing",
+    "wrap_anthropic": "assay.tracing",
+    "evaluate": "assay.evaluation",
+    "aevaluate": "assay.evaluation",
+    "ExperimentResults": "assay.evaluation",
+    "EvaluationResult": "assay.evaluation",
+    "EvaluationResults": "assay.evaluation",
+    "AccuracyEvaluator": "assay.evals",
+    "PerformanceEvaluator": "assay.evals",
+    "ReliabilityEvaluator": "assay.evals",
+    "EvaluationScore": "assay.evals",
+    "AccuracyEvaluationResult": "assay.evals",
+    "PerformanceRunResult": "assay.evals",
+    "PerformanceEvaluationResult": "assay.evals",
+    "ToolCallCheck": "assay.evals",
+    "ReliabilityEvaluationResult": "assay.evals",
+    "ExpectedToolCall": "assay.evals",
+    "get_judge": "assay.llm",
+    "JudgeOptions": "assay.llm",
+    "JudgeError": "assay.errors",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
@@ -41,6 +65,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from .schemas import (Dataset, Example, Feedback, FeedbackStats, Run, TracerSession,
                           TracerSessionResult)
     from .store import Store
+    from .tracing import (get_current_run_tree, trace, traceable, tracing_context, wrap_anthropic,
+                          wrap_openai)
+    from .evaluation import (EvaluationResult, EvaluationResults, ExperimentResults, aevaluate,
+                             evaluate)
+    from .errors import JudgeError
+    from .evals import (AccuracyEvaluationResult, AccuracyEvaluator, EvaluationScore,
+                        ExpectedToolCall, PerformanceEvaluationResult, PerformanceEvaluator,
+                        PerformanceRunResult, ReliabilityEvaluationResult, ReliabilityEvaluator,
+                        ToolCallCheck)
+    from .llm import JudgeOptions, get_judge
 
 
 def __getattr__(name: str) -> Any:

@@ -8,8 +8,15 @@ compare`` both use it, so they always agree.
 """
 
 from ._bootstrap import BootstrapResult, paired_bootstrap
-from ._compare import (CompareOptions, Comparison, ExperimentRef, MetricDiff, compare,
-                       compare_experiments, side_by_side)
+from ._compare import (
+                       CompareOptions,
+                       Comparison,
+                       ExperimentRef,
+                       MetricDiff,
+                       compare,
+                       compare_experiments,
+                       side_by_side,
+)
 from ._data import BUILTIN_METRICS, ExampleResult, ExperimentData, load_experiment
 
 __all__ = [

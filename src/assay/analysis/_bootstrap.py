@@ -71,4 +71,5 @@ def paired_bootstrap(
     diff = float(d.mean())
     if np.ptp(d) == 0:  # a constant difference resamples to itself (no rounding noise)
         low = high = diff
-    return BootstrapResult(diff=diff, low=float(low), high=float(high), n=int(n), confidence=confidence)
+    return BootstrapResult(diff=diff, low=float(low), high=float(high), n=int(n),
+                           confidence=confidence)

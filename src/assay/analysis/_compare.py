@@ -85,7 +85,8 @@ def _ref(data: ExperimentData) -> ExperimentRef:
     return ExperimentRef(id=data.project.id, name=data.project.name)
 
 
-def _metrics(experiments: Sequence[ExperimentData], lower: frozenset[str]) -> list[tuple[str, str, bool]]:
+def _metrics(experiments: Sequence[ExperimentData],
+             lower: frozenset[str]) -> list[tuple[str, str, bool]]:
     """(metric id, display name, lower is better): feedback keys first, then the built-ins."""
     keys: list[str] = []
     for data in experiments:
@@ -126,7 +127,8 @@ def _diff(metric: str, name: str, lower_better: bool, base: ExperimentData,
     return out
 
 
-def compare(experiments: Sequence[ExperimentData], options: CompareOptions | None = None) -> Comparison:
+def compare(experiments: Sequence[ExperimentData],
+            options: CompareOptions | None = None) -> Comparison:
     """Compare loaded experiments; the first is the baseline. They must share one dataset."""
     opts = options or CompareOptions()
     if len(experiments) < 2:
@@ -138,7 +140,8 @@ def compare(experiments: Sequence[ExperimentData], options: CompareOptions | Non
     if len(datasets) > 1:
         raise InvalidInputError(
             "experiments must be on the same dataset to be compared: "
-            + ", ".join(f"{e.project.name} -> {e.project.reference_dataset_id}" for e in experiments))
+            + ", ".join(f"{e.project.name} -> {e.project.reference_dataset_id}"
+                        for e in experiments))
     ids = [e.project.id for e in experiments]
     if len(set(ids)) != len(ids):
         raise InvalidInputError("the same experiment was given twice")
@@ -152,8 +155,9 @@ def compare(experiments: Sequence[ExperimentData], options: CompareOptions | Non
                       candidates=[_ref(c) for c in cands], options=opts, diffs=diffs)
 
 
-def compare_experiments(store: Store, experiments: Sequence[uuid.UUID | str],
-                        options: CompareOptions | None = None) -> tuple[Comparison, list[ExperimentData]]:
+def compare_experiments(
+    store: Store, experiments: Sequence[uuid.UUID | str], options: CompareOptions | None = None,
+) -> tuple[Comparison, list[ExperimentData]]:
     """Load experiments by id or name from ``store`` and compare them (first = baseline)."""
     loaded = [load_experiment(store, _project_id(store, e)) for e in experiments]
     return compare(loaded, options), loaded
@@ -168,7 +172,9 @@ def _project_id(store: Store, ref: uuid.UUID | str) -> str:
         return str(store.projects.read(project_name=ref).id)
 
 
-def side_by_side(experiments: Sequence[ExperimentData]) -> list[tuple[str, list[ExampleResult | None]]]:
+def side_by_side(
+    experiments: Sequence[ExperimentData],
+) -> list[tuple[str, list[ExampleResult | None]]]:
     """Every example key in any experiment, with each experiment's row (or None), in order."""
     keys: list[str] = []
     seen: set[str] = set()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from . import _datasets, _db
+from . import _datasets, _db, _demo, _experiments, _keys, _serve
 
 __all__ = ["app", "main"]
 
@@ -16,6 +16,10 @@ app = typer.Typer(
 )
 app.add_typer(_db.app, name="db")
 app.add_typer(_datasets.app, name="datasets")
+app.add_typer(_experiments.app, name="experiments")
+app.command("demo")(_demo.demo)
+app.add_typer(_keys.app, name="keys")
+app.command("serve")(_serve.serve)
 
 
 def main() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 from ..store import Store
@@ -18,6 +19,8 @@ class Client(DatasetMethods, ProjectMethods, FeedbackMethods, RunMethods):
 
     ``Client()`` opens the embedded store (``ASSAY_DATABASE_URL`` or ``.assay/assay.db``);
     ``Client(database_url=...)`` another one; ``Client(store=...)`` shares an open store.
+    ``Client(api_url=..., api_key=...)`` (or ``ASSAY_API_URL`` / ``ASSAY_API_KEY``) talks to an
+    ``assay serve`` server instead, with the same methods.
     """
 
     def __init__(
@@ -28,17 +31,50 @@ class Client(DatasetMethods, ProjectMethods, FeedbackMethods, RunMethods):
         database_url: str | os.PathLike[str] | None = None,
         store: Store | None = None,
     ) -> None:
-        if api_url is not None:
-            raise NotImplementedError("remote mode arrives with the team server (assay serve)")
+        if api_url is None and store is None and database_url is None:
+            api_url = os.environ.get("ASSAY_API_URL") or None
+        if api_url is not None:  # remote mode: the same repositories, over an assay server
+            from ._remote import RemoteBackend
+
+            if store is not None or database_url is not None:
+                from ..errors import InvalidInputError
+
+                raise InvalidInputError("give api_url (remote) or database_url/store (local), not both")
+            key = api_key if api_key is not None else os.environ.get("ASSAY_API_KEY")
+            self._backend = RemoteBackend(api_url, key)
+            self._store = self._backend  # type: ignore[assignment]  # duck-typed repositories
+            return
         self._store = store if store is not None else Store.open(database_url)
         self._backend = self._store
 
     @property
     def store(self) -> Store:
+        """The local store; in remote mode the RemoteBackend with the same repositories."""
         return self._store
 
-    def flush(self) -> None:
+    @property
+    def is_remote(self) -> bool:
+        return self._backend.__class__.__name__ == "RemoteBackend"
+
+    def _tracing_writer(self) -> Any:
+        """The background writer that stores this client's traced runs (made on first use)."""
+        writer = self.__dict__.get("_run_writer")
+        if writer is None:
+            from ..tracing._writer import RunWriter
+
+            with _writer_lock:
+                writer = self.__dict__.get("_run_writer")
+                if writer is None:
+                    writer = self.__dict__["_run_writer"] = RunWriter(self)
+        return writer
+
+    def flush(self, timeout: float | None = None) -> None:
         """Wait until every run traced so far is stored."""
+        writer = self.__dict__.get("_run_writer")
+        if writer is not None and not writer.flush(timeout):
+            from ..errors import StoreError
+
+            raise StoreError(f"traced runs were not all stored within {timeout}s")
 
     def close(self) -> None:
         self.flush()
@@ -50,10 +86,13 @@ class Client(DatasetMethods, ProjectMethods, FeedbackMethods, RunMethods):
         self.close()
 
     def __repr__(self) -> str:
+        if self.is_remote:
+            return f"Client(api_url={self._backend.url!r})"
         return f"Client(database_url={self._store.url!r})"
 
 
 _default: Client | None = None
+_writer_lock = threading.Lock()
 
 
 def get_default_client() -> Client:

@@ -14,7 +14,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DataError, IntegrityError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import (
@@ -26,7 +26,7 @@ from ..errors import (
     StoreError,
 )
 
-__all__ = ["ApiError", "install_error_handlers", "describe_validation"]
+__all__ = ["ApiError", "describe_validation", "install_error_handlers"]
 
 log = logging.getLogger("assay.server")
 
@@ -79,7 +79,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(ExampleValidationError)
     async def _example(_: Request, exc: ExampleValidationError) -> JSONResponse:
-        return error_response(422, "invalid_example", str(exc), index=exc.index)
+        return error_response(422, "invalid_example", str(exc), index=exc.index,
+                              problem=exc.problem)
 
     @app.exception_handler(InvalidInputError)
     async def _invalid(_: Request, exc: InvalidInputError) -> JSONResponse:
@@ -98,8 +99,15 @@ def install_error_handlers(app: FastAPI) -> None:
         if isinstance(exc.__cause__, IntegrityError):  # e.g. an id taken in another workspace
             return error_response(409, "conflict",
                                   "the request conflicts with an existing record (duplicate id)")
+        if isinstance(exc.__cause__, DataError):  # a value the database cannot hold
+            return error_response(422, "invalid_input",
+                                  f"a value is out of range for the database: {exc.__cause__.orig}")
         log.error("database error on %s %s: %s", request.method, request.url.path, exc)
         return error_response(503, "database_error", str(exc))
+
+    @app.exception_handler(OverflowError)
+    async def _overflow(_: Request, exc: OverflowError) -> JSONResponse:
+        return error_response(422, "invalid_input", f"a number is out of range: {exc}")
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -18,7 +18,8 @@ from ._engine import make_engine, resolve_url
 from ._tables import DEFAULT_TENANT_ID
 
 if TYPE_CHECKING:
-    from ._datasets import DatasetRepo, ExampleRepo
+    from ._datasets import DatasetRepo
+    from ._examples import ExampleRepo
     from ._feedback import FeedbackRepo
     from ._keys import KeyRepo
     from ._projects import ProjectRepo
@@ -132,7 +133,7 @@ class Store:
 
     @cached_property
     def examples(self) -> ExampleRepo:
-        from ._datasets import ExampleRepo
+        from ._examples import ExampleRepo
 
         return ExampleRepo(self)
 

@@ -1,23 +1,22 @@
-"""Datasets and their versioned examples.
+"""Datasets, their versions and version tags.
 
-A dataset's version is the time of its last change. Every example change closes the current row
-and (unless it is a delete) writes a new one, so ``as_of`` any past time or tag returns exactly
-what the dataset held then.
+A dataset's version is the time of its last change (examples live in ``_examples.py``, versioned
+as rows), so ``as_of`` any past time or tag returns exactly what the dataset held then.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from .._ids import as_uuid, new_id, utcnow
-from ..errors import ConflictError, ExampleValidationError, InvalidInputError, NotFoundError
-from ..schemas import Dataset, DatasetVersion, Example
+from ..errors import ConflictError, InvalidInputError, NotFoundError
+from ..schemas import Dataset, DatasetVersion
 from ._tables import dataset_tags, datasets, examples, sessions
 from ._types import from_micros, to_micros
 
@@ -26,75 +25,7 @@ if TYPE_CHECKING:
 
     from ._base import Store
 
-__all__ = ["DatasetRepo", "ExampleRepo", "normalize_example"]
-
-_UNSET: Any = object()
-
-
-def _now_us(conn: Connection, dataset_id: str) -> int:
-    """A timestamp strictly after the dataset's last change, so versions never collide."""
-    now = to_micros(utcnow()) or 0
-    last = conn.execute(select(datasets.c.modified_at).where(datasets.c.id == dataset_id)).scalar()
-    last_us = to_micros(last) if last is not None else 0
-    return max(now, (last_us or 0) + 1)
-
-
-def _split_list(value: Any, index: int | None = None) -> list[str]:
-    if value is None:
-        return ["base"]
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, (list, tuple)) or not all(isinstance(s, str) and s for s in value):
-        raise _bad(index, f"split must be a non-empty string or list of strings, got {value!r}")
-    if any("," in s for s in value):
-        raise _bad(index, f"split names cannot contain ',': {value!r}")
-    return list(dict.fromkeys(value))
-
-
-def _bad(index: int | None, problem: str) -> InvalidInputError:
-    return ExampleValidationError(index, problem) if index is not None else InvalidInputError(problem)
-
-
-def normalize_example(item: Any, index: int | None = None) -> dict[str, Any]:
-    """Validate one example given as a mapping (or an Example) and return storable fields."""
-    if isinstance(item, Example):
-        item = item.model_dump()
-    if not isinstance(item, Mapping):
-        raise _bad(index, f"expected a mapping with 'inputs', got {type(item).__name__}")
-    unknown = set(item) - {
-        "inputs", "outputs", "metadata", "split", "splits", "id", "source_run_id",
-        "created_at", "dataset_id", "modified_at", "attachments", "attachment_urls",
-    }
-    if unknown:
-        raise _bad(index, f"unknown field(s) {sorted(unknown)}")
-    inputs = item.get("inputs")
-    if not isinstance(inputs, Mapping):
-        raise _bad(index, f"'inputs' must be a mapping, got {type(inputs).__name__}")
-    outputs = item.get("outputs")
-    if outputs is not None and not isinstance(outputs, Mapping):
-        raise _bad(index, f"'outputs' must be a mapping or None, got {type(outputs).__name__}")
-    meta = item.get("metadata")
-    if meta is not None and not isinstance(meta, Mapping):
-        raise _bad(index, f"'metadata' must be a mapping or None, got {type(meta).__name__}")
-    meta = dict(meta) if meta is not None else None
-    split_value = item.get("split", item.get("splits"))
-    if split_value is None and meta and "dataset_split" in meta:
-        split_value = meta["dataset_split"]
-    splits = _split_list(split_value, index)
-    ex_id = item.get("id")
-    try:
-        ex_id = str(as_uuid(ex_id, "id")) if ex_id is not None else str(new_id())
-    except InvalidInputError as exc:
-        raise _bad(index, str(exc)) from None
-    return {
-        "id": ex_id,
-        "inputs": dict(inputs),
-        "outputs": dict(outputs) if outputs is not None else None,
-        "metadata": meta,
-        "splits": splits,
-        "split_key": "," + ",".join(splits) + ",",
-        "source_run_id": str(item["source_run_id"]) if item.get("source_run_id") else None,
-    }
+__all__ = ["DatasetRepo"]
 
 
 def _dataset_model(row: Any, counts: Mapping[str, Any] | None = None) -> Dataset:
@@ -114,24 +45,6 @@ def _dataset_model(row: Any, counts: Mapping[str, Any] | None = None) -> Dataset
         session_count=counts.get("session_count"),
         last_session_start_time=counts.get("last_session_start_time"),
     )
-
-
-def _example_model(row: Any) -> Example:
-    meta = dict(row.metadata or {})
-    splits = row.splits or ["base"]
-    meta.setdefault("dataset_split", splits)
-    return Example(
-        id=row.id,
-        dataset_id=row.dataset_id,
-        inputs=row.inputs or {},
-        outputs=row.outputs,
-        metadata=meta,
-        split=splits,
-        source_run_id=row.source_run_id,
-        created_at=row.created_at,
-        modified_at=row.modified_at,
-    )
-
 
 class DatasetRepo:
     def __init__(self, store: Store) -> None:
@@ -388,222 +301,6 @@ class DatasetRepo:
                 raise NotFoundError(f"dataset version tag {as_of!r} not found") from None
         raise InvalidInputError(f"as_of must be a datetime or a version tag, got {as_of!r}")
 
-
 def _matches(meta: Mapping[str, Any] | None, want: Mapping[str, Any]) -> bool:
     meta = meta or {}
     return all(meta.get(k) == v for k, v in want.items())
-
-
-class ExampleRepo:
-    def __init__(self, store: Store) -> None:
-        self.store = store
-
-    def create_many(
-        self,
-        items: Iterable[Any],
-        *,
-        dataset_id: uuid.UUID | str | None = None,
-        dataset_name: str | None = None,
-    ) -> list[Example]:
-        """Validate every item first, then store all in one transaction, or none."""
-        rows = [normalize_example(item, i) for i, item in enumerate(items)]
-        ids = [r["id"] for r in rows]
-        if len(set(ids)) != len(ids):
-            seen: set[str] = set()
-            for i, ex_id in enumerate(ids):
-                if ex_id in seen:
-                    raise ExampleValidationError(i, f"duplicate example id {ex_id} in the batch")
-                seen.add(ex_id)
-        with self.store.write() as conn:
-            ds_id = self.store.datasets._resolve(conn, dataset_id, dataset_name)
-            if not rows:
-                return []
-            existing = set()
-            for chunk in _chunks(ids, 500):
-                existing |= set(
-                    conn.execute(
-                        select(examples.c.id).where(
-                            examples.c.id.in_(chunk), examples.c.valid_to.is_(None)
-                        )
-                    ).scalars()
-                )
-            if existing:
-                i = next(i for i, x in enumerate(ids) if x in existing)
-                raise ExampleValidationError(i, f"example id {ids[i]} already exists")
-            now = _now_us(conn, ds_id)
-            for r in rows:
-                r.update(dataset_id=ds_id, created_at=now, modified_at=now, valid_to=None)
-            conn.execute(examples.insert(), rows)
-            conn.execute(update(datasets).where(datasets.c.id == ds_id).values(modified_at=now))
-            stored = self._select(conn, ds_id, example_ids=ids)
-        order = {x: i for i, x in enumerate(ids)}
-        return sorted(stored, key=lambda e: order[str(e.id)])
-
-    def _select(
-        self,
-        conn: Connection,
-        ds_id: str | None,
-        *,
-        as_of_us: int | None = None,
-        example_ids: Sequence[str] | None = None,
-        splits: Sequence[str] | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        offset: int = 0,
-        limit: int | None = None,
-    ) -> list[Example]:
-        q = select(examples)
-        if ds_id is not None:
-            q = q.where(examples.c.dataset_id == ds_id)
-        if as_of_us is None:
-            q = q.where(examples.c.valid_to.is_(None))
-        else:
-            q = q.where(
-                examples.c.modified_at <= as_of_us,
-                or_(examples.c.valid_to.is_(None), examples.c.valid_to > as_of_us),
-            )
-        if example_ids is not None:
-            q = q.where(examples.c.id.in_(list(example_ids)))
-        if splits:
-            q = q.where(or_(*[examples.c.split_key.contains(f",{s},", autoescape=True) for s in splits]))
-        if metadata:
-            conds = []
-            for key, value in metadata.items():
-                field = examples.c.metadata[key]
-                if isinstance(value, bool):
-                    conds.append(field.as_boolean() == value)
-                elif isinstance(value, int):
-                    conds.append(field.as_integer() == value)
-                elif isinstance(value, float):
-                    conds.append(field.as_float() == value)
-                elif isinstance(value, str):
-                    conds.append(field.as_string() == value)
-                else:
-                    raise InvalidInputError(
-                        f"metadata filter on {key!r} must be a str, int, float or bool"
-                    )
-            q = q.where(and_(*conds))
-        q = q.order_by(examples.c.created_at, examples.c.id).offset(max(offset, 0))
-        if limit is not None:
-            q = q.limit(limit)
-        return [_example_model(r) for r in conn.execute(q)]
-
-    def list(
-        self,
-        *,
-        dataset_id: uuid.UUID | str | None = None,
-        dataset_name: str | None = None,
-        example_ids: Sequence[uuid.UUID | str] | None = None,
-        splits: Sequence[str] | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        as_of: datetime | str | None = None,
-        offset: int = 0,
-        limit: int | None = None,
-    ) -> list[Example]:
-        with self.store.read() as conn:
-            ds_id = None
-            if dataset_id is not None or dataset_name is not None:
-                ds_id = self.store.datasets._resolve(conn, dataset_id, dataset_name)
-            elif example_ids is None:
-                raise InvalidInputError("give dataset_id, dataset_name or example_ids")
-            as_of_us = None
-            if as_of is not None and ds_id is not None:
-                as_of_us = self.store.datasets._as_of_us(conn, ds_id, as_of)
-            ids = [str(as_uuid(i, "example id")) for i in example_ids] if example_ids else None
-            if ids is not None and ds_id is None:
-                ids = self._tenant_ids(conn, ids)
-            return self._select(
-                conn, ds_id, as_of_us=as_of_us, example_ids=ids, splits=splits,
-                metadata=metadata, offset=offset, limit=limit,
-            )
-
-    def _tenant_ids(self, conn: Connection, ids: list[str]) -> list[str]:
-        q = (
-            select(examples.c.id)
-            .join(datasets, datasets.c.id == examples.c.dataset_id)
-            .where(examples.c.id.in_(ids), datasets.c.tenant_id == self.store.tenant_id)
-        )
-        return list(set(conn.execute(q).scalars()))
-
-    def read(self, example_id: uuid.UUID | str, *, as_of: datetime | str | None = None) -> Example:
-        ex_id = str(as_uuid(example_id, "example_id"))
-        with self.store.read() as conn:
-            if not self._tenant_ids(conn, [ex_id]):
-                raise NotFoundError(f"example {ex_id} not found")
-            ds_id = conn.execute(
-                select(examples.c.dataset_id).where(examples.c.id == ex_id).limit(1)
-            ).scalar()
-            as_of_us = self.store.datasets._as_of_us(conn, ds_id, as_of) if as_of else None
-            found = self._select(conn, ds_id, as_of_us=as_of_us, example_ids=[ex_id])
-        if not found:
-            raise NotFoundError(f"example {ex_id} not found" + (f" as of {as_of}" if as_of else ""))
-        return found[0]
-
-    def update_many(self, updates: Sequence[Mapping[str, Any]]) -> list[Example]:
-        """Each update is ``{"id": ..., and any of inputs/outputs/metadata/split}``; atomic."""
-        if not updates:
-            return []
-        with self.store.write() as conn:
-            changed: list[str] = []
-            for i, upd in enumerate(updates):
-                if not isinstance(upd, Mapping) or "id" not in upd:
-                    raise ExampleValidationError(i, "an update needs the example 'id'")
-                ex_id = str(as_uuid(upd["id"], "example id"))
-                if not self._tenant_ids(conn, [ex_id]):
-                    raise ExampleValidationError(i, f"example {ex_id} not found")
-                cur = conn.execute(
-                    select(examples).where(examples.c.id == ex_id, examples.c.valid_to.is_(None))
-                ).first()
-                if cur is None:
-                    raise ExampleValidationError(i, f"example {ex_id} was deleted")
-                merged = {
-                    "id": ex_id,
-                    "inputs": upd.get("inputs", cur.inputs),
-                    "outputs": upd.get("outputs", cur.outputs),
-                    "metadata": upd.get("metadata", cur.metadata),
-                    "split": upd.get("split", upd.get("splits", cur.splits)),
-                    "source_run_id": cur.source_run_id,
-                }
-                row = normalize_example(merged, i)
-                now = _now_us(conn, cur.dataset_id)
-                conn.execute(
-                    update(examples).where(examples.c.row_id == cur.row_id).values(valid_to=now)
-                )
-                row.update(dataset_id=cur.dataset_id, created_at=cur.created_at, modified_at=now)
-                conn.execute(examples.insert().values(**row))
-                conn.execute(
-                    update(datasets).where(datasets.c.id == cur.dataset_id).values(modified_at=now)
-                )
-                changed.append(ex_id)
-            out = self._select(conn, None, example_ids=changed)
-        order = {x: i for i, x in enumerate(changed)}
-        return sorted(out, key=lambda e: order[str(e.id)])
-
-    def delete_many(self, example_ids: Sequence[uuid.UUID | str]) -> int:
-        ids = [str(as_uuid(i, "example id")) for i in example_ids]
-        with self.store.write() as conn:
-            owned = set(self._tenant_ids(conn, ids))
-            missing = [i for i in ids if i not in owned]
-            if missing:
-                raise NotFoundError(f"example(s) not found: {', '.join(missing)}")
-            rows = conn.execute(
-                select(examples.c.row_id, examples.c.dataset_id).where(
-                    examples.c.id.in_(ids), examples.c.valid_to.is_(None)
-                )
-            ).all()
-            for ds_id in {r.dataset_id for r in rows}:
-                now = _now_us(conn, ds_id)
-                conn.execute(
-                    update(examples)
-                    .where(examples.c.row_id.in_([r.row_id for r in rows if r.dataset_id == ds_id]))
-                    .values(valid_to=now)
-                )
-                conn.execute(update(datasets).where(datasets.c.id == ds_id).values(modified_at=now))
-        return len(rows)
-
-    def count(self, dataset_id: uuid.UUID | str, *, as_of: datetime | str | None = None) -> int:
-        return len(self.list(dataset_id=dataset_id, as_of=as_of))
-
-
-def _chunks(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]

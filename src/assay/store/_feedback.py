@@ -12,6 +12,7 @@ from .._ids import as_uuid, new_id, utcnow
 from .._json import jsonable
 from ..errors import InvalidInputError, NotFoundError
 from ..schemas import Feedback
+from ._bulk import insert_many
 from ._tables import feedback, runs
 
 if TYPE_CHECKING:
@@ -87,8 +88,13 @@ class FeedbackRepo:
             "modified_at": item.get("modified_at") or now,
         }
 
-    def create_many(self, items: Iterable[Mapping[str, Any]]) -> list[Feedback]:
-        """Store feedback atomically; a run's project is filled in when the run is known."""
+    def create_many(self, items: Iterable[Mapping[str, Any]], *,
+                    return_records: bool = True) -> list[Feedback]:
+        """Store feedback atomically; a run's project is filled in when the run is known.
+
+        ``return_records=False`` skips reading the rows back (bulk writers such as
+        ``evaluate()`` do not need them) and returns an empty list.
+        """
         rows = [self._row(i) for i in items]
         if not rows:
             return []
@@ -110,8 +116,8 @@ class FeedbackRepo:
                     conn.execute(feedback.delete().where(
                         feedback.c.id == r["id"], feedback.c.tenant_id == self.store.tenant_id))
                     fresh.append(r)
-            conn.execute(feedback.insert(), fresh)
-        return self.list(feedback_ids=ids)
+            insert_many(conn, feedback, fresh)
+        return self.list(feedback_ids=ids) if return_records else []
 
     def create(self, **item: Any) -> Feedback:
         return self.create_many([item])[0]

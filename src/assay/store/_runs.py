@@ -19,6 +19,7 @@ from .._ids import as_uuid, dotted_segment, utcnow
 from .._usage import derive_usage
 from ..errors import InvalidInputError, NotFoundError
 from ..schemas import Run
+from ._bulk import insert_many
 from ._tables import runs
 from ._types import to_micros
 
@@ -223,7 +224,7 @@ class RunRepo:
             (inserts if run_id in fresh else updates).append(row)
         if inserts:
             cols = sorted(_COLUMNS)
-            conn.execute(runs.insert(), [{c: r.get(c) for c in cols} for r in inserts])
+            insert_many(conn, runs, [{c: r.get(c) for c in cols} for r in inserts])
         for row in updates:
             conn.execute(update(runs).where(runs.c.id == row["id"]).values(**row))
         return len(ids)
@@ -259,11 +260,15 @@ class RunRepo:
         error: bool | None = None,
         reference_example_ids: Sequence[uuid.UUID | str] | None = None,
         run_ids: Sequence[uuid.UUID | str] | None = None,
+        start_time: datetime | str | None = None,
         order: str = "asc",
         offset: int = 0,
         limit: int | None = None,
     ) -> list[Run]:
+        """Runs matching every filter; ``start_time``: runs that started at or after it."""
         q = select(runs).where(runs.c.tenant_id == self.store.tenant_id)
+        if start_time is not None:
+            q = q.where(runs.c.start_time >= _timestamp(start_time, "start_time", "filter"))
         if project_ids is not None:
             q = q.where(runs.c.session_id.in_([str(p) for p in project_ids]))
         if run_type is not None:
@@ -292,6 +297,50 @@ class RunRepo:
             q = q.limit(limit)
         with self.store.read() as conn:
             return [_row_to_run(r) for r in conn.execute(q)]
+
+    def delete_traces(
+        self,
+        project_id: uuid.UUID | str,
+        *,
+        trace_ids: Iterable[uuid.UUID | str] | None = None,
+        keep: Iterable[uuid.UUID | str] | None = None,
+    ) -> int:
+        """Delete whole traces of a project (every run in them and feedback on those runs):
+        the ``trace_ids`` given, or all but those in ``keep``. Feedback in the project whose run
+        no longer exists goes too. One transaction; returns how many runs were deleted.
+
+        Resuming an interrupted experiment uses it to drop what the killed process left half
+        written, so every (example, repetition) ends with exactly one trace.
+        """
+        from ._tables import feedback
+
+        if (trace_ids is None) == (keep is None):
+            raise InvalidInputError("give exactly one of trace_ids or keep")
+        sid = str(as_uuid(project_id, "project_id"))
+        tenant = runs.c.tenant_id == self.store.tenant_id
+        in_project = runs.c.session_id == sid
+        deleted = 0
+        with self.store.write() as conn:
+            if keep is not None:
+                kept = {str(as_uuid(t, "trace id")) for t in keep}
+                present = conn.execute(
+                    select(runs.c.trace_id).where(tenant, in_project).distinct()).scalars()
+                doomed = [t for t in present if t not in kept]
+            else:
+                doomed = list(dict.fromkeys(str(as_uuid(t, "trace id")) for t in trace_ids or ()))
+            for i in range(0, len(doomed), 500):
+                chunk = doomed[i : i + 500]
+                ids = select(runs.c.id).where(tenant, in_project, runs.c.trace_id.in_(chunk))
+                conn.execute(feedback.delete().where(feedback.c.run_id.in_(ids)))
+                deleted += conn.execute(
+                    runs.delete().where(tenant, in_project, runs.c.trace_id.in_(chunk))).rowcount
+            conn.execute(feedback.delete().where(
+                feedback.c.tenant_id == self.store.tenant_id,
+                feedback.c.session_id == sid,
+                feedback.c.run_id.is_not(None),
+                feedback.c.run_id.not_in(select(runs.c.id).where(tenant, in_project)),
+            ))
+        return deleted
 
 
 def _attach(root: Run, descendants: list[Run]) -> None:

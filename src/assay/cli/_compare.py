@@ -1,0 +1,101 @@
+"""``assay experiments compare``: paired-bootstrap differences as a table, a JSON or an exit code.
+
+The same numbers as the web UI's compare page (both call ``assay.analysis``), so a CI gate and a
+person looking at the UI never disagree.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ._common import DbOption, JsonOption, console, emit_json, handle_errors, open_client
+
+__all__ = ["compare"]
+
+EXIT_REGRESSION = 1
+
+
+def compare(
+    experiments: Annotated[list[str], typer.Argument(
+        help="Two or more experiment names or ids on the same dataset; the first is the baseline.",
+        show_default=False)],
+    db: DbOption = None,
+    fail_on_regression: Annotated[bool, typer.Option(
+        "--fail-on-regression",
+        help="Exit with code 1 when any metric regressed significantly (for CI).")] = False,
+    confidence: Annotated[float, typer.Option(
+        min=0.5, max=0.999, help="Confidence level of the intervals.")] = 0.95,
+    resamples: Annotated[int, typer.Option(min=100, max=100_000,
+                                           help="Bootstrap resamples.")] = 2000,
+    seed: Annotated[int, typer.Option(help="Random seed (same seed, same intervals).")] = 0,
+    lower_is_better: Annotated[list[str] | None, typer.Option(
+        "--lower-is-better", help="A feedback key where lower scores are better (repeatable).",
+        show_default=False)] = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Compare experiments example by example: per metric, the difference with a CI.
+
+    Each feedback score, latency, tokens, cost and error rate is paired by example (repetitions
+    averaged); the interval comes from a paired bootstrap over examples. A regression is a
+    difference whose interval excludes 0 in the bad direction.
+    """
+    from ..analysis import CompareOptions, compare_experiments
+
+    with handle_errors():
+        if len(experiments) < 2:
+            from ..errors import InvalidInputError
+
+            raise InvalidInputError("give at least two experiments (baseline first)")
+        opts = CompareOptions(confidence=confidence, resamples=resamples, seed=seed,
+                              lower_is_better=frozenset(lower_is_better or ()))
+        result, _ = compare_experiments(open_client(db).store, experiments, opts)
+    regressions = result.regressions
+    if json_out:
+        data = result.model_dump(mode="json")
+        for item, diff in zip(data["diffs"], result.diffs, strict=True):
+            item["status"] = diff.status
+        data["regressions"] = len(regressions)
+        emit_json(data)
+    else:
+        _print(result)
+    if fail_on_regression and regressions:
+        raise typer.Exit(EXIT_REGRESSION)
+
+
+def _print(result) -> None:  # type: ignore[no-untyped-def]
+    from rich import box
+
+    from ..analysis._format import metric_value, signed
+
+    pct = f"{result.options.confidence * 100:g}%"
+    for cand in result.candidates:
+        table = Table(title=f"{cand.name} vs {result.baseline.name} (baseline)",
+                      title_justify="left", box=box.SIMPLE_HEAD,
+                      caption="↑ higher is better · ↓ lower is better · "
+                              "diff = candidate − baseline",
+                      caption_justify="left")
+        table.add_column("metric", no_wrap=True)
+        for col in ("baseline", "candidate", "diff", f"{pct} CI", "n"):
+            table.add_column(col, justify="right")
+        table.add_column("status", no_wrap=True)
+        for d in result.diffs:
+            if d.candidate.id != cand.id:
+                continue
+            ci = ("–" if d.ci_low is None
+                  else f"[{signed(d.ci_low, d.kind)}, {signed(d.ci_high, d.kind)}]")
+            status = {"regression": "[bold red]REGRESSION[/]", "improvement": "[green]improved[/]",
+                      "no significant change": "no change"}.get(d.status, d.status)
+            arrow = "↑" if d.better == "higher" else "↓"
+            table.add_row(f"{d.metric} {arrow}", metric_value(d.baseline_mean, d.kind),
+                          metric_value(d.candidate_mean, d.kind), signed(d.diff, d.kind), ci,
+                          str(d.n), status)
+        console.print(table)
+    n = len(result.regressions)
+    if n:
+        names = ", ".join(f"{d.metric} ({d.candidate.name})" for d in result.regressions)
+        console.print(f"[bold red]{n} significant regression{'s' if n != 1 else ''}:[/] {names}")
+    else:
+        console.print("[green]no significant regressions[/]")

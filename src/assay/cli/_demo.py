@@ -1,0 +1,60 @@
+"""``assay demo``: the main job, a real experiment with no API key and no network.
+
+A scripted tool-using agent answers a bundled dataset several times over; evaluators score it;
+runs, feedback and statistics go to the embedded store (``.assay/assay.db`` by default), and the
+statistics are printed as a table.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ._common import (
+    DbOption,
+    JsonOption,
+    console,
+    emit_json,
+    err_console,
+    handle_errors,
+    open_client,
+)
+
+__all__ = ["demo"]
+
+
+def demo(
+    db: DbOption = None,
+    repetitions: Annotated[int, typer.Option(min=1, max=100,
+                                             help="Times each example runs.")] = 3,
+    concurrency: Annotated[int, typer.Option(min=1, max=256,
+                                             help="Examples run at the same time.")] = 4,
+    json_out: JsonOption = False,
+) -> None:
+    """Run the demo experiment (a tool-using agent, no API key) and print its statistics."""
+    from ..demo import DATASET_NAME, run_demo
+    from ._experiments import stats_table
+
+    with handle_errors():
+        client = open_client(db)
+        results = run_demo(client, num_repetitions=repetitions, max_concurrency=concurrency,
+                           blocking=False)
+        total = len(results)
+        out = err_console if json_out else console
+        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=out, transient=json_out) as progress:
+            task = progress.add_task(f"{results.experiment_name}", total=total)
+            for _ in results:
+                progress.advance(task)
+        results.wait()
+        stats = client.read_project(project_id=results.experiment_id, include_stats=True)
+    if json_out:
+        emit_json(stats.model_dump())
+        return
+    console.print(stats_table(stats, title=f"{stats.name} on {DATASET_NAME} "
+                                           f"({repetitions} repetitions)"))
+    console.print(f"store: {client.store.url}")
+    console.print(f"next: [bold]assay experiments show {stats.name}[/bold] (per-run detail), "
+                  "[bold]assay experiments list[/bold]")

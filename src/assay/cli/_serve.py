@@ -1,0 +1,46 @@
+"""``assay serve``: run the team server (LangSmith-compatible REST API) with uvicorn."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+import typer
+
+from ._common import DbOption, console, handle_errors
+
+__all__ = ["serve"]
+
+
+def serve(
+    db: DbOption = None,
+    host: Annotated[str, typer.Option(help="Interface to listen on (0.0.0.0 for all).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 1984,
+    workers: Annotated[int, typer.Option(min=1, help="Worker processes (use >1 with PostgreSQL).")] = 1,
+    max_body_bytes: Annotated[
+        int, typer.Option(min=1024, help="Largest request body accepted, compressed or not (bytes).")
+    ] = 64 * 1024 * 1024,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+) -> None:
+    """Serve the store over HTTP for the official LangSmith SDKs and assay's remote Client.
+
+    Clients authenticate with an API key from `assay keys create`; point the SDKs at it with
+    LANGSMITH_ENDPOINT=http://HOST:PORT and LANGSMITH_API_KEY=<key>.
+    """
+    from ..errors import require
+
+    uvicorn = require("uvicorn", "server", "assay serve")
+    require("fastapi", "server", "assay serve")
+    from ..store import Store, resolve_url
+
+    with handle_errors():
+        url = resolve_url(db)
+        store = Store.open(url)  # migrate once, before any worker starts
+        shown = store.url
+        store.close()
+    # workers re-create the app from these variables (uvicorn --factory)
+    os.environ["ASSAY_DATABASE_URL"] = url
+    os.environ["ASSAY_MAX_BODY_BYTES"] = str(max_body_bytes)
+    console.print(f"assay serving {shown} on http://{host}:{port} ({workers} worker(s))")
+    uvicorn.run("assay.server:app_from_env", factory=True, host=host, port=port,
+                workers=workers, log_level=log_level)

@@ -1,0 +1,30 @@
+"""Experiments: run a target over a dataset, score it, and store it all.
+
+    evaluate / aevaluate        LangSmith's entry points (one async core, a sync wrapper)
+    ExperimentResults           the rows, in dataset order; summary_results; to_pandas()
+    EvaluationResult(s)         what evaluators return (LangSmith's shapes)
+    git_info                    the git facts recorded in an experiment's metadata
+
+Statistics of a finished experiment come from the store:
+``client.read_project(project_name=results.experiment_name, include_stats=True)``.
+"""
+
+from ._evaluate import aevaluate, evaluate
+from ._evaluators import RowEvaluator, SummaryEvaluator, adapt_evaluator, adapt_summary_evaluator
+from ._git import git_info
+from ._results import ExperimentResultRow, ExperimentResults
+from ._schemas import EvaluationResult, EvaluationResults
+
+__all__ = [
+    "EvaluationResult",
+    "EvaluationResults",
+    "ExperimentResultRow",
+    "ExperimentResults",
+    "RowEvaluator",
+    "SummaryEvaluator",
+    "adapt_evaluator",
+    "adapt_summary_evaluator",
+    "aevaluate",
+    "evaluate",
+    "git_info",
+]

@@ -1,0 +1,363 @@
+"""``evaluate()`` / ``aevaluate()``: run a target over a dataset as a tracked experiment.
+
+One async core (``aevaluate``); ``evaluate`` is a thin sync wrapper that runs it on a fresh event
+loop, or, when the caller already has a running loop (Jupyter), on a worker thread. Setup (the
+dataset, the experiment, what a resumed experiment already finished) happens before the first
+example runs, so a bad argument fails fast and ``blocking=False`` returns an object that fills
+in as rows complete.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..errors import InvalidInputError
+from ..schemas import Feedback, TracerSession
+from ..tracing import tracing_context
+from ._data import ResolvedData, dataset_id_of, load_dataset, resolve_data
+from ._evaluators import adapt_evaluator, adapt_summary_evaluator
+from ._experiment import (
+    ExperimentState,
+    check_same_dataset,
+    end_experiment,
+    experiment_metadata,
+    find_experiment,
+    finished_rows,
+    new_name,
+    open_experiment,
+)
+from ._results import ExperimentResultRow, ExperimentResults
+from ._runner import (
+    MemoryClient,
+    Plan,
+    Unit,
+    adapt_target,
+    feedback_rows,
+    relaxed_gc,
+    run_summary,
+    run_units,
+)
+from ._schemas import EvaluationResult, EvaluationResults
+from ._sink import FeedbackSink
+
+if TYPE_CHECKING:
+    from ..client import Client
+
+__all__ = ["aevaluate", "evaluate"]
+
+ErrorHandling = Literal["log", "ignore"]
+
+
+@dataclass
+class _Options:
+    """One evaluate() call's arguments, passed around as one object."""
+
+    target: Any
+    data: Any
+    evaluators: Any
+    summary_evaluators: Any
+    metadata: Any
+    experiment_prefix: str | None
+    description: str | None
+    max_concurrency: int | None
+    num_repetitions: int | None
+    client: Client | None
+    experiment: Any
+    upload_results: bool
+    error_handling: str
+    as_of: datetime | str | None
+    splits: Sequence[str] | None
+    timeout: float | None
+
+
+@dataclass
+class _Prepared:
+    plan: Plan
+    units: list[Unit]
+    results: ExperimentResults
+    state: ExperimentState | None
+    client: Client | None
+
+
+def _check(max_concurrency: Any, num_repetitions: Any, error_handling: Any, timeout: Any) -> None:
+    if max_concurrency is not None and (
+            isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int)
+            or max_concurrency < 0):
+        raise InvalidInputError(
+            f"max_concurrency must be None (no limit) or an int >= 0, got {max_concurrency!r}")
+    if num_repetitions is not None and (
+            isinstance(num_repetitions, bool) or not isinstance(num_repetitions, int)
+            or num_repetitions < 1):
+        raise InvalidInputError(f"num_repetitions must be an int >= 1, got {num_repetitions!r}")
+    if error_handling not in ("log", "ignore"):
+        raise InvalidInputError(f"error_handling must be 'log' or 'ignore', got {error_handling!r}")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or timeout <= 0):
+        raise InvalidInputError(f"timeout must be a positive number of seconds, got {timeout!r}")
+
+
+def _as_list(value: Any, what: str) -> list[Any]:
+    if value is None:
+        return []
+    if callable(value) and not isinstance(value, (list, tuple)):
+        raise InvalidInputError(f"{what} must be a list (wrap the single evaluator in [...])")
+    return list(value)
+
+
+def _feedback_result(fb: Feedback) -> EvaluationResult:
+    source = (fb.feedback_source.metadata if fb.feedback_source else None) or {}
+    run = source.get("__run") or {}
+    return EvaluationResult(key=fb.key, score=fb.score, value=fb.value, comment=fb.comment,
+                            correction=fb.correction, source_run_id=run.get("run_id"),
+                            extra=fb.extra)
+
+
+def _resolve_data(o: _Options, existing: TracerSession | None) -> ResolvedData:
+    """The examples to run; a resumed experiment keeps its dataset, version and splits."""
+    if existing is not None and o.data is None:
+        if existing.reference_dataset_id is None:
+            raise InvalidInputError(f"experiment {existing.name!r} has no dataset: pass data=")
+        meta = existing.metadata
+        return load_dataset(o.client, str(existing.reference_dataset_id),  # type: ignore[arg-type]
+                            as_of=o.as_of or meta.get("dataset_version"),
+                            splits=o.splits or meta.get("dataset_splits"))
+    ds_id = dataset_id_of(o.client, o.data) if o.client is not None else None
+    as_of = o.as_of
+    if existing is not None and ds_id is not None:
+        check_same_dataset(existing, ds_id)
+        if as_of is None:  # the version the experiment started on
+            as_of = existing.metadata.get("dataset_version")
+    if ds_id is not None:
+        return load_dataset(o.client, ds_id, as_of=as_of, splits=o.splits)  # type: ignore[arg-type]
+    name_hint = (o.experiment if isinstance(o.experiment, str) and existing is None
+                 else o.experiment_prefix)
+    return resolve_data(o.client, o.data, as_of=as_of, splits=o.splits, upload=o.upload_results,
+                        dataset_name=new_name(name_hint or "examples"))
+
+
+def _prepare(o: _Options) -> _Prepared:
+    """Everything before the first example: arguments, data, experiment, what is already done."""
+    _check(o.max_concurrency, o.num_repetitions, o.error_handling, o.timeout)
+    if o.metadata is not None and not isinstance(o.metadata, dict):
+        raise InvalidInputError(f"metadata must be a dict, got {type(o.metadata).__name__}")
+    tgt = adapt_target(o.target)
+    evs = [adapt_evaluator(e) for e in _as_list(o.evaluators, "evaluators")]
+    sevs = [adapt_summary_evaluator(e)
+            for e in _as_list(o.summary_evaluators, "summary_evaluators")]
+    needs_client = o.upload_results or isinstance(o.data, (str, uuid.UUID)) or (
+        o.data is not None and hasattr(o.data, "id") and hasattr(o.data, "name"))
+    if o.client is None and needs_client:
+        from ..client import get_default_client
+
+        o.client = get_default_client()
+
+    existing = None
+    if o.experiment is not None:
+        if not o.upload_results:
+            raise InvalidInputError("experiment= continues a stored experiment: it needs "
+                                    "upload_results=True")
+        existing = find_experiment(o.client, o.experiment)  # type: ignore[arg-type]
+    resolved = _resolve_data(o, existing)
+    reps = o.num_repetitions or (int(existing.metadata.get("num_repetitions") or 1)
+                               if existing is not None else 1)
+
+    state: ExperimentState | None = None
+    if o.upload_results:
+        assert o.client is not None
+        meta = experiment_metadata(o.metadata, resolved, reps)
+        generated = not (isinstance(o.experiment, str) and existing is None)
+        name = o.experiment if not generated else new_name(o.experiment_prefix or tgt.name)
+        state = open_experiment(o.client, name=name, description=o.description, metadata=meta,
+                                dataset_id=resolved.dataset_id, existing=existing,
+                                generated_name=generated)
+        exp_id, exp_name = state.id, state.name
+    else:
+        exp_id, exp_name = None, new_name(o.experiment_prefix or tgt.name)
+
+    examples = resolved.examples
+    n = len(examples)
+    results = ExperimentResults(exp_name, n * reps, experiment_id=exp_id,
+                                client=o.client if o.upload_results else None)
+    done: dict[tuple[str, int], Any] = {}
+    if state is not None and not state.created:
+        wanted = {(str(ex.id), r) for r in range(reps) for ex in examples}
+        done = finished_rows(o.client, state.id, wanted=wanted,  # type: ignore[arg-type]
+                             need_feedback=bool(evs), errors_count=o.error_handling == "log")
+    units: list[Unit] = []
+    for rep in range(reps):
+        for i, ex in enumerate(examples):
+            index = rep * n + i
+            prior = done.get((str(ex.id), rep))
+            if prior is None:
+                units.append(Unit(index, ex, rep))
+            else:
+                evals = EvaluationResults(results=[_feedback_result(f) for f in prior.feedback])
+                results._set(index, ExperimentResultRow(ex, run=prior.run,
+                                                        evaluation_results=evals))
+    plan = Plan(
+        target=tgt, evaluators=evs, summary_evaluators=sevs,
+        client=o.client if o.upload_results else MemoryClient(), experiment_id=exp_id,
+        experiment_name=exp_name, max_concurrency=o.max_concurrency, timeout=o.timeout,
+        error_handling=o.error_handling, run_metadata=dict(o.metadata or {}),
+        upload=o.upload_results,
+    )
+    return _Prepared(plan, units, results, state, o.client)
+
+
+async def _execute(prep: _Prepared) -> ExperimentResults:
+    """Run the prepared units, then flush, summarize and close the experiment."""
+    from ..tracing._context import _RUN
+
+    _RUN.set(None)  # this task's own context: roots are roots even inside a caller's trace
+    # Runs that evaluators trace themselves (an LLM judge's calls) become roots of the
+    # "evaluators" project of the same store, as in LangSmith, not of the experiment.
+    with tracing_context(client=prep.plan.client, project_name="evaluators"):
+        return await _execute_inner(prep)
+
+
+async def _execute_inner(prep: _Prepared) -> ExperimentResults:
+    plan, results = prep.plan, prep.results
+    try:
+        if plan.upload:
+            plan.sink = FeedbackSink(prep.client.store)  # type: ignore[union-attr]
+            plan.sink.start()
+        try:
+            with relaxed_gc():
+                await run_units(plan, prep.units, results)
+        finally:
+            if plan.sink is not None:
+                await plan.sink.close()
+        if plan.upload:
+            client = prep.client
+            assert client is not None and prep.state is not None
+            await asyncio.to_thread(client.flush)
+            if plan.ignored_traces:
+                await asyncio.to_thread(client.store.runs.delete_traces, str(prep.state.id),
+                                        trace_ids=plan.ignored_traces)
+        rows = [r for r in results._rows if r is not None]
+        summary = await run_summary(plan, rows)
+        results.summary_results = EvaluationResults(results=summary)
+        if plan.upload:
+            await asyncio.to_thread(_close_experiment, prep, summary)
+    except BaseException as exc:
+        results._finish(exc)
+        raise
+    results._finish()
+    return results
+
+
+def _close_experiment(prep: _Prepared, summary: list[EvaluationResult]) -> None:
+    client, state = prep.client, prep.state
+    assert client is not None and state is not None
+    if summary:
+        rows = feedback_rows(summary, None, None, state.id)
+        for i, row in enumerate(rows):  # fixed ids: a resumed experiment replaces, never adds
+            row["id"] = uuid.uuid5(state.id, f"summary:{row['key']}:{i}")
+            del row["run_id"], row["trace_id"]
+        client.store.feedback.create_many(rows)
+    end_experiment(client, state)
+
+
+async def aevaluate(
+    target: Any,
+    /,
+    data: Any = None,
+    evaluators: Sequence[Any] | None = None,
+    summary_evaluators: Sequence[Any] | None = None,
+    metadata: dict[str, Any] | None = None,
+    experiment_prefix: str | None = None,
+    description: str | None = None,
+    max_concurrency: int | None = None,
+    num_repetitions: int | None = None,
+    client: Client | None = None,
+    blocking: bool = True,
+    experiment: Any = None,
+    upload_results: bool = True,
+    error_handling: ErrorHandling = "log",
+    *,
+    as_of: datetime | str | None = None,
+    splits: Sequence[str] | None = None,
+    timeout: float | None = None,
+) -> ExperimentResults:
+    """Evaluate ``target`` on every example of ``data``, ``num_repetitions`` times.
+
+    Same parameters as LangSmith's ``aevaluate`` (``max_concurrency=None``: no limit), plus
+    ``as_of`` / ``splits`` to pin the dataset version and splits, and ``timeout``: seconds per
+    target call, past which the run is recorded as a ``TimeoutError``. ``experiment=`` names an
+    experiment to continue: only its missing (example, repetition) pairs run (a name that does
+    not exist yet creates the experiment under exactly that name). Returns ExperimentResults;
+    read its statistics with ``client.read_project(project_name=results.experiment_name,
+    include_stats=True)``.
+    """
+    prep = await asyncio.to_thread(_prepare, _Options(
+        target, data, evaluators, summary_evaluators, metadata, experiment_prefix, description,
+        max_concurrency, num_repetitions, client, experiment, upload_results, error_handling,
+        as_of, splits, timeout))
+    task = asyncio.get_running_loop().create_task(_execute(prep))
+    if not blocking:
+        prep.results._task = task  # type: ignore[attr-defined]  # keep it referenced
+        return prep.results
+    return await task
+
+
+def evaluate(
+    target: Any,
+    /,
+    data: Any = None,
+    evaluators: Sequence[Any] | None = None,
+    summary_evaluators: Sequence[Any] | None = None,
+    metadata: dict[str, Any] | None = None,
+    experiment_prefix: str | None = None,
+    description: str | None = None,
+    max_concurrency: int | None = 0,
+    num_repetitions: int | None = None,
+    client: Client | None = None,
+    blocking: bool = True,
+    experiment: Any = None,
+    upload_results: bool = True,
+    error_handling: ErrorHandling = "log",
+    *,
+    as_of: datetime | str | None = None,
+    splits: Sequence[str] | None = None,
+    timeout: float | None = None,
+) -> ExperimentResults:
+    """The sync form of ``aevaluate`` (``max_concurrency=0``: one example at a time).
+
+    Works with or without a running event loop in the calling thread (in Jupyter the experiment
+    runs on a worker thread while the call waits). ``blocking=False`` returns at once; iterate
+    the results to receive rows as they finish, or call ``results.wait()``.
+    """
+    prep = _prepare(_Options(
+        target, data, evaluators, summary_evaluators, metadata, experiment_prefix, description,
+        max_concurrency, num_repetitions, client, experiment, upload_results, error_handling,
+        as_of, splits, timeout))
+    if blocking:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(_execute(prep))
+    ctx = contextvars.copy_context()
+    thread = threading.Thread(target=ctx.run, args=(_run_quietly, prep),
+                              name=f"assay-evaluate-{prep.results.experiment_name}")
+    prep.results._thread = thread
+    thread.start()
+    if blocking:
+        thread.join()
+        return prep.results.wait()
+    return prep.results
+
+
+def _run_quietly(prep: _Prepared) -> None:
+    """Thread body: the error is kept on the results (``wait()`` re-raises it)."""
+    try:
+        asyncio.run(_execute(prep))
+    except BaseException:  # noqa: BLE001 - surfaced through ExperimentResults
+        pass
+

@@ -1,0 +1,187 @@
+"""Creating an experiment, or picking an interrupted one up where it stopped.
+
+An experiment is a project tied to a dataset (``reference_dataset_id``) whose metadata records
+what it ran on: git facts, ``revision_id``, ``dataset_version``, ``dataset_splits``,
+``num_repetitions``. Everything needed to resume is written when it starts, so a process killed
+at any instant leaves an experiment that ``evaluate(..., experiment=<name or id>)`` can finish.
+
+What counts as finished on resume: a root run linked to its example with its repetition index,
+ended, not failed when failures are ignored, and (when there are evaluators) with its feedback
+stored. Feedback of a row is written in one transaction, so "some feedback" means "all of it".
+Everything else in the experiment (unfinished roots, their children, children whose root never
+got stored, feedback whose run is gone) is deleted before the missing pairs run again, so each
+(example, repetition) ends with exactly one root run and one set of feedback.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .._ids import utcnow
+from ..errors import InvalidInputError, NotFoundError
+from ..schemas import Feedback, Run, TracerSession
+from ._git import git_info
+
+if TYPE_CHECKING:
+    from ..client import Client
+    from ._data import ResolvedData
+
+__all__ = [
+    "RUNNER",
+    "ExperimentState",
+    "check_same_dataset",
+    "experiment_metadata",
+    "find_experiment",
+    "finished_rows",
+    "open_experiment",
+]
+
+RUNNER = "assay_evaluate"
+_REVISION_ENV = ("ASSAY_REVISION_ID", "LANGSMITH_REVISION_ID", "LANGCHAIN_REVISION_ID")
+
+
+@dataclass
+class ExperimentState:
+    id: uuid.UUID
+    name: str
+    created: bool  # False: an existing experiment is being resumed
+    metadata: dict[str, Any] = field(default_factory=dict)
+    session: TracerSession | None = None
+
+
+def experiment_metadata(user: dict[str, Any] | None, data: ResolvedData, num_repetitions: int,
+                        *, cwd: str | None = None) -> dict[str, Any]:
+    """The metadata LangSmith's evaluate() records (git only inside a work tree)."""
+    meta: dict[str, Any] = dict(user or {})
+    revision = meta.get("revision_id") or next(
+        (os.environ[k] for k in _REVISION_ENV if os.environ.get(k)), None)
+    meta["revision_id"] = revision
+    git = git_info(cwd)
+    if git is not None:
+        meta["git"] = git
+    meta["dataset_version"] = data.dataset_version
+    meta["dataset_splits"] = list(data.splits)
+    meta["num_repetitions"] = num_repetitions
+    meta["__ls_runner"] = RUNNER
+    return meta
+
+
+def find_experiment(client: Client, experiment: Any) -> TracerSession | None:
+    """The stored experiment ``experiment`` names (object, id or name), or None if no such name."""
+    if isinstance(experiment, TracerSession):
+        return client.read_project(project_id=experiment.id)
+    if isinstance(experiment, uuid.UUID):
+        return client.read_project(project_id=experiment)
+    if not isinstance(experiment, str) or not experiment:
+        if hasattr(experiment, "id") and hasattr(experiment, "name"):
+            return client.read_project(project_id=experiment.id)
+        raise InvalidInputError(
+            f"experiment must be an experiment name, id or TracerSession, got {experiment!r}")
+    try:
+        as_id = uuid.UUID(experiment)
+    except ValueError:
+        as_id = None
+    if as_id is not None:
+        try:
+            return client.read_project(project_id=as_id)
+        except NotFoundError:
+            pass
+    try:
+        return client.read_project(project_name=experiment)
+    except NotFoundError:
+        return None
+
+
+def check_same_dataset(existing: TracerSession, dataset_id: str) -> None:
+    if existing.reference_dataset_id is not None and (
+            str(existing.reference_dataset_id) != str(dataset_id)):
+        raise InvalidInputError(
+            f"experiment {existing.name!r} ran on dataset {existing.reference_dataset_id}, "
+            f"not on {dataset_id}: resume it on the same dataset (or omit data=)")
+
+
+def open_experiment(
+    client: Client,
+    *,
+    name: str,
+    description: str | None,
+    metadata: dict[str, Any],
+    dataset_id: str | None,
+    existing: TracerSession | None,
+    generated_name: bool = True,
+) -> ExperimentState:
+    """Create the experiment, or check that ``existing`` matches the data and reuse it."""
+    if existing is not None:
+        if dataset_id is not None:
+            check_same_dataset(existing, dataset_id)
+        merged = {**existing.metadata, **metadata}
+        client.update_project(existing.id, metadata=merged)
+        return ExperimentState(id=existing.id, name=existing.name, created=False,
+                               metadata=merged, session=existing)
+    from ..errors import ConflictError
+
+    for attempt in range(10):
+        try:
+            session = client.create_project(name, description=description, metadata=metadata,
+                                            reference_dataset_id=dataset_id)
+            break
+        except ConflictError:
+            if attempt == 9 or not generated_name:
+                raise
+            name = new_name(name.rsplit("-", 1)[0])
+    return ExperimentState(id=session.id, name=session.name, created=True, metadata=metadata,
+                           session=session)
+
+
+def new_name(prefix: str | None) -> str:
+    base = (prefix or "experiment").strip() or "experiment"
+    return f"{base}-{uuid.uuid4().hex[:8]}"
+
+
+@dataclass
+class Finished:
+    run: Run
+    feedback: list[Feedback]
+
+
+def finished_rows(
+    client: Client,
+    experiment_id: uuid.UUID,
+    *,
+    wanted: set[tuple[str, int]],
+    need_feedback: bool,
+    errors_count: bool,
+) -> dict[tuple[str, int], Finished]:
+    """Rows already done in a resumed experiment; deletes every trace and feedback that is not
+    part of one (see the module docstring)."""
+    store = client.store
+    roots = store.runs.list(project_ids=[str(experiment_id)], is_root=True)
+    feedback: dict[str, list[Feedback]] = {}
+    for fb in store.feedback.list(project_ids=[str(experiment_id)]):
+        if fb.run_id is not None:
+            feedback.setdefault(str(fb.run_id), []).append(fb)
+    done: dict[tuple[str, int], Finished] = {}
+    for run in roots:
+        rep = run.metadata.get("repetition")
+        if run.reference_example_id is None or not isinstance(rep, int) or run.end_time is None:
+            continue
+        key = (str(run.reference_example_id), rep)
+        if key not in wanted or key in done:
+            continue
+        if run.error is not None and not errors_count:
+            continue
+        fb = feedback.get(str(run.id), [])
+        if need_feedback and not fb:
+            continue
+        done[key] = Finished(run=run, feedback=fb)
+    keep = {str(f.run.trace_id) for f in done.values()}
+    store.runs.delete_traces(str(experiment_id), keep=keep)
+    return done
+
+
+def end_experiment(client: Client, state: ExperimentState) -> None:
+    """Record the end time (the metadata was complete from the start)."""
+    client.update_project(state.id, end_time=utcnow())

@@ -1,0 +1,293 @@
+"""The execution core: every (example, repetition) as one traced root run, then its evaluators.
+
+One async core serves ``evaluate`` and ``aevaluate``. A unit holds one of ``max_concurrency``
+slots from the start of its target call to the end of its last evaluator, so target and
+evaluators together never exceed the bound. Units are pulled by a fixed pool of workers (no task
+per example, no semaphore), and with a bound of 0 or 1 they run inline: a sync target is then
+called on the loop's thread, with no thread hop per example. Results are placed by index, so
+they come back in dataset order whatever finishes first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import gc
+import inspect
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidInputError
+from ..schemas import Example
+from ..tracing import RunTree, tracing_context
+from ..tracing._writer import RunWriter
+from ._evaluators import RowEvaluator, SummaryEvaluator
+from ._results import ExperimentResultRow, ExperimentResults
+from ._schemas import EvaluationResult, EvaluationResults
+
+if TYPE_CHECKING:
+    from ._sink import FeedbackSink
+
+__all__ = ["Plan", "Target", "adapt_target", "feedback_rows", "run_units"]
+
+MAX_THREADS = 128  # sync targets and evaluators: at most this many threads however high the bound
+
+
+@dataclass
+class Target:
+    fn: Callable[..., Any]
+    is_async: bool
+    name: str
+
+
+def adapt_target(target: Any) -> Target:
+    """A sync or async callable on the inputs dict, or an object with ``ainvoke``/``invoke``."""
+    if target is None:
+        raise InvalidInputError("evaluate() needs a target: a function of the example's inputs")
+    name = getattr(target, "__name__", None) or type(target).__name__
+    if name == "<lambda>":
+        name = "Target"
+    if not inspect.isfunction(target) and not inspect.ismethod(target):
+        ainvoke = getattr(target, "ainvoke", None)
+        if callable(ainvoke):
+            return Target(ainvoke, True, getattr(target, "name", None) or type(target).__name__)
+        invoke = getattr(target, "invoke", None)
+        if callable(invoke):
+            return Target(invoke, False, getattr(target, "name", None) or type(target).__name__)
+    if not callable(target):
+        raise InvalidInputError(
+            f"target {target!r} is not callable: pass a function of the inputs dict or an object "
+            "with invoke/ainvoke")
+    try:
+        params = list(inspect.signature(target).parameters.values())
+    except (TypeError, ValueError):
+        params = None
+    if params is not None:
+        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD,
+                                                      p.VAR_POSITIONAL)]
+        if not positional:
+            raise InvalidInputError(
+                f"target {name!r} takes no positional parameter: it is called with the "
+                "example's inputs dict, e.g. def target(inputs: dict) -> dict")
+    is_async = inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(
+        getattr(target, "__call__", None))
+    return Target(target, is_async, name)
+
+
+@dataclass
+class Unit:
+    index: int
+    example: Example
+    repetition: int
+
+
+@dataclass
+class Plan:
+    """Everything a run needs, decided once before the first example."""
+
+    target: Target
+    evaluators: list[RowEvaluator]
+    summary_evaluators: list[SummaryEvaluator]
+    client: Any  # Client, or the in-memory stand-in when results are not uploaded
+    experiment_id: uuid.UUID | None
+    experiment_name: str
+    max_concurrency: int | None
+    timeout: float | None
+    error_handling: str
+    run_metadata: dict[str, Any]
+    upload: bool
+    sink: FeedbackSink | None = None
+    executor: ThreadPoolExecutor | None = None
+    ignored_traces: list[uuid.UUID] = field(default_factory=list)
+
+
+class _DiscardWriter(RunWriter):
+    """Where runs go when results are not uploaded: nowhere (the trees stay in memory).
+
+    A RunWriter whose queue drops everything, so it answers whatever the tracing hot path calls.
+    """
+
+    def _put(self, item: Any) -> None:
+        pass
+
+    def flush(self, timeout: float | None = None) -> bool:
+        return True
+
+
+class MemoryClient:
+    """Stands in for a Client when ``upload_results=False``: runs are traced, never stored."""
+
+    def __init__(self) -> None:
+        self._writer = _DiscardWriter(self)
+
+    def _tracing_writer(self) -> RunWriter:
+        return self._writer
+
+    def flush(self) -> None:
+        pass
+
+
+def _outputs(value: Any) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, Mapping):
+        return dict(value)
+    return {"output": value}
+
+
+async def _call_target(plan: Plan, inputs: dict[str, Any]) -> Any:
+    t = plan.target
+    if t.is_async:
+        coro = t.fn(inputs)
+    elif plan.executor is not None:  # the thread inherits the run context: children nest
+        ctx = contextvars.copy_context()
+        coro = asyncio.get_running_loop().run_in_executor(plan.executor, ctx.run, t.fn, inputs)
+    else:
+        out = t.fn(inputs)
+        return await out if inspect.isawaitable(out) else out
+    if plan.timeout is None:
+        out = await coro
+    else:
+        try:
+            out = await asyncio.wait_for(coro, plan.timeout)
+        except TimeoutError:
+            raise TimeoutError(
+                f"the target took longer than the per-example timeout of {plan.timeout:g}s"
+            ) from None
+    return await out if inspect.isawaitable(out) else out
+
+
+async def _run_unit(plan: Plan, unit: Unit) -> ExperimentResultRow | None:
+    ex = unit.example
+    meta = dict(plan.run_metadata)
+    meta["repetition"] = unit.repetition
+    # The root run is built here and made the parent of everything the target traces. It is
+    # handed to the writer once, finished (``trace()`` would also send its start): with slow
+    # targets the start would be stored on its own and the end as an update, twice the store
+    # work per example. Children still stream in as they happen.
+    tree = RunTree(plan.target.name, "chain", ex.inputs, client=plan.client,
+                   project_id=plan.experiment_id, metadata=meta, reference_example_id=ex.id)
+    failed = False
+    with tracing_context(parent=tree):
+        try:
+            out = await _call_target(plan, ex.inputs)
+        except Exception as exc:  # recorded on the run; the experiment goes on
+            tree.end(error=exc)
+            failed = True
+        except BaseException as exc:  # cancelled or interrupted: record it, then stop
+            tree.end(error=exc)
+            tree.patch()
+            raise
+        else:
+            tree.end(outputs=_outputs(out))
+    tree.patch()
+    if failed and plan.error_handling == "ignore":
+        plan.ignored_traces.append(tree.trace_id)
+        return None
+    row = ExperimentResultRow(ex, tree=tree)
+    results: list[EvaluationResult] = []
+    for ev in plan.evaluators:
+        results.extend(await ev.aevaluate(row, executor=plan.executor))
+    row.evaluation_results = EvaluationResults(results=results)
+    if plan.sink is not None and results:
+        plan.sink.add(feedback_rows(results, tree.id, tree.trace_id, plan.experiment_id))
+    return row
+
+
+def feedback_rows(results: Sequence[EvaluationResult], run_id: Any, trace_id: Any,
+                  experiment_id: Any) -> list[dict[str, Any]]:
+    """Store rows for one row's results (``target_run_id`` may point below the root)."""
+    out = []
+    for r in results:
+        source: dict[str, Any] = {"type": "model"}
+        meta = dict(r.evaluator_info) if r.evaluator_info else {}
+        if r.source_run_id is not None:
+            meta["__run"] = {"run_id": str(r.source_run_id)}
+        if meta:
+            source["metadata"] = meta
+        extra = r.extra
+        if r.metadata:
+            extra = {**(extra or {}), "metadata": r.metadata}
+        out.append({
+            "run_id": r.target_run_id or run_id,
+            "session_id": experiment_id,
+            "trace_id": trace_id,
+            "key": r.key,
+            "score": r.score,
+            "value": r.value,
+            "comment": r.comment,
+            "correction": r.correction,
+            "feedback_source": source,
+            "extra": extra,
+        })
+    return out
+
+
+@contextlib.contextmanager
+def relaxed_gc() -> Iterator[None]:
+    """Collect garbage less often while an experiment runs, as it was before afterwards.
+
+    An experiment keeps every row's run tree alive until it returns, so the young generations
+    fill with objects that all survive; at the default thresholds the collector rescans them
+    over and over (about a third of the per-example cost of a no-op target). Raising the
+    thresholds only spaces collections out: nothing is left uncollected.
+    """
+    before = gc.get_threshold()
+    gc.set_threshold(max(before[0], 20_000), max(before[1], 50), max(before[2], 50))
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
+async def run_units(plan: Plan, units: Sequence[Unit], results: ExperimentResults) -> None:
+    """Run every unit within the concurrency bound, filling ``results`` by index."""
+    limit = plan.max_concurrency
+    workers = len(units) if limit is None else max(1, min(limit, len(units)))
+    if workers > 1 or plan.timeout is not None:
+        # Our own pool, not the loop's default one: it is sized to the bound (the default has
+        # min(32, cpus + 4) threads), and a target abandoned after its timeout does not make
+        # the end of the experiment wait for it. With a timeout, a call stuck past it keeps its
+        # thread, so the pool may grow beyond the bound (idle threads are reused first): the
+        # coroutine workers, not the threads, enforce max_concurrency.
+        threads = MAX_THREADS if plan.timeout is not None else min(workers, MAX_THREADS)
+        plan.executor = ThreadPoolExecutor(threads, thread_name_prefix="assay-evaluate")
+
+    async def one(unit: Unit) -> None:
+        row = await _run_unit(plan, unit)
+        if row is not None:
+            results._set(unit.index, row)
+
+    try:
+        if workers <= 1:
+            for unit in units:
+                await one(unit)
+            return
+        it = iter(units)
+
+        async def worker() -> None:
+            for unit in it:
+                await one(unit)
+
+        async with asyncio.TaskGroup() as group:
+            for _ in range(workers):
+                group.create_task(worker())
+    finally:
+        if plan.executor is not None:
+            plan.executor.shutdown(wait=False, cancel_futures=True)
+            plan.executor = None
+
+
+async def run_summary(plan: Plan, rows: Sequence[ExperimentResultRow]) -> list[EvaluationResult]:
+    if not plan.summary_evaluators:
+        return []
+    runs = [r.run for r in rows]
+    examples = [r.example for r in rows]
+    out: list[EvaluationResult] = []
+    for ev in plan.summary_evaluators:
+        out.extend(await ev.aevaluate(runs, examples))
+    return out

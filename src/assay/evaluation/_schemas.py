@@ -1,0 +1,61 @@
+"""Evaluator results, shaped like LangSmith's so evaluators written for it work unchanged.
+
+``EvaluationResult`` is one score; ``EvaluationResults`` several. LangSmith types the latter as a
+``TypedDict`` (``{"results": [...]}``); here it is a model that also answers ``r["results"]``, so
+code written either way reads it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["EvaluationResult", "EvaluationResults"]
+
+
+class EvaluationResult(BaseModel):
+    """One evaluation of a run: a numeric ``score`` and/or a categorical ``value``.
+
+    ``value`` strings are counted per label in ``feedback_stats.values`` (e.g. CORRECT /
+    INCORRECT); ``score`` feeds ``avg`` and ``stdev``.
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    key: str
+    score: bool | int | float | None = None
+    value: Any = None
+    comment: str | None = None
+    correction: Any = None
+    evaluator_info: dict[str, Any] = Field(default_factory=dict)
+    feedback_config: dict[str, Any] | None = None
+    source_run_id: uuid.UUID | str | None = None
+    target_run_id: uuid.UUID | str | None = None
+    metadata: dict[str, Any] | None = None
+    extra: dict[str, Any] | None = None
+
+    @property
+    def is_error(self) -> bool:
+        """True when this result records an evaluator that raised."""
+        return bool((self.extra or {}).get("error"))
+
+
+class EvaluationResults(BaseModel):
+    """Several results from one evaluator (or all results of one row)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    results: list[EvaluationResult] = Field(default_factory=list)
+
+    def __getitem__(self, key: str) -> Any:  # LangSmith code indexes it like a dict
+        if key == "results":
+            return self.results
+        raise KeyError(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.results if key == "results" else default
+
+    def __contains__(self, key: object) -> bool:
+        return key == "results"

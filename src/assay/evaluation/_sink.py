@@ -1,0 +1,74 @@
+"""Feedback rows reach the store in batches, written off the event loop.
+
+One transaction per batch (by size, or at least every ``interval`` seconds so a slow experiment
+killed midway loses little), never one commit per example. All feedback of one row is added in
+one call and so always lands in one batch: a row's feedback is stored entirely or not at all,
+which is what resume relies on to tell finished rows from unfinished ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import StoreError
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+__all__ = ["FeedbackSink"]
+
+
+class FeedbackSink:
+    def __init__(self, store: Store, *, batch_size: int = 2000, interval: float = 1.0) -> None:
+        self._store = store
+        self.batch_size = batch_size
+        self.interval = interval
+        self._pending: list[dict[str, Any]] = []
+        self._wake = asyncio.Event()
+        self._closing = False
+        self._task: asyncio.Task[None] | None = None
+        self._error: BaseException | None = None
+        self.written = 0
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._loop())
+
+    def add(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Queue all feedback of one row (stored together)."""
+        if self._error is not None:
+            raise StoreError(f"storing feedback failed: {self._error}") from self._error
+        self._pending.extend(rows)
+        if len(self._pending) >= self.batch_size:
+            self._wake.set()
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                await asyncio.wait_for(self._wake.wait(), self.interval)
+            except TimeoutError:
+                pass
+            self._wake.clear()
+            if self._pending:
+                rows, self._pending = self._pending, []
+                try:
+                    await asyncio.to_thread(self._write, rows)
+                except BaseException as exc:  # surfaced by add() and close()
+                    self._error = exc
+                    return
+            if self._closing and not self._pending:
+                return
+
+    def _write(self, rows: list[dict[str, Any]]) -> None:
+        self._store.feedback.create_many(rows, return_records=False)
+        self.written += len(rows)
+
+    async def close(self) -> None:
+        """Store everything queued; re-raise a failed write."""
+        self._closing = True
+        self._wake.set()
+        if self._task is not None:
+            await self._task
+        if self._error is not None:
+            raise StoreError(f"storing feedback failed: {self._error}") from self._error

@@ -1,0 +1,89 @@
+"""The FastAPI application: LangSmith's REST API over one store, one workspace per API key."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+
+from .. import __version__
+from ..store import Store
+from ._body import BodyLimitMiddleware
+from ._deps import Settings
+from ._errors import install_error_handlers
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "app_from_env", "create_app"]
+
+DEFAULT_MAX_BODY_BYTES = Settings.max_body_bytes
+
+
+def _info(settings: Settings) -> dict[str, Any]:
+    """What ``GET /info`` advertises decides what the SDKs send (see the wire notes)."""
+    return {
+        "version": __version__,
+        "license_expiration_time": None,
+        "batch_ingest_config": {
+            "use_multipart_endpoint": True,
+            "scale_up_qsize_trigger": 1000,
+            "scale_up_nthreads_limit": 16,
+            "scale_down_nempty_trigger": 4,
+            "size_limit": settings.batch_size_limit,
+            "size_limit_bytes": settings.ingest_size_limit_bytes,
+        },
+        "instance_flags": {
+            "dataset_examples_multipart_enabled": True,  # JS refuses to upload examples without
+            "examples_multipart_enabled": True,
+            "zstd_compression_enabled": True,
+            "gzip_body_enabled": True,
+        },
+    }
+
+
+def create_app(
+    store_url: str | os.PathLike[str] | None = None,
+    *,
+    store: Store | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    batch_size_limit: int = 100,
+) -> FastAPI:
+    """A LangSmith-compatible server over the store at ``store_url`` (or an open ``store``).
+
+    ``max_body_bytes`` caps each request body, on the wire and after decompression; bigger
+    requests get a 413 with a JSON error.
+    """
+    if max_body_bytes < 1024:
+        raise ValueError("max_body_bytes must be at least 1024")
+    settings = Settings(max_body_bytes=max_body_bytes, batch_size_limit=batch_size_limit)
+    base = store if store is not None else Store.open(store_url)
+
+    app = FastAPI(title="assay", version=__version__, docs_url="/docs", redoc_url=None,
+                  openapi_url="/openapi.json")
+    app.state.store = base
+    app.state.settings = settings
+    install_error_handlers(app)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
+
+    from . import _routes_datasets, _routes_feedback, _routes_runs, _routes_sessions
+
+    @app.get("/info")
+    def info() -> JSONResponse:
+        return JSONResponse(_info(settings))
+
+    @app.get("/ok")
+    def health() -> JSONResponse:
+        return JSONResponse({"ok": True})
+
+    for module in (_routes_datasets, _routes_sessions, _routes_runs, _routes_feedback):
+        app.include_router(module.router)
+    from ..ui import StoreFromKey, create_ui_router  # the web UI at / and /ui/... (issue 7)
+    app.include_router(create_ui_router(StoreFromKey(base)))
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """Factory for ``uvicorn --factory`` / several workers: settings from ``ASSAY_*`` env vars."""
+    limit = os.environ.get("ASSAY_MAX_BODY_BYTES")
+    return create_app(os.environ.get("ASSAY_DATABASE_URL") or None,
+                      max_body_bytes=int(limit) if limit else DEFAULT_MAX_BODY_BYTES)

@@ -1,0 +1,95 @@
+"""Request dependencies: the caller's workspace (from ``x-api-key``) and decoded bodies.
+
+Authentication runs before the body is read, so a request without a valid key gets a 401 and is
+never parsed. The store view handed to a handler is ``base.for_tenant(tenant_id)``: every query
+it makes is confined to the caller's workspace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+from fastapi.responses import JSONResponse
+
+from ..errors import AuthError
+from ..store import Store
+from . import _body
+
+__all__ = ["JsonBody", "Parts", "Settings", "StoreDep", "dump", "json_body", "json_query",
+           "multipart_body", "ok", "tenant_store"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Server options (``create_app`` keywords, ``assay serve`` flags)."""
+
+    max_body_bytes: int = 64 * 1024 * 1024
+    batch_size_limit: int = 100
+
+    @property
+    def ingest_size_limit_bytes(self) -> int:
+        # what the SDKs may pack into one ingest request, leaving room for multipart overhead
+        return max(1024, self.max_body_bytes // 2)
+
+
+def _settings(request: Request) -> Settings:
+    return request.app.state.settings  # type: ignore[no-any-return]
+
+
+def _api_key(request: Request) -> str | None:
+    key = request.headers.get("x-api-key")
+    if key:
+        return key.strip()
+    auth = request.headers.get("authorization", "")
+    if auth.lower().startswith("bearer "):
+        return auth[7:].strip()
+    return None
+
+
+def tenant_store(request: Request) -> Store:
+    """The store view of the workspace owning the request's API key (401 otherwise)."""
+    base: Store = request.app.state.store
+    key = _api_key(request)
+    if not key:
+        raise AuthError("missing API key: send it in the x-api-key header")
+    return base.for_tenant(base.keys.authenticate(key))
+
+
+async def json_body(request: Request) -> Any:
+    return await _body.read_json(request, _settings(request).max_body_bytes)
+
+
+async def multipart_body(request: Request) -> list[_body.Part]:
+    return await _body.read_multipart(request, _settings(request).max_body_bytes)
+
+
+JsonBody = Annotated[Any, Depends(json_body)]
+Parts = Annotated[list[_body.Part], Depends(multipart_body)]
+StoreDep = Annotated[Store, Depends(tenant_store)]
+
+
+def json_query(value: str | None, name: str) -> dict[str, Any] | None:
+    """A query parameter holding a JSON object (e.g. ``metadata={"k": "v"}``)."""
+    if value is None:
+        return None
+    data = _body.loads(value, f"query parameter {name!r}")
+    if not isinstance(data, dict):
+        from ._errors import ApiError
+
+        raise ApiError(422, "invalid_input", f"query parameter {name!r} must be a JSON object")
+    return data
+
+
+def dump(value: Any) -> Any:
+    """Records (or lists of them) as JSON-ready data, shaped as the wire format."""
+    if isinstance(value, list):
+        return [dump(v) for v in value]
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    return value
+
+
+def ok(value: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(dump(value), status_code=status)

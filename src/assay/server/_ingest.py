@@ -1,0 +1,142 @@
+"""Run ingestion: ``/runs/multipart`` parts and ``/runs/batch`` bodies to store calls.
+
+Multipart part names (both SDKs):
+
+    post.<run id>             the run (without its large fields)       patch.<run id> likewise
+    post.<run id>.<field>     inputs | outputs | events | extra | error | serialized
+    feedback.<feedback id>    a feedback object (JS sends them with the runs)
+    attachment.<run id>.<n>   a run attachment: accepted and not stored (counted in the answer)
+
+Everything is parsed and validated first; then runs and feedback are written in ONE transaction,
+so a bad part anywhere leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..store import Store
+from ._body import Part
+from ._errors import ApiError
+from ._wire import FeedbackIn, RunIn, run_dict, validate
+
+__all__ = ["Batch", "from_json", "from_parts", "write"]
+
+_RUN_FIELDS = ("inputs", "outputs", "events", "extra", "error", "serialized")
+_PART_HELP = ("expected post.<run id>[.<field>], patch.<run id>[.<field>], feedback.<id> or "
+              "attachment.<run id>.<name>, with <field> one of " + ", ".join(_RUN_FIELDS))
+
+
+@dataclass
+class Batch:
+    posts: list[dict[str, Any]] = field(default_factory=list)
+    patches: list[dict[str, Any]] = field(default_factory=list)
+    feedback: list[dict[str, Any]] = field(default_factory=list)
+    ignored_attachments: int = 0
+
+    def counts(self) -> dict[str, int]:
+        return {"post": len(self.posts), "patch": len(self.patches),
+                "feedback": len(self.feedback), "ignored_attachments": self.ignored_attachments}
+
+
+def _uuid(text: str, part: str) -> str:
+    try:
+        return str(uuid.UUID(text))
+    except ValueError:
+        raise ApiError(422, "unknown_part",
+                       f"multipart part {part!r}: {text!r} is not a UUID; {_PART_HELP}") from None
+
+
+def _run(raw: Any, where: str, run_id: str | None = None) -> dict[str, Any]:
+    run = validate(RunIn, raw, where)
+    if run_id is not None and str(run.id) != run_id:
+        raise ApiError(422, "invalid_input", f"{where}: body id {run.id} differs from {run_id}")
+    return run_dict(run)
+
+
+def from_parts(parts: list[Part]) -> Batch:
+    batch = Batch()
+    runs: dict[tuple[str, str], dict[str, Any]] = {}
+    fields: dict[tuple[str, str], dict[str, Any]] = {}
+    order: list[tuple[str, str]] = []
+    for part in parts:
+        kind, _, rest = part.name.partition(".")
+        if kind in ("post", "patch"):
+            run_text, _, fname = rest.partition(".")
+            key = (kind, _uuid(run_text, part.name))
+            if not fname:
+                if key in runs:
+                    raise ApiError(422, "invalid_input", f"multipart part {part.name!r} appears twice")
+                body = part.json()
+                if not isinstance(body, dict):
+                    raise ApiError(422, "invalid_input",
+                                   f"multipart part {part.name!r} must be a JSON object")
+                runs[key] = body
+                order.append(key)
+            elif fname in _RUN_FIELDS:
+                bucket = fields.setdefault(key, {})
+                if fname in bucket:
+                    raise ApiError(422, "invalid_input", f"multipart part {part.name!r} appears twice")
+                bucket[fname] = part.json()
+            else:
+                raise ApiError(422, "unknown_part",
+                               f"unknown multipart part {part.name!r}: {_PART_HELP}")
+        elif kind == "feedback":
+            _uuid(rest, part.name)
+            fb = validate(FeedbackIn, part.json(), f"multipart part {part.name!r}")
+            if fb.id is not None and str(fb.id) != str(uuid.UUID(rest)):
+                raise ApiError(422, "invalid_input",
+                               f"multipart part {part.name!r}: body id {fb.id} differs")
+            batch.feedback.append({**fb.item(), "id": fb.id or uuid.UUID(rest)})
+        elif kind == "attachment":
+            run_text, _, name = rest.partition(".")
+            _uuid(run_text, part.name)
+            if not name:
+                raise ApiError(422, "unknown_part", f"multipart part {part.name!r} has no "
+                               "attachment name")
+            batch.ignored_attachments += 1
+        else:
+            raise ApiError(422, "unknown_part", f"unknown multipart part {part.name!r}: {_PART_HELP}")
+    orphans = [k for k in fields if k not in runs]
+    if orphans:
+        kind, run_id = orphans[0]
+        raise ApiError(422, "invalid_input",
+                       f"multipart parts for {kind}.{run_id} fields arrived without a "
+                       f"{kind}.{run_id} part")
+    for key in order:
+        kind, run_id = key
+        raw = {**runs[key], **fields.get(key, {})}
+        raw.setdefault("id", run_id)
+        run = _run(raw, f"multipart part {kind}.{run_id}", run_id)
+        (batch.posts if kind == "post" else batch.patches).append(run)
+    return batch
+
+
+def from_json(body: Any) -> Batch:
+    """``/runs/batch``: ``{"post": [...], "patch": [...]}``."""
+    if not isinstance(body, dict):
+        raise ApiError(422, "invalid_input", "body must be a JSON object with 'post' and/or 'patch'")
+    unknown = set(body) - {"post", "patch"}
+    if unknown:
+        raise ApiError(422, "invalid_input",
+                       f"unknown field(s) {sorted(unknown)}: expected 'post' and/or 'patch'")
+    batch = Batch()
+    for kind, out in (("post", batch.posts), ("patch", batch.patches)):
+        items = body.get(kind) or []
+        if not isinstance(items, list):
+            raise ApiError(422, "invalid_input", f"{kind} must be a JSON array of runs")
+        for i, raw in enumerate(items):
+            rid = raw.get("id") if isinstance(raw, dict) else None
+            out.append(_run(raw, f"{kind}[{i}]" + (f" (run {rid})" if rid else "")))
+    return batch
+
+
+def write(store: Store, batch: Batch) -> None:
+    """All runs and feedback of the batch in one transaction: all or nothing."""
+    with store.transaction():
+        if batch.posts or batch.patches:
+            store.runs.upsert(posts=batch.posts, patches=batch.patches)
+        if batch.feedback:
+            store.feedback.create_many(batch.feedback)

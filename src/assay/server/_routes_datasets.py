@@ -1,0 +1,291 @@
+"""Datasets, their versions and tags, and examples (JSON and the multipart upload endpoints)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from fastapi.responses import JSONResponse
+
+from ..errors import ExampleValidationError, InvalidInputError, NotFoundError
+from ..store import Store
+from ..store._examples import normalize_example
+from ._body import Part
+from ._deps import JsonBody, Parts, StoreDep, ok
+from ._deps import json_query as _json_query
+from ._errors import ApiError
+from ._wire import DatasetIn, DatasetPatch, ExampleIn, ExamplePatch, TagIn, validate
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+Ids = Annotated[list[uuid.UUID] | None, Query()]
+
+
+# -- datasets ---------------------------------------------------------------------------------
+@router.post("/datasets")
+def create_dataset(store: StoreDep, body: JsonBody) -> JSONResponse:
+    ds = validate(DatasetIn, body)
+    return ok(store.datasets.create(
+        ds.name, description=ds.description, data_type=ds.data_type or "kv", metadata=ds.meta(),
+        inputs_schema=ds.inputs_schema_definition, outputs_schema=ds.outputs_schema_definition,
+        id=ds.id))
+
+
+@router.get("/datasets")
+def list_datasets(
+    store: StoreDep,
+    id: Ids = None,
+    name: str | None = None,
+    name_contains: str | None = None,
+    metadata: str | None = None,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> JSONResponse:
+    return ok(store.datasets.list(
+        dataset_ids=id, dataset_name=name, dataset_name_contains=name_contains,
+        metadata=_json_query(metadata, "metadata"), offset=offset, limit=limit))
+
+
+@router.get("/datasets/{dataset_id}")
+def read_dataset(store: StoreDep, dataset_id: uuid.UUID) -> JSONResponse:
+    return ok(store.datasets.read(dataset_id=dataset_id))
+
+
+@router.patch("/datasets/{dataset_id}")
+def update_dataset(store: StoreDep, dataset_id: uuid.UUID, body: JsonBody) -> JSONResponse:
+    patch = validate(DatasetPatch, body)
+    return ok(store.datasets.update(dataset_id, name=patch.name, description=patch.description,
+                                    metadata=patch.metadata))
+
+
+@router.delete("/datasets/{dataset_id}")
+def delete_dataset(store: StoreDep, dataset_id: uuid.UUID) -> JSONResponse:
+    store.datasets.delete(dataset_id=dataset_id)
+    return ok({"id": str(dataset_id), "deleted": True})
+
+
+@router.get("/datasets/{dataset_id}/versions")
+def list_versions(
+    store: StoreDep,
+    dataset_id: uuid.UUID,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> JSONResponse:
+    return ok(store.datasets.list_versions(dataset_id)[offset: offset + limit])
+
+
+@router.get("/datasets/{dataset_id}/version")
+def read_version(store: StoreDep, dataset_id: uuid.UUID, as_of: str | None = None,
+                 tag: str | None = None) -> JSONResponse:
+    if (as_of is None) == (tag is None):
+        raise ApiError(422, "invalid_input", "give exactly one of the query parameters as_of or tag")
+    return ok(store.datasets.version(dataset_id, as_of if as_of is not None else tag))
+
+
+@router.put("/datasets/{dataset_id}/tags")
+def tag_version(store: StoreDep, dataset_id: uuid.UUID, body: JsonBody) -> JSONResponse:
+    tag = validate(TagIn, body)
+    return ok(store.datasets.tag(dataset_id, tag.tag, tag.as_of))
+
+
+# -- examples (JSON) ----------------------------------------------------------------------------
+def _create_grouped(store: Store, items: Sequence[tuple[str, dict[str, Any]]]) -> list[Any]:
+    """Create examples of possibly several datasets in one transaction, indices kept global."""
+    for i, (_, item) in enumerate(items):
+        normalize_example(item, i)  # every item checked before anything is written
+    groups: dict[str, list[int]] = {}
+    for i, (ds_id, _) in enumerate(items):
+        groups.setdefault(ds_id, []).append(i)
+    created: dict[int, Any] = {}
+    with store.transaction():
+        for ds_id, idx in groups.items():
+            try:
+                made = store.examples.create_many([items[i][1] for i in idx], dataset_id=ds_id)
+            except ExampleValidationError as exc:
+                raise ExampleValidationError(idx[exc.index], exc.problem) from None
+            created.update(zip(idx, made))
+    return [created[i] for i in range(len(items))]
+
+
+def _with_source_run(store: Store, ex: ExampleIn, item: dict[str, Any]) -> dict[str, Any]:
+    if ex.use_source_run_io:
+        if ex.source_run_id is None:
+            raise InvalidInputError("use_source_run_io needs source_run_id")
+        run = store.runs.read(ex.source_run_id)
+        item = {**item, "inputs": run.inputs or {}, "outputs": run.outputs}
+    return item
+
+
+@router.post("/examples")
+def create_example(store: StoreDep, body: JsonBody) -> JSONResponse:
+    ex = validate(ExampleIn, body)
+    if ex.dataset_id is None:
+        raise ApiError(422, "invalid_input", "body.dataset_id: field required")
+    made = _create_grouped(store, [(str(ex.dataset_id), _with_source_run(store, ex, ex.item()))])
+    return ok(made[0])
+
+
+@router.post("/examples/bulk")
+def create_examples(store: StoreDep, body: JsonBody) -> JSONResponse:
+    if not isinstance(body, list):
+        raise ApiError(422, "invalid_input", "body must be a JSON array of examples")
+    items = []
+    for i, raw in enumerate(body):
+        ex = validate(ExampleIn, raw, f"body[{i}]")
+        if ex.dataset_id is None:
+            raise ApiError(422, "invalid_input", f"body[{i}].dataset_id: field required")
+        items.append((str(ex.dataset_id), _with_source_run(store, ex, ex.item())))
+    return ok(_create_grouped(store, items))
+
+
+@router.get("/examples")
+def list_examples(
+    store: StoreDep,
+    dataset: uuid.UUID | None = None,
+    id: Ids = None,
+    as_of: str | None = None,
+    splits: Annotated[list[str] | None, Query()] = None,
+    metadata: str | None = None,
+    filter: str | None = None,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=10000)] = 100,
+) -> JSONResponse:
+    if filter:
+        raise ApiError(422, "unsupported", "the 'filter' query parameter is not supported by "
+                       "this server: use dataset, id, splits, metadata or as_of")
+    if dataset is None and not id:
+        raise ApiError(422, "invalid_input", "give the dataset or id query parameter")
+    return ok(store.examples.list(
+        dataset_id=dataset, example_ids=id, as_of=as_of, splits=splits,
+        metadata=_json_query(metadata, "metadata"), offset=offset, limit=limit))
+
+
+@router.get("/examples/{example_id}")
+def read_example(store: StoreDep, example_id: uuid.UUID, as_of: str | None = None) -> JSONResponse:
+    return ok(store.examples.read(example_id, as_of=as_of))
+
+
+@router.patch("/examples/bulk")
+def update_examples(store: StoreDep, body: JsonBody) -> JSONResponse:
+    if not isinstance(body, list):
+        raise ApiError(422, "invalid_input", "body must be a JSON array of example updates")
+    updates = []
+    for i, raw in enumerate(body):
+        patch = validate(ExamplePatch, raw, f"body[{i}]")
+        if patch.id is None:
+            raise ApiError(422, "invalid_input", f"body[{i}].id: field required")
+        updates.append(patch.update(patch.id))
+    changed = store.examples.update_many(updates)
+    return ok({"message": f"{len(changed)} examples updated", "count": len(changed),
+               "examples": [e.model_dump(mode="json") for e in changed]})
+
+
+@router.patch("/examples/{example_id}")
+def update_example(store: StoreDep, example_id: uuid.UUID, body: JsonBody) -> JSONResponse:
+    patch = validate(ExamplePatch, body)
+    store.examples.read(example_id)  # 404 (not a batch error) when it is not the caller's
+    return ok(store.examples.update_many([patch.update(example_id)])[0])
+
+
+@router.delete("/examples/{example_id}")
+def delete_example(store: StoreDep, example_id: uuid.UUID) -> JSONResponse:
+    store.examples.delete_many([example_id])
+    return ok({"example_ids": [str(example_id)], "count": 1})
+
+
+@router.delete("/examples")
+def delete_examples(store: StoreDep, example_ids: Annotated[list[uuid.UUID], Query()]) -> JSONResponse:
+    n = store.examples.delete_many(example_ids)
+    return ok({"example_ids": [str(i) for i in example_ids], "count": n})
+
+
+# -- examples (multipart) -----------------------------------------------------------------------
+_EXAMPLE_FIELDS = ("inputs", "outputs", "attachments_operations")
+
+
+def _example_parts(parts: list[Part]) -> list[tuple[str, dict[str, Any]]]:
+    """Group ``<id>``, ``<id>.inputs``, ``<id>.outputs`` parts into (id, fields) in order."""
+    order: list[str] = []
+    found: dict[str, dict[str, Any]] = {}
+    for part in parts:
+        ex_id, _, field = part.name.partition(".")
+        try:
+            uuid.UUID(ex_id)
+        except ValueError:
+            raise ApiError(422, "unknown_part", f"multipart part {part.name!r}: expected "
+                           "'<example id>', '<example id>.inputs' or '<example id>.outputs'") from None
+        if field.startswith("attachment"):
+            raise ApiError(422, "unsupported", f"multipart part {part.name!r}: example "
+                           "attachments are not supported by this server")
+        if field and field not in _EXAMPLE_FIELDS:
+            raise ApiError(422, "unknown_part", f"unknown multipart part {part.name!r}: expected "
+                           "'<example id>', '<example id>.inputs' or '<example id>.outputs'")
+        if ex_id not in found:
+            order.append(ex_id)
+            found[ex_id] = {}
+        key = field or "_body"
+        if key in found[ex_id]:
+            raise ApiError(422, "invalid_input", f"multipart part {part.name!r} appears twice")
+        found[ex_id][key] = part.json()
+    out = []
+    for ex_id in order:
+        fields = found[ex_id]
+        body = fields.pop("_body", {})
+        if not isinstance(body, dict):
+            raise ApiError(422, "invalid_input", f"multipart part {ex_id!r} must be a JSON object")
+        out.append((ex_id, {**body, **fields, "id": ex_id}))
+    return out
+
+
+@router.post("/v1/platform/datasets/{dataset_id}/examples", status_code=201)
+def upload_examples(store: StoreDep, dataset_id: uuid.UUID,
+                    parts: Parts) -> JSONResponse:
+    items = []
+    for i, (ex_id, fields) in enumerate(_example_parts(parts)):
+        ex = validate(ExampleIn, fields, f"example {ex_id}")
+        if ex.dataset_id is not None and ex.dataset_id != dataset_id:
+            raise ApiError(422, "invalid_input", f"example {ex_id}: dataset_id differs from the URL")
+        items.append((str(dataset_id), _with_source_run(store, ex, ex.item())))
+    made = _create_grouped(store, items)
+    as_of = store.datasets.version(dataset_id).as_of if made else None
+    return ok({"example_ids": [str(e.id) for e in made], "count": len(made),
+               "as_of": as_of.isoformat() if as_of else None}, status=201)
+
+
+@router.patch("/v1/platform/datasets/{dataset_id}/examples")
+def patch_examples(store: StoreDep, dataset_id: uuid.UUID,
+                   parts: Parts) -> JSONResponse:
+    updates = []
+    for ex_id, fields in _example_parts(parts):
+        patch = validate(ExamplePatch, fields, f"example {ex_id}")
+        updates.append(patch.update(ex_id))
+    with store.transaction():
+        changed = store.examples.update_many(updates)
+        wrong = [str(e.id) for e in changed if e.dataset_id != dataset_id]
+        if wrong:
+            raise NotFoundError(f"example(s) {', '.join(wrong)} not in dataset {dataset_id}")
+    return ok({"example_ids": [str(e.id) for e in changed], "count": len(changed)})
+
+
+@router.post("/v1/platform/examples/multipart", status_code=201)
+def upsert_examples(store: StoreDep, parts: Parts) -> JSONResponse:
+    """Create or update examples of any of the caller's datasets (``dataset_id`` per example)."""
+    creates: list[tuple[str, dict[str, Any]]] = []
+    updates: list[dict[str, Any]] = []
+    for ex_id, fields in _example_parts(parts):
+        ex = validate(ExampleIn, fields, f"example {ex_id}")
+        if ex.dataset_id is None:
+            raise ApiError(422, "invalid_input", f"example {ex_id}: dataset_id is required")
+        if store.examples.list(example_ids=[ex_id]):
+            updates.append(ExamplePatch.model_validate(fields).update(ex_id))
+        else:
+            creates.append((str(ex.dataset_id), _with_source_run(store, ex, ex.item())))
+    with store.transaction():
+        made = _create_grouped(store, creates) if creates else []
+        changed = store.examples.update_many(updates) if updates else []
+    ids = [str(e.id) for e in made] + [str(e.id) for e in changed]
+    return ok({"example_ids": ids, "count": len(ids)}, status=201)

@@ -1,0 +1,49 @@
+"""Feedback: create (one or a list), list, read, delete."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+from fastapi.responses import JSONResponse
+
+from ._deps import JsonBody, StoreDep, ok
+from ._wire import FeedbackIn, validate
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+
+@router.post("/feedback")
+def create_feedback(store: StoreDep, body: JsonBody) -> JSONResponse:
+    if isinstance(body, list):  # several at once, atomically
+        items = [validate(FeedbackIn, raw, f"body[{i}]").item() for i, raw in enumerate(body)]
+        return ok(store.feedback.create_many(items))
+    return ok(store.feedback.create_many([validate(FeedbackIn, body).item()])[0])
+
+
+@router.get("/feedback")
+def list_feedback(
+    store: StoreDep,
+    run: Annotated[list[uuid.UUID] | None, Query()] = None,
+    session: Annotated[list[uuid.UUID] | None, Query()] = None,
+    key: Annotated[list[str] | None, Query()] = None,
+    id: Annotated[list[uuid.UUID] | None, Query()] = None,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> JSONResponse:
+    return ok(store.feedback.list(run_ids=run, project_ids=session, feedback_key=key,
+                                  feedback_ids=id, offset=offset, limit=limit))
+
+
+@router.get("/feedback/{feedback_id}")
+def read_feedback(store: StoreDep, feedback_id: uuid.UUID) -> JSONResponse:
+    return ok(store.feedback.read(feedback_id))
+
+
+@router.delete("/feedback/{feedback_id}")
+def delete_feedback(store: StoreDep, feedback_id: uuid.UUID) -> JSONResponse:
+    store.feedback.delete(feedback_id)
+    return ok({"id": str(feedback_id), "deleted": True})

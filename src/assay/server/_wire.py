@@ -1,0 +1,268 @@
+"""Request shapes of the LangSmith REST API, validated before anything reaches the store.
+
+Both SDKs send extra fields the server does not need (``num_examples``, ``child_runs``,
+``extend_trace_retention``...): models allow them and the handlers pick what they use. Types are
+checked, and a failure names the item and field (``post[3] (run 0192...): end_time: ...``).
+
+Timestamps: Python sends ISO strings, JS sends ``end_time`` (and feedback ``start_time``) as
+epoch **milliseconds**; numbers are always read as milliseconds.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, TypeVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+
+from ._errors import ApiError, describe_validation
+
+__all__ = [
+    "DatasetIn",
+    "DatasetPatch",
+    "ExampleIn",
+    "ExamplePatch",
+    "FeedbackIn",
+    "RunIn",
+    "RunQuery",
+    "SessionIn",
+    "SessionPatch",
+    "TagIn",
+    "Timestamp",
+    "TraceDelete",
+    "epoch_ms",
+    "run_dict",
+    "validate",
+]
+
+
+def epoch_ms(value: Any) -> Any:
+    """A JS epoch-millisecond number becomes an aware datetime; anything else passes through."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return datetime.fromtimestamp(value / 1000.0, UTC)
+        except (OverflowError, OSError, ValueError):
+            raise ValueError(f"timestamp {value!r} (epoch milliseconds) is out of range") from None
+    return value
+
+
+Timestamp = Annotated[datetime, BeforeValidator(epoch_ms)]
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+def _events(value: Any) -> Any:
+    if isinstance(value, list):
+        out = []
+        for ev in value:
+            if isinstance(ev, dict) and isinstance(ev.get("time"), (int, float)) \
+                    and not isinstance(ev.get("time"), bool):
+                ev = {**ev, "time": epoch_ms(ev["time"]).isoformat()}
+            out.append(ev)
+        return out
+    return value
+
+
+class RunIn(_In):
+    """One run of a post or patch (``/runs``, ``/runs/batch``, ``post.<id>`` parts)."""
+
+    id: uuid.UUID
+    name: str | None = None
+    run_type: str | None = None
+    start_time: Timestamp | None = None
+    end_time: Timestamp | None = None
+    inputs: dict[str, Any] | None = None
+    outputs: dict[str, Any] | None = None
+    error: str | None = None
+    extra: dict[str, Any] | None = None
+    events: Annotated[list[dict[str, Any]] | None, BeforeValidator(_events)] = None
+    tags: list[str] | None = None
+    serialized: dict[str, Any] | None = None
+    trace_id: uuid.UUID | None = None
+    parent_run_id: uuid.UUID | None = None
+    dotted_order: str | None = None
+    reference_example_id: uuid.UUID | None = None
+    session_id: uuid.UUID | None = None
+    session_name: str | None = None
+    status: str | None = None
+
+    @model_validator(mode="after")
+    def _precision(self) -> RunIn:
+        # JS stamps start_time with made-up microseconds (for ordering) but end_time in whole
+        # milliseconds, so a run faster than 1 ms can "end" up to 1 ms before it started
+        if self.start_time is not None and self.end_time is not None:
+            start, end = _aware(self.start_time), _aware(self.end_time)
+            if end < start and start - end < timedelta(milliseconds=1):
+                self.end_time = self.start_time
+        return self
+
+
+def _aware(value: datetime) -> datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def run_dict(run: RunIn) -> dict[str, Any]:
+    """The fields the client actually sent (a patch's missing field means unchanged)."""
+    return run.model_dump(exclude_unset=True)
+
+
+class FeedbackIn(_In):
+    id: uuid.UUID | None = None
+    key: str = Field(min_length=1)
+    score: float | bool | None = None
+    value: Any = None
+    comment: str | None = None
+    correction: Any = None
+    run_id: uuid.UUID | None = None
+    session_id: uuid.UUID | None = None
+    project_id: uuid.UUID | None = None
+    trace_id: uuid.UUID | None = None
+    feedback_source: dict[str, Any] | None = None
+    created_at: Timestamp | None = None
+    modified_at: Timestamp | None = None
+    start_time: Timestamp | None = None
+    extra: dict[str, Any] | None = None
+
+    def item(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "key": self.key, "score": self.score, "value": self.value,
+            "comment": self.comment, "correction": self.correction, "run_id": self.run_id,
+            "session_id": self.session_id or self.project_id, "trace_id": self.trace_id,
+            "feedback_source": self.feedback_source, "created_at": self.created_at,
+            "modified_at": self.modified_at, "extra": self.extra,
+        }
+
+
+class DatasetIn(_In):
+    name: str = Field(min_length=1)
+    id: uuid.UUID | None = None
+    description: str | None = None
+    data_type: str | None = "kv"
+    extra: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    inputs_schema_definition: dict[str, Any] | None = None
+    outputs_schema_definition: dict[str, Any] | None = None
+
+    def meta(self) -> dict[str, Any] | None:
+        if self.metadata is not None:
+            return self.metadata
+        inner = (self.extra or {}).get("metadata")
+        return inner if isinstance(inner, dict) else None
+
+
+class DatasetPatch(_In):
+    name: str | None = None
+    description: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class SessionIn(_In):
+    name: str = Field(min_length=1)
+    id: uuid.UUID | None = None
+    description: str | None = None
+    extra: dict[str, Any] | None = None
+    reference_dataset_id: uuid.UUID | None = None
+    start_time: Timestamp | None = None
+    end_time: Timestamp | None = None
+
+
+class SessionPatch(_In):
+    """``null`` (or absent) means unchanged, as in LangSmith's PATCH /sessions/{id}."""
+
+    name: str | None = None
+    description: str | None = None
+    extra: dict[str, Any] | None = None
+    end_time: Timestamp | None = None
+
+
+class ExampleIn(_In):
+    id: uuid.UUID | None = None
+    dataset_id: uuid.UUID | None = None
+    inputs: dict[str, Any] | None = None
+    outputs: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    split: str | list[str] | None = None
+    source_run_id: uuid.UUID | None = None
+    use_source_run_io: bool = False
+    created_at: Timestamp | None = None
+    attachments: dict[str, Any] | None = None
+
+    def item(self) -> dict[str, Any]:
+        if self.attachments:
+            raise ApiError(422, "unsupported", f"example {self.id}: attachments are not "
+                           "supported by this server")
+        return {"id": self.id, "inputs": self.inputs if self.inputs is not None else {},
+                "outputs": self.outputs, "metadata": self.metadata, "split": self.split,
+                "source_run_id": self.source_run_id}
+
+
+class ExamplePatch(_In):
+    id: uuid.UUID | None = None
+    inputs: dict[str, Any] | None = None
+    outputs: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    split: str | list[str] | None = None
+    attachments: dict[str, Any] | None = None
+    attachments_operations: dict[str, Any] | None = None
+
+    def update(self, example_id: Any) -> dict[str, Any]:
+        if self.attachments or (self.attachments_operations and any(
+                self.attachments_operations.values())):
+            raise ApiError(422, "unsupported", f"example {example_id}: attachments are not "
+                           "supported by this server")
+        upd: dict[str, Any] = {"id": example_id}
+        for key in ("inputs", "outputs", "metadata", "split"):
+            value = getattr(self, key)
+            if value is not None:
+                upd[key] = value
+        return upd
+
+
+class TagIn(_In):
+    tag: str = Field(min_length=1)
+    as_of: Timestamp | str | None = None
+
+
+class RunQuery(_In):
+    """``POST /runs/query``; filters the store cannot apply are refused, never ignored."""
+
+    session: list[uuid.UUID] | None = None
+    id: list[uuid.UUID] | None = None
+    trace: uuid.UUID | None = None
+    parent_run: uuid.UUID | None = None
+    run_type: str | None = None
+    is_root: bool | None = None
+    error: bool | None = None
+    reference_example: list[uuid.UUID] | None = None
+    start_time: Timestamp | None = None
+    select: list[str] | None = None
+    limit: int | None = Field(default=None, ge=1)
+    cursor: str | None = None
+    order: str | None = None
+    query: str | None = None
+    filter: str | None = None
+    trace_filter: str | None = None
+    tree_filter: str | None = None
+
+
+class TraceDelete(_In):
+    session_id: uuid.UUID
+    trace_ids: list[uuid.UUID] | None = None
+    keep_trace_ids: list[uuid.UUID] | None = None
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validate(model: type[M], data: Any, where: str = "body") -> M:
+    """``model.model_validate`` with a 422 naming ``where`` and the fields at fault."""
+    if not isinstance(data, dict):
+        raise ApiError(422, "invalid_input",
+                       f"{where} must be a JSON object, got {type(data).__name__}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ApiError(422, "invalid_input", describe_validation(exc.errors(), where)) from None

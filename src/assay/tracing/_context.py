@@ -1,0 +1,232 @@
+"""Where tracing state lives: the current run and the scoped switches, both in contextvars.
+
+Two context variables, read on every traced call, so switched-off tracing costs two lookups and
+a cached environment check. ``_RUN`` is the run code is executing in (set only while a *traced*
+run is open); ``_CFG`` holds what the innermost ``tracing_context`` said. contextvars follow
+``asyncio`` tasks on their own; worker threads get them through ``run_in_thread`` /
+``ContextThreadPoolExecutor`` (plain threads start with an empty context).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+
+if TYPE_CHECKING:
+    from ..client import Client
+    from ._run_tree import RunTree
+
+__all__ = [
+    "ContextThreadPoolExecutor",
+    "get_current_run_tree",
+    "get_tracing_context",
+    "run_in_thread",
+    "tracing_context",
+    "tracing_is_enabled",
+    "with_context",
+]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+ENV_TRACING = "ASSAY_TRACING"
+ENV_PROJECT = "ASSAY_PROJECT"
+_TRUE = frozenset({"1", "true", "yes", "on", "t", "y"})
+
+
+class _Config:
+    """What one ``tracing_context`` set (None = inherit from the enclosing one)."""
+
+    __slots__ = ("enabled", "client", "project_name", "metadata", "tags", "at_run")
+
+    def __init__(self, enabled: bool | None, client: Client | None, project_name: str | None,
+                 metadata: dict[str, Any] | None, tags: list[str] | None,
+                 at_run: RunTree | None) -> None:
+        self.enabled = enabled
+        self.client = client
+        self.project_name = project_name
+        self.metadata = metadata
+        self.tags = tags
+        self.at_run = at_run  # the run that was current when the context was entered
+
+
+_RUN: contextvars.ContextVar[RunTree | None] = contextvars.ContextVar("assay_run", default=None)
+_CFG: contextvars.ContextVar[_Config | None] = contextvars.ContextVar("assay_tracing_cfg",
+                                                                      default=None)
+
+# -- the environment switch, re-read cheaply -------------------------------------------------------
+# os.environ.get costs ~0.6 us (it encodes the key each time): too much for the switched-off path.
+# Reading the encoded mapping directly costs a dict lookup and still sees changes made through
+# os.environ (and so pytest's monkeypatch.setenv).
+_env_data: Any = getattr(os.environ, "_data", None)
+try:
+    _env_key: Any = os.environ.encodekey(ENV_TRACING)  # type: ignore[attr-defined]
+except AttributeError:  # pragma: no cover - not CPython's os.environ
+    _env_data = None
+    _env_key = ENV_TRACING
+_env_raw: Any = object()
+_env_on = False
+
+
+def _env_enabled() -> bool:
+    """ASSAY_TRACING is true (1/true/yes/on); off when unset."""
+    global _env_raw, _env_on
+    raw = _env_data.get(_env_key) if _env_data is not None else os.environ.get(ENV_TRACING)
+    if raw is not _env_raw:
+        text = raw.decode() if isinstance(raw, bytes) else (raw or "")
+        _env_on = text.strip().lower() in _TRUE
+        _env_raw = raw
+    return _env_on
+
+
+_project_key: Any = None
+_project_raw: Any = object()
+_project_name: str | None = None
+
+
+def env_project() -> str | None:
+    """ASSAY_PROJECT (cached like ASSAY_TRACING): the project of root runs that name none."""
+    global _project_key, _project_raw, _project_name
+    if _env_data is None:
+        return os.environ.get(ENV_PROJECT) or None
+    if _project_key is None:
+        _project_key = os.environ.encodekey(ENV_PROJECT)  # type: ignore[attr-defined]
+    raw = _env_data.get(_project_key)
+    if raw is not _project_raw:
+        _project_name = (raw.decode() if isinstance(raw, bytes) else raw) or None
+        _project_raw = raw
+    return _project_name
+
+
+def tracing_is_enabled(enabled: bool | None = None) -> bool:
+    """Whether a run started here with ``enabled`` would be recorded.
+
+    ``True``/``False`` force it. ``None``: the innermost ``tracing_context(enabled=...)`` decides
+    unless a traced run was opened inside it (its descendants are traced); otherwise
+    ``ASSAY_TRACING``.
+    """
+    if enabled is not None:
+        return enabled
+    run = _RUN.get()
+    cfg = _CFG.get()
+    if cfg is not None and cfg.enabled is not None and cfg.at_run is run:
+        return cfg.enabled
+    if run is not None:
+        return True
+    return _env_enabled()
+
+
+def get_current_run_tree() -> RunTree | None:
+    """The traced run the caller is executing in, or None."""
+    return _RUN.get()
+
+
+def get_tracing_context() -> dict[str, Any]:
+    """The effective scoped settings (for integrations that start runs themselves)."""
+    cfg = _CFG.get()
+    return {
+        "parent": _RUN.get(),
+        "enabled": None if cfg is None else cfg.enabled,
+        "client": None if cfg is None else cfg.client,
+        "project_name": None if cfg is None else cfg.project_name,
+        "metadata": None if cfg is None else cfg.metadata,
+        "tags": None if cfg is None else cfg.tags,
+    }
+
+
+@contextmanager
+def tracing_context(
+    *,
+    enabled: bool | None = None,
+    client: Client | None = None,
+    project_name: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    tags: Sequence[str] | None = None,
+    parent: RunTree | None = None,
+) -> Iterator[None]:
+    """Scoped tracing switches; inner contexts override outer ones, metadata and tags add up.
+
+    ``enabled`` turns tracing on or off for everything started inside (a run forced on with
+    ``trace(enabled=True)`` still traces its own descendants). ``client`` and ``project_name``
+    apply to new root runs; ``metadata`` and ``tags`` to every run started inside. ``parent``
+    makes runs started inside children of that run (e.g. one received from another thread).
+    """
+    if metadata is not None and not isinstance(metadata, Mapping):
+        from ..errors import InvalidInputError
+
+        raise InvalidInputError(f"tracing_context metadata must be a mapping, got {metadata!r}")
+    if isinstance(tags, str):
+        from ..errors import InvalidInputError
+
+        raise InvalidInputError("tracing_context tags must be a list of strings, not one string")
+    outer = _CFG.get()
+    merged_meta = dict(outer.metadata) if outer is not None and outer.metadata else {}
+    if metadata:
+        merged_meta.update(metadata)
+    merged_tags = list(outer.tags) if outer is not None and outer.tags else []
+    for tag in tags or ():
+        if tag not in merged_tags:
+            merged_tags.append(tag)
+    run_token = _RUN.set(parent) if parent is not None else None
+    current = _RUN.get()
+    if outer is not None and enabled is None and outer.at_run is current:
+        inherited_enabled = outer.enabled
+    else:
+        inherited_enabled = enabled
+    cfg = _Config(
+        enabled=inherited_enabled,
+        client=client if client is not None else (outer.client if outer is not None else None),
+        project_name=project_name if project_name is not None else (
+            outer.project_name if outer is not None else None),
+        metadata=merged_meta or None,
+        tags=merged_tags or None,
+        at_run=current,
+    )
+    token = _CFG.set(cfg)
+    try:
+        yield
+    finally:
+        _CFG.reset(token)
+        if run_token is not None:
+            _RUN.reset(run_token)
+
+
+# -- threads ------------------------------------------------------------------------------------
+def with_context(fn: Callable[P, R]) -> Callable[P, R]:
+    """``fn`` bound to a snapshot of the caller's context (current run, tracing switches).
+
+    Use it for ``threading.Thread(target=with_context(work))`` and any other thread API.
+    """
+    ctx = contextvars.copy_context()
+
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        return ctx.run(fn, *args, **kwargs)
+
+    return run
+
+
+class ContextThreadPoolExecutor(ThreadPoolExecutor):
+    """A ThreadPoolExecutor whose tasks run in the submitter's context, so traced work in a
+    worker thread nests under the run that submitted it."""
+
+    def submit(self, fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> Future[R]:
+        ctx = contextvars.copy_context()  # one copy per task: a Context can't run in 2 threads
+        return super().submit(ctx.run, fn, *args, **kwargs)
+
+
+_pool: ContextThreadPoolExecutor | None = None
+
+
+def run_in_thread(fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> Future[R]:
+    """Run ``fn(*args, **kwargs)`` in a worker thread inside the caller's tracing context.
+
+    Returns a ``concurrent.futures.Future`` (``asyncio.wrap_future`` awaits it from async code).
+    """
+    global _pool
+    if _pool is None:
+        _pool = ContextThreadPoolExecutor(thread_name_prefix="assay-trace")
+    return _pool.submit(fn, *args, **kwargs)

@@ -1,0 +1,447 @@
+"""``RunTree``: one traced step, built cheaply on the hot path and turned into a wire dict later.
+
+The hot path only records what cannot be recovered afterwards: an id (uuid7 from uuid_utils'
+native type, ~0.1 us), integer epoch microseconds, the parent object, inputs and outputs as the
+caller gave them. Everything else — string ids, the dotted order, datetimes, the LangSmith wire
+dict — is derived on the writer thread (``_wire``), so a traced call pays a few microseconds and
+the formatting cost moves off the caller's thread.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+import uuid
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import uuid_utils
+
+from .._ids import as_uuid
+from ..errors import InvalidInputError
+from ..schemas import RUN_TYPES, Run
+
+if TYPE_CHECKING:
+    from ..client import Client
+    from ._writer import RunWriter
+
+__all__ = ["RUN_TYPES", "RunTree", "format_error"]
+
+_RUN_TYPES = frozenset(RUN_TYPES)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_RUNTIME = {"sdk": "assay", "library": "assay", "runtime": "python"}
+_new_uuid = uuid_utils.uuid7
+_time_ns = time.time_ns
+
+
+def _now_us() -> int:
+    return _time_ns() // 1000
+
+
+def _us_to_dt(us: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=us)
+
+
+def _dt_to_us(value: datetime | float | str) -> int:
+    from ..store._types import to_micros
+
+    try:
+        out = to_micros(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"not a timestamp: {value!r}") from exc
+    assert out is not None
+    return out
+
+
+_last_second: tuple[int, str] = (-1, "")  # runs come in bursts: format each second once
+
+
+def _segment(us: int, run_id: Any) -> str:
+    """LangSmith's dotted-order segment ``%Y%m%dT%H%M%S%fZ<uuid>`` (no strftime)."""
+    global _last_second
+    secs, frac = divmod(us, 1_000_000)
+    cached_secs, prefix = _last_second  # one tuple: read and replaced atomically
+    if cached_secs != secs:
+        t = time.gmtime(secs)
+        prefix = (f"{t.tm_year:04d}{t.tm_mon:02d}{t.tm_mday:02d}T{t.tm_hour:02d}"
+                  f"{t.tm_min:02d}{t.tm_sec:02d}")
+        _last_second = (secs, prefix)
+    return f"{prefix}{frac:06d}Z{run_id}"
+
+
+def format_error(error: BaseException | str) -> str:
+    """``Type: message`` followed by the traceback (the exception's own, where it was raised)."""
+    if isinstance(error, str):
+        return error
+    head = f"{type(error).__name__}: {error}"
+    tb = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    return f"{head}\n\n{tb}"
+
+
+def _as_inputs(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, Mapping):
+        return dict(value)
+    return {"input": value}
+
+
+_PLAIN = frozenset({str, int, float, bool, list, tuple, type(None), bytes})
+
+
+def _as_outputs(value: Any) -> dict[str, Any]:
+    cls = type(value)
+    if cls is dict:
+        return value
+    if cls in _PLAIN:  # skip the (slow) Mapping ABC check for the common cases
+        return {"output": value}
+    if isinstance(value, Mapping):
+        return dict(value)
+    return {"output": value}
+
+
+def check_run_type(run_type: str) -> str:
+    if run_type not in _RUN_TYPES:
+        raise InvalidInputError(
+            f"run_type must be one of {', '.join(RUN_TYPES)}; got {run_type!r}")
+    return run_type
+
+
+class RunTree:
+    """One run in a trace. ``trace()`` and ``@traceable`` make these; integrations may too.
+
+    Fields read like LangSmith's: ``id``, ``trace_id``, ``parent_run_id``, ``dotted_order``,
+    ``start_time``/``end_time`` (UTC datetimes), ``inputs``, ``outputs``, ``error``, ``metadata``,
+    ``tags``, ``events``, ``child_runs``. ``post()`` sends the start, ``end()`` records the
+    result, ``patch()`` sends it; the writer merges post and patch when both are waiting.
+    """
+
+    __slots__ = (
+        "_id", "_trace", "_parent_id", "parent", "_parent_dotted", "_dotted", "name", "run_type",
+        "inputs", "outputs", "error", "_start_us", "_end_us", "metadata", "tags", "events",
+        "extra", "session_name", "session_id", "reference_example_id", "child_runs", "_writer",
+        "_client", "_closed", "_sent", "__weakref__",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        run_type: str = "chain",
+        inputs: Any = None,
+        *,
+        parent: RunTree | None = None,
+        client: Client | None = None,
+        project_name: str | None = None,
+        project_id: uuid.UUID | str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        tags: Iterable[str] | None = None,
+        extra: Mapping[str, Any] | None = None,
+        reference_example_id: uuid.UUID | str | None = None,
+        run_id: uuid.UUID | str | None = None,
+        start_time: datetime | None = None,
+        trace_id: uuid.UUID | str | None = None,
+        parent_run_id: uuid.UUID | str | None = None,
+        parent_dotted_order: str | None = None,
+    ) -> None:
+        if not isinstance(name, str) or not name:
+            raise InvalidInputError(f"a run needs a non-empty string name, got {name!r}")
+        self._id = _new_uuid() if run_id is None else as_uuid(run_id, "run_id")
+        self.name = name
+        self.run_type = check_run_type(run_type)
+        self.inputs = _as_inputs(inputs)
+        self.outputs: dict[str, Any] | None = None
+        self.error: str | None = None
+        self._start_us = _now_us() if start_time is None else _dt_to_us(start_time)
+        self._end_us: int | None = None
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise InvalidInputError(f"run metadata must be a mapping, got {metadata!r}")
+        self.metadata: dict[str, Any] = dict(metadata) if metadata else {}
+        if isinstance(tags, str):
+            raise InvalidInputError("run tags must be a list of strings, not one string")
+        self.tags: list[str] = list(tags) if tags else []
+        self.events: list[dict[str, Any]] = []
+        self.extra: dict[str, Any] | None = dict(extra) if extra else None
+        self.child_runs: list[RunTree] = []
+        self._dotted: str | None = None
+        self._closed = False
+        self._sent = 0
+        self.parent = parent
+        if parent is not None:
+            self._trace = parent._trace
+            self._parent_id = parent._id
+            self._parent_dotted = None
+            if project_name is None and project_id is None:
+                self.session_name, self.session_id = parent.session_name, parent.session_id
+            else:
+                self.session_name = project_name
+                self.session_id = str(as_uuid(project_id, "project_id")) if project_id else None
+            self.reference_example_id = None
+            self._client = client if client is not None else parent._client
+            self._writer = parent._writer if client is None else None
+            parent.child_runs.append(self)
+        else:
+            if parent_run_id is not None and (trace_id is None or parent_dotted_order is None):
+                raise InvalidInputError(
+                    "a run under a remote parent needs trace_id and parent_dotted_order too")
+            self._parent_id = as_uuid(parent_run_id, "parent_run_id") if parent_run_id else None
+            self._trace = as_uuid(trace_id, "trace_id") if trace_id is not None else self._id
+            self._parent_dotted = parent_dotted_order
+            self.session_name = project_name
+            self.session_id = str(as_uuid(project_id, "project_id")) if project_id else None
+            self.reference_example_id = (
+                as_uuid(reference_example_id, "reference_example_id")
+                if reference_example_id is not None else None)
+            self._client = client
+            self._writer = None
+
+    @classmethod
+    def _fast_child(cls, parent: RunTree, name: str, run_type: str,
+                    inputs: dict[str, Any]) -> RunTree:
+        """The hot path of ``@traceable``: a child with no options, validated at decoration."""
+        self = cls.__new__(cls)
+        self._id = _new_uuid()
+        self.name = name
+        self.run_type = run_type
+        self.inputs = inputs
+        self.outputs = None
+        self.error = None
+        self._start_us = _time_ns() // 1000
+        self._end_us = None
+        self.metadata = {}
+        self.tags = []
+        self.events = []
+        self.extra = None
+        self.child_runs = []
+        self._dotted = None
+        self._closed = False
+        self._sent = 0
+        self.parent = parent
+        self._trace = parent._trace
+        self._parent_id = parent._id
+        self._parent_dotted = None
+        self.session_name = parent.session_name
+        self.session_id = parent.session_id
+        self.reference_example_id = None
+        self._client = parent._client
+        self._writer = parent._writer
+        parent.child_runs.append(self)
+        return self
+
+    # -- identity -----------------------------------------------------------------------------
+    @property
+    def id(self) -> uuid.UUID:
+        rid = self._id
+        return rid if isinstance(rid, uuid.UUID) else uuid.UUID(bytes=rid.bytes)
+
+    @property
+    def trace_id(self) -> uuid.UUID:
+        tid = self._trace
+        return tid if isinstance(tid, uuid.UUID) else uuid.UUID(bytes=tid.bytes)
+
+    @property
+    def parent_run_id(self) -> uuid.UUID | None:
+        pid = self._parent_id
+        if pid is None or isinstance(pid, uuid.UUID):
+            return pid
+        return uuid.UUID(bytes=pid.bytes)
+
+    @property
+    def dotted_order(self) -> str:
+        dotted = self._dotted
+        if dotted is None:
+            seg = _segment(self._start_us, self._id)
+            if self.parent is not None:
+                dotted = f"{self.parent.dotted_order}.{seg}"
+            elif self._parent_dotted:
+                dotted = f"{self._parent_dotted}.{seg}"
+            else:
+                dotted = seg
+            self._dotted = dotted
+        return dotted
+
+    @property
+    def start_time(self) -> datetime:
+        return _us_to_dt(self._start_us)
+
+    @property
+    def end_time(self) -> datetime | None:
+        return None if self._end_us is None else _us_to_dt(self._end_us)
+
+    @property
+    def client(self) -> Client:
+        """The client this run is stored through (the default client when none was given)."""
+        if self._client is None:
+            from ..client import get_default_client
+
+            self._client = get_default_client()
+        return self._client
+
+    @property
+    def ended(self) -> bool:
+        return self._end_us is not None
+
+    def __repr__(self) -> str:
+        return f"RunTree(name={self.name!r}, run_type={self.run_type!r}, id={self._id})"
+
+    # -- recording ----------------------------------------------------------------------------
+    def add_metadata(self, metadata: Mapping[str, Any]) -> None:
+        if not isinstance(metadata, Mapping):
+            raise InvalidInputError(f"add_metadata needs a mapping, got {metadata!r}")
+        self.metadata.update(metadata)
+
+    def add_tags(self, tags: Iterable[str] | str) -> None:
+        for tag in [tags] if isinstance(tags, str) else tags:
+            if tag not in self.tags:
+                self.tags.append(tag)
+
+    def add_event(self, event: Mapping[str, Any]) -> None:
+        """Record an event (``{"name": "new_token", "time": ...}``); time defaults to now."""
+        if not isinstance(event, Mapping) or not event.get("name"):
+            raise InvalidInputError(f"an event needs a 'name', got {event!r}")
+        ev = dict(event)
+        t = ev.get("time")
+        if t is None:
+            ev["time"] = _us_to_dt(_now_us()).isoformat()
+        elif isinstance(t, datetime):
+            ev["time"] = t.isoformat()
+        self.events.append(ev)
+
+    def _mark_first_token(self, us: int | None = None) -> None:
+        """Record the first chunk of a streamed response (once)."""
+        for ev in self.events:
+            if ev.get("name") == "new_token":
+                return
+        self.events.append({"name": "new_token", "time": _us_to_dt(us or _now_us()).isoformat()})
+
+    def set_usage(
+        self,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        total_tokens: int | None = None,
+        *,
+        input_cost: float | None = None,
+        output_cost: float | None = None,
+        total_cost: float | None = None,
+        provider: str | None = None,
+        model: str | None = None,
+        input_token_details: Mapping[str, int] | None = None,
+        output_token_details: Mapping[str, int] | None = None,
+    ) -> None:
+        """Token usage (and optionally explicit cost, provider, model) of an llm run.
+
+        Without an explicit cost the store prices the tokens with genai-prices at write time
+        from ``ls_provider``/``ls_model_name``; an unknown model gets no cost.
+        """
+        usage: dict[str, Any] = dict(self.metadata.get("usage_metadata") or {})
+        for key, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens),
+                           ("input_cost", input_cost), ("output_cost", output_cost),
+                           ("total_cost", total_cost)):
+            if value is not None:
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                    raise InvalidInputError(f"set_usage {key} must be a non-negative number, "
+                                            f"got {value!r}")
+                usage[key] = value
+        if total_tokens is not None:
+            usage["total_tokens"] = total_tokens
+        elif "input_tokens" in usage or "output_tokens" in usage:
+            usage["total_tokens"] = usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
+        if input_token_details:
+            usage["input_token_details"] = dict(input_token_details)
+        if output_token_details:
+            usage["output_token_details"] = dict(output_token_details)
+        self.metadata["usage_metadata"] = usage
+        if provider is not None:
+            self.metadata["ls_provider"] = provider
+        if model is not None:
+            self.metadata["ls_model_name"] = model
+
+    def create_child(self, name: str, run_type: str = "chain", inputs: Any = None,
+                     **kwargs: Any) -> RunTree:
+        return RunTree(name, run_type, inputs, parent=self, **kwargs)
+
+    def end(self, outputs: Any = None, error: BaseException | str | None = None,
+            end_time: datetime | None = None) -> None:
+        """Record the result; the end time is kept from the first call."""
+        if outputs is not None:
+            self.outputs = _as_outputs(outputs)
+        if error is not None:
+            self.error = format_error(error)
+        if self._end_us is None:
+            self._end_us = _now_us() if end_time is None else _dt_to_us(end_time)
+
+    # -- sending ------------------------------------------------------------------------------
+    def _get_writer(self) -> RunWriter:
+        writer = self._writer
+        if writer is None:
+            client = self.client
+            try:
+                get = client._tracing_writer  # type: ignore[attr-defined]
+            except AttributeError:
+                raise InvalidInputError(
+                    f"tracing needs an assay Client, got {type(client).__name__}") from None
+            writer = self._writer = get()
+        return writer
+
+    def post(self) -> None:
+        """Queue the start of the run (the writer sends it, merged with the end if it's there)."""
+        self._get_writer().post(self)
+
+    def patch(self) -> None:
+        """Queue the finished run; nothing recorded on it afterwards is sent."""
+        if self._end_us is None:
+            self.end()
+        self._closed = True
+        self._get_writer().patch(self)
+
+    # -- wire format --------------------------------------------------------------------------
+    def _wire(self, final: bool) -> dict[str, Any]:
+        """LangSmith's run dict. ``final``: with end time, outputs and error."""
+        extra = dict(self.extra) if self.extra else {}
+        extra["metadata"] = dict(self.metadata)
+        extra.setdefault("runtime", _RUNTIME)
+        out: dict[str, Any] = {
+            "id": str(self._id),
+            "trace_id": str(self._trace),
+            "parent_run_id": None if self._parent_id is None else str(self._parent_id),
+            "dotted_order": self.dotted_order,
+            "name": self.name,
+            "run_type": self.run_type,
+            "start_time": _us_to_dt(self._start_us),
+            "inputs": self.inputs,
+            "extra": extra,
+            "tags": list(self.tags),
+            "events": list(self.events),
+        }
+        if self.session_id is not None:
+            out["session_id"] = str(self.session_id)
+        if self.session_name is not None:
+            out["session_name"] = self.session_name
+        if self.reference_example_id is not None:
+            out["reference_example_id"] = str(self.reference_example_id)
+        if final:
+            out["end_time"] = None if self._end_us is None else _us_to_dt(self._end_us)
+            out["outputs"] = self.outputs
+            out["error"] = self.error
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The run as LangSmith's wire dict, as it stands now."""
+        return self._wire(final=True)
+
+    def to_run(self, *, include_children: bool = True) -> Run:
+        """The run (and its finished descendants) as the shared ``assay.schemas.Run`` record."""
+        from .._usage import derive_usage
+
+        data = self._wire(final=True)
+        usage = derive_usage(data)
+        data.update(usage)
+        data["status"] = "error" if self.error else ("success" if self._end_us else "pending")
+        if self.session_id is not None:
+            data["session_id"] = self.session_id
+        if include_children:
+            kids = sorted(self.child_runs, key=lambda r: r.dotted_order)
+            data["child_runs"] = [k.to_run() for k in kids]
+        return Run.model_validate(data)

@@ -1,0 +1,270 @@
+"""One background writer per Client: traced runs reach the store in batches, off the hot path.
+
+Producers append ``(op, run)`` to a deque (atomic, ~25 ns) and return. The writer thread wakes
+when a batch is full or every ``interval`` seconds, turns the queued ``RunTree`` objects into
+LangSmith wire dicts, and stores them with one ``runs.upsert(posts=..., patches=...)`` per batch.
+A run that has already finished when its start is picked up goes out as a single merged post.
+
+Backpressure: the queue is bounded; a producer that finds it full blocks until the writer makes
+room (at most ``block_timeout`` seconds, then the run is dropped with a logged warning and
+counted in ``dropped`` — never silently). A batch the store rejects is retried run by run so one
+bad run does not lose its neighbours; failures are logged and counted in ``failed``.
+
+The thread starts on first use and exits after ``idle_exit`` seconds without work, so idle clients
+hold no thread. ``flush()`` waits until everything queued before it is stored; an ``atexit`` hook
+flushes every writer; after ``fork`` the child starts with an empty queue.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import logging
+import os
+import threading
+import weakref
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._run_tree import RunTree
+
+__all__ = ["RunWriter"]
+
+log = logging.getLogger("assay.tracing")
+
+_POST, _PATCH = 0, 1
+_writers: weakref.WeakSet[RunWriter] = weakref.WeakSet()
+
+
+class RunWriter:
+    def __init__(
+        self,
+        client: Any,
+        *,
+        batch_size: int = 1000,
+        max_queue: int = 50_000,
+        interval: float = 0.1,
+        idle_exit: float = 2.0,
+        block_timeout: float = 30.0,
+    ) -> None:
+        self._client = client
+        self.batch_size = batch_size
+        self.max_queue = max_queue
+        self.interval = interval
+        self.idle_exit = idle_exit
+        self.block_timeout = block_timeout
+        self._q: collections.deque[Any] = collections.deque()
+        self._wake = threading.Event()
+        self._lock = threading.Lock()
+        self._room = threading.Condition(threading.Lock())
+        self._waiting = 0
+        self._running = False
+        self._thread: threading.Thread | None = None
+        self.stored = 0   # runs handed to the store (posts + patches that were sent)
+        self.batches = 0  # upsert calls
+        self.failed = 0   # runs the store rejected
+        self.dropped = 0  # runs given up on because the queue stayed full
+        _writers.add(self)
+
+    # -- producer side (any thread) -----------------------------------------------------------
+    def post(self, run: RunTree) -> None:
+        self._put((_POST, run))
+
+    def patch(self, run: RunTree) -> None:
+        self._put((_PATCH, run))
+
+    def _put(self, item: Any) -> None:
+        q = self._q
+        if len(q) >= self.max_queue and not self._wait_for_room():
+            self.dropped += 1
+            log.warning("assay tracing queue stayed full for %.0fs: dropped run %s",
+                        self.block_timeout, item[1]._id)
+            return
+        q.append(item)
+        if not self._running:
+            self._ensure_running()
+        elif len(q) >= self.batch_size and not self._wake.is_set():
+            self._wake.set()
+
+    def _wait_for_room(self) -> bool:
+        """Block until the writer drains below the bound (False after ``block_timeout``)."""
+        if self._on_writer_thread():
+            return True  # the writer itself never waits on its own queue
+        self._ensure_running()
+        self._wake.set()
+        with self._room:
+            self._waiting += 1
+            try:
+                return self._room.wait_for(lambda: len(self._q) < self.max_queue,
+                                           timeout=self.block_timeout)
+            finally:
+                self._waiting -= 1
+
+    def _on_writer_thread(self) -> bool:
+        t = self._thread
+        return t is not None and t.ident == threading.get_ident()
+
+    def _ensure_running(self) -> None:
+        with self._lock:
+            if self._running:
+                return
+            self._running = True
+        thread = threading.Thread(target=self._loop, name="assay-run-writer", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError:  # interpreter shutting down: store inline instead
+            with self._lock:
+                self._running = False
+            self._drain()
+            return
+        self._thread = thread
+
+    # -- flushing -----------------------------------------------------------------------------
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every run queued before this call is stored; False on timeout."""
+        if not self._q and not self._running:
+            return True
+        if self._on_writer_thread():
+            self._drain()
+            return True
+        marker = threading.Event()
+        self._q.append(marker)
+        self._ensure_running()
+        self._wake.set()
+        if not self._running:  # drained inline by _ensure_running
+            return True
+        return marker.wait(timeout)
+
+    def close(self, timeout: float | None = None) -> bool:
+        return self.flush(timeout)
+
+    # -- writer thread ------------------------------------------------------------------------
+    def _loop(self) -> None:
+        try:
+            self._serve()
+        except BaseException:  # pragma: no cover - a bug here must not hang flush() forever
+            log.exception("assay tracing: the run writer stopped unexpectedly")
+            with self._lock:
+                self._running = False
+                self._thread = None
+            for item in list(self._q):
+                if isinstance(item, threading.Event):
+                    item.set()
+            raise
+
+    def _serve(self) -> None:
+        idle = 0.0
+        while True:
+            woke = self._wake.wait(self.interval)
+            self._wake.clear()
+            if self._q:
+                idle = 0.0
+                self._drain()
+                continue
+            idle += 0 if woke else self.interval
+            if idle >= self.idle_exit:
+                with self._lock:
+                    # Say "stopped" before the last look: a producer appending after that look
+                    # then sees _running False and starts a new thread itself.
+                    self._running = False
+                    if self._q:
+                        self._running = True
+                        continue
+                    self._thread = None
+                    return
+
+    def _drain(self) -> None:
+        """Store everything queued, ``batch_size`` runs per upsert."""
+        q = self._q
+        batch = self.batch_size
+        while q:
+            posts: list[dict[str, Any]] = []
+            patches: list[dict[str, Any]] = []
+            markers: list[threading.Event] = []
+            while q and len(posts) + len(patches) < batch:
+                try:
+                    item = q.popleft()
+                except IndexError:
+                    break
+                self._take(item, posts, patches, markers)
+            if posts or patches:
+                self._send(posts, patches)
+            if self._waiting:
+                with self._room:
+                    self._room.notify_all()
+            for m in markers:
+                m.set()
+
+    def _take(self, item: Any, posts: list[dict[str, Any]], patches: list[dict[str, Any]],
+              markers: list[threading.Event]) -> None:
+        """One queued item -> at most one wire dict (a post merged with its end when it can)."""
+        if item.__class__ is not tuple:
+            markers.append(item)
+            return
+        op, run = item
+        try:
+            if op == _POST:
+                if run._sent:
+                    return
+                if run._closed:  # finished before we got to it: one merged post
+                    posts.append(run._wire(final=True))
+                    run._sent = 2
+                else:
+                    posts.append(run._wire(final=False))
+                    run._sent = 1
+            elif run._sent != 2:
+                if run._sent == 0:  # never posted (e.g. OTel spans): the whole run
+                    posts.append(run._wire(final=True))
+                else:
+                    wire = run._wire(final=True)
+                    del wire["inputs"]
+                    patches.append(wire)
+                run._sent = 2
+        except Exception:  # a run that cannot even be described: report, keep the rest
+            self.failed += 1
+            log.exception("assay tracing: could not serialize run %s", getattr(run, "_id", "?"))
+
+    def _send(self, posts: list[dict[str, Any]], patches: list[dict[str, Any]]) -> None:
+        runs = self._client._backend.runs
+        try:
+            runs.upsert(posts=posts, patches=patches)
+            self.batches += 1
+            self.stored += len(posts) + len(patches)
+            return
+        except Exception as exc:
+            if len(posts) + len(patches) == 1:
+                self.failed += 1
+                log.warning("assay tracing: the store rejected run %s: %s",
+                            (posts or patches)[0].get("id"), exc)
+                return
+            log.warning("assay tracing: a batch of %d runs failed (%s); retrying one by one",
+                        len(posts) + len(patches), exc)
+        for post in posts:
+            self._send([post], [])
+        for patch in patches:
+            self._send([], [patch])
+
+
+def flush_all(timeout: float | None = 30.0) -> None:
+    """Flush every live writer (run at interpreter exit)."""
+    for writer in list(_writers):
+        try:
+            writer.flush(timeout)
+        except Exception:  # pragma: no cover - never fail interpreter exit
+            log.exception("assay tracing: flush at exit failed")
+
+
+def _after_fork_in_child() -> None:
+    for writer in list(_writers):
+        writer._q.clear()  # the parent stores these; storing them again would duplicate
+        writer._lock = threading.Lock()
+        writer._room = threading.Condition(threading.Lock())
+        writer._wake = threading.Event()
+        writer._waiting = 0
+        writer._running = False
+        writer._thread = None
+
+
+atexit.register(flush_all)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

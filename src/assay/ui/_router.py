@@ -1,0 +1,156 @@
+"""The UI's routes: ``/`` and ``/ui/...``, clear of the LangSmith REST paths.
+
+No ``from __future__ import annotations`` here: FastAPI must see the real annotations of the
+endpoints, which name a type alias local to ``create_ui_router``.
+"""
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Form, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+
+from ..analysis import CompareOptions
+from ..errors import AssayError, AuthError, InvalidInputError, NotFoundError, require
+from ..store import Store
+from . import _views
+from ._auth import COOKIE_NAME, LoginRedirect, StoreFromKey, safe_next
+from ._format import FILTERS
+
+__all__ = ["create_ui_router"]
+
+
+def _environment() -> Any:
+    jinja2 = require("jinja2", "server", "the web UI")
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("assay.ui", "templates"),
+        autoescape=jinja2.select_autoescape(["html"]),
+        trim_blocks=True, lstrip_blocks=True,
+    )
+    env.filters.update(FILTERS)
+    env.globals["stat_cards"] = _views.stat_cards
+    return env
+
+
+def _status(exc: AssayError) -> int:
+    if isinstance(exc, NotFoundError):
+        return 404
+    if isinstance(exc, InvalidInputError):
+        return 400
+    return 401 if isinstance(exc, AuthError) else 500
+
+
+def create_ui_router(
+    get_store: Callable[..., Store],
+    *,
+    check_key: Callable[[str], object] | None = None,
+) -> APIRouter:
+    """The web UI as a router; ``get_store`` is a FastAPI dependency giving the request's Store.
+
+    ``check_key`` validates a key typed into the login form (raising AuthError); by default the
+    ``check_key`` of a ``StoreFromKey`` dependency, else the form accepts any key and the next
+    page checks it.
+    """
+    env = _environment()
+    check = check_key or getattr(get_store, "check_key", None)
+    auth = getattr(get_store, "auth", check is not None)
+    router = APIRouter(include_in_schema=False)
+    StoreDep = Annotated[Any, Depends(get_store)]  # a Store, or a LoginRedirect
+
+    def render(request: Request | None, name: str, context: dict[str, Any],
+               status: int = 200) -> HTMLResponse:
+        ctx = {"request": request, "auth": auth, "path": request.url.path if request else "/",
+               "logged_in": bool(request and request.cookies.get(COOKIE_NAME)), **context}
+        return HTMLResponse(env.get_template(name).render(ctx), status_code=status)
+
+    def show(request: Request, store: Any, name: str,
+             build: Callable[[Store], dict[str, Any]]) -> HTMLResponse | RedirectResponse:
+        """Render a page; assay's own errors become an HTML page with the right status."""
+        if isinstance(store, LoginRedirect):
+            return RedirectResponse(store.location, status_code=303)
+        try:
+            context = build(store)
+        except AssayError as exc:
+            status = _status(exc)
+            return render(request, "error.html", {"message": str(exc), "status": status}, status)
+        return render(request, name, context)
+
+    @router.get("/", response_class=HTMLResponse)
+    def datasets(request: Request, store: StoreDep) -> Any:
+        return show(request, store, "datasets.html", _views.home)
+
+    @router.get("/ui/datasets/{dataset_id}", response_class=HTMLResponse)
+    def dataset(request: Request, store: StoreDep, dataset_id: str,
+                split: str | None = None, as_of: str | None = None,
+                offset: int = 0) -> Any:
+        return show(request, store, "dataset.html", lambda s: _views.dataset_page(
+            s, dataset_id, split=split or None, as_of=as_of or None, offset=offset))
+
+    @router.get("/ui/datasets/{dataset_id}/experiments", response_class=HTMLResponse)
+    def experiments(request: Request, store: StoreDep, dataset_id: str) -> Any:
+        return show(request, store, "experiments.html",
+                    lambda s: _views.experiments_page(s, dataset_id))
+
+    @router.get("/ui/experiments/{project_id}", response_class=HTMLResponse)
+    def experiment(request: Request, store: StoreDep, project_id: str,
+                   failing: str | None = None, errors: bool = False,
+                   threshold: float = 0.5, offset: int = 0) -> Any:
+        return show(request, store, "experiment.html", lambda s: _views.experiment_page(
+            s, project_id, failing=failing, errors=errors, threshold=threshold, offset=offset))
+
+    @router.get("/ui/runs/{run_id}", response_class=HTMLResponse)
+    def run(request: Request, store: StoreDep, run_id: str) -> Any:
+        return show(request, store, "run.html", lambda s: _views.run_page(s, run_id))
+
+    @router.get("/ui/compare", response_class=HTMLResponse)
+    def compare(request: Request, store: StoreDep, ids: Annotated[list[str], Query()] = [],  # noqa: B006
+                confidence: float = 0.95, resamples: int = 2000,
+                seed: int = 0, offset: int = 0, order: str | None = None,
+                baseline: str | None = None) -> Any:
+        def build(s: Store) -> dict[str, Any]:
+            try:
+                opts = CompareOptions(confidence=confidence, resamples=min(resamples, 20_000),
+                                      seed=seed)
+            except ValueError as exc:
+                raise InvalidInputError(f"bad comparison option: {exc}") from None
+            chosen = _views.order_ids(s, _views.parse_ids(ids), by_time=order == "time",
+                                      baseline=baseline)
+            return _views.compare_page(s, chosen, opts, offset)
+
+        return show(request, store, "compare.html", build)
+
+    @router.get("/ui/login", response_class=HTMLResponse)
+    def login_form(request: Request, next: str = "/", error: str | None = None) -> HTMLResponse:
+        return render(request, "login.html", {"next": safe_next(next), "error": error},
+                      401 if error else 200)
+
+    @router.post("/ui/login", response_model=None)
+    def login(request: Request, api_key: Annotated[str, Form()] = "",
+              next: Annotated[str, Form()] = "/") -> HTMLResponse | RedirectResponse:
+        key = api_key.strip()
+        if check is not None:
+            try:
+                check(key)
+            except AuthError as exc:
+                return render(request, "login.html",
+                              {"next": safe_next(next), "error": str(exc)}, 401)
+        elif not key:
+            return render(request, "login.html",
+                          {"next": safe_next(next), "error": "enter an API key"}, 401)
+        response = RedirectResponse(safe_next(next), status_code=303)
+        response.set_cookie(COOKIE_NAME, key, httponly=True, samesite="lax", path="/",
+                            secure=request.url.scheme == "https", max_age=30 * 24 * 3600)
+        return response
+
+    @router.post("/ui/logout")
+    def logout() -> RedirectResponse:
+        response = RedirectResponse("/ui/login", status_code=303)
+        response.delete_cookie(COOKIE_NAME, path="/")
+        return response
+
+    return router
+
+
+def ui_router_for(store: Store, *, auth: bool = True) -> APIRouter:
+    """The UI over ``store``: keys checked against it (or its default workspace, auth=False)."""
+    return create_ui_router(StoreFromKey(store, auth=auth))

@@ -1,0 +1,255 @@
+"""What each page shows, gathered from the store (templates only lay it out)."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ..analysis import (
+    CompareOptions,
+    ExampleResult,
+    compare_experiments,
+    load_experiment,
+    side_by_side,
+)
+from ..errors import InvalidInputError
+from ..schemas import Run, TracerSessionResult
+from ._format import pct, secs
+from ._svg import histogram_svg
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+__all__ = ["home", "dataset_page", "experiments_page", "experiment_page", "run_page",
+           "compare_page", "parse_ids"]
+
+EXAMPLES_PER_PAGE = 100
+ROWS_PER_PAGE = 200  # experiment rows and compare rows; stats and charts always use them all
+
+
+def _pages(params: dict[str, Any], offset: int, total: int, per_page: int) -> dict[str, Any]:
+    """Links to the previous/next page, keeping the other query parameters."""
+    from urllib.parse import urlencode
+
+    keep = {k: v for k, v in params.items() if v not in (None, "", False)}
+
+    def link(at: int) -> str:
+        return "?" + urlencode({**keep, **({"offset": at} if at else {})})
+
+    return {"offset": offset, "per_page": per_page, "total": total,
+            "prev_url": link(max(offset - per_page, 0)) if offset > 0 else None,
+            "next_url": link(offset + per_page) if offset + per_page < total else None}
+
+
+def home(store: Store) -> dict[str, Any]:
+    return {"datasets": store.datasets.list(),
+            "projects": store.projects.list(reference_free=True, limit=50)}
+
+
+def dataset_page(store: Store, dataset_id: str, *, split: str | None, as_of: str | None,
+                 offset: int) -> dict[str, Any]:
+    ds = store.datasets.read(dataset_id=dataset_id)
+    at = as_of or None
+    everything = store.examples.list(dataset_id=ds.id, as_of=at)
+    splits = Counter(s for e in everything for s in (e.split or []))
+    shown = [e for e in everything if split is None or split in (e.split or [])]
+    offset = max(offset, 0)
+    return {
+        "dataset": ds, "splits": sorted(splits.items()), "split": split, "as_of": at,
+        "total": len(shown), "offset": offset, "per_page": EXAMPLES_PER_PAGE,
+        "examples": shown[offset: offset + EXAMPLES_PER_PAGE],
+        "versions": store.datasets.list_versions(ds.id),
+    }
+
+
+def _feedback_columns(projects: list[TracerSessionResult]) -> list[str]:
+    keys: list[str] = []
+    for p in projects:
+        keys += [k for k in (p.feedback_stats or {}) if k not in keys]
+    return sorted(keys)
+
+
+def experiments_page(store: Store, dataset_id: str) -> dict[str, Any]:
+    ds = store.datasets.read(dataset_id=dataset_id)
+    projects = store.projects.list(reference_dataset_id=ds.id, include_stats=True)
+    return {"dataset": ds, "experiments": projects,
+            "feedback_keys": _feedback_columns(projects)}  # type: ignore[arg-type]
+
+
+@dataclass
+class Row:
+    number: int  # 1-based position in the experiment (kept when a filter hides rows)
+    result: ExampleResult
+    failing: list[str] = field(default_factory=list)  # feedback keys below the threshold
+
+    @property
+    def flagged(self) -> bool:
+        return bool(self.failing or self.result.error)
+
+
+def experiment_page(store: Store, project_id: str, *, failing: str | None, errors: bool,
+                    threshold: float, offset: int = 0) -> dict[str, Any]:
+    data = load_experiment(store, project_id)
+    if failing and failing != "any" and failing not in data.score_keys:
+        known = ", ".join(data.score_keys) or "none"
+        raise InvalidInputError(f"no feedback key {failing!r} with scores here (known: {known})")
+    rows = [Row(i, r, [k for k, v in r.scores.items() if v < threshold])
+            for i, r in enumerate(data.rows, 1)]
+    shown = rows
+    if failing or errors:
+        shown = [r for r in rows if (errors and r.result.error) or (
+            failing and (r.failing if failing == "any" else failing in r.failing))]
+    charts = [histogram_svg([r.latency for r in data.rows if r.latency is not None],
+                            title="latency (s)", fmt=lambda v: f"{v:.2f}")]
+    for key in data.score_keys:
+        vals = [r.scores[key] for r in data.rows if key in r.scores]
+        lo, hi = (min(vals), max(vals)) if vals else (0.0, 1.0)
+        rng = (min(lo, 0.0), max(hi, 1.0)) if vals and lo >= -1 and hi <= 1 else None
+        charts.append(histogram_svg(vals, title=key, bins=10, value_range=rng))
+    dataset = None
+    if data.project.reference_dataset_id is not None:
+        dataset = store.datasets.read(dataset_id=data.project.reference_dataset_id)
+    offset = max(offset, 0)
+    pages = _pages({"failing": failing, "errors": "true" if errors else None,
+                    "threshold": threshold if threshold != 0.5 else None},
+                   offset, len(shown), ROWS_PER_PAGE)
+    return {"data": data, "project": data.project, "dataset": dataset,
+            "rows": shown[offset: offset + ROWS_PER_PAGE], "matching": len(shown),
+            "total": len(rows), "failing": failing or "", "errors": errors, "pages": pages,
+            "threshold": threshold, "charts": charts, "filtered": bool(failing or errors)}
+
+
+@dataclass
+class Node:
+    run: Run
+    depth: int
+    offset_pct: float
+    width_pct: float
+
+    @property
+    def seconds(self) -> float | None:
+        lat = self.run.latency
+        return None if lat is None else lat.total_seconds()
+
+    @property
+    def first_token(self) -> float | None:
+        if self.run.first_token_time is None:
+            return None
+        return (self.run.first_token_time - self.run.start_time).total_seconds()
+
+    @property
+    def model(self) -> str | None:
+        meta = self.run.metadata
+        return meta.get("ls_model_name") or (self.run.extra or {}).get(
+            "invocation_params", {}).get("model")
+
+
+def _walk(run: Run, depth: int, t0: datetime, total: float, out: list[Node]) -> None:
+    start = (run.start_time - t0).total_seconds()
+    dur = run.latency.total_seconds() if run.latency is not None else 0.0
+    out.append(Node(run, depth, 100 * start / total, max(100 * dur / total, 0.4)))
+    for child in sorted(run.child_runs or [], key=lambda r: (r.start_time, r.dotted_order or "")):
+        _walk(child, depth + 1, t0, total, out)
+
+
+def run_page(store: Store, run_id: str) -> dict[str, Any]:
+    run = store.runs.read(run_id, load_child_runs=True)
+    nodes: list[Node] = []
+    ends = [run.end_time or run.start_time]
+    stack = list(run.child_runs or [])
+    while stack:
+        r = stack.pop()
+        ends.append(r.end_time or r.start_time)
+        stack.extend(r.child_runs or [])
+    total = max((max(ends) - run.start_time).total_seconds(), 1e-6)
+    _walk(run, 0, run.start_time, total, nodes)
+    project = store.projects.read(project_id=run.session_id) if run.session_id else None
+    llm = [n.run for n in nodes if n.run.run_type == "llm"]
+    totals = {
+        "llm_calls": len(llm),
+        "tool_calls": sum(1 for n in nodes if n.run.run_type == "tool"),
+        "tokens": sum(r.total_tokens or 0 for r in llm),
+        "cost": sum(r.total_cost for r in llm if r.total_cost is not None) if any(
+            r.total_cost is not None for r in llm) else None,
+    }
+    return {"run": run, "nodes": nodes, "project": project, "totals": totals,
+            "feedback": store.feedback.list(run_ids=[n.run.id for n in nodes])}
+
+
+def parse_ids(values: list[str]) -> list[str]:
+    """``?ids=a&ids=b`` and ``?ids=a,b`` both work; each must be a UUID."""
+    out: list[str] = []
+    for v in values:
+        for part in v.split(","):
+            part = part.strip()
+            if part:
+                try:
+                    out.append(str(uuid.UUID(part)))
+                except ValueError:
+                    raise InvalidInputError(f"ids: {part!r} is not an experiment id") from None
+    if len(out) < 2:
+        raise InvalidInputError("compare needs at least two experiment ids (?ids=A,B)")
+    return out
+
+
+def _cell_class(base: ExampleResult | None, row: ExampleResult | None, key: str) -> str:
+    if base is None or row is None or key not in base.scores or key not in row.scores:
+        return ""
+    if row.scores[key] < base.scores[key]:
+        return "worse"
+    return "better" if row.scores[key] > base.scores[key] else ""
+
+
+def order_ids(store: Store, ids: list[str], *, by_time: bool, baseline: str | None) -> list[str]:
+    """The baseline first: the oldest experiment with ``by_time``, or the one named."""
+    if by_time:
+        started = {str(p.id): p.start_time for p in store.projects.list(project_ids=ids)}
+        ids = sorted(ids, key=lambda i: (started.get(i) is None, started.get(i)))
+    if baseline:
+        if baseline not in ids:
+            raise InvalidInputError(f"baseline {baseline} is not one of the compared ids")
+        ids = [baseline] + [i for i in ids if i != baseline]
+    return ids
+
+
+def compare_page(store: Store, ids: list[str], options: CompareOptions,
+                 offset: int = 0) -> dict[str, Any]:
+    comparison, loaded = compare_experiments(store, ids, options)
+    score_keys: list[str] = []
+    for d in loaded:
+        score_keys += [k for k in d.score_keys if k not in score_keys]
+    pairs = side_by_side(loaded)
+    offset = max(offset, 0)
+    pages = _pages({"ids": ",".join(ids), "confidence": options.confidence,
+                    "resamples": options.resamples, "seed": options.seed},
+                   offset, len(pairs), ROWS_PER_PAGE)
+    examples = []
+    for key, results in pairs[offset: offset + ROWS_PER_PAGE]:
+        first = next(r for r in results if r is not None)
+        classes = [{k: _cell_class(results[0], r, k) for k in score_keys} for r in results]
+        examples.append({"key": key, "first": first, "results": results, "classes": classes})
+    by_candidate = [(c, [d for d in comparison.diffs if d.candidate.id == c.id])
+                    for c in comparison.candidates]
+    dataset = store.datasets.read(dataset_id=comparison.dataset_id)
+    return {"comparison": comparison, "experiments": loaded, "by_candidate": by_candidate,
+            "score_keys": score_keys, "examples": examples, "dataset": dataset, "pages": pages,
+            "ids": ",".join(ids), "options": options}
+
+
+def stat_cards(p: TracerSessionResult) -> list[tuple[str, str]]:
+    """The headline numbers of an experiment, as on read_project(include_stats=True)."""
+    from ._format import num, usd
+
+    cards = [("runs", num(p.run_count)), ("latency p50", secs(p.latency_p50)),
+             ("latency p99", secs(p.latency_p99)), ("first token p50", secs(p.first_token_p50)),
+             ("first token p99", secs(p.first_token_p99)), ("tokens", num(p.total_tokens)),
+             ("cost", usd(p.total_cost)), ("error rate", pct(p.error_rate))]
+    for key, st in sorted((p.feedback_stats or {}).items()):
+        value = num(st.avg) if st.avg is not None else ", ".join(
+            f"{k}: {v}" for k, v in sorted(st.values.items()))
+        cards.append((key, value))
+    return cards
+

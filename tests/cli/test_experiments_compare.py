@@ -1,0 +1,139 @@
+"""``assay experiments compare``: table, --json, exit codes; local store and a live server."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from assay.analysis import CompareOptions, compare_experiments
+from assay.cli import app
+from assay.store import Store
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "analysis"))
+from assay_factory import T0, LiveServer, Outcome, add_experiment, make_dataset  # noqa: E402
+
+
+def _seed(store: Store) -> dict[str, Any]:
+    ds, examples = make_dataset(store, "qa", 16)
+
+    def base(i: int, ex: Any, rep: int) -> Outcome:
+        return Outcome(latency=1 + 0.1 * i, scores={"correctness": 1.0, "toxicity": 0.1})
+
+    def worse(i: int, ex: Any, rep: int) -> Outcome:
+        return Outcome(latency=1 + 0.1 * i, scores={"correctness": 0.0 if i % 3 else 1.0,
+                                                    "toxicity": 0.1})
+
+    other_ds, other_examples = make_dataset(store, "other", 3)
+    return {
+        "base": add_experiment(store, ds.id, examples, "base", base),
+        "same": add_experiment(store, ds.id, examples, "same", base, start=T0 + timedelta(hours=1)),
+        "worse": add_experiment(store, ds.id, examples, "worse", worse,
+                                start=T0 + timedelta(hours=2)),
+        "elsewhere": add_experiment(store, other_ds.id, other_examples, "elsewhere", base),
+    }
+
+
+@pytest.fixture
+def db(sqlite_url: str) -> tuple[str, dict[str, Any]]:
+    store = Store.open(sqlite_url)
+    data = _seed(store)
+    store.close()
+    return sqlite_url, data
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> Any:
+    return CliRunner().invoke(app, ["experiments", "compare", *args], env=env,
+                              terminal_width=160)
+
+
+def test_no_regression_exits_zero(db: tuple[str, dict]) -> None:
+    url, _ = db
+    result = run("base", "same", "--db", url, "--fail-on-regression")
+    assert result.exit_code == 0, result.output
+    assert "same vs base (baseline)" in result.output
+    assert "no significant regressions" in result.output
+    assert "correctness" in result.output and "latency" in result.output
+
+
+def test_regression_fails_only_when_asked(db: tuple[str, dict]) -> None:
+    url, data = db
+    plain = run("base", "worse", "--db", url)
+    assert plain.exit_code == 0, plain.output
+    assert "1 significant regression:" in plain.output and "correctness (worse)" in plain.output
+    assert "REGRESSION" in plain.output and "−0.625" in plain.output
+    gated = run("base", str(data["worse"].id), "--db", url, "--fail-on-regression")
+    assert gated.exit_code == 1
+    assert "regression" in gated.output
+
+
+def test_json_matches_the_analysis(db: tuple[str, dict]) -> None:
+    url, data = db
+    result = run("base", "same", "worse", "--db", url, "--json", "--seed", "3")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    store = Store.open(url)
+    expected, _ = compare_experiments(store, ["base", "same", "worse"], CompareOptions(seed=3))
+    store.close()
+    assert out["baseline"]["name"] == "base"
+    assert [c["name"] for c in out["candidates"]] == ["same", "worse"]
+    assert out["regressions"] == 1
+    assert out["options"]["seed"] == 3 and out["options"]["resamples"] == 2000
+    by_key = {(d["candidate"]["name"], d["metric"], d["kind"]): d for d in out["diffs"]}
+    reg = by_key[("worse", "correctness", "feedback")]
+    assert reg["status"] == "regression" and reg["regression"] is True
+    assert reg["diff"] == pytest.approx(-10 / 16)
+    assert reg["ci_high"] < 0 and reg["n"] == 16
+    for d in expected.diffs:
+        got = by_key[(d.candidate.name, d.metric, d.kind)]
+        assert got["diff"] == pytest.approx(d.diff)
+        assert (got["ci_low"], got["ci_high"]) == pytest.approx((d.ci_low, d.ci_high))
+
+
+def test_lower_is_better_option(db: tuple[str, dict]) -> None:
+    url, _ = db
+    out = json.loads(run("base", "worse", "--db", url, "--json",
+                         "--lower-is-better", "correctness").output)
+    d = next(d for d in out["diffs"] if d["metric"] == "correctness")
+    assert d["better"] == "lower" and d["status"] == "improvement"
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["base"], 2, "at least two"),
+    (["base", "nope"], 3, "not found"),
+    (["base", "elsewhere"], 2, "same dataset"),
+    (["base", "base"], 2, "twice"),
+])
+def test_bad_input_exit_codes(db: tuple[str, dict], args: list[str], code: int,
+                              message: str) -> None:
+    url, _ = db
+    result = run(*args, "--db", url)
+    assert result.exit_code == code, result.output
+    assert message in result.output
+
+
+def test_against_a_live_server(db: tuple[str, dict], tmp_path: Path) -> None:
+    """With ASSAY_API_URL set the command reads the experiments over the REST API."""
+    from assay.server import create_app
+
+    url, data = db
+    base = Store.open(url)
+    key = base.keys.create(tenant="cli")
+    scoped = base.for_tenant(key.tenant_id)
+    _seed(scoped)
+    with LiveServer(create_app(store=base)) as live:
+        env = {"ASSAY_API_URL": live.url, "ASSAY_API_KEY": key.key, "ASSAY_DATABASE_URL": ""}
+        remote = run("base", "worse", "--json", env=env)
+    local, _ = compare_experiments(scoped, ["base", "worse"])
+    base.close()
+    assert remote.exit_code == 0, remote.output
+    out = json.loads(remote.output)
+    assert out["regressions"] == len(local.regressions) == 1
+    for got, want in zip(out["diffs"], local.diffs, strict=True):
+        assert got["metric"] == want.metric and got["diff"] == pytest.approx(want.diff)
+        assert got["ci_low"] == pytest.approx(want.ci_low)

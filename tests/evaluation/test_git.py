@@ -1,0 +1,63 @@
+"""Git metadata: every key inside a work tree, no git key at all outside one."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from assay.evaluation import git_info
+
+
+def git(path: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=path, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def test_outside_a_repository_there_is_nothing(tmp_path: Path) -> None:
+    assert git_info(tmp_path) is None
+
+
+def test_inside_a_repository(tmp_path: Path) -> None:
+    repo = tmp_path / "my-agent"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "feature/x")
+    git(repo, "config", "user.name", "Ada")
+    git(repo, "config", "user.email", "ada@example.com")
+    (repo / "a.txt").write_text("1")
+    git(repo, "add", "a.txt")
+    git(repo, "commit", "-q", "-m", "one")
+    git(repo, "tag", "v1.0")
+    git(repo, "remote", "add", "origin", "https://user:secret@example.com/org/my-agent.git")
+    info = git_info(repo)
+    assert info == {
+        "tags": "v1.0",
+        "dirty": False,
+        "branch": "feature/x",
+        "commit": git(repo, "rev-parse", "HEAD"),
+        "repo_name": "my-agent",
+        "remote_url": "https://example.com/org/my-agent.git",  # credentials dropped
+        "author_name": "Ada",
+        "commit_time": git(repo, "log", "-1", "--format=%cI"),
+        "author_email": "ada@example.com",
+    }
+    sub = repo / "pkg"
+    sub.mkdir()
+    (repo / "a.txt").write_text("2")
+    fresh = git_info(sub)  # another directory of the same repo: read afresh
+    assert fresh is not None and fresh["dirty"] is True and fresh["repo_name"] == "my-agent"
+
+
+def test_repository_without_commits(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q", "-b", "main")
+    info = git_info(tmp_path)
+    assert info is not None and info["commit"] is None and info["branch"] == "main"
+
+
+def test_experiment_metadata_has_no_git_key_outside_a_repo(tmp_path: Path, client, monkeypatch) -> None:
+    from assay import evaluate
+
+    monkeypatch.chdir(tmp_path)
+    res = evaluate(lambda i: i, data=[{"inputs": {"a": 1}}], client=client)
+    meta = client.read_project(project_id=res.experiment_id).metadata
+    assert "git" not in meta
+    assert {"revision_id", "dataset_version", "dataset_splits", "num_repetitions"} <= set(meta)

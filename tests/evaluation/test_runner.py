@@ -1,0 +1,304 @@
+"""The runner: concurrency bound, order, timeouts, failures as data, in-memory mode, loops."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import time
+
+import pytest
+
+from assay import aevaluate, evaluate
+from assay.client import Client
+from assay.errors import InvalidInputError
+from assay.evaluation import EvaluationResult
+from assay.tracing import traceable
+
+from .conftest import make_dataset
+
+
+class Gauge:
+    """Counts simultaneous calls across threads and tasks."""
+
+    def __init__(self) -> None:
+        self.now = self.peak = self.calls = 0
+        self.lock = threading.Lock()
+
+    def __enter__(self) -> None:
+        with self.lock:
+            self.now += 1
+            self.calls += 1
+            self.peak = max(self.peak, self.now)
+
+    def __exit__(self, *exc: object) -> None:
+        with self.lock:
+            self.now -= 1
+
+
+@pytest.mark.parametrize("limit", [1, 3])
+async def test_max_concurrency_bounds_target_and_evaluators_together(client: Client, limit: int) -> None:
+    make_dataset(client, "d", 24)
+    gauge = Gauge()
+
+    async def target(inputs: dict) -> dict:
+        with gauge:
+            await asyncio.sleep(random.uniform(0, 0.004))
+            return {"y": 2 * inputs["x"]}
+
+    async def slow_eval(outputs: dict) -> bool:
+        with gauge:
+            await asyncio.sleep(random.uniform(0, 0.004))
+            return True
+
+    def sync_eval(outputs: dict, reference_outputs: dict) -> bool:
+        with gauge:
+            time.sleep(random.uniform(0, 0.002))
+            return outputs["y"] == reference_outputs["y"]
+
+    res = await aevaluate(target, data="d", evaluators=[slow_eval, sync_eval], client=client,
+                          max_concurrency=limit)
+    assert gauge.calls == 24 * 3
+    assert gauge.peak == limit  # reached, never exceeded
+    assert [r["example"].inputs["x"] for r in res] == list(range(24))  # dataset order
+    assert all(r["run"].outputs["y"] == 2 * r["example"].inputs["x"] for r in res)
+
+
+def test_sync_target_threads_keep_nesting_and_order(client: Client) -> None:
+    make_dataset(client, "d", 12)
+
+    @traceable(run_type="tool")
+    def step(x: int) -> int:
+        time.sleep(random.uniform(0, 0.003))
+        return x + 1
+
+    res = evaluate(lambda inputs: {"y": step(inputs["x"])}, data="d", client=client,
+                   max_concurrency=4)
+    assert [r["run"].outputs["y"] for r in res] == [x + 1 for x in range(12)]
+    for row in res:
+        kids = list(client.list_runs(parent_run_id=row["run"].id))
+        assert [k.name for k in kids] == ["step"] and kids[0].trace_id == row["run"].trace_id
+
+
+def test_target_and_evaluator_failures_are_recorded_not_raised(client: Client) -> None:
+    make_dataset(client, "d", 6)
+
+    def target(inputs: dict) -> dict:
+        if inputs["x"] == 2:
+            raise ValueError("bad input 2")
+        return {"y": inputs["x"]}
+
+    def broken(run, example) -> bool:
+        if example.inputs["x"] == 3:
+            raise KeyError("missing")
+        return True
+
+    res = evaluate(target, data="d", evaluators=[broken], client=client)
+    rows = list(res)
+    assert len(rows) == 6
+    assert rows[2]["run"].error.startswith("ValueError: bad input 2")
+    err = [r for r in rows[3]["evaluation_results"]["results"]]
+    assert len(err) == 1 and err[0].key == "broken" and err[0].score is None
+    assert err[0].extra["error"] is True and "KeyError" in err[0].comment
+    stats = client.read_project(project_name=res.experiment_name, include_stats=True)
+    assert stats.error_rate == pytest.approx(1 / 6)
+    assert stats.feedback_stats["broken"].n == 6
+    assert stats.feedback_stats["broken"].avg == 1.0  # the error has no score
+    stored = [f for f in client.list_feedback(project_ids=[res.experiment_id])
+              if f.extra and f.extra.get("error")]
+    assert len(stored) == 1 and "missing" in stored[0].comment
+
+
+def test_error_handling_ignore_leaves_failures_out(client: Client) -> None:
+    make_dataset(client, "d", 5)
+
+    @traceable(run_type="tool")
+    def inner(x: int) -> int:
+        return x
+
+    def target(inputs: dict) -> dict:
+        inner(inputs["x"])
+        if inputs["x"] % 2:
+            raise RuntimeError("odd")
+        return {"y": inputs["x"]}
+
+    res = evaluate(target, data="d", evaluators=[lambda outputs: True], client=client,
+                   error_handling="ignore")
+    assert [r["example"].inputs["x"] for r in res] == [0, 2, 4]
+    stats = client.read_project(project_name=res.experiment_name, include_stats=True)
+    assert stats.run_count == 3 and stats.error_rate == 0
+    assert len(list(client.list_runs(project_id=res.experiment_id))) == 6  # roots + inner
+    with pytest.raises(InvalidInputError, match="error_handling"):
+        evaluate(target, data="d", client=client, error_handling="raise")
+
+
+async def test_timeout_records_an_error_and_goes_on(client: Client) -> None:
+    make_dataset(client, "d", 3)
+
+    async def target(inputs: dict) -> dict:
+        await asyncio.sleep(5 if inputs["x"] == 1 else 0)
+        return {"y": inputs["x"]}
+
+    t0 = time.perf_counter()
+    res = await aevaluate(target, data="d", client=client, timeout=0.2, max_concurrency=1)
+    assert time.perf_counter() - t0 < 3
+    rows = list(res)
+    assert rows[1]["run"].error.startswith("TimeoutError") and "0.2s" in rows[1]["run"].error
+    assert rows[0]["run"].error is None and rows[2]["run"].outputs == {"y": 2}
+
+    def slow_sync(inputs: dict) -> dict:
+        time.sleep(0.6 if inputs["x"] == 0 else 0)
+        return {"y": 0}
+
+    t0 = time.perf_counter()
+    res = evaluate(slow_sync, data="d", client=client, timeout=0.1)
+    assert time.perf_counter() - t0 < 0.5  # the abandoned call is not waited for
+    assert list(res)[0]["run"].error.startswith("TimeoutError")
+    stats = client.read_project(project_name=res.experiment_name, include_stats=True)
+    assert stats.error_rate == pytest.approx(1 / 3)
+
+
+def test_upload_results_false_writes_nothing(client: Client) -> None:
+    @traceable(run_type="llm")
+    def model(x: int) -> str:
+        from assay.tracing import get_current_run_tree
+
+        get_current_run_tree().set_usage(input_tokens=3, output_tokens=2, provider="openai",
+                                         model="gpt-4o-mini")
+        return str(x)
+
+    before = (list(client.list_projects()), list(client.list_datasets()))
+    res = evaluate(lambda inputs: {"y": model(inputs["x"])},
+                   data=[{"inputs": {"x": i}, "outputs": {"y": str(i)}} for i in range(4)],
+                   evaluators=[lambda outputs, reference_outputs: outputs == reference_outputs],
+                   client=client, upload_results=False, num_repetitions=2)
+    assert (list(client.list_projects()), list(client.list_datasets())) == before
+    assert list(client.list_runs()) == [] and list(client.list_feedback()) == []
+    rows = list(res)
+    assert len(rows) == 8 and all(r["evaluation_results"]["results"][0].score for r in rows)
+    assert res.experiment_id is None and res.experiment is None
+    assert [c.name for c in rows[0]["run"].child_runs] == ["model"]
+    recs = res.to_records()
+    assert recs[0]["total_tokens"] == 5 and recs[0]["total_cost"] > 0
+
+
+def test_evaluate_inside_a_running_loop_and_non_blocking(client: Client) -> None:
+    make_dataset(client, "d", 5)
+
+    async def in_loop() -> list[int]:  # as in Jupyter: a loop is already running
+        res = evaluate(lambda inputs: {"y": inputs["x"]}, data="d", client=client)
+        return [r["run"].outputs["y"] for r in res]
+
+    assert asyncio.run(in_loop()) == list(range(5))
+
+    gate = threading.Event()
+
+    def target(inputs: dict) -> dict:
+        gate.wait(5)
+        return {"y": inputs["x"]}
+
+    res = evaluate(target, data="d", client=client, blocking=False)
+    gate.set()
+    assert [r["run"].outputs["y"] for r in res] == list(range(5))  # iterating waits
+    assert len(res.wait()) == 5
+
+
+async def test_aevaluate_non_blocking_async_iteration(client: Client) -> None:
+    make_dataset(client, "d", 4)
+
+    async def target(inputs: dict) -> dict:
+        await asyncio.sleep(0.01)
+        return {"y": inputs["x"]}
+
+    res = await aevaluate(target, data="d", client=client, blocking=False, max_concurrency=2)
+    seen = [row["run"].outputs["y"] async for row in res]
+    assert seen == [0, 1, 2, 3]
+
+
+def test_invoke_objects_and_callable_objects(client: Client) -> None:
+    make_dataset(client, "d", 3)
+
+    class Graph:
+        def invoke(self, inputs: dict) -> dict:
+            return {"y": inputs["x"] * 10}
+
+    class AsyncAgent:
+        async def ainvoke(self, inputs: dict) -> str:
+            return f"agent {inputs['x']}"
+
+    class Fn:
+        def __call__(self, inputs: dict) -> int:
+            return inputs["x"]
+
+    assert [r["run"].outputs for r in evaluate(Graph(), data="d", client=client)] == [
+        {"y": 0}, {"y": 10}, {"y": 20}]
+    assert [r["run"].outputs["output"] for r in evaluate(AsyncAgent(), data="d", client=client)] == [
+        "agent 0", "agent 1", "agent 2"]
+    assert [r["run"].outputs["output"] for r in evaluate(Fn(), data="d", client=client)] == [0, 1, 2]
+    with pytest.raises(InvalidInputError, match="no positional parameter"):
+        evaluate(lambda: 1, data="d", client=client)
+
+
+def test_bad_arguments_fail_before_anything_runs(client: Client) -> None:
+    make_dataset(client, "d", 2)
+    calls = []
+
+    def target(inputs: dict) -> dict:
+        calls.append(1)
+        return {}
+
+    for kwargs, msg in [({"max_concurrency": -1}, "max_concurrency"),
+                        ({"num_repetitions": 0}, "num_repetitions"),
+                        ({"timeout": 0}, "timeout"),
+                        ({"evaluators": [lambda a, b, c: 1]}, "parameters"),
+                        ({"evaluators": lambda run, example: 1}, "must be a list"),
+                        ({"data": "nope"}, "nope"),
+                        ({"metadata": [1]}, "metadata")]:
+        kw = {"data": "d", "client": client, **kwargs}
+        with pytest.raises(Exception, match=msg):
+            evaluate(target, **kw)
+    assert calls == []
+    assert list(client.list_projects()) == []
+
+
+def test_result_shapes_reach_feedback(client: Client) -> None:
+    make_dataset(client, "d", 2)
+
+    def as_bool(outputs): return True
+    def as_int(run, example): return 3
+    def as_str(outputs): return "good"
+    def as_list(inputs, outputs): return [{"key": "a", "score": 1}, {"key": "b", "value": "x"}]
+    def as_results(run): return {"results": [EvaluationResult(key="c", score=0.5)]}
+    async def as_async(outputs, reference_outputs): return {"key": "d", "score": 0.25, "comment": "hm"}
+
+    res = evaluate(lambda inputs: {"y": inputs["x"]}, data="d", client=client,
+                   evaluators=[as_bool, as_int, as_str, as_list, as_results, as_async])
+    stats = client.read_project(project_name=res.experiment_name, include_stats=True)
+    fs = stats.feedback_stats
+    assert fs["as_bool"].avg == 1.0 and fs["as_int"].avg == 3.0
+    assert fs["as_str"].values == {"good": 2} and fs["b"].values == {"x": 2}
+    assert fs["a"].avg == 1.0 and fs["c"].avg == 0.5 and fs["d"].avg == 0.25
+    fb = [f for f in client.list_feedback(project_ids=[res.experiment_id]) if f.key == "d"]
+    assert fb[0].comment == "hm" and fb[0].feedback_source.type == "model"
+
+
+def test_runs_traced_by_evaluators_go_to_the_evaluators_project(client: Client) -> None:
+    make_dataset(client, "d", 2)
+
+    @traceable(run_type="llm", name="judge")
+    def judge(text: str) -> int:
+        return 1
+
+    def judged(outputs: dict) -> int:
+        return judge(str(outputs))
+
+    from assay.tracing import tracing_context
+
+    with tracing_context(enabled=True):
+        res = evaluate(lambda inputs: {"y": inputs["x"]}, data="d", evaluators=[judged],
+                       client=client)
+    stats = client.read_project(project_name=res.experiment_name, include_stats=True)
+    assert stats.run_count == 2 and stats.feedback_stats["judged"].avg == 1
+    assert {r.run_type for r in client.list_runs(project_id=res.experiment_id)} == {"chain"}
+    judges = list(client.list_runs(project_name="evaluators"))
+    assert [r.name for r in judges] == ["judge", "judge"]

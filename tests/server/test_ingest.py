@@ -1,0 +1,128 @@
+"""Run ingestion over HTTP: multipart (plain, gzip, zstd), batch, single runs and run queries."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from ._wire import make_run, ms, multipart
+from .conftest import Workspace
+
+
+@pytest.mark.parametrize("encoding", [None, "gzip", "zstd"])
+def test_multipart_post_then_patch_with_feedback(ws: Workspace, encoding: str | None) -> None:
+    start = datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)
+    end = start + timedelta(milliseconds=250)
+    run = make_run("root", session="mp", start=start)
+    rid = run["id"]
+    inputs, extra = run.pop("inputs"), {"metadata": {"k": "v"}}
+    fb_id = str(uuid.uuid4())
+    body, headers = multipart([
+        (f"post.{rid}", run),
+        (f"post.{rid}.inputs", inputs),
+        (f"post.{rid}.extra", extra),
+        (f"post.{rid}.events", []),
+        (f"attachment.{rid}.image", b"\x89PNG..."),
+    ], encoding=encoding)
+    resp = ws.http.post("/runs/multipart", content=body, headers=headers)
+    assert resp.status_code == 202, resp.text
+    assert resp.json()["ingested"] == {"post": 1, "patch": 0, "feedback": 0, "ignored_attachments": 1}
+    stored = ws.store.runs.read(rid)
+    assert stored.status == "pending" and stored.inputs == inputs and stored.extra == extra
+
+    # the patch arrives in a later request, JS style: end_time in epoch milliseconds
+    body, headers = multipart([
+        (f"patch.{rid}", {"id": rid, "trace_id": rid, "end_time": ms(end)}),
+        (f"patch.{rid}.outputs", {"answer": 42}),
+        (f"feedback.{fb_id}", {"id": fb_id, "run_id": rid, "key": "ok", "score": True,
+                               "start_time": ms(start)}),
+    ], encoding=encoding)
+    resp = ws.http.post("/runs/multipart", content=body, headers=headers)
+    assert resp.status_code == 202, resp.text
+    stored = ws.store.runs.read(rid)
+    assert stored.outputs == {"answer": 42} and stored.status == "success"
+    assert stored.end_time == end.replace(microsecond=373000)  # the instant, at ms precision
+    assert stored.inputs == inputs  # untouched by the patch
+    fb = ws.store.feedback.read(fb_id)
+    assert fb.run_id == uuid.UUID(rid) and fb.score == 1.0
+    assert fb.session_id == stored.session_id  # filled in from the run
+    stats = ws.store.projects.read(project_name="mp", include_stats=True)
+    assert stats.run_count == 1 and stats.feedback_stats["ok"].n == 1
+    assert stats.latency_p50 == pytest.approx(0.250 - 0.000456)
+
+
+def test_patch_before_post_and_merged_post(ws: Workspace) -> None:
+    run = make_run("late", session="order")
+    rid = run["id"]
+    end = datetime.now(UTC)
+    body, headers = multipart([(f"patch.{rid}", {"id": rid, "end_time": end.isoformat(),
+                                                 "trace_id": rid}),
+                               (f"patch.{rid}.outputs", {"o": 1})])
+    assert ws.http.post("/runs/multipart", content=body, headers=headers).status_code == 202
+    body, headers = multipart([(f"post.{rid}", run)])
+    assert ws.http.post("/runs/multipart", content=body, headers=headers).status_code == 202
+    stored = ws.store.runs.read(rid)
+    assert stored.name == "late" and stored.outputs == {"o": 1} and stored.end_time == end
+    assert stored.status == "success" and stored.inputs == {"q": "late"}
+    # post and patch of another run merged into one post part (as Python does after flush)
+    other = make_run("merged", session="order", end_time=end.isoformat(), outputs={"x": 1})
+    body, headers = multipart([(f"post.{other['id']}", other)])
+    assert ws.http.post("/runs/multipart", content=body, headers=headers).status_code == 202
+    assert ws.store.runs.read(other["id"]).status == "success"
+    assert ws.store.projects.read(project_name="order", include_stats=True).run_count == 2
+
+
+def test_runs_batch_single_patch_and_read(ws: Workspace) -> None:
+    root = make_run("root", session="batch")
+    child = make_run("child", session="batch", parent=root, run_type="llm",
+                     extra={"metadata": {"usage_metadata": {"input_tokens": 3, "output_tokens": 4}}})
+    resp = ws.http.post("/runs/batch", json={"post": [root, child], "patch": []})
+    assert resp.status_code == 202, resp.text
+    end = datetime.now(UTC).isoformat()
+    resp = ws.http.post("/runs/batch", json={"patch": [{"id": child["id"], "trace_id": root["id"],
+                                                        "end_time": end, "outputs": {"t": "hi"}}]})
+    assert resp.status_code == 202
+    single = make_run("single", session="batch")
+    assert ws.http.post("/runs", json=single).status_code == 202
+    resp = ws.http.patch(f"/runs/{single['id']}", json={"end_time": end, "error": "boom"})
+    assert resp.status_code == 202, resp.text
+    got = ws.http.get(f"/runs/{single['id']}").json()
+    assert got["error"] == "boom" and got["status"] == "error" and got["name"] == "single"
+    tree = ws.http.get(f"/runs/{root['id']}", params={"load_child_runs": "true"}).json()
+    assert [c["name"] for c in tree["child_runs"]] == ["child"]
+    assert tree["child_runs"][0]["total_tokens"] == 7
+    stats = ws.http.get("/sessions", params={"name": "batch", "include_stats": "true"}).json()[0]
+    assert stats["run_count"] == 2 and stats["error_rate"] == 0.5 and stats["total_tokens"] == 7
+
+
+def test_runs_query_filters_and_cursor_pages(ws: Workspace) -> None:
+    base = datetime(2026, 3, 1, tzinfo=UTC)
+    roots = [make_run(f"r{i}", session="q", start=base + timedelta(seconds=i)) for i in range(5)]
+    kid = make_run("kid", session="q", parent=roots[0], run_type="tool",
+                   start=base + timedelta(milliseconds=10))
+    assert ws.http.post("/runs/batch", json={"post": roots + [kid]}).status_code == 202
+    sid = str(ws.store.projects.read(project_name="q").id)
+
+    def query(**body):  # type: ignore[no-untyped-def]
+        resp = ws.http.post("/runs/query", json={"session": [sid], **body})
+        assert resp.status_code == 200, resp.text
+        return resp.json()
+
+    seen, cursor = [], None
+    while True:
+        page = query(is_root=True, limit=2, **({"cursor": cursor} if cursor else {}))
+        seen += [r["name"] for r in page["runs"]]
+        cursor = page["cursors"]["next"]
+        if not cursor:
+            break
+    assert seen == ["r4", "r3", "r2", "r1", "r0"]  # newest first, as LangSmith
+    assert [r["name"] for r in query(order="asc", is_root=True)["runs"]] == [f"r{i}" for i in range(5)]
+    assert [r["name"] for r in query(run_type="tool")["runs"]] == ["kid"]
+    assert [r["name"] for r in query(trace=roots[0]["id"])["runs"]] == ["r0", "kid"]
+    assert [r["name"] for r in query(parent_run=roots[0]["id"])["runs"]] == ["kid"]
+    assert [r["name"] for r in query(id=[roots[2]["id"]])["runs"]] == ["r2"]
+    later = query(start_time=(base + timedelta(seconds=3)).isoformat(), order="asc")["runs"]
+    assert [r["name"] for r in later] == ["r3", "r4"]
+    assert query(session=[str(uuid.uuid4())])["runs"] == []

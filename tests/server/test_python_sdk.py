@@ -1,0 +1,121 @@
+"""The official ``langsmith`` Python package, unmodified, against a real assay server.
+
+The SDK runs in a subprocess pointed at the server by LANGSMITH_ENDPOINT / LANGSMITH_API_KEY,
+exactly as a user would run it. When the subprocess exits the SDK has flushed its runs.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ._checks import check_experiment, parse_printed_json
+from .conftest import Workspace, sdk_env
+
+HERE = Path(__file__).parent
+# a verbatim copy of the seed document (seeds/langsmith-experiment-performance-metrics.zh.txt)
+SEED = HERE / "data" / "langsmith-experiment-performance-metrics.zh.txt"
+
+
+def _seed_python() -> list[str]:
+    """The seed's two Python snippets, as the lines of code they hold."""
+    lines = SEED.read_text(encoding="utf-8").splitlines()
+    a = lines.index("from langsmith import Client")
+    b = lines.index("client.create_examples(dataset_id=dataset.id, examples=examples)")
+    c = lines.index("from langsmith.schemas import Example, Run")
+    d = lines.index("print(resp.json(indent=2))")
+    return lines[a: b + 1] + lines[c: d + 1]
+
+
+def test_seed_script_is_the_seed_snippet_verbatim() -> None:
+    ours = (HERE / "seed_py.py").read_text().splitlines()
+    want = [line.replace("print(resp.json(indent=2))", "print(resp.model_dump_json(indent=2))")
+            for line in _seed_python()]
+    # the seed lost the function body's indentation in extraction; only that is restored
+    assert [line.lstrip() for line in ours] == [line.lstrip() for line in want]
+    assert [line for line in ours if line != line.lstrip()] == ['    return {"score": 1, "key": "foo"}']
+
+
+def _run(script: Path, ws: Workspace, *args: str) -> str:
+    proc = subprocess.run([sys.executable, str(script), *args], env=sdk_env(ws.server, ws.key),
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-4000:]
+    return proc.stdout
+
+
+def test_seed_python_snippet(ws: Workspace) -> None:
+    printed = parse_printed_json(_run(HERE / "seed_py.py", ws))
+    # what the snippet printed (runs may still be in flight then; feedback is not)
+    assert printed["name"].startswith("Hello-")
+    assert printed["feedback_stats"]["foo"]["n"] == 2
+    assert printed["feedback_stats"]["foo"]["avg"] == 1.0
+    assert printed["reference_dataset_id"] == str(ws.store.datasets.read(dataset_name="HelloDataset").id)
+    meta = printed["extra"]["metadata"]
+    assert meta["num_repetitions"] == 1 and meta["dataset_splits"] == ["base"]
+    assert "dataset_version" in meta  # set by PATCH /sessions (nulls left name etc. unchanged)
+    # the client flushed at exit: the statistics are complete and right
+    stats = check_experiment(ws.store, ws.http, printed["name"], runs=2, feedback={"foo": (2, 1.0)})
+    assert stats["name"] == printed["name"] and stats["id"] == printed["id"]
+    # the evaluator traces went to their own project, as LangSmith does
+    assert ws.store.projects.read(project_name="evaluators", include_stats=True).run_count == 2
+    # and the official client reads the same statistics
+    from langsmith import Client as LangSmithClient
+
+    ls = LangSmithClient(api_url=ws.server.url, api_key=ws.key)
+    project = ls.read_project(project_name=printed["name"], include_stats=True)
+    assert project.run_count == 2
+    assert project.latency_p50.total_seconds() == pytest.approx(stats["latency_p50"], abs=2e-6)
+    assert project.feedback_stats["foo"]["n"] == 2
+    examples = list(ls.list_examples(dataset_name="HelloDataset"))
+    assert sorted(e.inputs["input"] for e in examples) == ["Ankush", "Harrison"]
+    assert {e.outputs["expected"] for e in examples} == {"Hello Ankush", "Hello Harrison"}
+
+
+def test_streaming_llm_with_tool_in_chain(ws: Workspace) -> None:
+    from genai_prices import Usage, calc_price
+
+    root_id = _run(HERE / "llm_trace.py", ws, "py-agent").strip().splitlines()[-1]
+    project = ws.store.projects.read(project_name="py-agent")
+    runs = {r.name: r for r in ws.store.runs.list(project_ids=[str(project.id)])}
+    assert set(runs) == {"agent", "lookup", "chat"}
+    llm, tool, chain = runs["chat"], runs["lookup"], runs["agent"]
+    assert str(chain.id) == root_id
+    assert llm.run_type == "llm" and tool.run_type == "tool" and chain.run_type == "chain"
+    assert llm.parent_run_id == chain.id and tool.parent_run_id == chain.id
+    assert {llm.trace_id, tool.trace_id} == {chain.id}
+
+    stats = ws.http.get("/sessions", params={"name": "py-agent", "include_stats": True}).json()[0]
+    assert (stats["prompt_tokens"], stats["completion_tokens"], stats["total_tokens"]) == (1200, 350, 1550)
+    price = calc_price(Usage(input_tokens=1200, output_tokens=350), model_ref="gpt-4o-mini",
+                       provider_id="openai")
+    assert stats["prompt_cost"] == pytest.approx(float(price.input_price))
+    assert stats["completion_cost"] == pytest.approx(float(price.output_price))
+    assert stats["total_cost"] == pytest.approx(float(price.total_price))
+    # first token: from the llm run's start to its first new_token event, computed here
+    first = min(e["time"] for e in llm.events if e["name"] == "new_token")
+    from datetime import datetime
+
+    ttft = (datetime.fromisoformat(first) - llm.start_time).total_seconds()
+    assert ttft >= 0.04
+    assert stats["first_token_p50"] == pytest.approx(ttft, abs=1e-6)
+    assert stats["first_token_p99"] == pytest.approx(ttft, abs=1e-6)
+    assert stats["run_count"] == 1 and stats["streaming_rate"] == 1.0
+
+    # the official client sees the tree
+    from langsmith import Client as LangSmithClient
+
+    ls = LangSmithClient(api_url=ws.server.url, api_key=ws.key)
+    listed = list(ls.list_runs(project_name="py-agent"))
+    assert {r.name for r in listed} == {"agent", "lookup", "chat"}
+    by_name = {r.name: r for r in listed}
+    assert by_name["chat"].parent_run_id == by_name["agent"].id
+    assert by_name["chat"].total_tokens == 1550
+    assert float(by_name["chat"].total_cost) == pytest.approx(float(price.total_price))
+    tree = ls.read_run(root_id, load_child_runs=True)
+    assert sorted(c.name for c in tree.child_runs) == ["chat", "lookup"]
+    roots = list(ls.list_runs(project_name="py-agent", is_root=True))
+    assert [r.name for r in roots] == ["agent"]

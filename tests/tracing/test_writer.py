@@ -1,0 +1,209 @@
+"""The background batching writer: merging, batching, backpressure, failures, flush and exit."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.client import Client
+from assay.store import Store
+from assay.tracing import trace, traceable, tracing_context
+
+
+class SpyRuns:
+    """The real store's runs repository, with every upsert call recorded (and optionally held)."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.calls: list[tuple[list[dict], list[dict]]] = []
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def upsert(self, posts: Any = (), patches: Any = (), **kw: Any) -> int:
+        self.gate.wait(10)
+        posts, patches = list(posts), list(patches)
+        self.calls.append((posts, patches))
+        return self.real.upsert(posts=posts, patches=patches, **kw)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+class SpyBackend:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.runs = SpyRuns(store.runs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
+@pytest.fixture
+def spied(tclient: Client) -> tuple[Client, SpyRuns]:
+    backend = SpyBackend(tclient.store)
+    tclient._backend = backend  # type: ignore[assignment]  # the client's own seam, not a library
+    return tclient, backend.runs
+
+
+def test_quick_run_is_one_merged_post_long_run_is_post_then_patch(spied: tuple) -> None:
+    client, spy = spied
+    with tracing_context(enabled=True, client=client, project_name="w"):
+        with trace("quick") as quick:
+            pass
+        client.flush()
+        with trace("long") as long:
+            client.flush()  # the writer sends the start while the run is still open
+            assert client.read_run(long.id).status == "pending"
+    client.flush()
+    posts = [p for ps, _ in spy.calls for p in ps]
+    patches = [p for _, pa in spy.calls for p in pa]
+    quick_posts = [p for p in posts if p["id"] == str(quick.id)]
+    assert len(quick_posts) == 1 and quick_posts[0]["end_time"] is not None
+    assert not [p for p in patches if p["id"] == str(quick.id)]
+    long_posts = [p for p in posts if p["id"] == str(long.id)]
+    long_patches = [p for p in patches if p["id"] == str(long.id)]
+    assert len(long_posts) == 1 and "end_time" not in long_posts[0]
+    assert len(long_patches) == 1 and long_patches[0]["end_time"] is not None
+    assert "inputs" not in long_patches[0]
+    # LangSmith wire fields
+    wire = quick_posts[0]
+    for key in ("id", "trace_id", "parent_run_id", "dotted_order", "name", "run_type", "inputs",
+                "outputs", "error", "start_time", "end_time", "extra", "events", "tags",
+                "session_name"):
+        assert key in wire, key
+    assert wire["extra"]["metadata"] == {} and wire["extra"]["runtime"]["sdk"] == "assay"
+    assert client.read_run(long.id).status == "success"
+
+
+def test_runs_are_batched(spied: tuple) -> None:
+    client, spy = spied
+    writer = client._tracing_writer()
+    writer.batch_size = 100
+    spy.gate.clear()  # hold the writer so the queue builds up
+
+    @traceable
+    def f(i: int) -> int:
+        return i
+
+    with tracing_context(enabled=True, client=client, project_name="b"):
+        for i in range(1000):
+            f(i)
+    spy.gate.set()
+    client.flush()
+    assert len(list(client.list_runs(project_name="b"))) == 1000
+    sizes = [len(p) + len(q) for p, q in spy.calls]
+    assert sum(sizes) == 1000  # every run went out once, as a merged post
+    assert len(spy.calls) <= 12 and max(sizes) == 100
+
+
+def test_full_queue_blocks_producers_instead_of_dropping(spied: tuple) -> None:
+    client, spy = spied
+    writer = client._tracing_writer()
+    writer.max_queue, writer.batch_size = 20, 5
+    spy.gate.clear()
+    release = threading.Timer(0.3, spy.gate.set)
+    release.start()
+
+    @traceable
+    def f(i: int) -> int:
+        return i
+
+    t0 = time.perf_counter()
+    with tracing_context(enabled=True, client=client, project_name="full"):
+        for i in range(200):
+            f(i)
+    waited = time.perf_counter() - t0
+    client.flush()
+    assert waited >= 0.25  # the producer was held until the writer made room
+    assert writer.dropped == 0
+    assert len(list(client.list_runs(project_name="full"))) == 200
+
+
+def test_queue_that_stays_full_drops_loudly(spied: tuple, caplog: pytest.LogCaptureFixture) -> None:
+    client, spy = spied
+    writer = client._tracing_writer()
+    writer.max_queue, writer.batch_size, writer.block_timeout = 4, 1, 0.05
+    spy.gate.clear()
+    with caplog.at_level(logging.WARNING, logger="assay.tracing"):
+        with tracing_context(enabled=True, client=client, project_name="drop"):
+            for i in range(10):
+                with trace(f"r{i}"):
+                    pass
+    spy.gate.set()
+    client.flush()
+    assert writer.dropped > 0
+    assert "dropped run" in caplog.text
+    stored = len(list(client.list_runs(project_name="drop")))
+    assert stored > 0 and stored + writer.dropped >= 10
+
+
+def test_a_rejected_run_does_not_lose_its_batch(tclient: Client,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    writer = tclient._tracing_writer()
+    writer.interval = 5  # only flush() sends: all runs in one batch
+    with caplog.at_level(logging.WARNING, logger="assay.tracing"):
+        with tracing_context(enabled=True, client=tclient, project_name="bad"):
+            for i in range(5):
+                with trace(f"ok{i}"):
+                    pass
+            with trace("poison") as poison:
+                poison.run_type = 123  # type: ignore[assignment]  # the store will refuse it
+        tclient.flush()
+    names = sorted(r.name for r in tclient.list_runs(project_name="bad"))
+    assert names == [f"ok{i}" for i in range(5)]
+    assert writer.failed == 1
+    assert "run_type must be a string" in caplog.text
+
+
+def test_idle_writer_thread_exits_and_restarts(tclient: Client) -> None:
+    writer = tclient._tracing_writer()
+    writer.idle_exit, writer.interval = 0.1, 0.02
+    with trace("a", client=tclient, enabled=True):
+        pass
+    tclient.flush()
+    deadline = time.monotonic() + 5
+    while writer._running and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not writer._running
+    with trace("b", client=tclient, enabled=True):
+        pass
+    tclient.flush()
+    assert {r.name for r in tclient.list_runs()} == {"a", "b"}
+
+
+def test_close_flushes(sqlite_url: str) -> None:
+    client = Client(database_url=sqlite_url)
+    client._tracing_writer().interval = 60
+    with trace("closing", client=client, enabled=True) as run:
+        pass
+    client.close()
+    other = Client(database_url=sqlite_url)
+    assert other.read_run(run.id).name == "closing"
+
+
+def test_runs_are_stored_at_interpreter_exit(tmp_path: Path, sqlite_url: str) -> None:
+    script = textwrap.dedent(f"""
+        from assay.client import Client
+        from assay.tracing import traceable, tracing_context
+        client = Client(database_url={sqlite_url!r})
+        client._tracing_writer().interval = 60   # never by timer: only the exit hook stores
+        @traceable
+        def f(i):
+            return i
+        with tracing_context(enabled=True, client=client, project_name="exit"):
+            for i in range(50):
+                f(i)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    client = Client(database_url=sqlite_url)
+    assert len(list(client.list_runs(project_name="exit"))) == 50

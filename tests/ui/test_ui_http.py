@@ -1,0 +1,200 @@
+"""The UI router over HTTP (no browser): auth modes, redirects, escaping, errors, charts."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from assay.store import Store
+from assay.ui import COOKIE_NAME, StoreFromKey, create_ui_router, ui_router_for
+from assay.ui._format import pretty, signed, usd
+from assay.ui._svg import histogram_svg
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "analysis"))
+from assay_factory import LiveServer, Outcome, add_experiment, make_dataset  # noqa: E402
+
+
+@pytest.fixture
+def local(sqlite_url: str) -> Any:
+    """A UI without keys (local use): the store's default workspace."""
+    store = Store.open(sqlite_url)
+    app = FastAPI()
+    app.include_router(ui_router_for(store, auth=False))
+    with LiveServer(app) as live, httpx.Client(base_url=live.url) as http:
+        yield store, http
+    store.close()
+
+
+@pytest.fixture
+def team(sqlite_url: str) -> Any:
+    from assay.server import create_app
+
+    store = Store.open(sqlite_url)
+    with LiveServer(create_app(store=store)) as live, httpx.Client(base_url=live.url) as http:
+        yield store, http
+    store.close()
+
+
+def test_without_auth_pages_show_the_default_workspace(local: Any) -> None:
+    store, http = local
+    ds, examples = make_dataset(store, "<script>alert(1)</script>", 3)
+    page = http.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
+    assert "<script>alert(1)</script>" not in page.text
+    assert http.get(f"/ui/datasets/{ds.id}").status_code == 200
+    login = http.get("/ui/login")
+    assert "runs without API keys" in login.text
+
+
+def test_nothing_is_fetched_from_elsewhere(local: Any) -> None:
+    store, http = local
+    ds, examples = make_dataset(store, "qa", 4)
+    exp = add_experiment(store, ds.id, examples, "e", lambda i, ex, r: Outcome(scores={"s": 1.0}))
+    for url in ("/", f"/ui/datasets/{ds.id}", f"/ui/datasets/{ds.id}/experiments",
+                f"/ui/experiments/{exp.id}"):
+        text = http.get(url).text
+        assert "<link" not in text and "src=" not in text and "@import" not in text
+        assert "https://" not in text.replace("http://www.w3.org/2000/svg", "")
+
+
+def test_key_from_header_cookie_or_bearer(team: Any) -> None:
+    store, http = team
+    key = store.keys.create(tenant="acme")
+    other = store.keys.create(tenant="globex")
+    make_dataset(store.for_tenant(key.tenant_id), "acme-data", 2)
+    make_dataset(store.for_tenant(other.tenant_id), "globex-data", 2)
+    for headers in ({"x-api-key": key.key}, {"authorization": f"Bearer {key.key}"}):
+        page = http.get("/", headers=headers)
+        assert page.status_code == 200
+        assert "acme-data" in page.text and "globex-data" not in page.text
+    page = http.get("/", headers={"cookie": f"{COOKIE_NAME}={other.key}"})
+    assert "globex-data" in page.text and "acme-data" not in page.text
+
+
+def test_missing_or_revoked_key_redirects_to_login(team: Any) -> None:
+    store, http = team
+    key = store.keys.create(tenant="acme")
+    resp = http.get("/ui/compare?ids=a,b")
+    assert resp.status_code == 303
+    assert resp.headers["location"] == "/ui/login?next=%2Fui%2Fcompare%3Fids%3Da%2Cb"
+    store.keys.revoke(key.id)
+    resp = http.get("/", headers={"x-api-key": key.key})
+    assert resp.status_code == 303 and "revoked" in resp.headers["location"]
+    login = http.get(resp.headers["location"])
+    assert login.status_code == 401 and "this API key was revoked" in login.text
+
+
+def test_login_sets_an_http_only_cookie_and_refuses_open_redirects(team: Any) -> None:
+    store, http = team
+    key = store.keys.create(tenant="acme")
+    bad = http.post("/ui/login", data={"api_key": "nope", "next": "/"})
+    assert bad.status_code == 401 and "unknown API key" in bad.text
+    ok = http.post("/ui/login", data={"api_key": key.key, "next": "//evil.example/x"})
+    assert ok.status_code == 303 and ok.headers["location"] == "/"
+    cookie = ok.headers["set-cookie"]
+    assert cookie.startswith(f"{COOKIE_NAME}={key.key}") and "HttpOnly" in cookie
+    assert "samesite=lax" in cookie.lower()
+    out = http.post("/ui/logout")
+    assert out.status_code == 303 and f'{COOKIE_NAME}=""' in out.headers["set-cookie"]
+
+
+def test_error_pages_name_the_problem(local: Any) -> None:
+    store, http = local
+    ds, examples = make_dataset(store, "qa", 3)
+    ds2, examples2 = make_dataset(store, "qa2", 3)
+    a = add_experiment(store, ds.id, examples, "a", lambda i, ex, r: Outcome())
+    b = add_experiment(store, ds2.id, examples2, "b", lambda i, ex, r: Outcome())
+    resp = http.get(f"/ui/compare?ids={a.id}&ids={b.id}")
+    assert resp.status_code == 400 and "same dataset" in resp.text
+    resp = http.get(f"/ui/compare?ids={a.id},not-an-id")
+    assert resp.status_code == 400 and "&#39;not-an-id&#39; is not an experiment id" in resp.text
+    resp = http.get(f"/ui/compare?ids={a.id},{a.id}&confidence=2")
+    assert resp.status_code == 400 and "confidence" in resp.text
+    c = add_experiment(store, ds.id, examples, "c", lambda i, ex, r: Outcome())
+    resp = http.get(f"/ui/compare?ids={a.id},{c.id}&baseline={b.id}")
+    assert resp.status_code == 400 and "is not one of the compared ids" in resp.text
+    resp = http.get(f"/ui/datasets/{ds.id}?as_of=no-such-tag")
+    assert resp.status_code == 404 and "no-such-tag" in resp.text
+    resp = http.get(f"/ui/experiments/{a.id}?failing=nope")
+    assert resp.status_code == 400 and "no feedback key &#39;nope&#39;" in resp.text
+    assert http.get("/ui/runs/00000000-0000-0000-0000-000000000001").status_code == 404
+
+
+def test_tracing_project_and_a_lone_llm_run(local: Any) -> None:
+    store, http = local
+    store.runs.upsert(posts=[{
+        "id": "00000000-0000-4000-8000-0000000000aa", "name": "chat", "run_type": "llm",
+        "session_name": "traces", "start_time": "2025-01-01T00:00:00Z",
+        "end_time": "2025-01-01T00:00:02Z",
+        "inputs": {"messages": [{"role": "user", "content": "hi"}]},
+        "error": "RateLimitError: slow down",
+        "extra": {"metadata": {"usage_metadata": {"input_tokens": 7, "output_tokens": 3}}}}])
+    home = http.get("/")
+    assert "Tracing projects" in home.text and "traces" in home.text
+    project = store.projects.read(project_name="traces")
+    exp = http.get(f"/ui/experiments/{project.id}")
+    assert exp.status_code == 200 and "RateLimitError" in exp.text
+    run = http.get("/ui/runs/00000000-0000-4000-8000-0000000000aa")
+    assert run.status_code == 200 and "RateLimitError: slow down" in run.text
+    assert "10 tokens" in run.text and "2.00 s" in run.text
+
+
+def test_custom_store_dependency(sqlite_url: str) -> None:
+    """Any dependency returning a Store works; the login form then accepts a key as is."""
+    store = Store.open(sqlite_url)
+    make_dataset(store, "mine", 1)
+    app = FastAPI()
+    app.include_router(create_ui_router(lambda: store))
+    with LiveServer(app) as live, httpx.Client(base_url=live.url) as http:
+        assert "mine" in http.get("/").text
+        assert http.post("/ui/login", data={"api_key": "anything"}).status_code == 303
+        assert http.post("/ui/login", data={"api_key": " "}).status_code == 401
+    dep = StoreFromKey(lambda: store, auth=False)
+    assert dep.store is store
+    store.close()
+
+
+def test_histogram_svg() -> None:
+    svg = str(histogram_svg([0.1, 0.2, 0.2, 0.9], title="score", bins=4, value_range=(0, 1)))
+    assert svg.startswith("<svg") and 'aria-label="score histogram"' in svg
+    counts = [int(x.split('"')[0]) for x in svg.split('data-count="')[1:]]
+    assert counts == [3, 0, 0, 1]
+    assert "n=4" in svg
+    assert "no data" in str(histogram_svg([], title="x"))
+    flat = str(histogram_svg([2.0, 2.0], title="x<y"))
+    assert "x&lt;y" in flat
+    assert sum(int(x.split('"')[0]) for x in flat.split('data-count="')[1:]) == 2
+
+
+def test_formatting() -> None:
+    assert usd(0.00012) == "$0.000120" and usd(1.5) == "$1.5000" and usd(None) == "–"
+    assert signed(0.25, "latency") == "+250 ms" and signed(-1.5, "latency") == "−1.50 s"
+    assert signed(0.1, "error") == "+10.0%" and signed(0.0) == "0"
+    assert pretty({"answer": "x"}) == "x" and pretty({"a": 1}) == '{\n  "a": 1\n}'
+
+
+def test_long_experiments_are_paged(local: Any) -> None:
+    import re
+
+    store, http = local
+    ds, examples = make_dataset(store, "big", 205)
+    a = add_experiment(store, ds.id, examples, "a",
+                       lambda i, ex, r: Outcome(scores={"s": float(i % 2)}))
+    b = add_experiment(store, ds.id, examples, "b", lambda i, ex, r: Outcome(scores={"s": 1.0}))
+    first = http.get(f"/ui/experiments/{a.id}").text
+    assert first.count('<tr data-key=') == 200 and "rows 1–200 of 205" in first
+    nxt = re.search(r'href="([^"]+)" rel="next"', first).group(1)
+    second = http.get(f"/ui/experiments/{a.id}" + nxt.replace("&amp;", "&")).text
+    assert second.count('<tr data-key=') == 5 and 'data-value="205"' in second
+    # the filter counts every matching row (103 of 205 fail), paging only what it shows
+    failing = http.get(f"/ui/experiments/{a.id}?failing=s").text
+    assert "showing 103 of 205" in failing and failing.count('<tr data-key=') == 103
+    cmp = http.get(f"/ui/compare?ids={a.id},{b.id}&offset=200").text
+    assert 'rel="prev"' in cmp and "rows 201–205 of 205" in cmp
+    assert cmp.count('<tr data-key=') == 5
