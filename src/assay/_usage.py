@@ -101,8 +101,32 @@ def price(provider: str | None, model: str | None, input_tokens: int, output_tok
     return _price_cached(prov, model, int(input_tokens), int(output_tokens), int(cache_read_tokens))
 
 
+_NONE = {"prompt_tokens": None, "completion_tokens": None, "total_tokens": None,
+         "prompt_cost": None, "completion_cost": None, "total_cost": None,
+         "first_token_time": None}
+_EXPLICIT = ("prompt_tokens", "completion_tokens", "total_tokens", "prompt_cost",
+             "completion_cost", "total_cost")
+
+
+def _has_no_usage(run: Mapping[str, Any]) -> bool:
+    """Cheap test for the common case (chains, tools): nothing here to derive."""
+    if run.get("run_type") == "llm" or run.get("events") or "usage_metadata" in run:
+        return False
+    for key in _EXPLICIT:
+        if run.get(key) is not None:
+            return False
+    extra = run.get("extra")
+    meta = extra.get("metadata") if isinstance(extra, Mapping) else None
+    if isinstance(meta, Mapping) and "usage_metadata" in meta:
+        return False
+    outputs = run.get("outputs")
+    return not (isinstance(outputs, Mapping) and ("usage_metadata" in outputs or "llm_output" in outputs))
+
+
 def derive_usage(run: Mapping[str, Any]) -> dict[str, Any]:
     """Tokens, costs and first-token time to store beside a run (missing values are None)."""
+    if _has_no_usage(run):
+        return dict(_NONE)
     out: dict[str, Any] = {
         "prompt_tokens": _int(run.get("prompt_tokens")),
         "completion_tokens": _int(run.get("completion_tokens")),

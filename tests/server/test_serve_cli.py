@@ -23,6 +23,19 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _wait_until_up(proc: subprocess.Popen[str], url: str) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if httpx.get(f"{url}/ok", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+        assert time.monotonic() < deadline, "assay serve did not come up"
+        time.sleep(0.1)
+
+
 def test_assay_serve_with_workers_keys_and_body_limit(sqlite_url: str) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
     made = subprocess.run([*ASSAY, "keys", "create", "--workspace", "team", "--db", sqlite_url],
@@ -36,16 +49,7 @@ def test_assay_serve_with_workers_keys_and_body_limit(sqlite_url: str) -> None:
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{url}/ok", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
-            assert time.monotonic() < deadline, "assay serve did not come up"
-            time.sleep(0.1)
+        _wait_until_up(proc, url)
         h = {"x-api-key": key}
         info = httpx.get(f"{url}/info").json()
         assert info["batch_ingest_config"]["size_limit_bytes"] <= 4096
@@ -72,3 +76,28 @@ def test_assay_serve_with_workers_keys_and_body_limit(sqlite_url: str) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
+
+
+def test_assay_serve_no_auth_serves_the_default_workspace(tmp_path: Path) -> None:
+    """A one-person server: no key needed, and it sees what the local Client wrote."""
+    from assay.client import Client
+
+    db = tmp_path / "local.db"
+    Client(database_url=db).create_dataset("mine")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    refused = subprocess.run([*ASSAY, "serve", "--db", str(db), "--no-auth", "--host", "0.0.0.0"],
+                             capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert refused.returncode == 2 and "only listens on 127.0.0.1" in refused.stdout
+    port = _free_port()
+    proc = subprocess.Popen([*ASSAY, "serve", "--db", str(db), "--port", str(port), "--no-auth",
+                             "--log-level", "warning"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_until_up(proc, url)
+        assert [d["name"] for d in httpx.get(f"{url}/datasets").json()] == ["mine"]
+        page = httpx.get(f"{url}/")
+        assert page.status_code == 200 and "mine" in page.text and "login" not in str(page.url)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -7,10 +7,12 @@ import sys
 from pathlib import Path
 
 from assay.client import Client
+from assay.store import HEAD
 
 WRITER = r"""
 import sys
 from assay.client import Client
+from assay.store import HEAD
 path, tag, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 client = Client(database_url=path)
 # interleave reads and writes: a read transaction that later writes is where naive SQLite
@@ -52,4 +54,4 @@ def test_two_processes_open_a_new_file_at_once(tmp_path: Path) -> None:
     for p in procs:
         out, err = p.communicate(timeout=120)
         assert p.returncode == 0, err
-        assert out.strip() == "0002"
+        assert out.strip() == HEAD

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.store import Store, resolve_url
+from assay.store import HEAD, Store, resolve_url
 
 
 def test_default_location_is_dot_assay_under_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -38,5 +38,5 @@ def test_opening_twice_does_not_migrate_again(tmp_path: Path) -> None:
     Store.open(tmp_path / "twice.db").close()
     mtime = os.stat(tmp_path / "twice.db").st_mtime_ns
     store = Store.open(tmp_path / "twice.db")
-    assert store.schema_version() == "0002"
+    assert store.schema_version() == HEAD
     assert os.stat(tmp_path / "twice.db").st_mtime_ns == mtime

@@ -46,12 +46,12 @@ def test_cli_db_upgrade(tmp_path: Path) -> None:
     shutil.copy(FIXTURE, path)
     result = CliRunner().invoke(app, ["db", "upgrade", "--db", str(path)])
     assert result.exit_code == 0, result.output
-    assert "schema 0001 -> 0002" in " ".join(result.output.split())
+    assert f"schema 0001 -> {HEAD}" in " ".join(result.output.split())
     result = CliRunner().invoke(app, ["db", "version", "--db", str(path), "--json"])
-    assert json.loads(result.output)["version"] == "0002"
+    assert json.loads(result.output)["version"] == HEAD
     result = CliRunner().invoke(app, ["db", "upgrade", "--db", str(path), "--json"])
-    assert json.loads(result.output) == {"url": f"sqlite:///{path}", "from": "0002", "to": "0002",
-                                         "head": "0002"}
+    assert json.loads(result.output) == {"url": f"sqlite:///{path}", "from": HEAD, "to": HEAD,
+                                         "head": HEAD}
 
 
 def test_migrations_build_exactly_the_declared_schema(store_url: str) -> None:

@@ -21,6 +21,8 @@ def serve(
         int, typer.Option(min=1024, help="Largest request body accepted, compressed or not (bytes).")
     ] = 64 * 1024 * 1024,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+    no_auth: Annotated[bool, typer.Option(
+        "--no-auth", help="Serve the default workspace without API keys (only on 127.0.0.1).")] = False,
 ) -> None:
     """Serve the store over HTTP for the official LangSmith SDKs and assay's remote Client.
 
@@ -33,6 +35,10 @@ def serve(
     require("fastapi", "server", "assay serve")
     from ..store import Store, resolve_url
 
+    if no_auth and host not in ("127.0.0.1", "localhost", "::1"):
+        console.print("[red]error:[/red] --no-auth only listens on 127.0.0.1: anyone who can "
+                      "reach another interface would get the whole store")
+        raise typer.Exit(2)
     with handle_errors():
         url = resolve_url(db)
         store = Store.open(url)  # migrate once, before any worker starts
@@ -41,6 +47,7 @@ def serve(
     # workers re-create the app from these variables (uvicorn --factory)
     os.environ["ASSAY_DATABASE_URL"] = url
     os.environ["ASSAY_MAX_BODY_BYTES"] = str(max_body_bytes)
+    os.environ["ASSAY_SERVER_NO_AUTH"] = "1" if no_auth else ""
     console.print(f"assay serving {shown} on http://{host}:{port} ({workers} worker(s))")
     uvicorn.run("assay.server:app_from_env", factory=True, host=host, port=port,
                 workers=workers, log_level=log_level)

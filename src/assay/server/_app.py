@@ -47,15 +47,18 @@ def create_app(
     store: Store | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     batch_size_limit: int = 100,
+    auth: bool = True,
 ) -> FastAPI:
     """A LangSmith-compatible server over the store at ``store_url`` (or an open ``store``).
 
     ``max_body_bytes`` caps each request body, on the wire and after decompression; bigger
-    requests get a 413 with a JSON error.
+    requests get a 413 with a JSON error. ``auth=False`` (a one-person server on a laptop)
+    serves the default workspace to every request without an API key.
     """
     if max_body_bytes < 1024:
         raise ValueError("max_body_bytes must be at least 1024")
-    settings = Settings(max_body_bytes=max_body_bytes, batch_size_limit=batch_size_limit)
+    settings = Settings(max_body_bytes=max_body_bytes, batch_size_limit=batch_size_limit,
+                        auth=auth)
     base = store if store is not None else Store.open(store_url)
 
     app = FastAPI(title="assay", version=__version__, docs_url="/docs", redoc_url=None,
@@ -78,12 +81,14 @@ def create_app(
     for module in (_routes_datasets, _routes_sessions, _routes_runs, _routes_feedback):
         app.include_router(module.router)
     from ..ui import StoreFromKey, create_ui_router  # the web UI at / and /ui/... (issue 7)
-    app.include_router(create_ui_router(StoreFromKey(base)))
+    app.include_router(create_ui_router(StoreFromKey(base, auth=auth)))
     return app
 
 
 def app_from_env() -> FastAPI:
     """Factory for ``uvicorn --factory`` / several workers: settings from ``ASSAY_*`` env vars."""
     limit = os.environ.get("ASSAY_MAX_BODY_BYTES")
+    no_auth = os.environ.get("ASSAY_SERVER_NO_AUTH", "").lower() in ("1", "true", "yes")
     return create_app(os.environ.get("ASSAY_DATABASE_URL") or None,
-                      max_body_bytes=int(limit) if limit else DEFAULT_MAX_BODY_BYTES)
+                      max_body_bytes=int(limit) if limit else DEFAULT_MAX_BODY_BYTES,
+                      auth=not no_auth)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import JSON, Table
@@ -36,25 +37,19 @@ def _kind(column: Any) -> int:
 
 @lru_cache(maxsize=64)
 def _plan(table: Table, keys: tuple[str, ...], paramstyle: str,
-          quote: Callable[[str], str]) -> tuple[str, tuple[tuple[str, int], ...]]:
+          quote: Callable[[str], str]) -> tuple[str, Any, tuple[int, ...], tuple[int, ...]]:
+    """SQL, a C-level getter of a row's values in column order, and the positions holding JSON
+    and timestamps (only those need converting)."""
     columns = tuple((c.name, _kind(c)) for c in table.columns if c.name in keys)
     mark = "?" if paramstyle == "qmark" else "%s"
     names = ", ".join(quote(name) for name, _ in columns)
-    return (f"INSERT INTO {quote(table.name)} ({names}) "
-            f"VALUES ({', '.join(mark for _ in columns)})", columns)
-
-
-def _row(row: Mapping[str, Any], columns: tuple[tuple[str, int], ...],
-         dumps: Callable[[Any], str]) -> tuple[Any, ...]:
-    out = []
-    for name, kind in columns:
-        value = row[name]
-        if kind == _JSON:
-            value = "null" if value is None else dumps(value)
-        elif kind == _TIME and value is not None:
-            value = to_micros(value)
-        out.append(value)
-    return tuple(out)
+    sql = (f"INSERT INTO {quote(table.name)} ({names}) "
+           f"VALUES ({', '.join(mark for _ in columns)})")
+    picked = tuple(name for name, _ in columns)
+    getter = itemgetter(*picked) if len(picked) > 1 else (lambda row: (row[picked[0]],))
+    json_at = tuple(i for i, (_, kind) in enumerate(columns) if kind == _JSON)
+    time_at = tuple(i for i, (_, kind) in enumerate(columns) if kind == _TIME)
+    return sql, getter, json_at, time_at
 
 
 def insert_many(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
@@ -65,7 +60,18 @@ def insert_many(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]
     if dialect.paramstyle not in ("qmark", "format", "pyformat"):  # pragma: no cover
         conn.execute(table.insert(), list(rows))
         return
-    sql, columns = _plan(table, tuple(sorted(rows[0])), dialect.paramstyle,
-                         dialect.identifier_preparer.quote)
+    sql, getter, json_at, time_at = _plan(table, tuple(sorted(rows[0])), dialect.paramstyle,
+                                          dialect.identifier_preparer.quote)
     dumps = _json.dumps
-    conn.exec_driver_sql(sql, [_row(r, columns, dumps) for r in rows])
+    params = []
+    for row in rows:
+        values = list(getter(row))
+        for i in json_at:
+            value = values[i]
+            values[i] = "null" if value is None else dumps(value)
+        for i in time_at:
+            value = values[i]
+            if value is not None and value.__class__ is not int:
+                values[i] = to_micros(value)
+        params.append(tuple(values))
+    conn.exec_driver_sql(sql, params)

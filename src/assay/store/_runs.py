@@ -7,12 +7,13 @@ what a patch already set, and a patch overwrites with every non-null field it ca
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.exc import IntegrityError
 
 from .._ids import as_uuid, dotted_segment, utcnow
@@ -38,7 +39,18 @@ RUN_FIELDS = (
 _IDENTITY = ("name", "run_type", "start_time", "trace_id", "parent_run_id", "dotted_order")
 _ID_FIELDS = ("id", "trace_id", "parent_run_id", "reference_example_id")
 _ORPHAN = "orphan"  # a patch stored before its post arrived
-_COLUMNS = {c.name for c in runs.columns}
+_COLUMN_ORDER = tuple(sorted(c.name for c in runs.columns))
+_COLUMNS = frozenset(_COLUMN_ORDER)
+
+
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _uuid_text(value: Any, what: str) -> str:
+    """Canonical UUID text; the common canonical-string case skips parsing (hot ingest path)."""
+    if value.__class__ is str and _CANONICAL_UUID.fullmatch(value):
+        return value
+    return str(as_uuid(value, what))
 
 
 def _timestamp(value: Any, field: str, run_id: Any) -> int | None:
@@ -54,14 +66,15 @@ def _clean(raw: Mapping[str, Any]) -> dict[str, Any]:
         raise InvalidInputError(f"a run must be an object, got {type(raw).__name__}")
     if raw.get("id") is None:
         raise InvalidInputError("a run needs an 'id'")
-    run_id = str(as_uuid(raw["id"], "run id"))
+    run_id = _uuid_text(raw["id"], "run id")
     out: dict[str, Any] = {"id": run_id}
     for key in RUN_FIELDS[1:]:
-        if key in raw and raw[key] is not None:
-            out[key] = raw[key]
+        value = raw.get(key)
+        if value is not None:
+            out[key] = value
     for key in _ID_FIELDS[1:]:
         if key in out:
-            out[key] = str(as_uuid(out[key], f"run {run_id}: {key}"))
+            out[key] = _uuid_text(out[key], f"run {run_id}: {key}")
     for key in ("start_time", "end_time"):
         if key in out:
             out[key] = _timestamp(out[key], key, run_id)
@@ -99,7 +112,15 @@ def _finish(row: dict[str, Any]) -> dict[str, Any]:
             row["status"] = row.get("status") or "pending"
     if not row.get("dotted_order") and start is not None and row.get("parent_run_id") is None:
         row["dotted_order"] = dotted_segment(_dt(start), row["id"])
-    return {k: v for k, v in row.items() if k in _COLUMNS}
+    return {c: row.get(c) for c in _COLUMN_ORDER}
+
+
+_UPDATABLE = tuple(c for c in _COLUMN_ORDER if c not in ("id", "tenant_id"))
+_UPDATE = (
+    update(runs)
+    .where(runs.c.id == bindparam("_id"))
+    .values({c: bindparam(c, type_=runs.c[c].type) for c in _UPDATABLE})
+)
 
 
 def _dt(us: int) -> datetime:
@@ -223,10 +244,9 @@ class RunRepo:
             row = _finish(cur)
             (inserts if run_id in fresh else updates).append(row)
         if inserts:
-            cols = sorted(_COLUMNS)
-            insert_many(conn, runs, [{c: r.get(c) for c in cols} for r in inserts])
-        for row in updates:
-            conn.execute(update(runs).where(runs.c.id == row["id"]).values(**row))
+            insert_many(conn, runs, inserts)
+        if updates:  # one executemany for every completed run (patches sent apart from posts)
+            conn.execute(_UPDATE, [{"_id": r["id"], **{c: r[c] for c in _UPDATABLE}} for r in updates])
         return len(ids)
 
     # -- queries ------------------------------------------------------------------------------

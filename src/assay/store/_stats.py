@@ -22,13 +22,17 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from sqlalchemy import and_, distinct, func, or_, select
+from sqlalchemy import and_, distinct, func, literal_column, or_, select
 from sqlalchemy.engine import Connection
 
 from ._tables import feedback, runs, sessions
 from ._types import from_micros, to_micros
 
 __all__ = ["session_stats", "percentile"]
+
+# Inline literals, not bound parameters: the planners can then use the partial indexes
+# (``WHERE run_type = 'llm'``, ``first_token_us IS NOT NULL``) that match these terms.
+_IS_LLM = runs.c.run_type == literal_column("'llm'")
 
 
 def percentile(conn: Connection, column: Any, where: Any, n: int, q: float) -> float | None:
@@ -98,7 +102,7 @@ def session_stats(conn: Connection, session: Any) -> dict[str, Any]:
             func.sum(runs.c.total_cost),
             func.sum(runs.c.prompt_cost),
             func.sum(runs.c.completion_cost),
-        ).where(in_session, runs.c.run_type == "llm")
+        ).where(in_session, _IS_LLM)
     ).one()
 
     def seconds(value: float | None) -> float | None:

@@ -150,12 +150,18 @@ runs = Table(
     Column("completion_cost", Double),
     Column("total_cost", Double),
     Index("ix_runs_session_root_latency", "session_id", "is_root", "latency_us"),
-    Index("ix_runs_session_first_token", "session_id", "first_token_us"),
-    Index("ix_runs_session_type", "session_id", "run_type"),
+    # partial (migration 0003): only the rows a statistic reads are indexed
+    Index("ix_runs_session_first_token", "session_id", "first_token_us",
+          sqlite_where=text("first_token_us IS NOT NULL"),
+          postgresql_where=text("first_token_us IS NOT NULL")),
+    Index("ix_runs_session_llm", "session_id", sqlite_where=text("run_type = 'llm'"),
+          postgresql_where=text("run_type = 'llm'")),
+    Index("ix_runs_example", "reference_example_id",
+          sqlite_where=text("reference_example_id IS NOT NULL"),
+          postgresql_where=text("reference_example_id IS NOT NULL")),
     Index("ix_runs_session_start", "session_id", "start_time"),
     Index("ix_runs_trace", "trace_id"),
     Index("ix_runs_parent", "parent_run_id"),
-    Index("ix_runs_example", "reference_example_id"),
 )
 
 feedback = Table(
