@@ -36,19 +36,28 @@ _IS_LLM = runs.c.run_type == literal_column("'llm'")
 
 
 def percentile(conn: Connection, column: Any, where: Any, n: int, q: float) -> float | None:
-    """The q-quantile (0..1) of ``column`` over ``n`` non-null rows matching ``where``."""
+    """The q-quantile (0..1) of ``column`` over ``n`` non-null rows matching ``where``.
+
+    The two neighbouring values are read from whichever end of the index is nearer, so p99 of a
+    million runs walks ten thousand index entries, not 990,000.
+    """
     if n <= 0:
         return None
     pos = q * (n - 1)
     lo = int(math.floor(pos))
     frac = pos - lo
-    vals = conn.execute(
-        select(column).where(where, column.is_not(None)).order_by(column).offset(lo).limit(2)
-    ).scalars().all()
+    hi = min(lo + 1, n - 1)
+    base = select(column).where(where, column.is_not(None))
+    if lo <= n - 1 - hi:
+        vals = conn.execute(base.order_by(column).offset(lo).limit(2)).scalars().all()
+    else:  # from the top: the value at rank hi comes first
+        vals = conn.execute(
+            base.order_by(column.desc()).offset(n - 1 - hi).limit(2)
+        ).scalars().all()[::-1]
     if not vals:
         return None
     a = float(vals[0])
-    b = float(vals[1]) if len(vals) > 1 else a
+    b = float(vals[-1]) if hi > lo else a
     return a + (b - a) * frac
 
 
