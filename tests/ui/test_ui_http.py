@@ -110,19 +110,17 @@ def test_error_pages_name_the_problem(local: Any) -> None:
     ds2, examples2 = make_dataset(store, "qa2", 3)
     a = add_experiment(store, ds.id, examples, "a", lambda i, ex, r: Outcome())
     b = add_experiment(store, ds2.id, examples2, "b", lambda i, ex, r: Outcome())
-    resp = http.get(f"/ui/compare?ids={a.id}&ids={b.id}")
-    assert resp.status_code == 400 and "same dataset" in resp.text
-    resp = http.get(f"/ui/compare?ids={a.id},not-an-id")
-    assert resp.status_code == 400 and "&#39;not-an-id&#39; is not an experiment id" in resp.text
-    resp = http.get(f"/ui/compare?ids={a.id},{a.id}&confidence=2")
-    assert resp.status_code == 400 and "confidence" in resp.text
     c = add_experiment(store, ds.id, examples, "c", lambda i, ex, r: Outcome())
-    resp = http.get(f"/ui/compare?ids={a.id},{c.id}&baseline={b.id}")
-    assert resp.status_code == 400 and "is not one of the compared ids" in resp.text
-    resp = http.get(f"/ui/datasets/{ds.id}?as_of=no-such-tag")
-    assert resp.status_code == 404 and "no-such-tag" in resp.text
-    resp = http.get(f"/ui/experiments/{a.id}?failing=nope")
-    assert resp.status_code == 400 and "no feedback key &#39;nope&#39;" in resp.text
+    for url, status, says in [
+        (f"/ui/compare?ids={a.id}&ids={b.id}", 400, "same dataset"),
+        (f"/ui/compare?ids={a.id},not-an-id", 400, "&#39;not-an-id&#39; is not an experiment id"),
+        (f"/ui/compare?ids={a.id},{a.id}&confidence=2", 400, "confidence"),
+        (f"/ui/compare?ids={a.id},{c.id}&baseline={b.id}", 400, "is not one of the compared ids"),
+        (f"/ui/datasets/{ds.id}?as_of=no-such-tag", 404, "no-such-tag"),
+        (f"/ui/experiments/{a.id}?failing=nope", 400, "no feedback key &#39;nope&#39;"),
+    ]:
+        resp = http.get(url)
+        assert resp.status_code == status and says in resp.text, url
     assert http.get("/ui/runs/00000000-0000-0000-0000-000000000001").status_code == 404
 
 

@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .._sync import run_sync
 from ..errors import InvalidInputError
 from ..llm import JudgeOptions, agenerate_structured, get_judge
-from ..llm._sync import run_sync
 from ._agent import AgentUnderTest, output_text
 from ._models import AccuracyEvaluationResult, AccuracyIteration, EvaluationScore
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from .._sync import run_sync
 from ..errors import InvalidInputError
-from ..llm._sync import run_sync
 
 __all__ = ["AgentUnderTest", "output_text"]
 

@@ -21,8 +21,8 @@ import tracemalloc
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .._sync import run_sync
 from ..errors import InvalidInputError
-from ..llm._sync import run_sync
 from ._agent import AgentUnderTest
 from ._models import PerformanceEvaluationResult, PerformanceRunResult
 from ._stats import summarize

@@ -11,6 +11,7 @@ number of times on malformed or invalid replies, and is traced as an llm run wit
 Failures raise ``assay.errors.JudgeError`` with the judge, the attempts and the problem.
 """
 
+from .._sync import run_sync
 from ._anthropic import AnthropicJudge
 from ._base import BaseJudge
 from ._function import FunctionJudge
@@ -18,7 +19,6 @@ from ._openai import OpenAIJudge
 from ._parse import extract_json_object, strict_json_schema
 from ._registry import get_judge, judge_providers, register_judge_provider
 from ._structured import agenerate_structured, generate_structured
-from ._sync import run_sync
 from ._types import Completion, JudgeModel, JudgeOptions, Message, OutputSchema
 
 __all__ = [

@@ -9,12 +9,10 @@ it (and remembered), relying on the prompt and the tolerant parse instead.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
-from ..errors import InvalidInputError, JudgeError
-from ._base import BaseJudge, PerLoop
-from ._retry import Failure, parse_retry_after
+from ..errors import JudgeError
+from ._sdk import SDKJudge
 from ._types import Completion, JudgeOptions, Message, OutputSchema
 
 __all__ = ["OpenAIJudge", "schema_instruction"]
@@ -34,13 +32,18 @@ def with_schema_in_prompt(messages: list[Message], schema: OutputSchema) -> list
     return [{"role": "system", "content": note}, *messages]
 
 
-class OpenAIJudge(BaseJudge):
+class OpenAIJudge(SDKJudge):
     """``OpenAIJudge("gpt-4o-mini")`` or ``OpenAIJudge("llama3", base_url="http://host/v1")``.
 
     The API key comes from ``api_key``, else ``OPENAI_API_KEY``; a custom ``base_url`` without
     a key gets a placeholder (local servers ignore it). ``client`` reuses an existing
     ``openai.OpenAI``/``AsyncOpenAI`` (its own retries are disabled: ours apply).
     """
+
+    _client_class = "OpenAI"
+    _key_env = "OPENAI_API_KEY"
+    _no_key_hint = " (or base_url= for a local OpenAI-compatible server)"
+    _api_name = "the OpenAI API"
 
     def __init__(
         self,
@@ -52,44 +55,19 @@ class OpenAIJudge(BaseJudge):
         options: JudgeOptions | None = None,
         provider: str | None = None,
     ) -> None:
-        super().__init__(model, options=options)
-        self.base_url = base_url
-        self.api_key = api_key
+        super().__init__(model, base_url=base_url, api_key=api_key, client=client,
+                         options=options)
         self.provider = provider or ("openai" if base_url is None and client is None
                                      else "openai-compatible")
-        self._adopted = self._adopt(client) if client is not None else None
-        self._clients = PerLoop(self._make_client)
-        self._schema_supported: bool | None = None
 
-    def _adopt(self, client: Any) -> Any:
+    @staticmethod
+    def _sdk() -> Any:
         import openai
 
-        if not isinstance(client, (openai.OpenAI, openai.AsyncOpenAI)):
-            raise InvalidInputError(
-                f"client must be an openai.OpenAI or openai.AsyncOpenAI, got {type(client)!r}")
-        self.base_url = str(client.base_url)
-        self.api_key = self.api_key or client.api_key
-        return client
+        return openai
 
-    def _make_client(self, first: bool) -> Any:
-        import openai
-
-        adopted = self._adopted
-        if first and isinstance(adopted, openai.AsyncOpenAI):
-            return adopted.with_options(max_retries=0, timeout=self.options.timeout)
-        key = self.api_key or os.environ.get("OPENAI_API_KEY")
-        if key is None and self.base_url is None:
-            raise JudgeError(f"judge {self.name} has no API key: set OPENAI_API_KEY or pass "
-                             "api_key= (or base_url= for a local OpenAI-compatible server)")
-        organization = getattr(adopted, "organization", None)
-        return openai.AsyncOpenAI(api_key=key or "not-needed", base_url=self.base_url,
-                                  organization=organization, timeout=self.options.timeout,
-                                  max_retries=0)
-
-    @property
-    def client(self) -> Any:
-        """The SDK client of the running event loop (one per loop: connections are loop-bound)."""
-        return self._clients.get()
+    def _client_options(self) -> dict[str, Any]:
+        return {"organization": getattr(self._adopted, "organization", None)}
 
     def _response_format(self, schema: OutputSchema | None) -> dict[str, Any] | None:
         mode = self.options.structured_output
@@ -142,18 +120,3 @@ class OpenAIJudge(BaseJudge):
             finish_reason=choices[0].finish_reason,
             raw=resp,
         )
-
-    def _classify(self, exc: BaseException) -> Failure | None:
-        import openai
-
-        if isinstance(exc, openai.APITimeoutError):
-            return Failure(True, "request timed out", timed_out=True)
-        if isinstance(exc, openai.APIConnectionError):
-            where = self.base_url or "the OpenAI API"
-            return Failure(True, f"could not connect to {where}: {exc.__cause__ or exc}")
-        if isinstance(exc, openai.APIStatusError):
-            status = exc.status_code
-            retryable = status in (408, 409, 429) or status >= 500
-            after = parse_retry_after(exc.response.headers) if retryable else None
-            return Failure(retryable, f"HTTP {status}: {exc.message}", status, after)
-        return None

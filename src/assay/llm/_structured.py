@@ -8,9 +8,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from .._sync import run_sync
 from ..errors import InvalidInputError, JudgeError
 from ._parse import describe_validation_error, extract_json_object, snippet, strict_json_schema
-from ._sync import run_sync
 from ._types import JudgeModel, Message, OutputSchema
 
 __all__ = ["agenerate_structured", "generate_structured"]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
-from typing import Annotated, Any
+from collections.abc import Iterator, Sequence
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
@@ -23,6 +23,7 @@ __all__ = ["router"]
 router = APIRouter()
 
 Ids = Annotated[list[uuid.UUID] | None, Query()]
+M = TypeVar("M")
 
 
 # -- datasets ---------------------------------------------------------------------------------
@@ -120,25 +121,36 @@ def _with_source_run(store: Store, ex: ExampleIn, item: dict[str, Any]) -> dict[
     return item
 
 
+def _required(item: M, field: str, where: str) -> M:
+    """``item`` if its optional-in-the-model ``field`` is set, else a 422 naming where."""
+    if getattr(item, field) is None:
+        raise ApiError(422, "invalid_input", f"{where}.{field}: field required")
+    return item
+
+
+def _each(body: Any, model: type[M], required: str, what: str) -> Iterator[M]:
+    """The elements of a bulk request's JSON array body, validated one at a time.
+
+    Errors name ``body[i]``. Lazy, so whatever the caller does per element (reading a source
+    run) happens in order and the first bad element is the one reported.
+    """
+    if not isinstance(body, list):
+        raise ApiError(422, "invalid_input", f"body must be a JSON array of {what}")
+    for i, raw in enumerate(body):
+        yield _required(validate(model, raw, f"body[{i}]"), required, f"body[{i}]")
+
+
 @router.post("/examples")
 def create_example(store: StoreDep, body: JsonBody) -> JSONResponse:
-    ex = validate(ExampleIn, body)
-    if ex.dataset_id is None:
-        raise ApiError(422, "invalid_input", "body.dataset_id: field required")
+    ex = _required(validate(ExampleIn, body), "dataset_id", "body")
     made = _create_grouped(store, [(str(ex.dataset_id), _with_source_run(store, ex, ex.item()))])
     return ok(made[0])
 
 
 @router.post("/examples/bulk")
 def create_examples(store: StoreDep, body: JsonBody) -> JSONResponse:
-    if not isinstance(body, list):
-        raise ApiError(422, "invalid_input", "body must be a JSON array of examples")
-    items = []
-    for i, raw in enumerate(body):
-        ex = validate(ExampleIn, raw, f"body[{i}]")
-        if ex.dataset_id is None:
-            raise ApiError(422, "invalid_input", f"body[{i}].dataset_id: field required")
-        items.append((str(ex.dataset_id), _with_source_run(store, ex, ex.item())))
+    items = [(str(ex.dataset_id), _with_source_run(store, ex, ex.item()))
+             for ex in _each(body, ExampleIn, "dataset_id", "examples")]
     return ok(_create_grouped(store, items))
 
 
@@ -171,14 +183,7 @@ def read_example(store: StoreDep, example_id: uuid.UUID, as_of: str | None = Non
 
 @router.patch("/examples/bulk")
 def update_examples(store: StoreDep, body: JsonBody) -> JSONResponse:
-    if not isinstance(body, list):
-        raise ApiError(422, "invalid_input", "body must be a JSON array of example updates")
-    updates = []
-    for i, raw in enumerate(body):
-        patch = validate(ExamplePatch, raw, f"body[{i}]")
-        if patch.id is None:
-            raise ApiError(422, "invalid_input", f"body[{i}].id: field required")
-        updates.append(patch.update(patch.id))
+    updates = [p.update(p.id) for p in _each(body, ExamplePatch, "id", "example updates")]
     changed = store.examples.update_many(updates)
     return ok({"message": f"{len(changed)} examples updated", "count": len(changed),
                "examples": [e.model_dump(mode="json") for e in changed]})

@@ -14,47 +14,26 @@ from ..errors import InvalidInputError
 from ._context import _CFG, _RUN
 from ._run_tree import RunTree
 from ._traceable import _is_on
-from ._wrappers_common import LLMCallSpec, dump, wrap_create
+from ._wrappers_common import LLMCallSpec, dump, field, record_usage, wrap_create
 
 __all__ = ["anthropic_usage", "wrap_anthropic"]
 
 C = TypeVar("C")
 
 
-def _get(obj: Any, key: str) -> Any:
-    if obj is None:
-        return None
-    if isinstance(obj, dict):
-        return obj.get(key)
-    return getattr(obj, key, None)
-
-
 def anthropic_usage(usage: Any) -> dict[str, Any] | None:
     if usage is None:
         return None
-    base = _get(usage, "input_tokens") or 0
-    read = _get(usage, "cache_read_input_tokens") or 0
-    write = _get(usage, "cache_creation_input_tokens") or 0
-    out = _get(usage, "output_tokens") or 0
+    base = field(usage, "input_tokens") or 0
+    read = field(usage, "cache_read_input_tokens") or 0
+    write = field(usage, "cache_creation_input_tokens") or 0
+    out = field(usage, "output_tokens") or 0
     result: dict[str, Any] = {"input_tokens": base + read + write, "output_tokens": out,
                               "total_tokens": base + read + write + out}
     details = {k: v for k, v in (("cache_read", read), ("cache_creation", write)) if v}
     if details:
         result["input_token_details"] = details
     return result
-
-
-def _apply(run: RunTree, usage: Any, model: str | None) -> None:
-    meta = anthropic_usage(usage)
-    if meta is not None:
-        run.metadata["usage_metadata"] = meta
-    if model and "ls_model_name" not in run.metadata:
-        run.metadata["ls_model_name"] = model
-
-
-def _message_response(run: RunTree, resp: Any) -> None:
-    run.outputs = dump(resp) if not isinstance(resp, dict) else resp
-    _apply(run, _get(resp, "usage"), _get(resp, "model"))
 
 
 class _MessageAccumulator:
@@ -67,32 +46,32 @@ class _MessageAccumulator:
         self.usage: dict[str, Any] = {}
 
     def add(self, event: Any) -> None:
-        kind = _get(event, "type")
+        kind = field(event, "type")
         if kind == "message_start":
-            msg = dump(_get(event, "message"))
+            msg = dump(field(event, "message"))
             self.message = msg if isinstance(msg, dict) else {}
             self.usage.update(self.message.get("usage") or {})
         elif kind == "content_block_start":
-            block = dump(_get(event, "content_block"))
-            self.blocks[_get(event, "index") or 0] = dict(block) if isinstance(block, dict) else {}
+            block = dump(field(event, "content_block"))
+            self.blocks[field(event, "index") or 0] = dict(block) if isinstance(block, dict) else {}
         elif kind == "content_block_delta":
-            idx = _get(event, "index") or 0
-            delta = _get(event, "delta")
+            idx = field(event, "index") or 0
+            delta = field(event, "delta")
             block = self.blocks.setdefault(idx, {"type": "text", "text": ""})
-            dtype = _get(delta, "type")
+            dtype = field(delta, "type")
             if dtype == "text_delta":
-                block["text"] = (block.get("text") or "") + (_get(delta, "text") or "")
+                block["text"] = (block.get("text") or "") + (field(delta, "text") or "")
             elif dtype == "input_json_delta":
-                self.json_parts.setdefault(idx, []).append(_get(delta, "partial_json") or "")
+                self.json_parts.setdefault(idx, []).append(field(delta, "partial_json") or "")
             elif dtype == "thinking_delta":
-                block["thinking"] = (block.get("thinking") or "") + (_get(delta, "thinking") or "")
+                block["thinking"] = (block.get("thinking") or "") + (field(delta, "thinking") or "")
         elif kind == "message_delta":
-            delta = _get(event, "delta")
+            delta = field(event, "delta")
             if self.message is not None:
                 for key in ("stop_reason", "stop_sequence"):
-                    if _get(delta, key) is not None:
-                        self.message[key] = _get(delta, key)
-            usage = dump(_get(event, "usage"))
+                    if field(delta, key) is not None:
+                        self.message[key] = field(delta, key)
+            usage = dump(field(event, "usage"))
             if isinstance(usage, dict):
                 self.usage.update({k: v for k, v in usage.items() if v is not None})
 
@@ -107,11 +86,11 @@ class _MessageAccumulator:
         msg["content"] = [self.blocks[i] for i in sorted(self.blocks)]
         msg["usage"] = dict(self.usage)
         run.outputs = msg
-        _apply(run, self.usage or None, msg.get("model"))
+        record_usage(run, anthropic_usage(self.usage or None), msg.get("model"))
 
 
 _MESSAGES = LLMCallSpec("ChatAnthropic", "anthropic", model_type="chat",
-                        on_response=_message_response, new_accumulator=_MessageAccumulator)
+                        usage_of=anthropic_usage, new_accumulator=_MessageAccumulator)
 
 
 class _StreamManager:

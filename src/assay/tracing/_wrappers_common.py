@@ -16,9 +16,10 @@ from typing import Any, Protocol
 
 from ._context import _CFG, _RUN
 from ._run_tree import RunTree
-from ._traceable import _is_on, _new_run
+from ._traceable import _fail, _is_on, _new_run
 
-__all__ = ["Accumulator", "LLMCallSpec", "dump", "wrap_create"]
+__all__ = ["Accumulator", "LLMCallSpec", "dump", "field", "record_response", "record_usage",
+           "wrap_create"]
 
 _SKIP_INPUTS = frozenset({"extra_headers", "extra_query", "extra_body", "timeout"})
 
@@ -34,23 +35,52 @@ def dump(obj: Any) -> Any:
     return obj
 
 
+def field(obj: Any, key: str) -> Any:
+    """``obj[key]`` or ``obj.key``: SDK objects and their plain-dict forms read the same way."""
+    if obj is None:
+        return None
+    if isinstance(obj, dict):
+        return obj.get(key)
+    return getattr(obj, key, None)
+
+
+def record_usage(run: RunTree, usage_metadata: dict[str, Any] | None, model: str | None) -> None:
+    """Put a provider's usage (already as ``usage_metadata``) and model on an llm run.
+
+    The requested model (set at the start) wins over the one the response names, so pricing
+    follows what the caller asked for.
+    """
+    if usage_metadata is not None:
+        run.metadata["usage_metadata"] = usage_metadata
+    if model and "ls_model_name" not in run.metadata:
+        run.metadata["ls_model_name"] = model
+
+
+def record_response(run: RunTree, resp: Any, usage_of: Callable[[Any], dict[str, Any] | None]
+                    ) -> None:
+    """A whole (non-streamed) response as the run's outputs, with its usage and model."""
+    run.outputs = dump(resp) if not isinstance(resp, dict) else resp
+    record_usage(run, usage_of(field(resp, "usage")), field(resp, "model"))
+
+
 class Accumulator(Protocol):
     def add(self, chunk: Any) -> None: ...
     def finish(self, run: RunTree) -> None: ...
 
 
 class LLMCallSpec:
-    """How one SDK method maps to an llm run."""
+    """How one SDK method maps to an llm run: ``usage_of`` turns the SDK's usage object into
+    ``usage_metadata``; ``new_accumulator`` reassembles a stream into one response."""
 
     def __init__(self, name: str, provider: str, *, model_type: str,
-                 on_response: Callable[[RunTree, Any], None],
+                 usage_of: Callable[[Any], dict[str, Any] | None],
                  new_accumulator: Callable[[], Accumulator],
                  is_stream: Callable[[dict[str, Any]], bool] = lambda kw: bool(kw.get("stream")),
                  ) -> None:
         self.name = name
         self.provider = provider
         self.model_type = model_type
-        self.on_response = on_response
+        self.usage_of = usage_of
         self.new_accumulator = new_accumulator
         self.is_stream = is_stream
 
@@ -74,11 +104,6 @@ class LLMCallSpec:
                        extra={"invocation_params": params})
         run.post()
         return run
-
-
-def _fail(run: RunTree, exc: BaseException) -> None:
-    run.end(error=exc)
-    run.patch()
 
 
 class _StreamBase:
@@ -211,10 +236,7 @@ def wrap_create(create: Callable[..., Any], spec: LLMCallSpec, *, is_async: bool
             except BaseException as exc:
                 _fail(run, exc)
                 raise
-            if spec.is_stream(kwargs):
-                return AsyncTracedStream(result, run, spec.new_accumulator())
-            _respond(run, spec, result)
-            return result
+            return _respond(run, spec, kwargs, result, AsyncTracedStream)
 
         acreate.__assay_wrapped__ = True  # type: ignore[attr-defined]
         return acreate
@@ -229,18 +251,21 @@ def wrap_create(create: Callable[..., Any], spec: LLMCallSpec, *, is_async: bool
         except BaseException as exc:
             _fail(run, exc)
             raise
-        if spec.is_stream(kwargs):
-            return TracedStream(result, run, spec.new_accumulator())
-        _respond(run, spec, result)
-        return result
+        return _respond(run, spec, kwargs, result, TracedStream)
 
     screate.__assay_wrapped__ = True  # type: ignore[attr-defined]
     return screate
 
 
-def _respond(run: RunTree, spec: LLMCallSpec, result: Any) -> None:
+def _respond(run: RunTree, spec: LLMCallSpec, kwargs: dict[str, Any], result: Any,
+             stream_type: type[_StreamBase]) -> Any:
+    """What a wrapped call returns: a stream proxy that ends the run later, or the response
+    itself with the run ended now (sync and async calls differ only in how they got it)."""
+    if spec.is_stream(kwargs):
+        return stream_type(result, run, spec.new_accumulator())
     try:
-        spec.on_response(run, result)
+        record_response(run, result, spec.usage_of)
     except Exception as exc:  # pragma: no cover - an odd response must not break the call
         run.add_metadata({"assay_wrapper_error": repr(exc)})
     run.patch()
+    return result

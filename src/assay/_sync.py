@@ -1,4 +1,8 @@
-"""Thin sync wrappers over the async core, safe inside an already running event loop."""
+"""Thin sync wrappers over the async core, safe inside an already running event loop.
+
+Shared by every layer that offers a sync entry point over an async core (judges, evaluators,
+experiments), so it lives at the package root rather than under any one of them.
+"""
 
 from __future__ import annotations
 
