@@ -42,6 +42,7 @@ _EXPORTS: dict[str, str] = {
     "ExperimentResults": "assay.evaluation",
     "EvaluationResult": "assay.evaluation",
     "EvaluationResults": "assay.evaluation",
+    "RayExecutor": "assay.evaluation",
     "AccuracyEvaluator": "assay.evals",
     "PerformanceEvaluator": "assay.evals",
     "ReliabilityEvaluator": "assay.evals",
@@ -67,8 +68,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .store import Store
     from .tracing import (get_current_run_tree, trace, traceable, tracing_context, wrap_anthropic,
                           wrap_openai)
-    from .evaluation import (EvaluationResult, EvaluationResults, ExperimentResults, aevaluate,
-                             evaluate)
+    from .evaluation import (EvaluationResult, EvaluationResults, ExperimentResults, RayExecutor,
+                             aevaluate, evaluate)
     from .errors import JudgeError
     from .evals import (AccuracyEvaluationResult, AccuracyEvaluator, EvaluationScore,
                         ExpectedToolCall, PerformanceEvaluationResult, PerformanceEvaluator,

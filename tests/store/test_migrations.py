@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from typer.testing import CliRunner
@@ -33,6 +35,12 @@ def test_old_store_is_migrated_on_open_with_data_intact(tmp_path: Path) -> None:
     stats = client.read_project(project_name="legacy-exp", include_stats=True)
     assert stats.run_count == 1 and stats.latency_p50 == 2.5
     assert stats.feedback_stats["correct"].avg == 1.0
+    assert stats.feedback_stats["correct"].n == 1 and stats.error_rate == 0.0
+    assert stats.last_run_start_time is not None and stats.streaming_rate == 0.0
+    # 0004 filled the aggregates these come from: they equal a full recomputation
+    from .test_aggregates import _check_all
+
+    assert _check_all([client.store]) == 1
     assert stats.reference_dataset_id == ds.id
     # the new tables work on the migrated file
     key = client.store.keys.create(tenant="default")
@@ -66,9 +74,77 @@ def test_migrations_build_exactly_the_declared_schema(store_url: str) -> None:
 
 
 def test_unsupported_url_is_named(tmp_path: Path) -> None:
-    import pytest
-
     from assay.errors import InvalidInputError
 
     with pytest.raises(InvalidInputError, match="unsupported database URL 'mysql://x'"):
         Store.open("mysql://x")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def blank_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """An empty database (no schema yet) on each backend."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'blank.db'}"
+        return
+    import uuid
+
+    import psycopg
+
+    pg_url = request.getfixturevalue("pg_url")
+    name = f"assay_blank_{uuid.uuid4().hex[:10]}"
+    admin = psycopg.connect(pg_url, autocommit=True)
+    admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield pg_url.rsplit("/", 1)[0] + "/" + name
+    finally:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.close()
+
+
+def test_upgrade_to_0004_fills_the_aggregates_from_existing_rows(sqlite_url: str,
+                                                                 blank_url: str) -> None:
+    """Rows written before 0004 (copied from a random workload, some feedback still waiting
+    for its run) give the same statistics after the upgrade as a full recomputation."""
+    import random
+
+    from sqlalchemy import select, update
+
+    from assay.store._stats import recompute_session_stats, session_stats
+    from assay.store._tables import datasets, feedback, runs, sessions
+
+    from .test_aggregates import World, _same
+
+    store = Store.open(sqlite_url)  # the workload's source (written at head)
+    world = World(store, seed=11)
+    for _ in range(150):
+        world.step()
+    old = Store.open(blank_url, migrate=False)
+    assert old.upgrade("0003") == "0003"
+    with store.engine.connect() as src, old.engine.begin() as dst:
+        for table in (datasets, sessions, runs, feedback):
+            rows = [dict(r._mapping) for r in src.execute(select(table))]
+            if rows:
+                dst.execute(table.insert(), rows)
+        # before 0004 feedback sent ahead of its run kept session_id NULL even once it came
+        ids = sorted(dst.execute(select(feedback.c.id).where(
+            feedback.c.run_id.is_not(None))).scalars())
+        waiting = random.Random(3).sample(ids, len(ids) // 2)
+        dst.execute(update(feedback).where(feedback.c.id.in_(waiting)).values(session_id=None))
+        expected = {}
+        for row in dst.execute(select(sessions)):
+            expected[row.id] = recompute_session_stats(dst, row)
+    assert len(expected) >= 5
+    assert old.upgrade() == HEAD
+    with old.engine.connect() as conn:
+        for row in conn.execute(select(sessions)):
+            _same(session_stats(conn, row), expected[row.id], f"session {row.name}")
+        # feedback whose run was posted now names the run's project; the rest still waits
+        left = conn.execute(select(feedback.c.run_id, feedback.c.tenant_id).where(
+            feedback.c.session_id.is_(None))).all()
+        assert len(left) < len(waiting)
+        for run_id, tenant in left:
+            status = conn.execute(select(runs.c.status).where(
+                runs.c.id == run_id, runs.c.tenant_id == tenant)).scalar()
+            assert status in (None, "orphan")
+    old.close()
+    store.close()

@@ -1,6 +1,7 @@
 """Experiments: run a target over a dataset, score it, and store it all.
 
     evaluate / aevaluate        LangSmith's entry points (one async core, a sync wrapper)
+    RayExecutor                 ``executor=``: run the examples as Ray tasks on a cluster
     ExperimentResults           the rows, in dataset order; summary_results; to_pandas()
     EvaluationResult(s)         what evaluators return (LangSmith's shapes)
     git_info                    the git facts recorded in an experiment's metadata
@@ -12,6 +13,7 @@ Statistics of a finished experiment come from the store:
 from ._evaluate import aevaluate, evaluate
 from ._evaluators import RowEvaluator, SummaryEvaluator, adapt_evaluator, adapt_summary_evaluator
 from ._git import git_info
+from ._ray import RayExecutor
 from ._results import ExperimentResultRow, ExperimentResults
 from ._schemas import EvaluationResult, EvaluationResults
 
@@ -20,6 +22,7 @@ __all__ = [
     "EvaluationResults",
     "ExperimentResultRow",
     "ExperimentResults",
+    "RayExecutor",
     "RowEvaluator",
     "SummaryEvaluator",
     "adapt_evaluator",

@@ -33,6 +33,7 @@ from ._experiment import (
     new_name,
     open_experiment,
 )
+from ._ray import ExecutorOption, resolve_executor
 from ._results import ExperimentResultRow, ExperimentResults
 from ._runner import (
     MemoryClient,
@@ -75,6 +76,7 @@ class _Options:
     as_of: datetime | str | None
     splits: Sequence[str] | None
     timeout: float | None
+    executor: Any
 
 
 @dataclass
@@ -145,12 +147,15 @@ def _resolve_data(o: _Options, existing: TracerSession | None) -> ResolvedData:
 def _prepare(o: _Options) -> _Prepared:
     """Everything before the first example: arguments, data, experiment, what is already done."""
     _check(o.max_concurrency, o.num_repetitions, o.error_handling, o.timeout)
+    remote = resolve_executor(o.executor)
     if o.metadata is not None and not isinstance(o.metadata, dict):
         raise InvalidInputError(f"metadata must be a dict, got {type(o.metadata).__name__}")
     tgt = adapt_target(o.target)
     evs = [adapt_evaluator(e) for e in _as_list(o.evaluators, "evaluators")]
     sevs = [adapt_summary_evaluator(e)
             for e in _as_list(o.summary_evaluators, "summary_evaluators")]
+    if remote is not None:
+        remote.check(tgt, evs)  # e.g. unpicklable for Ray: before the experiment exists
     needs_client = o.upload_results or isinstance(o.data, (str, uuid.UUID)) or (
         o.data is not None and hasattr(o.data, "id") and hasattr(o.data, "name"))
     if o.client is None and needs_client:
@@ -206,7 +211,7 @@ def _prepare(o: _Options) -> _Prepared:
         client=o.client if o.upload_results else MemoryClient(), experiment_id=exp_id,
         experiment_name=exp_name, max_concurrency=o.max_concurrency, timeout=o.timeout,
         error_handling=o.error_handling, run_metadata=dict(o.metadata or {}),
-        upload=o.upload_results,
+        upload=o.upload_results, remote=remote,
     )
     return _Prepared(plan, units, results, state, o.client)
 
@@ -230,7 +235,10 @@ async def _execute_inner(prep: _Prepared) -> ExperimentResults:
             plan.sink.start()
         try:
             with relaxed_gc():
-                await run_units(plan, prep.units, results)
+                if plan.remote is not None:
+                    await plan.remote.run(plan, prep.units, results)
+                else:
+                    await run_units(plan, prep.units, results)
         finally:
             if plan.sink is not None:
                 await plan.sink.close()
@@ -285,6 +293,7 @@ async def aevaluate(
     as_of: datetime | str | None = None,
     splits: Sequence[str] | None = None,
     timeout: float | None = None,
+    executor: ExecutorOption = None,
 ) -> ExperimentResults:
     """Evaluate ``target`` on every example of ``data``, ``num_repetitions`` times.
 
@@ -295,11 +304,22 @@ async def aevaluate(
     not exist yet creates the experiment under exactly that name). Returns ExperimentResults;
     read its statistics with ``client.read_project(project_name=results.experiment_name,
     include_stats=True)``.
+
+    ``executor`` says where the (example, repetition) pairs run: ``None``/``"local"`` on this
+    event loop (threads for sync code), ``"ray"`` or ``RayExecutor(address=..., num_cpus=...,
+    batch_size=...)`` as Ray tasks on a cluster (``pip install 'assay[ray]'``; a local Ray is
+    started when none is running). On Ray the target and the row evaluators run on the workers,
+    in batches, so they must be picklable (cloudpickle; a clear error says which one is not);
+    runs the target traces there (``@traceable``, llm and tool runs) come back with each result
+    and are stored under its root run. This process still creates the experiment, stores runs
+    and feedback in batches, runs the summary evaluators and fills the results in dataset
+    order; ``max_concurrency`` bounds the examples in flight on the cluster (``None``: every
+    CPU kept busy), ``timeout``, ``error_handling`` and resuming behave as locally.
     """
     prep = await asyncio.to_thread(_prepare, _Options(
         target, data, evaluators, summary_evaluators, metadata, experiment_prefix, description,
         max_concurrency, num_repetitions, client, experiment, upload_results, error_handling,
-        as_of, splits, timeout))
+        as_of, splits, timeout, executor))
     task = asyncio.get_running_loop().create_task(_execute(prep))
     if not blocking:
         prep.results._task = task  # type: ignore[attr-defined]  # keep it referenced
@@ -327,17 +347,22 @@ def evaluate(
     as_of: datetime | str | None = None,
     splits: Sequence[str] | None = None,
     timeout: float | None = None,
+    executor: ExecutorOption = None,
 ) -> ExperimentResults:
     """The sync form of ``aevaluate`` (``max_concurrency=0``: one example at a time).
 
     Works with or without a running event loop in the calling thread (in Jupyter the experiment
     runs on a worker thread while the call waits). ``blocking=False`` returns at once; iterate
     the results to receive rows as they finish, or call ``results.wait()``.
+
+    ``executor="ray"`` (or a ``RayExecutor``) runs the examples on a Ray cluster; see
+    ``aevaluate``. With Ray, pass ``max_concurrency=None`` (or a number): the default of 0 runs
+    one example at a time there too.
     """
     prep = _prepare(_Options(
         target, data, evaluators, summary_evaluators, metadata, experiment_prefix, description,
         max_concurrency, num_repetitions, client, experiment, upload_results, error_handling,
-        as_of, splits, timeout))
+        as_of, splits, timeout, executor))
     if blocking:
         try:
             asyncio.get_running_loop()

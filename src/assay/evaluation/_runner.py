@@ -5,7 +5,8 @@ slots from the start of its target call to the end of its last evaluator, so tar
 evaluators together never exceed the bound. Units are pulled by a fixed pool of workers (no task
 per example, no semaphore), and with a bound of 0 or 1 they run inline: a sync target is then
 called on the loop's thread, with no thread hop per example. Results are placed by index, so
-they come back in dataset order whatever finishes first.
+they come back in dataset order whatever finishes first. An executor in ``Plan.remote`` (e.g.
+``RayExecutor``) runs the units elsewhere instead; on each of its workers it calls ``run_units``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import InvalidInputError
 from ..schemas import Example
@@ -32,7 +33,7 @@ from ._schemas import EvaluationResult, EvaluationResults
 if TYPE_CHECKING:
     from ._sink import FeedbackSink
 
-__all__ = ["Plan", "Target", "adapt_target", "feedback_rows", "run_units"]
+__all__ = ["Plan", "Target", "UnitExecutor", "adapt_target", "feedback_rows", "run_units"]
 
 MAX_THREADS = 128  # sync targets and evaluators: at most this many threads however high the bound
 
@@ -85,6 +86,19 @@ class Unit:
     repetition: int
 
 
+class UnitExecutor(Protocol):
+    """Runs an experiment's units somewhere other than this event loop (e.g. ``RayExecutor``).
+
+    ``check`` is called while ``evaluate()`` sets up, before the experiment exists, so a target
+    that cannot run there fails fast. ``run`` must leave what ``run_units`` leaves: every row
+    in ``results`` by index, runs handed to ``plan.client``'s writer, feedback to ``plan.sink``.
+    """
+
+    def check(self, target: Target, evaluators: Sequence[RowEvaluator]) -> None: ...
+
+    async def run(self, plan: Plan, units: Sequence[Unit], results: ExperimentResults) -> None: ...
+
+
 @dataclass
 class Plan:
     """Everything a run needs, decided once before the first example."""
@@ -100,8 +114,9 @@ class Plan:
     error_handling: str
     run_metadata: dict[str, Any]
     upload: bool
+    remote: UnitExecutor | None = None  # None: the units run on this event loop
     sink: FeedbackSink | None = None
-    executor: ThreadPoolExecutor | None = None
+    executor: ThreadPoolExecutor | None = None  # threads for sync targets and evaluators
     ignored_traces: list[uuid.UUID] = field(default_factory=list)
 
 

@@ -12,6 +12,7 @@ from .._ids import as_uuid, new_id, utcnow
 from .._json import jsonable
 from ..errors import InvalidInputError, NotFoundError
 from ..schemas import Feedback
+from ._aggregates import FEEDBACK_RETURNING, FeedbackDeltas
 from ._bulk import insert_many
 from ._tables import feedback, runs
 
@@ -111,12 +112,17 @@ class FeedbackRepo:
             ids = [r["id"] for r in rows]
             existing = set(conn.execute(select(feedback.c.id).where(feedback.c.id.in_(ids))).scalars())
             fresh = [r for r in rows if r["id"] not in existing]
+            deltas = FeedbackDeltas()
             for r in rows:  # the SDKs retry: the same id again replaces the earlier row
                 if r["id"] in existing:
-                    conn.execute(feedback.delete().where(
-                        feedback.c.id == r["id"], feedback.c.tenant_id == self.store.tenant_id))
+                    deltas.add_rows(conn.execute(feedback.delete().where(
+                        feedback.c.id == r["id"], feedback.c.tenant_id == self.store.tenant_id
+                    ).returning(*FEEDBACK_RETURNING)), -1)
                     fresh.append(r)
             insert_many(conn, feedback, fresh)
+            for r in fresh:
+                deltas.add_row(r, 1)
+            deltas.apply(conn)
         return self.list(feedback_ids=ids) if return_records else []
 
     def create(self, **item: Any) -> Feedback:
@@ -158,8 +164,13 @@ class FeedbackRepo:
     def delete(self, feedback_id: uuid.UUID | str) -> None:
         fid = str(as_uuid(feedback_id, "feedback_id"))
         with self.store.write() as conn:
-            n = conn.execute(feedback.delete().where(
-                feedback.c.id == fid, feedback.c.tenant_id == self.store.tenant_id)).rowcount
+            gone = conn.execute(feedback.delete().where(
+                feedback.c.id == fid, feedback.c.tenant_id == self.store.tenant_id
+            ).returning(*FEEDBACK_RETURNING)).all()
+            deltas = FeedbackDeltas()
+            deltas.add_rows(gone, -1)
+            deltas.apply(conn)
+            n = len(gone)
         if not n:
             raise NotFoundError(f"feedback {fid} not found")
 

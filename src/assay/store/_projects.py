@@ -13,6 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from .._ids import as_uuid, new_id, utcnow
 from ..errors import ConflictError, InvalidInputError, NotFoundError
 from ..schemas import TracerSession, TracerSessionResult
+from ._aggregates import FEEDBACK_RETURNING, FeedbackDeltas, drop_session
 from ._tables import feedback, runs, sessions
 
 if TYPE_CHECKING:
@@ -242,10 +243,18 @@ class ProjectRepo:
             row = self._resolve(conn, project_id, project_name)
             run_ids = select(runs.c.id).where(runs.c.session_id == row.id).scalar_subquery()
             mine = feedback.c.tenant_id == self.store.tenant_id  # never another workspace's rows
+            # feedback on this project's runs that was filed under another project: that
+            # project's aggregates lose it; everything else summed here goes with drop_session
+            elsewhere = FeedbackDeltas()
+            elsewhere.add_rows(conn.execute(feedback.delete().where(
+                mine, feedback.c.run_id.in_(run_ids), feedback.c.session_id != row.id,
+            ).returning(*FEEDBACK_RETURNING)), -1)
             conn.execute(feedback.delete().where(mine, feedback.c.run_id.in_(run_ids)))
             conn.execute(feedback.delete().where(mine, feedback.c.session_id == row.id))
             conn.execute(runs.delete().where(runs.c.session_id == row.id))
             conn.execute(sessions.delete().where(sessions.c.id == row.id))
+            drop_session(conn, row.id, self.store.tenant_id)
+            elsewhere.apply(conn)
 
     def count_for_dataset(self, conn: Connection, dataset_id: str) -> int:
         return conn.execute(

@@ -18,8 +18,16 @@ from sqlalchemy.exc import IntegrityError
 
 from .._ids import as_uuid, dotted_segment, utcnow
 from .._usage import derive_usage
-from ..errors import InvalidInputError, NotFoundError
+from ..errors import InvalidInputError, NotFoundError, StoreError
 from ..schemas import Run
+from ._aggregates import (
+    FEEDBACK_RETURNING,
+    ORPHAN,
+    RUN_RETURNING,
+    FeedbackDeltas,
+    RunDeltas,
+    adopt_pending_feedback,
+)
 from ._bulk import insert_many
 from ._tables import runs
 from ._types import to_micros
@@ -38,7 +46,7 @@ RUN_FIELDS = (
 )
 _IDENTITY = ("name", "run_type", "start_time", "trace_id", "parent_run_id", "dotted_order")
 _ID_FIELDS = ("id", "trace_id", "parent_run_id", "reference_example_id")
-_ORPHAN = "orphan"  # a patch stored before its post arrived
+_ORPHAN = ORPHAN  # a patch stored before its post arrived
 _COLUMN_ORDER = tuple(sorted(c.name for c in runs.columns))
 _COLUMNS = frozenset(_COLUMN_ORDER)
 
@@ -162,8 +170,11 @@ class RunRepo:
             try:
                 with self.store.write() as conn:
                     return self._upsert(conn, posts, patches, default_project)
-            except IntegrityError:  # a concurrent writer inserted one of our ids first
-                if attempt == 2:
+            except StoreError as exc:
+                # a concurrent writer inserted one of our ids (or projects) first: read again.
+                # Not inside an enclosing transaction(), which the failure has spoilt.
+                if (not isinstance(exc.__cause__, IntegrityError) or attempt == 2
+                        or self.store._active() is not None):
                     raise
         return 0  # pragma: no cover
 
@@ -185,17 +196,23 @@ class RunRepo:
 
     def _upsert(self, conn: Connection, posts: list[tuple[dict, Mapping]],
                 patches: list[tuple[dict, Mapping]], default_project: str) -> int:
-        ids = list({r["id"] for r, _ in posts} | {r["id"] for r, _ in patches})
+        ids = sorted({r["id"] for r, _ in posts} | {r["id"] for r, _ in patches})
         existing: dict[str, dict[str, Any]] = {}
+        deltas = RunDeltas()
+        was_orphan: set[str] = set()
         for i in range(0, len(ids), 500):
+            # FOR UPDATE (PostgreSQL; SQLite's write lock already serializes): a concurrent
+            # writer of the same run waits, so the old values the deltas subtract are current
             for row in conn.execute(
                 select(runs).where(runs.c.id.in_(ids[i : i + 500]),
-                                   runs.c.tenant_id == self.store.tenant_id)
+                                   runs.c.tenant_id == self.store.tenant_id).with_for_update()
             ):
-                existing[row.id] = {
-                    k: (to_micros(v) if isinstance(v, datetime) else v)
-                    for k, v in row._mapping.items()
-                }
+                old = {k: (to_micros(v) if isinstance(v, datetime) else v)
+                       for k, v in row._mapping.items()}
+                deltas.add(old, -1)
+                if old["status"] == _ORPHAN:
+                    was_orphan.add(row.id)
+                existing[row.id] = old
         fresh: set[str] = set()
         cache: dict[str, str] = {}
         for clean, raw in posts:
@@ -231,6 +248,7 @@ class RunRepo:
                 if k != "status":
                     cur[k] = v
         inserts, updates = [], []
+        posted: dict[str, list[str]] = {}  # session -> runs whose post is now stored
         for run_id in ids:
             cur = existing[run_id]
             for need in ("name", "run_type", "start_time", "trace_id"):
@@ -242,11 +260,19 @@ class RunRepo:
                     else:
                         raise InvalidInputError(f"run {run_id}: missing required field {need!r}")
             row = _finish(cur)
+            deltas.add(row, 1)
+            if row["status"] != _ORPHAN and (run_id in fresh or run_id in was_orphan):
+                posted.setdefault(row["session_id"], []).append(run_id)
             (inserts if run_id in fresh else updates).append(row)
         if inserts:
             insert_many(conn, runs, inserts)
         if updates:  # one executemany for every completed run (patches sent apart from posts)
             conn.execute(_UPDATE, [{"_id": r["id"], **{c: r[c] for c in _UPDATABLE}} for r in updates])
+        deltas.apply(conn)
+        if posted:
+            fb = FeedbackDeltas()
+            adopt_pending_feedback(conn, self.store.tenant_id, posted, fb)
+            fb.apply(conn)
         return len(ids)
 
     # -- queries ------------------------------------------------------------------------------
@@ -339,27 +365,38 @@ class RunRepo:
         sid = str(as_uuid(project_id, "project_id"))
         tenant = runs.c.tenant_id == self.store.tenant_id
         in_project = runs.c.session_id == sid
-        deleted = 0
+        runs_gone, feedback_gone = RunDeltas(), FeedbackDeltas()
         with self.store.write() as conn:
             if keep is not None:
                 kept = {str(as_uuid(t, "trace id")) for t in keep}
                 present = conn.execute(
                     select(runs.c.trace_id).where(tenant, in_project).distinct()).scalars()
-                doomed = [t for t in present if t not in kept]
+                doomed = sorted(t for t in present if t not in kept)
             else:
-                doomed = list(dict.fromkeys(str(as_uuid(t, "trace id")) for t in trace_ids or ()))
+                doomed = sorted({str(as_uuid(t, "trace id")) for t in trace_ids or ()})
+            gone_ids: list[str] = []
             for i in range(0, len(doomed), 500):
                 chunk = doomed[i : i + 500]
-                ids = select(runs.c.id).where(tenant, in_project, runs.c.trace_id.in_(chunk))
-                conn.execute(feedback.delete().where(feedback.c.run_id.in_(ids)))
-                deleted += conn.execute(
-                    runs.delete().where(tenant, in_project, runs.c.trace_id.in_(chunk))).rowcount
-            conn.execute(feedback.delete().where(
+                for row in conn.execute(runs.delete().where(
+                        tenant, in_project, runs.c.trace_id.in_(chunk)).returning(*RUN_RETURNING)):
+                    runs_gone.add(row._mapping, -1)
+                    gone_ids.append(row.id)
+            deleted = len(gone_ids)
+            # the same lock order as upsert: runs, run aggregates, feedback, feedback aggregates
+            runs_gone.apply(conn)
+            runs_gone.drop_empty_streams(conn)
+            gone_ids.sort()
+            for j in range(0, len(gone_ids), 500):
+                feedback_gone.add_rows(conn.execute(feedback.delete().where(
+                    feedback.c.run_id.in_(gone_ids[j : j + 500])
+                ).returning(*FEEDBACK_RETURNING)), -1)
+            feedback_gone.add_rows(conn.execute(feedback.delete().where(
                 feedback.c.tenant_id == self.store.tenant_id,
                 feedback.c.session_id == sid,
                 feedback.c.run_id.is_not(None),
                 feedback.c.run_id.not_in(select(runs.c.id).where(tenant, in_project)),
-            ))
+            ).returning(*FEEDBACK_RETURNING)), -1)
+            feedback_gone.apply(conn)
         return deleted
 
 

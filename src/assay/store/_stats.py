@@ -1,8 +1,12 @@
-"""Session statistics (``read_project(include_stats=True)``) as SQL aggregates.
+"""Session statistics (``read_project(include_stats=True)``).
 
-Nothing here loads runs into Python: counts and sums are aggregates, and each percentile reads
-at most two index entries (``ORDER BY ... LIMIT 2 OFFSET k``) and interpolates linearly between
-them, which is numpy's default method. The same SQL runs on SQLite and PostgreSQL.
+``session_stats`` reads the counts and sums that every write keeps up to date
+(``_aggregates.py``: one row per session and per feedback key), so its cost does not grow with
+the session. Each percentile reads at most two index entries (``ORDER BY ... LIMIT 2 OFFSET k``)
+from the nearer end and interpolates linearly between them, which is numpy's default method.
+``recompute_session_stats`` computes the same figures from the runs and feedback rows with full
+aggregate queries: the definition the maintained sums must always equal (tests and repair
+compare the two). The same SQL runs on SQLite and PostgreSQL.
 
 Meanings:
 - run_count, latency, error_rate, last_run_start_time: over root runs of the session.
@@ -25,10 +29,18 @@ from typing import Any
 from sqlalchemy import and_, distinct, func, literal_column, or_, select
 from sqlalchemy.engine import Connection
 
-from ._tables import feedback, runs, sessions
+from ._aggregates import pending_feedback
+from ._tables import (
+    feedback,
+    feedback_aggregates,
+    feedback_label_counts,
+    runs,
+    session_aggregates,
+    sessions,
+)
 from ._types import from_micros, to_micros
 
-__all__ = ["session_stats", "percentile"]
+__all__ = ["session_stats", "recompute_session_stats", "percentile"]
 
 # Inline literals, not bound parameters: the planners can then use the partial indexes
 # (``WHERE run_type = 'llm'``, ``first_token_us IS NOT NULL``) that match these terms.
@@ -71,12 +83,7 @@ def _feedback_stats(conn: Connection, where: Any) -> dict[str, dict[str, Any]]:
         func.sum(feedback.c.score * feedback.c.score),
     ).where(where).group_by(feedback.c.key)
     for key, n, n_scored, total, total_sq in conn.execute(q):
-        avg = stdev = None
-        if n_scored:
-            avg = float(total) / n_scored
-            var = max(float(total_sq) / n_scored - avg * avg, 0.0)
-            stdev = math.sqrt(var)
-        out[key] = {"n": int(n), "avg": avg, "stdev": stdev, "values": {}}
+        out[key] = _key_stats(n, n_scored, total, total_sq)
     labels = select(feedback.c.key, feedback.c.label, func.count()).where(
         where, feedback.c.label.is_not(None)
     ).group_by(feedback.c.key, feedback.c.label)
@@ -86,7 +93,8 @@ def _feedback_stats(conn: Connection, where: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
-def session_stats(conn: Connection, session: Any) -> dict[str, Any]:
+def recompute_session_stats(conn: Connection, session: Any) -> dict[str, Any]:
+    """The statistics from the rows themselves (full scans): what ``session_stats`` must equal."""
     sid = session.id
     in_session = runs.c.session_id == sid
     roots = and_(in_session, runs.c.is_root.is_(True))
@@ -134,18 +142,6 @@ def session_stats(conn: Connection, session: Any) -> dict[str, Any]:
             ),
         ),
     )
-    test_run_number = None
-    if session.reference_dataset_id is not None:
-        start_us = to_micros(session.start_time)
-        test_run_number = conn.execute(
-            select(func.count()).where(
-                sessions.c.reference_dataset_id == session.reference_dataset_id,
-                or_(
-                    sessions.c.start_time < start_us,
-                    and_(sessions.c.start_time == start_us, sessions.c.id <= sid),
-                ),
-            )
-        ).scalar()
     return {
         "run_count": int(run_count),
         "latency_p50": seconds(percentile(conn, runs.c.latency_us, roots, n_lat, 0.5)),
@@ -167,5 +163,122 @@ def session_stats(conn: Connection, session: Any) -> dict[str, Any]:
         "run_facets": [],
         "error_rate": (n_err / run_count) if run_count else None,
         "streaming_rate": (n_streamed_traces / run_count) if run_count else None,
-        "test_run_number": test_run_number,
+        "test_run_number": _test_run_number(conn, session),
+    }
+
+
+def _test_run_number(conn: Connection, session: Any) -> int | None:
+    if session.reference_dataset_id is None:
+        return None
+    start_us = to_micros(session.start_time)
+    return conn.execute(
+        select(func.count()).where(
+            sessions.c.reference_dataset_id == session.reference_dataset_id,
+            or_(
+                sessions.c.start_time < start_us,
+                and_(sessions.c.start_time == start_us, sessions.c.id <= session.id),
+            ),
+        )
+    ).scalar()
+
+
+def _seconds(value: float | None) -> float | None:
+    return None if value is None else value / 1_000_000
+
+
+def _key_stats(n: int, n_scored: int, total: float, total_sq: float) -> dict[str, Any]:
+    """``{n, avg, stdev, values}`` from a key's count, scored count and score sums.
+
+    The variance is E[x^2] - E[x]^2; a difference within float rounding of E[x^2] (1e-12 of
+    it) is zero: sums added in another order (the maintained ones are added write by write)
+    must not turn equal scores into a stdev of 1e-8.
+    """
+    avg = stdev = None
+    if n_scored:
+        avg = float(total) / n_scored
+        mean_sq = float(total_sq) / n_scored
+        var = mean_sq - avg * avg
+        stdev = math.sqrt(var) if var > 1e-12 * mean_sq else 0.0
+    return {"n": int(n), "avg": avg, "stdev": stdev, "values": {}}
+
+
+def _maintained_feedback(conn: Connection, sid: str, tenant: str
+                         ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """(feedback_stats, session_feedback_stats) from the feedback aggregates, plus the
+    workspace's pending feedback whose run is in this session (counted live)."""
+    sums: dict[tuple[str, str], list[float]] = {}
+    labels: dict[tuple[str, str], dict[str, int]] = {}
+    fa, fl = feedback_aggregates, feedback_label_counts
+    for level, key, n, n_scored, total, total_sq in conn.execute(
+        select(fa.c.level, fa.c.key, fa.c.n, fa.c.n_scored, fa.c.score_sum, fa.c.score_sq_sum)
+        .where(fa.c.session_id == sid, fa.c.tenant_id == tenant, fa.c.n > 0)
+    ):
+        sums[(level, key)] = [n, n_scored, total, total_sq]
+    for level, key, label, n in conn.execute(
+        select(fl.c.level, fl.c.key, fl.c.label, fl.c.n)
+        .where(fl.c.session_id == sid, fl.c.tenant_id == tenant, fl.c.n > 0)
+    ):
+        labels.setdefault((level, key), {})[label] = int(n)
+    for key, score, label in pending_feedback(conn, sid, tenant):
+        d = sums.setdefault(("run", key), [0, 0, 0.0, 0.0])
+        d[0] += 1
+        if score is not None:
+            d[1] += 1
+            d[2] += score
+            d[3] += score * score
+        if label is not None:
+            per = labels.setdefault(("run", key), {})
+            per[label] = per.get(label, 0) + 1
+    out: dict[str, dict[str, dict[str, Any]]] = {"run": {}, "session": {}}
+    for (level, key) in sorted(sums):
+        stats = _key_stats(*sums[(level, key)])
+        stats["values"] = labels.get((level, key), {})
+        out[level][key] = stats
+    return out["run"], out["session"]
+
+
+# a session no run has reached yet has no aggregate row
+_NO_RUNS = {c.name: (None if c.name == "last_root_start" else 0) for c in session_aggregates.c}
+
+
+def session_stats(conn: Connection, session: Any) -> dict[str, Any]:
+    """The statistics from the maintained aggregates: a handful of indexed reads."""
+    sid = session.id
+    row = conn.execute(
+        select(session_aggregates).where(session_aggregates.c.session_id == sid)
+    ).first()
+    agg: Any = row._mapping if row is not None else _NO_RUNS
+    in_session = runs.c.session_id == sid
+    roots = and_(in_session, runs.c.is_root.is_(True))
+    run_count, n_lat, n_ft = (int(agg[c]) for c in ("root_runs", "root_latencies",
+                                                       "streamed_runs"))
+
+    def cost(total: str, count: str) -> float | None:
+        return float(agg[total]) if agg[count] else None
+
+    def tokens(col: str) -> int:
+        return int(agg[col])
+
+    run_stats, session_fb = _maintained_feedback(conn, sid, session.tenant_id)
+    return {
+        "run_count": run_count,
+        "latency_p50": _seconds(percentile(conn, runs.c.latency_us, roots, n_lat, 0.5)),
+        "latency_p99": _seconds(percentile(conn, runs.c.latency_us, roots, n_lat, 0.99)),
+        "first_token_p50": _seconds(percentile(conn, runs.c.first_token_us, in_session, n_ft, 0.5)),
+        "first_token_p99": _seconds(
+            percentile(conn, runs.c.first_token_us, in_session, n_ft, 0.99)),
+        "total_tokens": tokens("total_tokens"),
+        "prompt_tokens": tokens("prompt_tokens"),
+        "completion_tokens": tokens("completion_tokens"),
+        "total_cost": cost("total_cost", "total_cost_runs"),
+        "prompt_cost": cost("prompt_cost", "prompt_cost_runs"),
+        "completion_cost": cost("completion_cost", "completion_cost_runs"),
+        "last_run_start_time": from_micros(agg["last_root_start"]) if run_count else None,
+        "last_run_start_time_live": None,
+        "feedback_stats": run_stats,
+        "session_feedback_stats": session_fb,
+        "run_facets": [],
+        "error_rate": (agg["root_errors"] / run_count) if run_count else None,
+        "streaming_rate": (agg["streamed_traces"] / run_count) if run_count else None,
+        "test_run_number": _test_run_number(conn, session),
     }

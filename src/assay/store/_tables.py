@@ -38,6 +38,10 @@ __all__ = [
     "feedback",
     "tenants",
     "api_keys",
+    "session_aggregates",
+    "trace_streams",
+    "feedback_aggregates",
+    "feedback_label_counts",
     "DEFAULT_TENANT_ID",
 ]
 
@@ -185,6 +189,10 @@ feedback = Table(
     Column("modified_at", Micros, nullable=False),
     Index("ix_feedback_session_key", "session_id", "key"),
     Index("ix_feedback_run", "run_id"),
+    # feedback whose run is not stored yet (migration 0004): few rows, read by every statistic
+    # and probed when runs arrive
+    Index("ix_feedback_pending", "tenant_id", "run_id",
+          sqlite_where=text("session_id IS NULL"), postgresql_where=text("session_id IS NULL")),
 )
 
 # Added by migration 0002 (team server).
@@ -208,4 +216,67 @@ api_keys = Table(
     Column("created_at", Micros, nullable=False),
     Column("revoked_at", Micros),
     UniqueConstraint("key_hash", name="uq_api_keys_hash"),
+)
+
+
+# Added by migration 0004: session statistics kept up to date by every write (see _aggregates.py),
+# so reading them does not scan a session's runs and feedback.
+_COUNT = {"nullable": False, "server_default": text("0")}
+
+session_aggregates = Table(
+    "session_aggregates",
+    metadata,
+    Column("session_id", ID, primary_key=True),
+    Column("tenant_id", ID, nullable=False),
+    Column("root_runs", BigInteger, **_COUNT),
+    Column("root_latencies", BigInteger, **_COUNT),
+    Column("root_errors", BigInteger, **_COUNT),
+    Column("last_root_start", Micros),
+    Column("streamed_runs", BigInteger, **_COUNT),
+    Column("streamed_traces", BigInteger, **_COUNT),
+    Column("total_tokens", BigInteger, **_COUNT),
+    Column("prompt_tokens", BigInteger, **_COUNT),
+    Column("completion_tokens", BigInteger, **_COUNT),
+    Column("total_cost", Double, **_COUNT),
+    Column("prompt_cost", Double, **_COUNT),
+    Column("completion_cost", Double, **_COUNT),
+    # llm runs with a known cost: a sum over none of them is null, not 0
+    Column("total_cost_runs", BigInteger, **_COUNT),
+    Column("prompt_cost_runs", BigInteger, **_COUNT),
+    Column("completion_cost_runs", BigInteger, **_COUNT),
+)
+
+# Streamed runs per (session, trace): streamed_traces above counts the rows above zero.
+trace_streams = Table(
+    "trace_streams",
+    metadata,
+    Column("session_id", ID, primary_key=True),
+    Column("trace_id", ID, primary_key=True),
+    Column("streamed_runs", BigInteger, **_COUNT),
+)
+
+# level: 'run' (feedback naming a run) or 'session' (summary feedback on the session itself).
+# Keyed by the feedback's own tenant: another workspace's rows never reach a session's figures.
+feedback_aggregates = Table(
+    "feedback_aggregates",
+    metadata,
+    Column("session_id", ID, primary_key=True),
+    Column("tenant_id", ID, primary_key=True),
+    Column("level", String(8), primary_key=True),
+    Column("key", String(512), primary_key=True),
+    Column("n", BigInteger, **_COUNT),
+    Column("n_scored", BigInteger, **_COUNT),
+    Column("score_sum", Double, **_COUNT),
+    Column("score_sq_sum", Double, **_COUNT),
+)
+
+feedback_label_counts = Table(
+    "feedback_label_counts",
+    metadata,
+    Column("session_id", ID, primary_key=True),
+    Column("tenant_id", ID, primary_key=True),
+    Column("level", String(8), primary_key=True),
+    Column("key", String(512), primary_key=True),
+    Column("label", String(512), primary_key=True),
+    Column("n", BigInteger, **_COUNT),
 )
