@@ -148,3 +148,25 @@ def test_upgrade_to_0004_fills_the_aggregates_from_existing_rows(sqlite_url: str
             assert status in (None, "orphan")
     old.close()
     store.close()
+
+
+def test_cli_db_check_detects_and_repairs_drift(tmp_path: Path) -> None:
+    from sqlalchemy import update
+
+    from assay.store._tables import session_aggregates
+
+    path = tmp_path / "check.db"
+    shutil.copy(FIXTURE, path)
+    runner = CliRunner()
+    ok = runner.invoke(app, ["db", "check", "--db", str(path), "--json"])
+    assert ok.exit_code == 0, ok.output
+    assert json.loads(ok.output)["mismatched"] == []
+    store = Store.open(path)
+    with store.write() as conn:  # simulate drift (e.g. rows edited by hand)
+        conn.execute(update(session_aggregates).values(root_runs=99))
+    store.close()
+    bad = runner.invoke(app, ["db", "check", "--db", str(path), "--json"])
+    assert bad.exit_code == 1
+    assert json.loads(bad.output)["mismatched"][0]["fields"] == ["run_count"]
+    fixed = runner.invoke(app, ["db", "check", "--db", str(path), "--repair", "--json"])
+    assert fixed.exit_code == 0 and json.loads(fixed.output)["mismatched"] == []

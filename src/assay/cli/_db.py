@@ -39,3 +39,76 @@ def version(db: DbOption = None, json_out: JsonOption = False) -> None:
         emit_json({"url": store.url, "version": current, "head": HEAD})
     else:
         console.print(f"{store.url}: schema {current or 'empty'} (head {HEAD})")
+
+
+def _differences(fast: dict, slow: dict) -> list[str]:
+    """Fields where the maintained statistics differ from a recomputation (floats to 1e-9)."""
+    out = []
+    for key in sorted(set(fast) | set(slow)):
+        a, b = fast.get(key), slow.get(key)
+        if isinstance(a, float) and isinstance(b, float):
+            if abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b)):
+                continue
+        elif key in ("feedback_stats", "session_feedback_stats"):
+            if _differences_fb(a or {}, b or {}):
+                out.append(key)
+            continue
+        if a != b:
+            out.append(key)
+    return out
+
+
+def _differences_fb(a: dict, b: dict) -> bool:
+    if set(a) != set(b):
+        return True
+    for k in a:
+        x, y = a[k], b[k]
+        if x["n"] != y["n"] or x["values"] != y["values"]:
+            return True
+        for f in ("avg", "stdev"):
+            if (x[f] is None) != (y[f] is None) or (
+                    x[f] is not None and abs(x[f] - y[f]) > 1e-6 * max(1.0, abs(y[f]))):
+                return True
+    return False
+
+
+@app.command("check")
+def check(
+    db: DbOption = None,
+    repair: Annotated[bool, typer.Option(
+        "--repair", help="Rebuild every maintained aggregate from the rows.")] = False,
+    json_out: JsonOption = False,
+) -> None:
+    """Verify that every project's maintained statistics equal a full recomputation.
+
+    Exits 1 when a project differs (after --repair, when it still differs).
+    """
+    from sqlalchemy import select
+
+    from ..store._aggregates import rebuild_aggregates
+    from ..store._stats import recompute_session_stats, session_stats
+    from ..store._tables import sessions
+
+    with handle_errors():
+        store = Store.open(db)
+        if repair:
+            with store.write() as conn:
+                rebuild_aggregates(conn)
+        bad: list[dict[str, object]] = []
+        checked = 0
+        with store.read() as conn:
+            for row in conn.execute(select(sessions)):
+                checked += 1
+                diff = _differences(session_stats(conn, row), recompute_session_stats(conn, row))
+                if diff:
+                    bad.append({"project": row.name, "id": row.id, "fields": diff})
+    if json_out:
+        emit_json({"checked": checked, "mismatched": bad, "repaired": repair})
+    elif bad:
+        for b in bad:
+            console.print(f"[red]{b['project']}[/red] ({b['id']}): {', '.join(b['fields'])}")
+        console.print(f"{len(bad)} of {checked} projects differ; run `assay db check --repair`")
+    else:
+        console.print(f"{checked} projects checked: statistics consistent")
+    if bad:
+        raise typer.Exit(1)
