@@ -126,3 +126,33 @@ def test_runs_query_filters_and_cursor_pages(ws: Workspace) -> None:
     later = query(start_time=(base + timedelta(seconds=3)).isoformat(), order="asc")["runs"]
     assert [r["name"] for r in later] == ["r3", "r4"]
     assert query(session=[str(uuid.uuid4())])["runs"] == []
+
+
+def test_concurrent_requests_creating_one_new_project_all_succeed(ws: Workspace) -> None:
+    """Several senders naming the same brand-new project at once: every request is accepted
+    and every run lands in that one project (on PostgreSQL the losers of the project-creation
+    race used to get a 409)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    bodies = []
+    for sender in range(8):
+        parts = []
+        for i in range(10):
+            run = make_run(f"s{sender}-{i}", session="raced")
+            parts.append((f"post.{run['id']}", run))
+        bodies.append(multipart(parts, encoding="zstd"))
+
+    def send(item: tuple[bytes, dict[str, str]]) -> int:
+        body, headers = item
+        with httpx.Client(base_url=ws.server.url, headers={"x-api-key": ws.key}, timeout=30) as h:
+            return h.post("/runs/multipart", content=body, headers=headers).status_code
+
+    for _ in range(3):  # a race: try it a few times
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            codes = list(pool.map(send, bodies))
+        assert codes == [202] * 8
+    projects = [p for p in ws.store.projects.list() if p.name == "raced"]
+    assert len(projects) == 1
+    assert ws.store.projects.read(project_name="raced", include_stats=True).run_count == 80

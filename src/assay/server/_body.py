@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 import zlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,21 @@ __all__ = [
 ]
 
 _CHUNK = 1 << 16
+_MISSING = object()
+# Integers orjson would read as floats (past 64 bits): 19 digits in a row send a body to
+# ``json``. Found by mapping digits to "0" and the rest to "." (a regex costs 5x the parse).
+_DIGITS = bytes(0x30 if 0x30 <= i <= 0x39 else 0x2E for i in range(256))
+_DIGIT_RUN = b"0" * 19
+
+
+def _may_hold_big_int(raw: bytes) -> bool:
+    return len(raw) >= 19 and _DIGIT_RUN in raw.translate(_DIGITS)
+
+
+try:  # optional speed-up (the ``server`` extra installs it; langsmith depends on it too)
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - pure-json fallback
+    _orjson = None  # type: ignore[assignment]
 
 
 def _too_large(limit: int, what: str = "request body") -> ApiError:
@@ -176,14 +192,26 @@ def _scrub(value: Any) -> Any:
 
 
 def loads(data: bytes | str, what: str = "request body") -> Any:
-    """Strict JSON (no NaN/Infinity); the error names ``what`` and the position."""
-    try:
-        value = json.loads(data, parse_constant=_no_constant, parse_float=_finite)
-    except UnicodeDecodeError as exc:
-        raise ApiError(400, "malformed_json", f"{what} is not UTF-8: {exc.reason}") from None
-    except ValueError as exc:
-        raise ApiError(400, "malformed_json", f"{what} is not valid JSON: {exc}") from None
-    raw = data if isinstance(data, bytes) else data.encode()
+    """Strict JSON (no NaN/Infinity); the error names ``what`` and the position.
+
+    orjson parses the common case (about 4x faster than ``json``); anything it refuses, or that
+    it might read differently (integers past 64 bits, which it turns into floats), goes through
+    ``json`` so the result and the error message are the reference behaviour.
+    """
+    raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
+    value: Any = _MISSING
+    if _orjson is not None and not _may_hold_big_int(raw):
+        try:
+            value = _orjson.loads(raw)
+        except ValueError:
+            value = _MISSING
+    if value is _MISSING:
+        try:
+            value = json.loads(data, parse_constant=_no_constant, parse_float=_finite)
+        except UnicodeDecodeError as exc:
+            raise ApiError(400, "malformed_json", f"{what} is not UTF-8: {exc.reason}") from None
+        except ValueError as exc:
+            raise ApiError(400, "malformed_json", f"{what} is not valid JSON: {exc}") from None
     if b"\\u0000" in raw:
         value = _scrub(value)
     return value
@@ -196,7 +224,7 @@ async def read_json(request: Request, limit: int) -> Any:
     return loads(decode(body, request.headers.get("content-encoding"), limit))
 
 
-@dataclass
+@dataclass(slots=True)
 class Part:
     name: str
     data: bytes
@@ -208,16 +236,51 @@ class Part:
         return self.headers.get("content-type", "application/json").split(";")[0].strip().lower()
 
     def json(self) -> Any:
-        return loads(self.data, f"multipart part {self.name!r}")
+        data = self.data
+        if _orjson is not None and b"\\u0000" not in data and not _may_hold_big_int(data):
+            try:  # the common case inline: ingest parses ~5 parts a run
+                return _orjson.loads(data)
+            except ValueError:
+                pass  # loads() decides, and words the error
+        return loads(data, f"multipart part {self.name!r}")
+
+
+_MAX_PART_HEADERS = 32
+# the Content-Disposition both SDKs send; anything else goes through python-multipart's parser
+_SIMPLE_DISPOSITION = re.compile(r'form-data;\s*name="([^"\\]*)"(?:;\s*filename="([^"\\]*)")?\s*')
+
+
+def _malformed(detail: str) -> ApiError:
+    return ApiError(400, "malformed_multipart", f"malformed multipart body: {detail}")
+
+
+def _disposition(value: str, index: int) -> tuple[str, str | None]:
+    simple = _SIMPLE_DISPOSITION.fullmatch(value)
+    if simple is not None:  # header values are latin-1 text; the SDKs send UTF-8 names
+        name, filename = simple.group(1), simple.group(2)
+        if not name.isascii():
+            name = name.encode("latin-1").decode("utf-8", "replace")
+        if filename and not filename.isascii():
+            filename = filename.encode("latin-1").decode("utf-8", "replace")
+        return name, filename or None
+    from python_multipart.multipart import parse_options_header
+
+    disp, opts = parse_options_header(value)
+    name = opts.get(b"name")
+    if disp != b"form-data" or name is None:
+        raise ApiError(400, "malformed_multipart", f"multipart part #{index} has no form-data name")
+    filename = opts.get(b"filename")
+    return (name.decode("utf-8", "replace"),
+            filename.decode("utf-8", "replace") if filename else None)
 
 
 def parse_multipart(data: bytes, content_type: str, *, max_parts: int = 100_000) -> list[Part]:
-    """Split a multipart/form-data body into parts; malformed bodies raise a 400."""
-    from python_multipart.multipart import (
-        MultipartParseError,
-        MultipartParser,
-        parse_options_header,
-    )
+    """Split a multipart/form-data body (RFC 7578) into parts; malformed bodies raise a 400.
+
+    Written over ``bytes.find`` rather than python-multipart's byte-by-byte state machine with
+    a callback per header and chunk, which cost ~50 us a part: ingest sends five parts a run.
+    """
+    from python_multipart.multipart import parse_options_header
 
     ctype, params = parse_options_header(content_type or "")
     if ctype != b"multipart/form-data":
@@ -226,59 +289,48 @@ def parse_multipart(data: bytes, content_type: str, *, max_parts: int = 100_000)
     boundary = params.get(b"boundary")
     if not boundary:
         raise ApiError(400, "malformed_multipart", "multipart Content-Type has no boundary")
-    parts: list[Part] = []
-    headers: dict[str, str] = {}
-    current: dict[str, Any] = {}
-    state = {"field": b"", "value": b"", "ended": False}
-
-    def on_part_begin() -> None:
-        headers.clear()
-        current.clear()
-        current["data"] = bytearray()
-        if len(parts) >= max_parts:
-            raise _too_large(max_parts, "number of multipart parts")
-
-    def on_header_field(buf: bytes, start: int, end: int) -> None:
-        state["field"] += buf[start:end]
-
-    def on_header_value(buf: bytes, start: int, end: int) -> None:
-        state["value"] += buf[start:end]
-
-    def on_header_end() -> None:
-        headers[state["field"].decode("latin-1").lower()] = state["value"].decode("latin-1")
-        state["field"] = b""
-        state["value"] = b""
-
-    def on_part_data(buf: bytes, start: int, end: int) -> None:
-        current["data"] += buf[start:end]
-
-    def on_part_end() -> None:
-        disp, opts = parse_options_header(headers.get("content-disposition", ""))
-        name = opts.get(b"name")
-        if disp != b"form-data" or name is None:
-            raise ApiError(400, "malformed_multipart",
-                           f"multipart part #{len(parts) + 1} has no form-data name")
-        filename = opts.get(b"filename")
-        parts.append(Part(name=name.decode("utf-8", "replace"), data=bytes(current["data"]),
-                          headers=dict(headers),
-                          filename=filename.decode("utf-8", "replace") if filename else None))
-
-    def on_end() -> None:
-        state["ended"] = True
-
-    parser = MultipartParser(boundary, {
-        "on_part_begin": on_part_begin, "on_header_field": on_header_field,
-        "on_header_value": on_header_value, "on_header_end": on_header_end,
-        "on_part_data": on_part_data, "on_part_end": on_part_end, "on_end": on_end,
-    }, max_header_count=32)
-    try:
-        parser.write(data)
-        parser.finalize()
-    except MultipartParseError as exc:
-        raise ApiError(400, "malformed_multipart", f"malformed multipart body: {exc}") from None
-    if not state["ended"]:
+    if len(boundary) > 200:
+        raise _malformed("boundary is longer than 200 characters")
+    delimiter = b"\r\n--" + boundary
+    # the first boundary may open the body (usual) or follow a preamble, which is ignored
+    segments = (b"\r\n" + data if data.startswith(delimiter[2:]) else data).split(delimiter)
+    if len(segments) < 2:
+        raise _malformed("no boundary found in the body")
+    closing = next((i for i in range(1, len(segments)) if segments[i].startswith(b"--")), None)
+    if closing is None:  # what follows the close delimiter is an epilogue, also ignored
         raise ApiError(400, "malformed_multipart",
                        "multipart body ended before its closing boundary")
+    if closing - 1 > max_parts:
+        raise _too_large(max_parts, "number of multipart parts")
+    parts: list[Part] = []
+    for index in range(1, closing):
+        seg = segments[index]
+        if seg.startswith(b"\r\n"):
+            pos = 2
+        else:  # transport padding after the boundary
+            pos = len(seg) - len(seg.lstrip(b" \t"))
+            if not seg.startswith(b"\r\n", pos):
+                raise _malformed(f"part #{index} does not start with CRLF after its boundary")
+            pos += 2
+        headers: dict[str, str] = {}
+        if seg.startswith(b"\r\n", pos):  # a part without headers
+            body_start = pos + 2
+        else:
+            head_end = seg.find(b"\r\n\r\n", pos)
+            if head_end < 0:
+                raise _malformed(f"part #{index} has no blank line after its headers")
+            lines = seg[pos:head_end].decode("latin-1").split("\r\n")
+            if len(lines) > _MAX_PART_HEADERS:
+                raise _malformed(f"part #{index} has more than {_MAX_PART_HEADERS} headers")
+            for line in lines:
+                hname, colon, hvalue = line.partition(":")
+                hname = hname.strip()
+                if not colon or not hname or " " in hname:
+                    raise _malformed(f"part #{index} has an invalid header line {line[:80]!r}")
+                headers[hname.lower()] = hvalue.strip()
+            body_start = head_end + 4
+        name, filename = _disposition(headers.get("content-disposition", ""), index)
+        parts.append(Part(name=name, data=seg[body_start:], headers=headers, filename=filename))
     return parts
 
 

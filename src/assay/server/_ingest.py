@@ -13,14 +13,20 @@ so a bad part anywhere leaves nothing behind.
 
 from __future__ import annotations
 
+import threading
 import uuid
+import weakref
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy.exc import IntegrityError
+
+from ..errors import StoreError
 from ..store import Store
 from ._body import Part
 from ._errors import ApiError
-from ._wire import FeedbackIn, RunIn, run_dict, validate
+from ._wire import FeedbackIn, RunIn, events_in, run_dict, validate
 
 __all__ = ["Batch", "from_json", "from_parts", "write"]
 
@@ -49,11 +55,38 @@ def _uuid(text: str, part: str) -> str:
                        f"multipart part {part!r}: {text!r} is not a UUID; {_PART_HELP}") from None
 
 
+# The large free-form fields. pydantic would copy them twice (validating ``dict[str, Any]``,
+# then ``model_dump``) for nothing but a type check; when their types are right they skip the
+# model, and when not the model judges them so the error names the field as before.
+_FREE_FORM = ("inputs", "outputs", "extra", "serialized", "events")
+
+
+def _free_form(raw: dict[str, Any]) -> dict[str, Any] | None:
+    """The free-form fields of ``raw`` if all have the right type (None: let pydantic judge)."""
+    big: dict[str, Any] = {}
+    for name in _FREE_FORM:
+        if name in raw:
+            value = raw[name]
+            if value is not None:
+                if name == "events":
+                    if type(value) is not list or any(type(e) is not dict for e in value):
+                        return None
+                    value = events_in(value)
+                elif type(value) is not dict:
+                    return None
+            big[name] = value
+    return big
+
+
 def _run(raw: Any, where: str, run_id: str | None = None) -> dict[str, Any]:
-    run = validate(RunIn, raw, where)
+    big = _free_form(raw) if isinstance(raw, dict) else None
+    run = validate(RunIn, {k: v for k, v in raw.items() if k not in big} if big else raw, where)
     if run_id is not None and str(run.id) != run_id:
         raise ApiError(422, "invalid_input", f"{where}: body id {run.id} differs from {run_id}")
-    return run_dict(run)
+    out = run_dict(run)
+    if big:
+        out.update(big)
+    return out
 
 
 def from_parts(parts: list[Part]) -> Batch:
@@ -61,11 +94,15 @@ def from_parts(parts: list[Part]) -> Batch:
     runs: dict[tuple[str, str], dict[str, Any]] = {}
     fields: dict[tuple[str, str], dict[str, Any]] = {}
     order: list[tuple[str, str]] = []
+    ids: dict[str, str] = {}  # run id text -> canonical form: a run comes in ~5 parts
     for part in parts:
         kind, _, rest = part.name.partition(".")
         if kind in ("post", "patch"):
             run_text, _, fname = rest.partition(".")
-            key = (kind, _uuid(run_text, part.name))
+            run_id = ids.get(run_text)
+            if run_id is None:
+                run_id = ids[run_text] = _uuid(run_text, part.name)
+            key = (kind, run_id)
             if not fname:
                 if key in runs:
                     raise ApiError(422, "invalid_input", f"multipart part {part.name!r} appears twice")
@@ -133,10 +170,40 @@ def from_json(body: Any) -> Batch:
     return batch
 
 
-def write(store: Store, batch: Batch) -> None:
-    """All runs and feedback of the batch in one transaction: all or nothing."""
-    with store.transaction():
-        if batch.posts or batch.patches:
-            store.runs.upsert(posts=batch.posts, patches=batch.patches)
-        if batch.feedback:
-            store.feedback.create_many(batch.feedback)
+# One SQLite writer per process at a time. Handler threads that all ``BEGIN IMMEDIATE`` at
+# once wait in SQLite's busy handler, which sleeps in steps of up to 100 ms and so leaves the
+# database idle long after the holder committed; a thread lock hands it over at once. (The
+# processes of ``--workers N`` still queue through the busy handler.)
+_SQLITE_LOCKS: weakref.WeakKeyDictionary[Any, threading.Lock] = weakref.WeakKeyDictionary()
+_LOCKS_GUARD = threading.Lock()
+
+
+def _writer_lock(store: Store) -> AbstractContextManager[Any]:
+    if store.dialect != "sqlite":  # PostgreSQL takes concurrent writers as they come
+        return nullcontext()
+    with _LOCKS_GUARD:
+        lock = _SQLITE_LOCKS.get(store.engine)
+        if lock is None:
+            lock = _SQLITE_LOCKS[store.engine] = threading.Lock()
+    return lock
+
+
+def write(store: Store, batch: Batch, *, attempts: int = 3) -> None:
+    """All runs and feedback of the batch in one transaction: all or nothing.
+
+    On PostgreSQL, concurrent requests may create the same project (or run) at once: the loser
+    gets a unique violation, which spoils its whole transaction. Nothing of it was kept, so it
+    runs again and now finds the winner's rows; a conflict that stays (an id taken in another
+    workspace) is still a 409 after the last attempt.
+    """
+    for attempt in range(attempts):
+        try:
+            with _writer_lock(store), store.transaction():
+                if batch.posts or batch.patches:
+                    store.runs.upsert(posts=batch.posts, patches=batch.patches)
+                if batch.feedback:
+                    store.feedback.create_many(batch.feedback, return_records=False)
+            return
+        except StoreError as exc:
+            if not isinstance(exc.__cause__, IntegrityError) or attempt == attempts - 1:
+                raise

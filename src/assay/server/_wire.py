@@ -32,6 +32,7 @@ __all__ = [
     "Timestamp",
     "TraceDelete",
     "epoch_ms",
+    "events_in",
     "run_dict",
     "validate",
 ]
@@ -54,7 +55,8 @@ class _In(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-def _events(value: Any) -> Any:
+def events_in(value: Any) -> Any:
+    """Event times sent as JS epoch milliseconds become ISO strings, like Python's."""
     if isinstance(value, list):
         out = []
         for ev in value:
@@ -78,7 +80,7 @@ class RunIn(_In):
     outputs: dict[str, Any] | None = None
     error: str | None = None
     extra: dict[str, Any] | None = None
-    events: Annotated[list[dict[str, Any]] | None, BeforeValidator(_events)] = None
+    events: Annotated[list[dict[str, Any]] | None, BeforeValidator(events_in)] = None
     tags: list[str] | None = None
     serialized: dict[str, Any] | None = None
     trace_id: uuid.UUID | None = None
@@ -93,11 +95,16 @@ class RunIn(_In):
     def _precision(self) -> RunIn:
         # JS stamps start_time with made-up microseconds (for ordering) but end_time in whole
         # milliseconds, so a run faster than 1 ms can "end" up to 1 ms before it started
-        if self.start_time is not None and self.end_time is not None:
-            start, end = _aware(self.start_time), _aware(self.end_time)
-            if end < start and start - end < timedelta(milliseconds=1):
+        start, end = self.start_time, self.end_time
+        if start is not None and end is not None:
+            if (start.tzinfo is None) != (end.tzinfo is None):
+                start, end = _aware(start), _aware(end)
+            if end < start and start - end < _ONE_MS:
                 self.end_time = self.start_time
         return self
+
+
+_ONE_MS = timedelta(milliseconds=1)
 
 
 def _aware(value: datetime) -> datetime:
