@@ -33,6 +33,7 @@ from ._experiment import (
     new_name,
     open_experiment,
 )
+from ._git import git_info
 from ._ray import ExecutorOption, resolve_executor
 from ._results import ExperimentResultRow, ExperimentResults
 from ._runner import (
@@ -163,6 +164,12 @@ def _prepare(o: _Options) -> _Prepared:
 
         o.client = get_default_client()
 
+    git_prefetch = None
+    if o.upload_results:
+        # The git facts for the experiment's metadata take several git subprocesses (tens of
+        # milliseconds, mostly waiting): fetch them while the dataset is read.
+        git_prefetch = threading.Thread(target=git_info, name="assay-git-info", daemon=True)
+        git_prefetch.start()
     existing = None
     if o.experiment is not None:
         if not o.upload_results:
@@ -176,6 +183,8 @@ def _prepare(o: _Options) -> _Prepared:
     state: ExperimentState | None = None
     if o.upload_results:
         assert o.client is not None
+        if git_prefetch is not None:
+            git_prefetch.join()  # git_info caches per directory: this call reads the cache
         meta = experiment_metadata(o.metadata, resolved, reps)
         generated = not (isinstance(o.experiment, str) and existing is None)
         name = o.experiment if not generated else new_name(o.experiment_prefix or tgt.name)
@@ -231,7 +240,7 @@ async def _execute_inner(prep: _Prepared) -> ExperimentResults:
     plan, results = prep.plan, prep.results
     try:
         if plan.upload:
-            plan.sink = FeedbackSink(prep.client.store)  # type: ignore[union-attr]
+            plan.sink = FeedbackSink(prep.client.store, interval=0.1)  # type: ignore[union-attr]
             plan.sink.start()
         try:
             with relaxed_gc():

@@ -19,6 +19,8 @@ import asyncio
 import contextvars
 import functools
 import inspect
+import operator
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from typing import Any
@@ -38,6 +40,8 @@ __all__ = [
 ROW_ARGS = ("run", "example", "inputs", "outputs", "reference_outputs", "attachments")
 SUMMARY_ARGS = ("runs", "examples", "inputs", "outputs", "reference_outputs")
 _RESULT_FIELDS = set(EvaluationResult.model_fields)
+_PLAIN_RESULTS = frozenset((bool, int, float, str, dict, list))  # never awaitable
+INLINE_MAX_SECONDS = 0.001  # a sync evaluator slower than this runs on threads from then on
 
 
 def _name_of(obj: Any) -> str:
@@ -180,6 +184,12 @@ class RowEvaluator:
         self.plan = plan
         self.is_async = kind == "run_evaluator_async" or (kind == "function" and _is_async_callable(func))
         self.keys = list(keys) if keys else [self.name]
+        # A sync evaluator is called on the loop's thread while its calls stay this fast (a
+        # thread hop costs more than a trivial evaluator); the first slower call moves it to
+        # the executor's threads for the rest of the experiment, so a blocking one (an LLM
+        # judge on a sync client) stalls the other examples at most once.
+        self.inline = True
+        self._args = operator.attrgetter(*plan) if plan else None
 
     @property
     def needs_run(self) -> bool:
@@ -191,7 +201,9 @@ class RowEvaluator:
             return method(row.run, row.example)
         if self.plan is None:
             return self.func(row.run, row.example)
-        return self.func(**{n: getattr(row, n) for n in self.plan})
+        if len(self.plan) == 1:
+            return self.func(**{self.plan[0]: self._args(row)})
+        return self.func(**dict(zip(self.plan, self._args(row))))
 
     async def aevaluate(self, row: Any, *, executor: Executor | None = None) -> list[EvaluationResult]:
         """Run the evaluator on one row (a sync one on ``executor`` if given); an exception
@@ -199,13 +211,28 @@ class RowEvaluator:
         try:
             if self.is_async:
                 raw = await self._call(row)
-            elif executor is not None:
+            elif executor is not None and not self.inline:
                 ctx = contextvars.copy_context()
                 raw = await asyncio.get_running_loop().run_in_executor(
                     executor, ctx.run, self._call, row)
+            elif executor is not None:  # its own context, as on a thread
+                start = time.perf_counter()
+                try:
+                    raw = contextvars.copy_context().run(self._call, row)
+                except RuntimeError as exc:
+                    if "loop" not in str(exc):
+                        raise
+                    # it runs an event loop itself (asyncio.run): it needs a thread of its own
+                    self.inline = False
+                    ctx = contextvars.copy_context()
+                    raw = await asyncio.get_running_loop().run_in_executor(
+                        executor, ctx.run, self._call, row)
+                finally:
+                    if time.perf_counter() - start > INLINE_MAX_SECONDS:
+                        self.inline = False
             else:
                 raw = self._call(row)
-            if inspect.isawaitable(raw):
+            if raw.__class__ not in _PLAIN_RESULTS and inspect.isawaitable(raw):
                 raw = await raw
             return to_results(raw, self.name)
         except Exception as exc:

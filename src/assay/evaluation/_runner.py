@@ -16,6 +16,8 @@ import contextlib
 import contextvars
 import gc
 import inspect
+import sys
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -24,7 +26,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import InvalidInputError
 from ..schemas import Example
-from ..tracing import RunTree, tracing_context
+from ..tracing import RunTree
+from ..tracing._context import _RUN
 from ..tracing._writer import RunWriter
 from ._evaluators import RowEvaluator, SummaryEvaluator
 from ._results import ExperimentResultRow, ExperimentResults
@@ -163,6 +166,8 @@ async def _call_target(plan: Plan, inputs: dict[str, Any]) -> Any:
         coro = asyncio.get_running_loop().run_in_executor(plan.executor, ctx.run, t.fn, inputs)
     else:
         out = t.fn(inputs)
+        if out.__class__ is dict:  # the common case skips the awaitable check
+            return out
         return await out if inspect.isawaitable(out) else out
     if plan.timeout is None:
         out = await coro
@@ -187,21 +192,28 @@ async def _run_unit(plan: Plan, unit: Unit) -> ExperimentResultRow | None:
     tree = RunTree(plan.target.name, "chain", ex.inputs, client=plan.client,
                    project_id=plan.experiment_id, metadata=meta, reference_example_id=ex.id)
     failed = False
-    with tracing_context(parent=tree):
-        try:
-            out = await _call_target(plan, ex.inputs)
-        except Exception as exc:  # recorded on the run; the experiment goes on
-            tree.end(error=exc)
-            failed = True
-        except BaseException as exc:  # cancelled or interrupted: record it, then stop
-            tree.end(error=exc)
-            tree.patch()
-            raise
-        else:
-            tree.end(outputs=_outputs(out))
+    # The root is made current directly (not with tracing_context(parent=...)): the scoped
+    # switches stay those of the experiment, which is what that would give, minus a context
+    # manager and a config object per example.
+    token = _RUN.set(tree)
+    try:
+        out = await _call_target(plan, ex.inputs)
+    except Exception as exc:  # recorded on the run; the experiment goes on
+        tree.end(error=exc)
+        failed = True
+    except BaseException as exc:  # cancelled or interrupted: record it, then stop
+        tree.end(error=exc)
+        tree.patch()
+        raise
+    else:
+        tree.end(outputs=_outputs(out))
+    finally:
+        _RUN.reset(token)
     tree.patch()
+    run_id = tree.id
+    trace_id = run_id if tree._trace is tree._id else tree.trace_id  # a root is its own trace
     if failed and plan.error_handling == "ignore":
-        plan.ignored_traces.append(tree.trace_id)
+        plan.ignored_traces.append(trace_id)
         return None
     row = ExperimentResultRow(ex, tree=tree)
     results: list[EvaluationResult] = []
@@ -209,7 +221,7 @@ async def _run_unit(plan: Plan, unit: Unit) -> ExperimentResultRow | None:
         results.extend(await ev.aevaluate(row, executor=plan.executor))
     row.evaluation_results = EvaluationResults(results=results)
     if plan.sink is not None and results:
-        plan.sink.add(feedback_rows(results, tree.id, tree.trace_id, plan.experiment_id))
+        plan.sink.add(feedback_rows(results, run_id, trace_id, plan.experiment_id))
     return row
 
 
@@ -259,6 +271,37 @@ def relaxed_gc() -> Iterator[None]:
         gc.set_threshold(*before)
 
 
+SWITCH_INTERVAL = 0.0005  # seconds a thread may hold the GIL while another waits for it
+_switch_lock = threading.Lock()
+_switch_users = 0
+_switch_before = 0.0
+
+
+@contextlib.contextmanager
+def quick_gil_handoff() -> Iterator[None]:
+    """Hand the GIL over sooner while examples run concurrently, as it was before afterwards.
+
+    With many examples in flight the event loop wakes often for a moment of work, while the
+    run writer and the feedback sink do long stretches of Python on their threads. At the
+    default switch interval (5 ms) each wake-up can wait that long for the GIL, which delays
+    every example that finished meanwhile. Shared by experiments running at the same time: the
+    first one in sets it, the last one out restores it.
+    """
+    global _switch_users, _switch_before
+    with _switch_lock:
+        if _switch_users == 0:
+            _switch_before = sys.getswitchinterval()
+            sys.setswitchinterval(min(_switch_before, SWITCH_INTERVAL))
+        _switch_users += 1
+    try:
+        yield
+    finally:
+        with _switch_lock:
+            _switch_users -= 1
+            if _switch_users == 0:
+                sys.setswitchinterval(_switch_before)
+
+
 async def run_units(plan: Plan, units: Sequence[Unit], results: ExperimentResults) -> None:
     """Run every unit within the concurrency bound, filling ``results`` by index."""
     limit = plan.max_concurrency
@@ -288,9 +331,10 @@ async def run_units(plan: Plan, units: Sequence[Unit], results: ExperimentResult
             for unit in it:
                 await one(unit)
 
-        async with asyncio.TaskGroup() as group:
-            for _ in range(workers):
-                group.create_task(worker())
+        with quick_gil_handoff():
+            async with asyncio.TaskGroup() as group:
+                for _ in range(workers):
+                    group.create_task(worker())
     finally:
         if plan.executor is not None:
             plan.executor.shutdown(wait=False, cancel_futures=True)

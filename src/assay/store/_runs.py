@@ -58,6 +58,8 @@ def _uuid_text(value: Any, what: str) -> str:
     """Canonical UUID text; the common canonical-string case skips parsing (hot ingest path)."""
     if value.__class__ is str and _CANONICAL_UUID.fullmatch(value):
         return value
+    if value.__class__ is uuid.UUID:
+        return str(value)
     return str(as_uuid(value, what))
 
 

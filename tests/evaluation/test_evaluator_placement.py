@@ -1,0 +1,60 @@
+"""Where sync evaluators run when examples run concurrently: on the loop's thread while they
+are fast, on threads once one is slow or needs its own event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+from assay import aevaluate
+from assay.client import Client
+
+from .conftest import make_dataset
+
+
+async def _target(inputs: dict) -> dict:
+    await asyncio.sleep(0.001)
+    return {"y": 2 * inputs["x"]}
+
+
+async def test_fast_sync_evaluator_stays_on_the_loop_slow_one_moves_to_threads(
+        client: Client) -> None:
+    make_dataset(client, "d", 12)
+    loop_thread = threading.get_ident()
+    fast_threads: list[int] = []
+    slow_threads: list[int] = []
+
+    def fast(outputs: dict, reference_outputs: dict) -> bool:
+        fast_threads.append(threading.get_ident())
+        return outputs["y"] == reference_outputs["y"]
+
+    def slow(outputs: dict) -> bool:
+        slow_threads.append(threading.get_ident())
+        time.sleep(0.005)  # past the inline limit: from the next call on, a thread's work
+        return True
+
+    res = await aevaluate(_target, data="d", evaluators=[fast, slow], client=client,
+                          max_concurrency=4)
+    # (a preempted call may also pass the limit on a busy machine: most stay on the loop)
+    assert fast_threads[0] == loop_thread and fast_threads.count(loop_thread) >= 6
+    assert slow_threads[0] == loop_thread and loop_thread not in slow_threads[1:]
+    assert len(slow_threads) == 12
+    assert all(r["evaluation_results"].results[0].score == 1 for r in res)
+    stats = client.read_project(project_name=res.experiment_name, include_stats=True)
+    assert stats.feedback_stats["fast"].n == 12 and stats.feedback_stats["slow"].avg == 1.0
+
+
+async def test_sync_evaluator_running_its_own_event_loop_still_works(client: Client) -> None:
+    make_dataset(client, "d", 8)
+
+    async def judge(y: int) -> bool:
+        return y >= 0
+
+    def wraps_async(outputs: dict) -> bool:
+        return asyncio.run(judge(outputs["y"]))  # cannot run on the loop's thread
+
+    res = await aevaluate(_target, data="d", evaluators=[wraps_async], client=client,
+                          max_concurrency=3)
+    scores = [r["evaluation_results"].results[0] for r in res]
+    assert [s.score for s in scores] == [1] * 8, [s.comment for s in scores]
