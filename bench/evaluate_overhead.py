@@ -30,8 +30,6 @@ from collections.abc import Callable
 from typing import Any
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-# bench/profile.py would shadow the stdlib module cProfile imports
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 sys.path.insert(0, os.path.join(_HERE, "..", "src"))
 
 from assay import Client

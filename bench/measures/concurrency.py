@@ -1,0 +1,70 @@
+"""(2) I/O-bound concurrency: 2,000 examples whose target awaits 20 ms, at concurrency 100.
+
+Ideal wall time = 2,000 / 100 x 20 ms = 0.4 s; the figure is measured / ideal. assay stores
+runs and feedback as in (1); peers run the same workload at the same bound (deepeval has no
+target, so its metric awaits the 20 ms).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._common import Context, goal
+from ._contest import Contestant, measure
+
+NAME = "concurrency"
+TITLE = "I/O-bound concurrency (2,000 examples x 20 ms at concurrency 100)"
+
+N, SLEEP_MS, BOUND = 2_000, 20.0, 100
+IDEAL_S = N / BOUND * SLEEP_MS / 1000
+GOAL = 1.10
+
+_SLEEP = ["--sleep-ms", str(SLEEP_MS), "--concurrency", str(BOUND)]
+CONTESTANTS = [
+    Contestant("assay aevaluate(), stored", "peer_assay.py",
+               args=["--mode", "concurrent", *_SLEEP]),
+    Contestant("pydantic-evals Dataset.evaluate", "peer_pydantic_evals.py", "pydantic-evals",
+               _SLEEP),
+    # sync target in LangSmith's thread pool (its aevaluate uploads even with upload_results=False)
+    Contestant("langsmith evaluate local (threads)", "peer_langsmith.py", "langsmith", _SLEEP),
+    Contestant("deepeval evaluate, cache off", "peer_deepeval.py", "deepeval",
+               ["--cache", "off", *_SLEEP]),
+    Contestant("inspect-ai eval, mockllm/model", "peer_inspect_ai.py", "inspect-ai", _SLEEP,
+               repeats=1),
+]
+
+
+def run(ctx: Context) -> dict[str, Any]:
+    rows, figures, notes, detail = [], {}, [], {}
+    assay_ratio = None
+    for c in CONTESTANTS if not ctx.quick else CONTESTANTS[:3]:
+        try:
+            r = measure(c, N, ctx)
+        except Exception as exc:
+            notes.append(f"{c.label} failed: {str(exc)[:300]}")
+            continue
+        ratio = r["median_s"] / IDEAL_S
+        detail[c.label] = r
+        figures[c.label] = round(ratio, 3)
+        rows.append([c.label + (f" ({r['repeats']} run)" if r["repeats"] == 1 else ""),
+                     f"{r['median_s']:.3f} s", f"{ratio:.2f}", r.get("version") or "-"])
+        ctx.log(f"    {c.label:40s} {r['median_s']:.3f} s = {ratio:.2f} x ideal")
+        if c is CONTESTANTS[0]:
+            assay_ratio = ratio
+    if assay_ratio is not None:
+        # Each of the N/C rounds costs T plus the CPU of the C units in it (one GIL), so
+        # measured/ideal ~= 1 + C*c/T: the goal 1.10 needs c <= 0.1*T/C = 20 us per example.
+        c_us = (assay_ratio - 1) * SLEEP_MS * 1000 / BOUND
+        figures["assay implied CPU per example us"] = round(c_us, 1)
+        notes.append(f"model: measured/ideal ~= 1 + C*c/T (C={BOUND}, T={SLEEP_MS:g} ms, c = CPU "
+                     f"per example, one GIL): assay's ratio implies c ~= {c_us:.0f} us; the goal "
+                     f"1.10 needs c <= {0.1 * SLEEP_MS * 1000 / BOUND:.0f} us, i.e. the same "
+                     "per-example cost as the harness goal")
+    if ctx.quick:
+        notes.append("quick mode: deepeval and inspect-ai left out")
+    return {"figures": figures,
+            "goals": [goal("assay measured / ideal", assay_ratio, GOAL, "x ideal")],
+            "notes": notes,
+            "table": {"header": ["contestant", "wall (median)", "/ ideal 0.4 s", "version"],
+                      "rows": rows},
+            "detail": detail}

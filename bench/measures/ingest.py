@@ -1,0 +1,249 @@
+"""(5) Server ingest: runs per second accepted through ``/runs/multipart`` (zstd) by
+``assay serve``, from several concurrent senders, on loopback.
+
+``assay serve`` runs as a subprocess on 127.0.0.1 over a fresh SQLite store. Request bodies are
+built and zstd-compressed before the clock starts, in the Python SDK's part format (see
+/work/shared/reference/langsmith-wire/py_eval_zstd.txt): per run a ``post.<id>`` part plus
+``.inputs``, ``.outputs``, ``.events`` and ``.extra`` parts, post and patch merged, 100 runs per
+request (the ``size_limit`` /info advertises), half ``chain`` roots and half ``llm`` children
+with usage and a streamed first token. Senders only send bytes, so the 2 cores go to the
+server. A run counts once its request got 202 (the server stores before answering); the store
+is counted afterwards to check that every run is there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from ._common import ROOT, Context, goal, median, offline_env
+
+NAME = "ingest"
+TITLE = "server ingest through /runs/multipart (zstd)"
+GOAL = 5_000.0
+RUNS_PER_REQUEST = 100
+SENDERS = 4
+
+
+def _part(name: str, payload: Any) -> bytes:
+    data = json.dumps(payload, separators=(",", ":")).encode()
+    return (f'Content-Disposition: form-data; name="{name}"\r\n'
+            f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
+            ).encode() + data
+
+
+def _runs(n_traces: int, session: str, t0: datetime) -> list[tuple[dict, dict]]:
+    """(main fields, large fields) of ``2 * n_traces`` finished runs: roots and llm children."""
+    out = []
+    for i in range(n_traces):
+        rid, cid = uuid.uuid4(), uuid.uuid4()
+        start = t0 + timedelta(microseconds=i * 1_000)
+        end = start + timedelta(milliseconds=250)
+        seg = start.strftime("%Y%m%dT%H%M%S%fZ") + str(rid)
+        cstart = start + timedelta(milliseconds=2)
+        root = {"id": str(rid), "trace_id": str(rid), "dotted_order": seg, "name": "Target",
+                "run_type": "chain", "start_time": start.isoformat(),
+                "end_time": end.isoformat(), "session_name": session, "tags": [],
+                "reference_example_id": str(uuid.uuid4())}
+        root_big = {"inputs": {"input": f"question {i}"}, "outputs": {"output": f"answer {i}"},
+                    "events": [], "extra": {"metadata": {"ls_method": "traceable",
+                                                         "num_repetitions": 1,
+                                                         "__ls_runner": "py_sdk_evaluate"}}}
+        child = {"id": str(cid), "trace_id": str(rid), "parent_run_id": str(rid),
+                 "dotted_order": seg + "." + cstart.strftime("%Y%m%dT%H%M%S%fZ") + str(cid),
+                 "name": "ChatOpenAI", "run_type": "llm", "start_time": cstart.isoformat(),
+                 "end_time": (end - timedelta(milliseconds=2)).isoformat(),
+                 "session_name": session, "tags": []}
+        child_big = {
+            "inputs": {"messages": [{"role": "user", "content": f"question {i}"}]},
+            "outputs": {"content": f"answer {i}"},
+            "events": [{"name": "new_token", "time": (cstart + timedelta(milliseconds=80)
+                                                      ).isoformat(), "kwargs": {"token": "A"}}],
+            "extra": {"metadata": {"ls_provider": "openai", "ls_model_name": "gpt-4o-mini",
+                                   "usage_metadata": {"input_tokens": 120, "output_tokens": 40,
+                                                      "total_tokens": 160}}}}
+        out += [(root, root_big), (child, child_big)]
+    return out
+
+
+def build_bodies(n_requests: int, session: str) -> list[bytes]:
+    import zstandard
+
+    cctx = zstandard.ZstdCompressor(level=3)
+    t0 = datetime.now(timezone.utc)
+    bodies = []
+    for r in range(n_requests):
+        boundary = uuid.uuid4().hex
+        chunks = []
+        for main, big in _runs(RUNS_PER_REQUEST // 2, session, t0 + timedelta(seconds=r)):
+            rid = main["id"]
+            chunks.append(_part(f"post.{rid}", main))
+            for fname, value in big.items():
+                chunks.append(_part(f"post.{rid}.{fname}", value))
+        sep = f"--{boundary}\r\n".encode()
+        body = b"".join(sep + c + b"\r\n" for c in chunks) + f"--{boundary}--\r\n".encode()
+        bodies.append(boundary.encode() + b"\n" + cctx.compress(body))
+    return bodies
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def _send_all(url: str, key: str, bodies: list[bytes], senders: int) -> float:
+    import httpx
+
+    queue = list(reversed(bodies))
+    limits = httpx.Limits(max_connections=senders, max_keepalive_connections=senders)
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=120) as http:
+
+        async def sender() -> None:
+            while queue:
+                raw = queue.pop()
+                boundary, _, body = raw.partition(b"\n")
+                resp = await http.post("/runs/multipart", content=body, headers={
+                    "content-type": f"multipart/form-data; boundary={boundary.decode()}",
+                    "content-encoding": "zstd", "x-api-key": key})
+                if resp.status_code != 202:
+                    raise RuntimeError(f"ingest answered {resp.status_code}: {resp.text[:300]}")
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(sender() for _ in range(senders)))
+        return time.perf_counter() - t0
+
+
+def _serve(db: Path, port: int, workers: int) -> subprocess.Popen[bytes]:
+    exe = ROOT / ".venv" / "bin" / "assay"
+    env = offline_env()
+    proc = subprocess.Popen([str(exe), "serve", "--db", str(db), "--host", "127.0.0.1",
+                             "--port", str(port), "--workers", str(workers),
+                             "--log-level", "warning"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    import httpx
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"assay serve exited: {proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/ok", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    proc.terminate()
+    raise RuntimeError("assay serve did not answer /ok within 60 s")
+
+
+def _one_server(ctx: Context, workers: int, n_requests: int, repeats: int,
+                senders: int = SENDERS) -> dict[str, Any]:
+    from sqlalchemy import func, select
+
+    from assay.store import Store
+    from assay.store._tables import runs
+
+    tmp = Path(tempfile.mkdtemp(prefix="assay-bench-ingest-"))
+    db = tmp / "server.db"
+    try:
+        with Store.open(db) as store:
+            key = store.keys.create(tenant="default", description="bench").key
+        port = _free_port()
+        proc = _serve(db, port, workers)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            warm = build_bodies(max(2, workers * 2), "bench-warmup")
+            asyncio.run(_send_all(url, key, warm, SENDERS))
+            rates, walls = [], []
+            for rep in range(repeats):
+                bodies = build_bodies(n_requests, f"bench-ingest-{rep}")
+                wall = asyncio.run(_send_all(url, key, bodies, senders))
+                walls.append(wall)
+                rates.append(n_requests * RUNS_PER_REQUEST / wall)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        with Store.open(db) as store, store.engine.connect() as conn:
+            stored = conn.execute(select(func.count()).select_from(runs)).scalar()
+        expected = (repeats * n_requests + max(2, workers * 2)) * RUNS_PER_REQUEST
+        if stored != expected:
+            raise RuntimeError(f"the store holds {stored} runs, {expected} were accepted")
+        size = sum(len(b) for b in build_bodies(1, "size-probe"))
+        return {"workers": workers, "senders": senders, "runs_per_s": median(rates), "rates": rates,
+                "walls_s": walls, "requests": n_requests, "runs": n_requests * RUNS_PER_REQUEST,
+                "stored_ok": True, "compressed_request_bytes": size}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run(ctx: Context) -> dict[str, Any]:
+    n_requests = 30 if ctx.quick else 150
+    # (workers, senders): the goal's figure is the first; the others show what limits it
+    configs = [(1, SENDERS), (1, 1)] if ctx.quick else [(1, SENDERS), (1, 1), (2, SENDERS)]
+    out, rows, figures = {}, [], {}
+    for w, k in configs:
+        r = _one_server(ctx, w, n_requests, ctx.repeats, senders=k)
+        out[f"workers={w},senders={k}"] = r
+        figures[f"workers={w} senders={k} runs/s"] = round(r["runs_per_s"])
+        rows.append([f"assay serve --workers {w} (SQLite)", str(k), f"{r['runs']:,}",
+                     f"{r['runs_per_s']:,.0f}", f"{r['runs_per_s'] / GOAL:.2f}"])
+        ctx.log(f"    workers={w}, senders={k}: {r['runs_per_s']:,.0f} runs/s "
+                f"({r['runs']:,} runs in {r['requests']} requests)")
+    first = out[f"workers=1,senders={SENDERS}"]
+    return {"figures": figures,
+            "goals": [goal(f"ingest runs/s, assay serve (1 worker, SQLite, {SENDERS} senders)",
+                           first["runs_per_s"], GOAL, "runs/s", lower_is_better=False)],
+            "notes": [f"httpx senders on loopback, {RUNS_PER_REQUEST} runs per zstd multipart "
+                      f"request (~{first['compressed_request_bytes'] // 1024} KiB compressed), "
+                      f"bodies prebuilt; median of {ctx.repeats} rounds of {n_requests} "
+                      "requests; every accepted run checked in the store"],
+            "table": {"header": ["server", "senders", "runs per round", "runs/s (median)",
+                                 "x goal"], "rows": rows},
+            "detail": out}
+
+
+def profile_server(raw: Path, seconds: int = 8, workers: int = 1) -> None:
+    """Record py-spy stacks of ``assay serve`` while senders keep it busy (bench/hotspots.py)."""
+    import shutil as _sh
+
+    from assay.store import Store
+
+    tmp = Path(tempfile.mkdtemp(prefix="assay-bench-ingest-"))
+    db = tmp / "server.db"
+    try:
+        with Store.open(db) as store:
+            key = store.keys.create(tenant="default", description="bench").key
+        port = _free_port()
+        proc = _serve(db, port, workers)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            asyncio.run(_send_all(url, key, build_bodies(4, "warmup"), SENDERS))
+            bodies = build_bodies(400, "bench-profile")
+            spy = _sh.which("py-spy") or str(ROOT / ".venv" / "bin" / "py-spy")
+            rec = subprocess.Popen([spy, "record", "-r", "400", "--threads", "--format", "raw",
+                                    "-o", str(raw), "--pid", str(proc.pid), "--duration",
+                                    str(seconds)], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+            time.sleep(1.0)
+            deadline = time.monotonic() + seconds - 1.5
+            while time.monotonic() < deadline:
+                asyncio.run(_send_all(url, key, bodies[:40], SENDERS))
+                bodies = bodies[40:] or build_bodies(400, f"bench-profile-{time.time()}")
+            rec.wait(timeout=seconds + 30)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
