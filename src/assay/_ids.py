@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import datetime, timezone
 
 import uuid_utils.compat as _uu
 
-__all__ = ["new_id", "as_uuid", "dotted_segment", "utcnow", "to_utc"]
+__all__ = ["new_id", "as_uuid", "uuid_text", "dotted_segment", "utcnow", "to_utc"]
 
 
 def new_id() -> uuid.UUID:
@@ -25,6 +26,18 @@ def as_uuid(value: uuid.UUID | str, what: str = "id") -> uuid.UUID:
         from .errors import InvalidInputError
 
         raise InvalidInputError(f"{what} must be a UUID, got {value!r}") from None
+
+
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def uuid_text(value: uuid.UUID | str, what: str = "id") -> str:
+    """Canonical UUID text; canonical strings and UUID objects skip parsing (ingest hot path)."""
+    if value.__class__ is str and _CANONICAL_UUID.fullmatch(value):  # type: ignore[arg-type]
+        return value  # type: ignore[return-value]
+    if value.__class__ is uuid.UUID:
+        return str(value)
+    return str(as_uuid(value, what))
 
 
 def utcnow() -> datetime:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import or_, select
 
-from .._ids import as_uuid, new_id, utcnow
+from .._ids import as_uuid, new_id, utcnow, uuid_text
 from .._json import jsonable
 from ..errors import InvalidInputError, NotFoundError
 from ..schemas import Feedback
@@ -58,7 +58,7 @@ class FeedbackRepo:
     def _row(self, item: Mapping[str, Any]) -> dict[str, Any]:
         if not isinstance(item, Mapping):
             raise InvalidInputError(f"feedback must be an object, got {type(item).__name__}")
-        fid = str(as_uuid(item["id"], "feedback id")) if item.get("id") else str(new_id())
+        fid = uuid_text(item["id"], "feedback id") if item.get("id") else str(new_id())
         key = item.get("key")
         if not isinstance(key, str) or not key:
             raise InvalidInputError(f"feedback {fid}: 'key' must be a non-empty string")
@@ -74,9 +74,9 @@ class FeedbackRepo:
         return {
             "id": fid,
             "tenant_id": self.store.tenant_id,
-            "run_id": str(as_uuid(run_id, "run_id")) if run_id else None,
-            "session_id": str(as_uuid(session_id, "session_id")) if session_id else None,
-            "trace_id": str(as_uuid(item["trace_id"], "trace_id")) if item.get("trace_id") else None,
+            "run_id": uuid_text(run_id, "run_id") if run_id else None,
+            "session_id": uuid_text(session_id, "session_id") if session_id else None,
+            "trace_id": uuid_text(item["trace_id"], "trace_id") if item.get("trace_id") else None,
             "key": key,
             "score": _score(item.get("score"), fid),
             "value": value,

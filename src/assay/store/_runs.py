@@ -7,7 +7,6 @@ what a patch already set, and a patch overwrites with every non-null field it ca
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
@@ -16,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.exc import IntegrityError
 
-from .._ids import as_uuid, dotted_segment, utcnow
+from .._ids import as_uuid, dotted_segment, utcnow, uuid_text
 from .._usage import derive_usage
 from ..errors import InvalidInputError, NotFoundError, StoreError
 from ..schemas import Run
@@ -51,18 +50,6 @@ _COLUMN_ORDER = tuple(sorted(c.name for c in runs.columns))
 _COLUMNS = frozenset(_COLUMN_ORDER)
 
 
-_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-
-
-def _uuid_text(value: Any, what: str) -> str:
-    """Canonical UUID text; the common canonical-string case skips parsing (hot ingest path)."""
-    if value.__class__ is str and _CANONICAL_UUID.fullmatch(value):
-        return value
-    if value.__class__ is uuid.UUID:
-        return str(value)
-    return str(as_uuid(value, what))
-
-
 def _timestamp(value: Any, field: str, run_id: Any) -> int | None:
     try:
         return to_micros(value)
@@ -76,7 +63,7 @@ def _clean(raw: Mapping[str, Any]) -> dict[str, Any]:
         raise InvalidInputError(f"a run must be an object, got {type(raw).__name__}")
     if raw.get("id") is None:
         raise InvalidInputError("a run needs an 'id'")
-    run_id = _uuid_text(raw["id"], "run id")
+    run_id = uuid_text(raw["id"], "run id")
     out: dict[str, Any] = {"id": run_id}
     for key in RUN_FIELDS[1:]:
         value = raw.get(key)
@@ -84,7 +71,7 @@ def _clean(raw: Mapping[str, Any]) -> dict[str, Any]:
             out[key] = value
     for key in _ID_FIELDS[1:]:
         if key in out:
-            out[key] = _uuid_text(out[key], f"run {run_id}: {key}")
+            out[key] = uuid_text(out[key], f"run {run_id}: {key}")
     for key in ("start_time", "end_time"):
         if key in out:
             out[key] = _timestamp(out[key], key, run_id)
