@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 import uuid
-from datetime import datetime, timezone
+from datetime import datetime
 
 import uuid_utils.compat as _uu
+
+from ._time import to_utc, utcnow
 
 __all__ = ["new_id", "as_uuid", "uuid_text", "dotted_segment", "utcnow", "to_utc"]
 
@@ -38,17 +40,6 @@ def uuid_text(value: uuid.UUID | str, what: str = "id") -> str:
     if value.__class__ is uuid.UUID:
         return str(value)
     return str(as_uuid(value, what))
-
-
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-def to_utc(value: datetime) -> datetime:
-    """Naive datetimes are taken as UTC (as LangSmith does)."""
-    if value.tzinfo is None:
-        return value.replace(tzinfo=timezone.utc)
-    return value.astimezone(timezone.utc)
 
 
 def dotted_segment(start_time: datetime, run_id: uuid.UUID | str) -> str:

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
+from ._time import to_micros
+
 __all__ = ["usage_of", "first_token_time", "price", "derive_usage"]
 
 
@@ -64,8 +66,6 @@ def first_token_time(events: Any) -> Any:
     ]
     if not times:
         return None
-    from .store._types import to_micros
-
     try:
         return min(times, key=lambda t: to_micros(t) or 0)
     except (TypeError, ValueError):

@@ -43,9 +43,11 @@ class Client(DatasetMethods, ProjectMethods, FeedbackMethods, RunMethods):
             key = api_key if api_key is not None else os.environ.get("ASSAY_API_KEY")
             self._backend = RemoteBackend(api_url, key)
             self._store = self._backend  # type: ignore[assignment]  # duck-typed repositories
+            self._remote = True
             return
         self._store = store if store is not None else Store.open(database_url)
         self._backend = self._store
+        self._remote = False
 
     @property
     def store(self) -> Store:
@@ -54,7 +56,7 @@ class Client(DatasetMethods, ProjectMethods, FeedbackMethods, RunMethods):
 
     @property
     def is_remote(self) -> bool:
-        return self._backend.__class__.__name__ == "RemoteBackend"
+        return self._remote
 
     def _tracing_writer(self) -> Any:
         """The background writer that stores this client's traced runs (made on first use)."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._sync import run_sync
 from ..errors import InvalidInputError
 from ..schemas import Feedback, TracerSession
 from ..tracing import tracing_context
@@ -372,19 +373,13 @@ def evaluate(
         target, data, evaluators, summary_evaluators, metadata, experiment_prefix, description,
         max_concurrency, num_repetitions, client, experiment, upload_results, error_handling,
         as_of, splits, timeout, executor))
-    if blocking:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(_execute(prep))
+    if blocking:  # here, or on a helper thread when this thread already runs a loop
+        return run_sync(_execute(prep))
     ctx = contextvars.copy_context()
     thread = threading.Thread(target=ctx.run, args=(_run_quietly, prep),
                               name=f"assay-evaluate-{prep.results.experiment_name}")
     prep.results._thread = thread
     thread.start()
-    if blocking:
-        thread.join()
-        return prep.results.wait()
     return prep.results
 
 

@@ -114,8 +114,7 @@ class ExperimentResults:
             if index == self._ready:
                 while self._ready < len(self._rows) and self._rows[self._ready] is not None:
                     self._ready += 1
-                if self._cond._waiters:  # type: ignore[attr-defined]  # usually no reader waits
-                    self._cond.notify_all()
+                self._cond.notify_all()
 
     def _finish(self, error: BaseException | None = None) -> None:
         with self._cond:

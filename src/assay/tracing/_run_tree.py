@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import uuid_utils
 
 from .._ids import as_uuid
+from .._time import to_micros
 from ..errors import InvalidInputError
 from ..schemas import RUN_TYPES, Run
 
@@ -44,8 +45,6 @@ def _us_to_dt(us: int) -> datetime:
 
 
 def _dt_to_us(value: datetime | float | str) -> int:
-    from ..store._types import to_micros
-
     try:
         out = to_micros(value)
     except (TypeError, ValueError) as exc:

@@ -1,0 +1,53 @@
+"""Time helpers shared by every layer: UTC now, and epoch microseconds <-> datetimes.
+
+The store keeps timestamps as epoch microseconds (see ``store._types.Micros``); tracing, usage
+derivation and the server convert with the same two functions so they all agree on naive
+datetimes (taken as UTC), ISO strings and epoch numbers.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+__all__ = ["utcnow", "to_utc", "to_micros", "from_micros"]
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def to_utc(value: datetime) -> datetime:
+    """Naive datetimes are taken as UTC (as LangSmith does)."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def to_micros(value: datetime | int | float | str | None) -> int | None:
+    """UTC datetime (naive taken as UTC), ISO string or epoch number -> epoch microseconds."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise TypeError("a timestamp cannot be a boolean")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(round(value * 1_000_000))
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    delta = value - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def from_micros(value: int | datetime | None) -> datetime | None:
+    """Epoch microseconds -> aware UTC datetime (aggregates over Micros columns may already be
+    datetimes; they pass through)."""
+    if value is None or isinstance(value, datetime):
+        return value
+    seconds, micros = divmod(int(value), 1_000_000)
+    return datetime.fromtimestamp(seconds, timezone.utc).replace(microsecond=micros)
