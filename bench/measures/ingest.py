@@ -21,6 +21,8 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -152,6 +154,40 @@ def _one_server(ctx: Context, workers: int, n_requests: int, repeats: int,
     from assay.store import Store
     from assay.store._tables import runs
 
+    with _running_server(workers) as (db, url, key, proc):
+        warm = build_bodies(max(2, workers * 2), "bench-warmup")
+        asyncio.run(_send_all(url, key, warm, SENDERS))
+        rates, walls = [], []
+        for rep in range(repeats):
+            bodies = build_bodies(n_requests, f"bench-ingest-{rep}")
+            wall = asyncio.run(_send_all(url, key, bodies, senders))
+            walls.append(wall)
+            rates.append(n_requests * RUNS_PER_REQUEST / wall)
+        _stop(proc)
+        with Store.open(db) as store, store.engine.connect() as conn:
+            stored = conn.execute(select(func.count()).select_from(runs)).scalar()
+    expected = (repeats * n_requests + max(2, workers * 2)) * RUNS_PER_REQUEST
+    if stored != expected:
+        raise RuntimeError(f"the store holds {stored} runs, {expected} were accepted")
+    size = sum(len(b) for b in build_bodies(1, "size-probe"))
+    return {"workers": workers, "senders": senders, "runs_per_s": median(rates), "rates": rates,
+            "walls_s": walls, "requests": n_requests, "runs": n_requests * RUNS_PER_REQUEST,
+            "stored_ok": True, "compressed_request_bytes": size}
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@contextmanager
+def _running_server(workers: int) -> Iterator[tuple[Path, str, str, subprocess.Popen[bytes]]]:
+    """A fresh SQLite store with one API key, served by ``assay serve``; removed afterwards."""
+    from assay.store import Store
+
     tmp = Path(tempfile.mkdtemp(prefix="assay-bench-ingest-"))
     db = tmp / "server.db"
     try:
@@ -160,30 +196,9 @@ def _one_server(ctx: Context, workers: int, n_requests: int, repeats: int,
         port = _free_port()
         proc = _serve(db, port, workers)
         try:
-            url = f"http://127.0.0.1:{port}"
-            warm = build_bodies(max(2, workers * 2), "bench-warmup")
-            asyncio.run(_send_all(url, key, warm, SENDERS))
-            rates, walls = [], []
-            for rep in range(repeats):
-                bodies = build_bodies(n_requests, f"bench-ingest-{rep}")
-                wall = asyncio.run(_send_all(url, key, bodies, senders))
-                walls.append(wall)
-                rates.append(n_requests * RUNS_PER_REQUEST / wall)
+            yield db, f"http://127.0.0.1:{port}", key, proc
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        with Store.open(db) as store, store.engine.connect() as conn:
-            stored = conn.execute(select(func.count()).select_from(runs)).scalar()
-        expected = (repeats * n_requests + max(2, workers * 2)) * RUNS_PER_REQUEST
-        if stored != expected:
-            raise RuntimeError(f"the store holds {stored} runs, {expected} were accepted")
-        size = sum(len(b) for b in build_bodies(1, "size-probe"))
-        return {"workers": workers, "senders": senders, "runs_per_s": median(rates), "rates": rates,
-                "walls_s": walls, "requests": n_requests, "runs": n_requests * RUNS_PER_REQUEST,
-                "stored_ok": True, "compressed_request_bytes": size}
+            _stop(proc)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -218,32 +233,17 @@ def profile_server(raw: Path, seconds: int = 8, workers: int = 1) -> None:
     """Record py-spy stacks of ``assay serve`` while senders keep it busy (bench/hotspots.py)."""
     import shutil as _sh
 
-    from assay.store import Store
-
-    tmp = Path(tempfile.mkdtemp(prefix="assay-bench-ingest-"))
-    db = tmp / "server.db"
-    try:
-        with Store.open(db) as store:
-            key = store.keys.create(tenant="default", description="bench").key
-        port = _free_port()
-        proc = _serve(db, port, workers)
-        try:
-            url = f"http://127.0.0.1:{port}"
-            asyncio.run(_send_all(url, key, build_bodies(4, "warmup"), SENDERS))
-            bodies = build_bodies(400, "bench-profile")
-            spy = _sh.which("py-spy") or str(ROOT / ".venv" / "bin" / "py-spy")
-            rec = subprocess.Popen([spy, "record", "-r", "400", "--threads", "--format", "raw",
-                                    "-o", str(raw), "--pid", str(proc.pid), "--duration",
-                                    str(seconds)], stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL)
-            time.sleep(1.0)
-            deadline = time.monotonic() + seconds - 1.5
-            while time.monotonic() < deadline:
-                asyncio.run(_send_all(url, key, bodies[:40], SENDERS))
-                bodies = bodies[40:] or build_bodies(400, f"bench-profile-{time.time()}")
-            rec.wait(timeout=seconds + 30)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=20)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with _running_server(workers) as (_db, url, key, proc):
+        asyncio.run(_send_all(url, key, build_bodies(4, "warmup"), SENDERS))
+        bodies = build_bodies(400, "bench-profile")
+        spy = _sh.which("py-spy") or str(ROOT / ".venv" / "bin" / "py-spy")
+        rec = subprocess.Popen([spy, "record", "-r", "400", "--threads", "--format", "raw",
+                                "-o", str(raw), "--pid", str(proc.pid), "--duration",
+                                str(seconds)], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+        time.sleep(1.0)
+        deadline = time.monotonic() + seconds - 1.5
+        while time.monotonic() < deadline:
+            asyncio.run(_send_all(url, key, bodies[:40], SENDERS))
+            bodies = bodies[40:] or build_bodies(400, f"bench-profile-{time.time()}")
+        rec.wait(timeout=seconds + 30)
