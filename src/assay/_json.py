@@ -7,7 +7,7 @@ from typing import Any
 
 import pydantic_core
 
-__all__ = ["dumps", "loads", "jsonable"]
+__all__ = ["dumps", "dumpb", "loads", "jsonable"]
 
 
 def _fallback(value: Any) -> Any:
@@ -21,6 +21,11 @@ def jsonable(value: Any) -> Any:
 
 def dumps(value: Any) -> str:
     return pydantic_core.to_json(value, fallback=_fallback, serialize_unknown=True).decode()
+
+
+def dumpb(value: Any) -> bytes:
+    """``dumps`` as UTF-8 bytes (no decode step, for payloads stored as blobs)."""
+    return pydantic_core.to_json(value, fallback=_fallback, serialize_unknown=True)
 
 
 def loads(text: str | bytes) -> Any:

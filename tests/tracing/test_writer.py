@@ -18,8 +18,9 @@ from assay.store import Store
 from assay.tracing import trace, traceable, tracing_context
 
 
-class SpyRuns:
-    """The real store's runs repository, with every upsert call recorded (and optionally held)."""
+class SpyJournal:
+    """The real store's journal, with every batch the writer appends recorded (and optionally
+    held)."""
 
     def __init__(self, real: Any) -> None:
         self.real = real
@@ -27,11 +28,11 @@ class SpyRuns:
         self.gate = threading.Event()
         self.gate.set()
 
-    def upsert(self, posts: Any = (), patches: Any = (), **kw: Any) -> int:
+    def append_runs(self, posts: Any = (), patches: Any = (), **kw: Any) -> int:
         self.gate.wait(10)
         posts, patches = list(posts), list(patches)
         self.calls.append((posts, patches))
-        return self.real.upsert(posts=posts, patches=patches, **kw)
+        return self.real.append_runs(posts, patches, **kw)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.real, name)
@@ -40,17 +41,17 @@ class SpyRuns:
 class SpyBackend:
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.runs = SpyRuns(store.runs)
+        self.journal = SpyJournal(store.journal)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.store, name)
 
 
 @pytest.fixture
-def spied(tclient: Client) -> tuple[Client, SpyRuns]:
+def spied(tclient: Client) -> tuple[Client, SpyJournal]:
     backend = SpyBackend(tclient.store)
     tclient._backend = backend  # type: ignore[assignment]  # the client's own seam, not a library
-    return tclient, backend.runs
+    return tclient, backend.journal
 
 
 def test_quick_run_is_one_merged_post_long_run_is_post_then_patch(spied: tuple) -> None:
@@ -147,9 +148,11 @@ def test_queue_that_stays_full_drops_loudly(spied: tuple, caplog: pytest.LogCapt
 
 def test_a_rejected_run_does_not_lose_its_batch(tclient: Client,
                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """The batch is journaled whole; the fold applies it run by run when one run is bad, drops
+    only that one and says which and why."""
     writer = tclient._tracing_writer()
     writer.interval = 5  # only flush() sends: all runs in one batch
-    with caplog.at_level(logging.WARNING, logger="assay.tracing"):
+    with caplog.at_level(logging.WARNING, logger="assay.store"):
         with tracing_context(enabled=True, client=tclient, project_name="bad"):
             for i in range(5):
                 with trace(f"ok{i}"):
@@ -157,10 +160,11 @@ def test_a_rejected_run_does_not_lose_its_batch(tclient: Client,
             with trace("poison") as poison:
                 poison.run_type = 123  # type: ignore[assignment]  # the store will refuse it
         tclient.flush()
-    names = sorted(r.name for r in tclient.list_runs(project_name="bad"))
+        names = sorted(r.name for r in tclient.list_runs(project_name="bad"))
     assert names == [f"ok{i}" for i in range(5)]
-    assert writer.failed == 1
-    assert "run_type must be a string" in caplog.text
+    assert tclient.store.journal.dropped == 1 and writer.failed == 0
+    assert "run_type must be a string" in caplog.text and str(poison.id) in caplog.text
+    assert tclient.store.journal.pending() == 0
 
 
 def test_idle_writer_thread_exits_and_restarts(tclient: Client) -> None:

@@ -91,6 +91,7 @@ def check(
 
     with handle_errors():
         store = Store.open(db)
+        store.settle()  # journaled writes count: fold them first
         if repair:
             with store.write() as conn:
                 rebuild_aggregates(conn)

@@ -148,6 +148,11 @@ def _resolve_data(o: _Options, existing: TracerSession | None) -> ResolvedData:
 
 def _prepare(o: _Options) -> _Prepared:
     """Everything before the first example: arguments, data, experiment, what is already done."""
+    with relaxed_gc():  # thousands of examples and units, all kept: see relaxed_gc
+        return _prepare_inner(o)
+
+
+def _prepare_inner(o: _Options) -> _Prepared:
     _check(o.max_concurrency, o.num_repetitions, o.error_handling, o.timeout)
     remote = resolve_executor(o.executor)
     if o.metadata is not None and not isinstance(o.metadata, dict):

@@ -126,12 +126,17 @@ def _one(item: Any, name: str, *, allow_no_key: bool) -> EvaluationResult:
         raise InvalidInputError(f"evaluator {name!r} returned an invalid result {item}: {exc}") from None
 
 
+_SCORES = frozenset((bool, int, float))  # exactly these types: stored as they are
+
+
 def to_results(raw: Any, name: str) -> list[EvaluationResult]:
     """Normalize whatever an evaluator returned to a list of results (LangSmith's rules)."""
     if isinstance(raw, EvaluationResult):
         return [raw]
     if isinstance(raw, EvaluationResults):
         items: Any = raw.results
+    elif raw.__class__ in _SCORES:
+        return [EvaluationResult._of_score(name, raw)]
     elif isinstance(raw, bool) or isinstance(raw, (int, float)):
         return [EvaluationResult(key=name, score=raw)]
     elif isinstance(raw, str):

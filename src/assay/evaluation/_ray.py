@@ -467,8 +467,8 @@ class _WireRun:
         self._id = data["id"]
         self._sent = 0
 
-    def _wire(self, final: bool) -> dict[str, Any]:
-        return self._data
+    def _wire(self, final: bool, micros: bool = False) -> dict[str, Any]:
+        return self._data  # times as the worker wrote them: the store reads either form
 
 
 class _WireTree:

@@ -105,6 +105,7 @@ class ExperimentResults:
         self._done = False
         self._error: BaseException | None = None
         self._cond = threading.Condition()
+        self._waiting = 0  # readers blocked in _cond.wait(): only they need a notify
         self._thread: threading.Thread | None = None
 
     # -- filled by the runner -------------------------------------------------------------
@@ -114,7 +115,16 @@ class ExperimentResults:
             if index == self._ready:
                 while self._ready < len(self._rows) and self._rows[self._ready] is not None:
                     self._ready += 1
-                self._cond.notify_all()
+                if self._waiting:
+                    self._cond.notify_all()
+
+    def _wait(self, timeout: float | None) -> bool:
+        """``_cond.wait``, counted (the caller holds ``_cond``)."""
+        self._waiting += 1
+        try:
+            return self._cond.wait(timeout)
+        finally:
+            self._waiting -= 1
 
     def _finish(self, error: BaseException | None = None) -> None:
         with self._cond:
@@ -138,7 +148,7 @@ class ExperimentResults:
         """Block until the experiment has finished; re-raise what stopped it, if anything."""
         with self._cond:
             while not self._done:
-                self._cond.wait()
+                self._wait(None)
             error = self._error
         if error is not None:
             raise error
@@ -147,7 +157,7 @@ class ExperimentResults:
     def _next(self, i: int, timeout: float | None = None) -> ExperimentResultRow | None:
         with self._cond:
             while i >= self._ready and not self._done:
-                if not self._cond.wait(timeout):
+                if not self._wait(timeout):
                     return None
             if i < self._ready:
                 return self._rows[i]  # type: ignore[return-value]

@@ -121,6 +121,11 @@ class Plan:
     sink: FeedbackSink | None = None
     executor: ThreadPoolExecutor | None = None  # threads for sync targets and evaluators
     ignored_traces: list[uuid.UUID] = field(default_factory=list)
+    session_id: str | None = field(init=False, default=None)  # experiment_id as run wire text
+
+    def __post_init__(self) -> None:
+        if self.experiment_id is not None:
+            self.session_id = str(self.experiment_id)
 
 
 class _DiscardWriter(RunWriter):
@@ -189,8 +194,8 @@ async def _run_unit(plan: Plan, unit: Unit) -> ExperimentResultRow | None:
     # handed to the writer once, finished (``trace()`` would also send its start): with slow
     # targets the start would be stored on its own and the end as an update, twice the store
     # work per example. Children still stream in as they happen.
-    tree = RunTree(plan.target.name, "chain", ex.inputs, client=plan.client,
-                   project_id=plan.experiment_id, metadata=meta, reference_example_id=ex.id)
+    tree = RunTree._fast_root(plan.target.name, ex.inputs, plan.client, plan.session_id,
+                              meta, ex.id)
     failed = False
     # The root is made current directly (not with tracing_context(parent=...)): the scoped
     # switches stay those of the experiment, which is what that would give, minus a context
@@ -210,19 +215,22 @@ async def _run_unit(plan: Plan, unit: Unit) -> ExperimentResultRow | None:
     finally:
         _RUN.reset(token)
     tree.patch()
-    run_id = tree.id
-    trace_id = run_id if tree._trace is tree._id else tree.trace_id  # a root is its own trace
     if failed and plan.error_handling == "ignore":
-        plan.ignored_traces.append(trace_id)
+        plan.ignored_traces.append(tree.trace_id)
         return None
-    row = ExperimentResultRow(ex, tree=tree)
+    row = ExperimentResultRow(ex, tree=tree, evaluation_results=_PENDING)
     results: list[EvaluationResult] = []
     for ev in plan.evaluators:
         results.extend(await ev.aevaluate(row, executor=plan.executor))
-    row.evaluation_results = EvaluationResults(results=results)
+    # the items are EvaluationResult objects already: nothing left to validate
+    row.evaluation_results = EvaluationResults._of(results)
     if plan.sink is not None and results:
-        plan.sink.add(feedback_rows(results, run_id, trace_id, plan.experiment_id))
+        run_id = str(tree._id)  # a root is its own trace
+        plan.sink.add(feedback_rows(results, run_id, run_id, plan.session_id))
     return row
+
+
+_PENDING = EvaluationResults()  # a row's results while its evaluators run (then replaced)
 
 
 def feedback_rows(results: Sequence[EvaluationResult], run_id: Any, trace_id: Any,

@@ -36,6 +36,21 @@ class EvaluationResult(BaseModel):
     metadata: dict[str, Any] | None = None
     extra: dict[str, Any] | None = None
 
+    @classmethod
+    def _of_score(cls, key: str, score: bool | int | float) -> EvaluationResult:
+        """``EvaluationResult(key=key, score=score)`` without validating again what the caller
+        checked (``evaluate()`` builds one per example)."""
+        out = cls.__new__(cls)
+        _set = object.__setattr__
+        _set(out, "__dict__", {
+            "key": key, "score": score, "value": None, "comment": None, "correction": None,
+            "evaluator_info": {}, "feedback_config": None, "source_run_id": None,
+            "target_run_id": None, "metadata": None, "extra": None})
+        _set(out, "__pydantic_fields_set__", {"key", "score"})
+        _set(out, "__pydantic_extra__", None)
+        _set(out, "__pydantic_private__", None)
+        return out
+
     @property
     def is_error(self) -> bool:
         """True when this result records an evaluator that raised."""
@@ -48,6 +63,17 @@ class EvaluationResults(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     results: list[EvaluationResult] = Field(default_factory=list)
+
+    @classmethod
+    def _of(cls, results: list[EvaluationResult]) -> EvaluationResults:
+        """``EvaluationResults(results=results)`` for items that are results already."""
+        out = cls.__new__(cls)
+        _set = object.__setattr__
+        _set(out, "__dict__", {"results": results})
+        _set(out, "__pydantic_fields_set__", {"results"})
+        _set(out, "__pydantic_extra__", None)
+        _set(out, "__pydantic_private__", None)
+        return out
 
     def __getitem__(self, key: str) -> Any:  # LangSmith code indexes it like a dict
         if key == "results":

@@ -61,7 +61,11 @@ class FeedbackSink:
                 return
 
     def _write(self, rows: list[dict[str, Any]]) -> None:
-        self._store.feedback.create_many(rows, return_records=False)
+        journal = getattr(self._store, "journal", None)  # a local store: one journal row
+        if journal is not None:
+            journal.append_feedback(rows)
+        else:
+            self._store.feedback.create_many(rows, return_records=False)
         self.written += len(rows)
 
     async def close(self) -> None:

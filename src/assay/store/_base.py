@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ._datasets import DatasetRepo
     from ._examples import ExampleRepo
     from ._feedback import FeedbackRepo
+    from ._journal import Journal
     from ._keys import KeyRepo
     from ._projects import ProjectRepo
     from ._runs import RunRepo
@@ -154,6 +155,16 @@ class Store:
         from ._feedback import FeedbackRepo
 
         return FeedbackRepo(self)
+
+    @cached_property
+    def journal(self) -> Journal:
+        from ._journal import Journal
+
+        return Journal(self)
+
+    def settle(self) -> int:
+        """Fold journaled writes into runs and feedback (a no-op when there are none)."""
+        return self.journal.settle()
 
     @cached_property
     def keys(self) -> KeyRepo:

@@ -17,6 +17,8 @@ from ._bulk import insert_many
 from ._tables import feedback, runs
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
     from ._base import Store
 
 __all__ = ["FeedbackRepo", "feedback_label"]
@@ -100,30 +102,36 @@ class FeedbackRepo:
         if not rows:
             return []
         with self.store.write() as conn:
-            need = [r["run_id"] for r in rows if r["run_id"] and not r["session_id"]]
-            if need:
-                found = dict(conn.execute(
-                    select(runs.c.id, runs.c.session_id).where(
-                        runs.c.id.in_(need), runs.c.tenant_id == self.store.tenant_id)
-                ).all())
-                for r in rows:
-                    if r["run_id"] in found and not r["session_id"]:
-                        r["session_id"] = found[r["run_id"]]
-            ids = [r["id"] for r in rows]
-            existing = set(conn.execute(select(feedback.c.id).where(feedback.c.id.in_(ids))).scalars())
-            fresh = [r for r in rows if r["id"] not in existing]
-            deltas = FeedbackDeltas()
-            for r in rows:  # the SDKs retry: the same id again replaces the earlier row
-                if r["id"] in existing:
-                    deltas.add_rows(conn.execute(feedback.delete().where(
-                        feedback.c.id == r["id"], feedback.c.tenant_id == self.store.tenant_id
-                    ).returning(*FEEDBACK_RETURNING)), -1)
-                    fresh.append(r)
-            insert_many(conn, feedback, fresh)
-            for r in fresh:
-                deltas.add_row(r, 1)
-            deltas.apply(conn)
-        return self.list(feedback_ids=ids) if return_records else []
+            self._insert(conn, rows)
+        return self.list(feedback_ids=[r["id"] for r in rows]) if return_records else []
+
+    def _insert(self, conn: Connection, rows: list[dict[str, Any]]) -> int:
+        """Write rows made by ``_row`` (a repeated id replaces the earlier row) and their
+        aggregates, in the caller's transaction."""
+        need = [r["run_id"] for r in rows if r["run_id"] and not r["session_id"]]
+        if need:
+            found = dict(conn.execute(
+                select(runs.c.id, runs.c.session_id).where(
+                    runs.c.id.in_(need), runs.c.tenant_id == self.store.tenant_id)
+            ).all())
+            for r in rows:
+                if r["run_id"] in found and not r["session_id"]:
+                    r["session_id"] = found[r["run_id"]]
+        ids = [r["id"] for r in rows]
+        existing = set(conn.execute(select(feedback.c.id).where(feedback.c.id.in_(ids))).scalars())
+        fresh = [r for r in rows if r["id"] not in existing]
+        deltas = FeedbackDeltas()
+        for r in rows:  # the SDKs retry: the same id again replaces the earlier row
+            if r["id"] in existing:
+                deltas.add_rows(conn.execute(feedback.delete().where(
+                    feedback.c.id == r["id"], feedback.c.tenant_id == self.store.tenant_id
+                ).returning(*FEEDBACK_RETURNING)), -1)
+                fresh.append(r)
+        insert_many(conn, feedback, fresh)
+        for r in fresh:
+            deltas.add_row(r, 1)
+        deltas.apply(conn)
+        return len(rows)
 
     def create(self, **item: Any) -> Feedback:
         return self.create_many([item])[0]
@@ -144,6 +152,7 @@ class FeedbackRepo:
         offset: int = 0,
         limit: int | None = None,
     ) -> list[Feedback]:
+        self.store.settle()
         q = select(feedback).where(feedback.c.tenant_id == self.store.tenant_id)
         if run_ids is not None:
             q = q.where(feedback.c.run_id.in_([str(as_uuid(r, "run id")) for r in run_ids]))
@@ -163,6 +172,7 @@ class FeedbackRepo:
 
     def delete(self, feedback_id: uuid.UUID | str) -> None:
         fid = str(as_uuid(feedback_id, "feedback_id"))
+        self.store.settle()
         with self.store.write() as conn:
             gone = conn.execute(feedback.delete().where(
                 feedback.c.id == fid, feedback.c.tenant_id == self.store.tenant_id

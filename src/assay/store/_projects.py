@@ -139,7 +139,10 @@ class ProjectRepo:
         project_id: uuid.UUID | str | None = None,
         project_name: str | None = None,
         include_stats: bool = False,
+        settle: bool = True,
     ) -> TracerSession:
+        if settle:  # journaled runs may create projects and change statistics
+            self.store.settle()
         with self.store.read() as conn:
             row = self._resolve(conn, project_id, project_name)
             if not include_stats:
@@ -164,6 +167,7 @@ class ProjectRepo:
         offset: int = 0,
         limit: int | None = None,
     ) -> list[TracerSession]:
+        self.store.settle()
         q = select(sessions).where(self._tenant)
         if project_ids is not None:
             q = q.where(sessions.c.id.in_([str(as_uuid(p, "project id")) for p in project_ids]))
@@ -233,12 +237,14 @@ class ProjectRepo:
                 values["extra"] = new_extra
             if values:
                 conn.execute(update(sessions).where(sessions.c.id == row.id).values(**values))
-        return self.read(project_id=row.id)
+        # no settle: closing an experiment must not pay for indexing its journaled runs
+        return self.read(project_id=row.id, settle=False)
 
     def delete(
         self, *, project_id: uuid.UUID | str | None = None, project_name: str | None = None
     ) -> None:
         """Delete the project with its runs and feedback."""
+        self.store.settle()  # else a journaled run would bring the project back
         with self.store.write() as conn:
             row = self._resolve(conn, project_id, project_name)
             run_ids = select(runs.c.id).where(runs.c.session_id == row.id).scalar_subquery()

@@ -167,6 +167,12 @@ class RunRepo:
                     raise
         return 0  # pragma: no cover
 
+    def _apply(self, conn: Connection, posts: Iterable[Mapping[str, Any]],
+               patches: Iterable[Mapping[str, Any]], default_project: str) -> int:
+        """``upsert`` in the caller's transaction (the journal's fold)."""
+        return self._upsert(conn, [(_clean(r), r) for r in posts],
+                            [(_clean(r), r) for r in patches], default_project)
+
     def _session_of(self, conn: Connection, raw: Mapping[str, Any], cache: dict[str, str],
                     default_project: str) -> str:
         projects = self.store.projects
@@ -267,6 +273,7 @@ class RunRepo:
     # -- queries ------------------------------------------------------------------------------
     def read(self, run_id: uuid.UUID | str, *, load_child_runs: bool = False) -> Run:
         rid = str(as_uuid(run_id, "run_id"))
+        self.store.settle()
         with self.store.read() as conn:
             row = conn.execute(
                 select(runs).where(runs.c.id == rid, runs.c.tenant_id == self.store.tenant_id)
@@ -330,6 +337,7 @@ class RunRepo:
         q = q.offset(max(offset, 0))
         if limit is not None:
             q = q.limit(limit)
+        self.store.settle()
         with self.store.read() as conn:
             return [_row_to_run(r) for r in conn.execute(q)]
 
@@ -355,6 +363,7 @@ class RunRepo:
         tenant = runs.c.tenant_id == self.store.tenant_id
         in_project = runs.c.session_id == sid
         runs_gone, feedback_gone = RunDeltas(), FeedbackDeltas()
+        self.store.settle()
         with self.store.write() as conn:
             if keep is not None:
                 kept = {str(as_uuid(t, "trace id")) for t in keep}

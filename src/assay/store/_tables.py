@@ -22,6 +22,7 @@ from sqlalchemy import (
     Table,
     Text,
     BigInteger,
+    LargeBinary,
     UniqueConstraint,
     text,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "trace_streams",
     "feedback_aggregates",
     "feedback_label_counts",
+    "journal",
     "DEFAULT_TENANT_ID",
 ]
 
@@ -279,4 +281,19 @@ feedback_label_counts = Table(
     Column("key", String(512), primary_key=True),
     Column("label", String(512), primary_key=True),
     Column("n", BigInteger, **_COUNT),
+)
+
+
+# Batches of runs or feedback that assay's own writers (the tracing writer, evaluate()'s
+# feedback sink) made durable in one cheap insert; the store folds them into runs/feedback and
+# the aggregates before anything reads those (see _journal.py). Empty most of the time.
+journal = Table(
+    "journal",
+    metadata,
+    Column("seq", PK, primary_key=True, autoincrement=True),
+    Column("tenant_id", ID, nullable=False),
+    Column("kind", String(16), nullable=False),  # "runs" | "feedback"
+    Column("items", BigInteger, nullable=False),
+    Column("payload", LargeBinary, nullable=False),  # JSON
+    Column("created_at", Micros, nullable=False),
 )

@@ -229,6 +229,38 @@ class RunTree:
         parent.child_runs.append(self)
         return self
 
+    @classmethod
+    def _fast_root(cls, name: str, inputs: dict[str, Any], client: Any, session_id: str,
+                   metadata: dict[str, Any], reference_example_id: uuid.UUID) -> RunTree:
+        """An experiment's root run (``evaluate()``'s hot path): every argument already checked
+        once for the whole experiment; ``metadata`` becomes the run's own."""
+        self = cls.__new__(cls)
+        self._id = self._trace = _new_uuid()
+        self.name = name
+        self.run_type = "chain"
+        self.inputs = inputs
+        self.outputs = None
+        self.error = None
+        self._start_us = _time_ns() // 1000
+        self._end_us = None
+        self.metadata = metadata
+        self.tags = []
+        self.events = []
+        self.extra = None
+        self.child_runs = []
+        self._dotted = None
+        self._closed = False
+        self._sent = 0
+        self.parent = None
+        self._parent_id = None
+        self._parent_dotted = None
+        self.session_name = None
+        self.session_id = session_id
+        self.reference_example_id = reference_example_id
+        self._client = client
+        self._writer = None
+        return self
+
     # -- identity -----------------------------------------------------------------------------
     @property
     def id(self) -> uuid.UUID:
@@ -396,8 +428,9 @@ class RunTree:
         self._get_writer().patch(self)
 
     # -- wire format --------------------------------------------------------------------------
-    def _wire(self, final: bool) -> dict[str, Any]:
-        """LangSmith's run dict. ``final``: with end time, outputs and error."""
+    def _wire(self, final: bool, micros: bool = False) -> dict[str, Any]:
+        """LangSmith's run dict. ``final``: with end time, outputs and error. ``micros``: times
+        as epoch microseconds (what the local store keeps) instead of datetimes."""
         extra = dict(self.extra) if self.extra else {}
         extra["metadata"] = dict(self.metadata)
         extra.setdefault("runtime", _RUNTIME)
@@ -408,7 +441,7 @@ class RunTree:
             "dotted_order": self.dotted_order,
             "name": self.name,
             "run_type": self.run_type,
-            "start_time": _us_to_dt(self._start_us),
+            "start_time": self._start_us if micros else _us_to_dt(self._start_us),
             "inputs": self.inputs,
             "extra": extra,
             "tags": list(self.tags),
@@ -421,7 +454,8 @@ class RunTree:
         if self.reference_example_id is not None:
             out["reference_example_id"] = str(self.reference_example_id)
         if final:
-            out["end_time"] = None if self._end_us is None else _us_to_dt(self._end_us)
+            end = self._end_us
+            out["end_time"] = end if micros or end is None else _us_to_dt(end)
             out["outputs"] = self.outputs
             out["error"] = self.error
         return out

@@ -2,8 +2,10 @@
 
 Producers append ``(op, run)`` to a deque (atomic, ~25 ns) and return. The writer thread wakes
 when a batch is full or every ``interval`` seconds, turns the queued ``RunTree`` objects into
-LangSmith wire dicts, and stores them with one ``runs.upsert(posts=..., patches=...)`` per batch.
-A run that has already finished when its start is picked up goes out as a single merged post.
+LangSmith wire dicts, and stores them as one batch: appended to a local store's journal (one
+row per batch, folded into ``runs`` before the next read; see ``store/_journal.py``), or sent
+with one ``runs.upsert(posts=..., patches=...)`` to a server. A run that has already finished
+when its start is picked up goes out as a single merged post.
 
 Backpressure: the queue is bounded; a producer that finds it full blocks until the writer makes
 room (at most ``block_timeout`` seconds, then the run is dropped with a logged warning and
@@ -177,6 +179,7 @@ class RunWriter:
         """Store everything queued, ``batch_size`` runs per upsert."""
         q = self._q
         batch = self.batch_size
+        micros = self._journal() is not None  # the local store takes epoch microseconds
         while q:
             posts: list[dict[str, Any]] = []
             patches: list[dict[str, Any]] = []
@@ -186,7 +189,7 @@ class RunWriter:
                     item = q.popleft()
                 except IndexError:
                     break
-                self._take(item, posts, patches, markers)
+                self._take(item, posts, patches, markers, micros)
             if posts or patches:
                 self._send(posts, patches)
             if self._waiting:
@@ -196,7 +199,7 @@ class RunWriter:
                 m.set()
 
     def _take(self, item: Any, posts: list[dict[str, Any]], patches: list[dict[str, Any]],
-              markers: list[threading.Event]) -> None:
+              markers: list[threading.Event], micros: bool = False) -> None:
         """One queued item -> at most one wire dict (a post merged with its end when it can)."""
         if item.__class__ is not tuple:
             markers.append(item)
@@ -207,16 +210,16 @@ class RunWriter:
                 if run._sent:
                     return
                 if run._closed:  # finished before we got to it: one merged post
-                    posts.append(run._wire(final=True))
+                    posts.append(run._wire(True, micros))
                     run._sent = 2
                 else:
-                    posts.append(run._wire(final=False))
+                    posts.append(run._wire(False, micros))
                     run._sent = 1
             elif run._sent != 2:
                 if run._sent == 0:  # never posted (e.g. OTel spans): the whole run
-                    posts.append(run._wire(final=True))
+                    posts.append(run._wire(True, micros))
                 else:
-                    wire = run._wire(final=True)
+                    wire = run._wire(True, micros)
                     del wire["inputs"]
                     patches.append(wire)
                 run._sent = 2
@@ -224,10 +227,17 @@ class RunWriter:
             self.failed += 1
             log.exception("assay tracing: could not serialize run %s", getattr(run, "_id", "?"))
 
+    def _journal(self) -> Any:
+        """The local store's journal, or None when runs go to a server."""
+        return getattr(getattr(self._client, "_backend", None), "journal", None)
+
     def _send(self, posts: list[dict[str, Any]], patches: list[dict[str, Any]]) -> None:
-        runs = self._client._backend.runs
+        journal = self._journal()
         try:
-            runs.upsert(posts=posts, patches=patches)
+            if journal is not None:
+                journal.append_runs(posts, patches)
+            else:
+                self._client._backend.runs.upsert(posts=posts, patches=patches)
             self.batches += 1
             self.stored += len(posts) + len(patches)
             return
