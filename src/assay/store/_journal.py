@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pydantic_core
-from sqlalchemy import delete, insert, select, text
+from sqlalchemy import delete, func, insert, select, text
 
 from .. import _json
 from .._time import to_micros, utcnow
@@ -81,10 +81,11 @@ class Journal:
 
     # -- fold -----------------------------------------------------------------------------
     def pending(self) -> int:
-        """Items waiting in the journal (every workspace)."""
+        """Items of this workspace waiting in the journal."""
         with self.store.read() as conn:
             return int(conn.execute(
-                select(text("coalesce(sum(items), 0)")).select_from(journal)).scalar() or 0)
+                select(func.coalesce(func.sum(journal.c["items"]), 0))
+                .where(journal.c.tenant_id == self.store.tenant_id)).scalar() or 0)
 
     def settle(self) -> int:
         """Fold the journal if it holds anything; return how many items were applied."""

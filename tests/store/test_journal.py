@@ -1,0 +1,181 @@
+"""The journal: batches appended by assay's writers are folded, exactly once, before any read."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import threading
+import uuid
+from pathlib import Path
+
+import pytest
+
+from .test_aggregates import _check_all
+
+from assay.client import Client
+from assay.store import Store
+from assay.store._tables import runs
+from sqlalchemy import func, select
+
+T0 = 1_700_000_000_000_000  # epoch microseconds
+
+
+def _run(rid: str, *, parent: str | None = None, trace: str | None = None, start: int = T0,
+         end: int | None = None, run_type: str = "chain", **extra: object) -> dict:
+    run = {"id": rid, "trace_id": trace or rid, "parent_run_id": parent, "name": run_type,
+           "run_type": run_type, "start_time": start, "inputs": {"q": rid[:4]}}
+    if end is not None:
+        run["end_time"] = end
+        run["outputs"] = {"a": 1}
+    run.update(extra)
+    return run
+
+
+def _same_as_recomputed(store: Store) -> None:
+    """The aggregates the fold maintained equal a full scan of what it wrote."""
+    assert _check_all([store]) > 0
+
+
+def test_appended_runs_and_feedback_are_folded_before_reads(store: Store) -> None:
+    root, llm = str(uuid.uuid4()), str(uuid.uuid4())
+    store.journal.append_runs([
+        _run(root, start=T0),
+        _run(llm, parent=root, trace=root, start=T0 + 10, end=T0 + 900, run_type="llm",
+             events=[{"name": "new_token", "time": "2023-11-14T22:13:20.000300+00:00"}],
+             extra={"metadata": {"ls_provider": "openai", "ls_model_name": "gpt-4o-mini"}},
+             outputs={"usage_metadata": {"input_tokens": 30, "output_tokens": 12,
+                                         "total_tokens": 42}}),
+    ], default_project="journaled")
+    # the root's end comes in a later batch, and feedback on it before the root is folded
+    store.journal.append_runs(patches=[{"id": root, "end_time": T0 + 1000, "outputs": {"a": 2}}])
+    store.journal.append_feedback([{"run_id": root, "key": "correct", "score": 1.0},
+                                   {"run_id": root, "key": "label", "value": "good"}])
+    assert store.journal.pending() == 5
+    with store.read() as conn:  # nothing in runs yet: appending is all the writer paid for
+        assert conn.execute(select(func.count()).select_from(runs).where(
+            runs.c.tenant_id == store.tenant_id)).scalar() == 0
+
+    got = {str(r.id): r for r in store.runs.list(trace_id=root)}
+    assert store.journal.pending() == 0
+    assert set(got) == {root, llm}
+    assert got[root].status == "success" and got[root].outputs == {"a": 2}
+    assert got[llm].prompt_tokens == 30 and got[llm].total_tokens == 42
+    assert got[llm].first_token_time is not None and got[llm].total_cost is not None
+
+    project = store.projects.read(project_name="journaled", include_stats=True)
+    assert project.run_count == 1 and project.total_tokens == 42
+    assert project.latency_p50 == pytest.approx(0.001)
+    assert project.feedback_stats["correct"].avg == 1.0
+    assert project.feedback_stats["label"].values == {"good": 1}
+    fb = store.feedback.list(run_ids=[root])
+    assert {f.key for f in fb} == {"correct", "label"}
+    assert all(str(f.session_id) == str(project.id) for f in fb)  # adopted when the run came
+    _same_as_recomputed(store)
+
+
+def test_evaluate_leaves_its_runs_journaled_and_the_first_read_folds_them(
+        client: Client) -> None:
+    """evaluate() returns once runs and feedback are durable, without indexing them: the store
+    does that on the first read, and the figures are the same."""
+    client.create_dataset("ds")
+    client.create_examples(dataset_name="ds",
+                           examples=[{"inputs": {"x": i}, "outputs": {"y": i}} for i in range(40)])
+    from assay.evaluation import evaluate
+
+    def correct(outputs: dict, reference_outputs: dict) -> bool:
+        return outputs == reference_outputs
+
+    res = evaluate(lambda inputs: {"y": inputs["x"] if inputs["x"] % 4 else -1}, data="ds",
+                   evaluators=[correct], client=client)
+    assert client.store.journal.pending() >= 80  # 40 runs + 40 feedback, not folded yet
+    stats = client.read_project(project_name=res.experiment_name, include_stats=True)
+    assert client.store.journal.pending() == 0
+    assert stats.run_count == 40
+    assert stats.feedback_stats["correct"].avg == pytest.approx(30 / 40)
+    _same_as_recomputed(client.store)
+
+
+def test_concurrent_folds_apply_every_entry_exactly_once(store_url: str) -> None:
+    base = Store.open(store_url)
+    store = base.for_tenant(str(uuid.uuid4()))
+    for b in range(30):
+        posts = [_run(str(uuid.uuid4()), start=T0 + b * 100 + i, end=T0 + b * 100 + i + 7,
+                      session_name="race") for i in range(20)]
+        store.journal.append_runs(posts)
+        # feedback gets its id when folded: a batch applied twice would count twice
+        store.journal.append_feedback([{"run_id": p["id"], "key": "k", "score": 1}
+                                       for p in posts])
+    barrier = threading.Barrier(4)
+    errors: list[BaseException] = []
+
+    def settle() -> None:
+        try:
+            other = Store.open(store_url).for_tenant(store.tenant_id)  # its own engine
+            barrier.wait()
+            other.settle()
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=settle) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors
+    project = store.projects.read(project_name="race", include_stats=True)
+    assert project.run_count == 600 and project.feedback_stats["k"].n == 600
+    assert len(store.runs.list(project_ids=[project.id])) == 600
+    assert store.journal.pending() == 0
+    _same_as_recomputed(store)
+    base.close()
+
+
+def test_a_bad_item_is_dropped_loudly_and_its_batch_applied(
+        store: Store, caplog: pytest.LogCaptureFixture) -> None:
+    good, bad = str(uuid.uuid4()), str(uuid.uuid4())
+    no_start = {"id": bad, "name": "x", "run_type": "chain", "session_name": "p"}
+    store.journal.append_runs([_run(good, end=T0 + 5, session_name="p"), no_start])
+    store.journal.append_feedback([{"run_id": good, "key": "ok", "score": 1},
+                                   {"run_id": good, "key": "ok2", "score": "not a number"}])
+    with caplog.at_level(logging.WARNING, logger="assay.store"):
+        assert [str(r.id) for r in store.runs.list(project_ids=None, trace_id=good)] == [good]
+    assert bad in caplog.text and "start_time" in caplog.text
+    assert "score" in caplog.text
+    assert store.journal.dropped == 2 and store.journal.pending() == 0
+    assert [f.key for f in store.feedback.list(run_ids=[good])] == ["ok"]
+
+
+def test_a_deleted_project_does_not_come_back_from_the_journal(store: Store) -> None:
+    project = store.projects.create("short-lived")
+    rid = str(uuid.uuid4())
+    store.journal.append_runs([_run(rid, end=T0 + 5, session_id=str(project.id))])
+    store.projects.delete(project_id=project.id)
+    assert store.runs.list(trace_id=rid) == []
+    assert [p.name for p in store.projects.list(name="short-lived")] == []
+
+
+KILLED = r"""
+import os, sys
+from assay.client import Client
+from assay.tracing import trace, tracing_context
+client = Client(database_url=sys.argv[1])
+with tracing_context(enabled=True, client=client, project_name="killed"):
+    for i in range(25):
+        with trace(f"r{i}"):
+            pass
+client.flush()       # durable: journaled
+os._exit(0)          # no read, no clean exit: nothing folded
+"""
+
+
+def test_runs_journaled_by_a_killed_process_are_read_by_the_next(tmp_path: Path) -> None:
+    path = tmp_path / "j.db"
+    proc = subprocess.run([sys.executable, "-c", KILLED, str(path)], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    client = Client(database_url=path)
+    assert client.store.journal.pending() == 25
+    names = sorted(r.name for r in client.list_runs(project_name="killed"))
+    assert names == sorted(f"r{i}" for i in range(25))
+    assert client.store.journal.pending() == 0
