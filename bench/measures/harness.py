@@ -108,6 +108,13 @@ def run(ctx: Context) -> dict[str, Any]:
         notes.append(f"CPU time (all threads of the process; steadier than wall when the machine "
                      f"is busy): assay {assay['cpu_us_per_example']:.1f} us/example, floor "
                      f"{floor['cpu_us_per_example']:.1f} us/example")
+    if assay and assay.get("first_read_seconds") is not None:
+        fold_us = assay["first_read_seconds"] / assay["n"] * 1e6
+        figures["assay first read us"] = round(fold_us, 2)
+        notes.append(f"assay's evaluate() returns once runs and feedback are durable in the "
+                     f"store's journal; the first read after it (read_project) folds them into "
+                     f"the indexed tables: {fold_us:.1f} us/example more, once "
+                     f"(evaluate + first read: {assay_us + fold_us:.1f} us/example)")
     if ctx.quick:
         notes.append("quick mode: N=1,000 only; the goal is set for N=10,000")
     notes.append("offline enforced: every contestant ran in its own network namespace "

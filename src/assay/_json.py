@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import orjson
 import pydantic_core
 
 __all__ = ["dumps", "dumpb", "loads", "jsonable"]
@@ -24,8 +25,15 @@ def dumps(value: Any) -> str:
 
 
 def dumpb(value: Any) -> bytes:
-    """``dumps`` as UTF-8 bytes (no decode step, for payloads stored as blobs)."""
-    return pydantic_core.to_json(value, fallback=_fallback, serialize_unknown=True)
+    """``dumps`` as UTF-8 bytes, for payloads stored as blobs (the run journal).
+
+    orjson first (about twice as fast on run dicts), with ``jsonable`` for the types it does not
+    know; what it refuses outright (integers past 64 bits, non-string keys) goes through
+    pydantic-core as ``dumps`` does."""
+    try:
+        return orjson.dumps(value, default=jsonable)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return pydantic_core.to_json(value, fallback=_fallback, serialize_unknown=True)
 
 
 def loads(text: str | bytes) -> Any:

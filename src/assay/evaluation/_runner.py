@@ -194,8 +194,8 @@ async def _run_unit(plan: Plan, unit: Unit) -> ExperimentResultRow | None:
     # handed to the writer once, finished (``trace()`` would also send its start): with slow
     # targets the start would be stored on its own and the end as an update, twice the store
     # work per example. Children still stream in as they happen.
-    tree = RunTree._fast_root(plan.target.name, ex.inputs, plan.client, plan.session_id,
-                              meta, ex.id)
+    tree = RunTree._fast_root(plan.target.name, "chain", ex.inputs, plan.client,
+                              plan.session_id, None, meta, ex.id)
     failed = False
     # The root is made current directly (not with tracing_context(parent=...)): the scoped
     # switches stay those of the experiment, which is what that would give, minus a context

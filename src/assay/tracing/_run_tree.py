@@ -230,14 +230,15 @@ class RunTree:
         return self
 
     @classmethod
-    def _fast_root(cls, name: str, inputs: dict[str, Any], client: Any, session_id: str,
-                   metadata: dict[str, Any], reference_example_id: uuid.UUID) -> RunTree:
-        """An experiment's root run (``evaluate()``'s hot path): every argument already checked
-        once for the whole experiment; ``metadata`` becomes the run's own."""
+    def _fast_root(cls, name: str, run_type: str, inputs: dict[str, Any], client: Any,
+                   session_id: str | None, session_name: str | None, metadata: dict[str, Any],
+                   reference_example_id: uuid.UUID | None) -> RunTree:
+        """A root run on a hot path (``evaluate()``'s examples, plain ``@traceable`` roots):
+        every argument already checked once by the caller; ``metadata`` becomes the run's own."""
         self = cls.__new__(cls)
         self._id = self._trace = _new_uuid()
         self.name = name
-        self.run_type = "chain"
+        self.run_type = run_type
         self.inputs = inputs
         self.outputs = None
         self.error = None
@@ -254,7 +255,7 @@ class RunTree:
         self.parent = None
         self._parent_id = None
         self._parent_dotted = None
-        self.session_name = None
+        self.session_name = session_name
         self.session_id = session_id
         self.reference_example_id = reference_example_id
         self._client = client

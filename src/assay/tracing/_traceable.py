@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 from ..errors import InvalidInputError
 from ._context import _CFG, _RUN, _Config, _env_enabled, env_project
 from ._run_tree import RunTree, _as_outputs, check_run_type
+from ._writer import QUEUED
 
 if TYPE_CHECKING:
     import uuid
@@ -160,15 +161,22 @@ class _Options:
             except Exception:  # a broken hook must not break the traced call
                 log.warning("process_inputs of %s failed; recording raw inputs", self.name,
                             exc_info=True)
-        if parent is not None and self.plain and (cfg is None or not (cfg.metadata or cfg.tags)):
-            run = RunTree._fast_child(parent, self.name, self.run_type, inputs)
+        if self.plain and (cfg is None or not (cfg.metadata or cfg.tags)):
+            if parent is not None:
+                run = RunTree._fast_child(parent, self.name, self.run_type, inputs)
+            else:
+                project = (cfg.project_name if cfg is not None else None) or env_project()
+                run = RunTree._fast_root(self.name, self.run_type, inputs,
+                                         cfg.client if cfg is not None else None, None,
+                                         project, {}, None)
         else:
             run = _new_run(self.name, self.run_type, inputs, parent, cfg, client=self.client,
                            project_name=self.project_name, metadata=self.metadata, tags=self.tags)
         writer = run._writer
         if writer is None:
             writer = run._get_writer()
-        writer._put((0, run))  # run.post(), one call shorter
+        run._sent = QUEUED  # writer.post(run), inlined
+        writer._put((0, run))
         return run
 
     def outputs(self, value: Any) -> dict[str, Any]:
@@ -242,7 +250,8 @@ def _wrap_sync(fn: Callable[..., Any], o: _Options) -> Callable[..., Any]:
         run.outputs = o.outputs(result)
         run._end_us = _time_ns() // 1000
         run._closed = True
-        run._writer._put((1, run))  # run.patch(), inlined on the hot path
+        if run._sent != QUEUED:  # writer.patch(run), inlined on the hot path
+            run._writer._put((1, run))
         return result
 
     return wrapper

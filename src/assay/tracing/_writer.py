@@ -35,6 +35,9 @@ __all__ = ["RunWriter"]
 log = logging.getLogger("assay.tracing")
 
 _POST, _PATCH = 0, 1
+# RunTree._sent: 0 nothing queued or sent, QUEUED its post is queued and not yet taken,
+# 1 its post (without the end) sent, 2 sent complete
+QUEUED = 3
 _writers: weakref.WeakSet[RunWriter] = weakref.WeakSet()
 
 
@@ -70,10 +73,15 @@ class RunWriter:
 
     # -- producer side (any thread) -----------------------------------------------------------
     def post(self, run: RunTree) -> None:
+        if run._sent == 0:
+            run._sent = QUEUED
         self._put((_POST, run))
 
     def patch(self, run: RunTree) -> None:
-        self._put((_PATCH, run))
+        """Queue the end of a closed run, unless its post is still queued: the writer sees
+        ``_closed`` when it takes the post and sends both as one (see ``_take``)."""
+        if run._sent != QUEUED:
+            self._put((_PATCH, run))
 
     def _put(self, item: Any) -> None:
         q = self._q
@@ -207,14 +215,16 @@ class RunWriter:
         op, run = item
         try:
             if op == _POST:
-                if run._sent:
+                if run._sent in (1, 2):
                     return
+                # Claim the post before looking at _closed: a run closed from here on sees
+                # _sent != QUEUED and queues its own patch; one closed before is sent whole.
+                run._sent = 1
                 if run._closed:  # finished before we got to it: one merged post
                     posts.append(run._wire(True, micros))
                     run._sent = 2
                 else:
                     posts.append(run._wire(False, micros))
-                    run._sent = 1
             elif run._sent != 2:
                 if run._sent == 0:  # never posted (e.g. OTel spans): the whole run
                     posts.append(run._wire(True, micros))
