@@ -20,9 +20,11 @@ IDEAL_S = N / BOUND * SLEEP_MS / 1000
 GOAL = 1.10
 
 _SLEEP = ["--sleep-ms", str(SLEEP_MS), "--concurrency", str(BOUND)]
+FLOOR = Contestant("bare floor (asyncio workers + sqlite3)", "floor.py", args=_SLEEP)
 CONTESTANTS = [
     Contestant("assay aevaluate(), stored", "peer_assay.py",
                args=["--mode", "concurrent", *_SLEEP]),
+    FLOOR,
     Contestant("pydantic-evals Dataset.evaluate", "peer_pydantic_evals.py", "pydantic-evals",
                _SLEEP),
     # sync target in LangSmith's thread pool (its aevaluate uploads even with upload_results=False)
@@ -37,7 +39,8 @@ CONTESTANTS = [
 def run(ctx: Context) -> dict[str, Any]:
     rows, figures, notes, detail = [], {}, [], {}
     assay_ratio = None
-    for c in CONTESTANTS if not ctx.quick else CONTESTANTS[:3]:
+    floor_ratio = None
+    for c in CONTESTANTS if not ctx.quick else CONTESTANTS[:4]:
         try:
             r = measure(c, N, ctx)
         except Exception as exc:
@@ -51,6 +54,8 @@ def run(ctx: Context) -> dict[str, Any]:
         ctx.log(f"    {c.label:40s} {r['median_s']:.3f} s = {ratio:.2f} x ideal")
         if c is CONTESTANTS[0]:
             assay_ratio = ratio
+        elif c is FLOOR:
+            floor_ratio = ratio
     if assay_ratio is not None:
         # Each of the N/C rounds costs T plus the CPU of the C units in it (one GIL), so
         # measured/ideal ~= 1 + C*c/T: the goal 1.10 needs c <= 0.1*T/C = 20 us per example.
@@ -60,6 +65,11 @@ def run(ctx: Context) -> dict[str, Any]:
                      f"per example, one GIL): assay's ratio implies c ~= {c_us:.0f} us; the goal "
                      f"1.10 needs c <= {0.1 * SLEEP_MS * 1000 / BOUND:.0f} us, i.e. the same "
                      "per-example cost as the harness goal")
+    if floor_ratio is not None:
+        notes.append(f"the bare floor (plain asyncio workers, no harness) reaches "
+                     f"{floor_ratio:.2f} x ideal here: timer rounding and the event loop's own "
+                     f"work per wake-up; assay adds {(assay_ratio or 0) - floor_ratio:+.2f}")
+        figures["floor ratio"] = round(floor_ratio, 3)
     if ctx.quick:
         notes.append("quick mode: deepeval and inspect-ai left out")
     return {"figures": figures,

@@ -3,6 +3,10 @@ and writes each row to SQLite (stdlib sqlite3, WAL) in one transaction.
 
 Nothing a harness adds (tracing, run trees, results objects, batching threads): what is left is
 the unavoidable cost of calling two functions and inserting one row per example.
+
+With ``--concurrency C`` (and ``--sleep-ms``) the same work runs on C asyncio workers whose
+target awaits the sleep, the rows inserted in one transaction at the end: the floor of the
+I/O-bound concurrency measurement (what asyncio itself costs on this machine).
 """
 
 from __future__ import annotations
@@ -42,9 +46,38 @@ async def run(examples: list[tuple[str, dict, dict]], db: sqlite3.Connection,
     db.execute("COMMIT")
 
 
+async def run_concurrent(examples: list[tuple[str, dict, dict]], db: sqlite3.Connection,
+                         delay: float, bound: int) -> None:
+    it = iter(examples)
+    rows: list[tuple] = []
+
+    async def atarget(inputs: dict) -> dict:
+        await asyncio.sleep(delay)
+        return {"y": inputs["x"]}
+
+    async def worker() -> None:
+        for ex_id, inputs, reference in it:
+            start = time.time()
+            outputs = await atarget(inputs)
+            score = matches(outputs, reference)
+            rows.append((str(uuid.uuid4()), ex_id, json.dumps(inputs), json.dumps(outputs),
+                         float(score), start, time.time()))
+
+    async with asyncio.TaskGroup() as group:
+        for _ in range(bound):
+            group.create_task(worker())
+    db.execute("BEGIN")
+    db.executemany(
+        "INSERT INTO results (id, example_id, inputs, outputs, score, start_time, end_time)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    db.execute("COMMIT")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1000)
+    ap.add_argument("--concurrency", type=int, default=0)
+    ap.add_argument("--sleep-ms", type=float, default=0.0)
     args = ap.parse_args()
     path = os.path.join(tempfile.mkdtemp(prefix="floor-bench-"), "floor.db")
     db = sqlite3.connect(path, isolation_level=None)
@@ -55,7 +88,10 @@ def main() -> None:
     examples = [(str(uuid.uuid4()), {"x": i}, {"y": i}) for i in range(args.n)]
     c0 = time.process_time()  # CPU of all threads: steadier than wall on a busy machine
     t0 = time.perf_counter()
-    asyncio.run(run(examples, db, 0.0))
+    if args.concurrency > 1:
+        asyncio.run(run_concurrent(examples, db, args.sleep_ms / 1000, args.concurrency))
+    else:
+        asyncio.run(run(examples, db, args.sleep_ms / 1000))
     seconds = time.perf_counter() - t0
     cpu_seconds = time.process_time() - c0
     (count,) = db.execute("SELECT count(*) FROM results WHERE score = 1").fetchone()

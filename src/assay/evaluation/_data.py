@@ -145,7 +145,7 @@ def resolve_data(
     if dicts:
         return _from_dicts(client, dicts, upload=upload, dataset_name=dataset_name)
     examples = [x for x in items if isinstance(x, Example)]
-    ds_ids = {str(e.dataset_id) for e in examples}
+    ds_ids = {str(d) for d in {e.dataset_id for e in examples}}
     if len(ds_ids) > 1:
         raise InvalidInputError(
             f"the examples come from {len(ds_ids)} datasets: an experiment runs on one dataset")

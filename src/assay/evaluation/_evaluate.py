@@ -214,7 +214,7 @@ def _prepare_inner(o: _Options) -> _Prepared:
     for rep in range(reps):
         for i, ex in enumerate(examples):
             index = rep * n + i
-            prior = done.get((str(ex.id), rep))
+            prior = done.get((str(ex.id), rep)) if done else None
             if prior is None:
                 units.append(Unit(index, ex, rep))
             else:

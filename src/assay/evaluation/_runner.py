@@ -122,10 +122,12 @@ class Plan:
     executor: ThreadPoolExecutor | None = None  # threads for sync targets and evaluators
     ignored_traces: list[uuid.UUID] = field(default_factory=list)
     session_id: str | None = field(init=False, default=None)  # experiment_id as run wire text
+    writer: RunWriter | None = field(init=False, default=None)  # the client's run writer
 
     def __post_init__(self) -> None:
         if self.experiment_id is not None:
             self.session_id = str(self.experiment_id)
+        self.writer = self.client._tracing_writer()
 
 
 class _DiscardWriter(RunWriter):
@@ -196,6 +198,7 @@ async def _run_unit(plan: Plan, unit: Unit) -> ExperimentResultRow | None:
     # work per example. Children still stream in as they happen.
     tree = RunTree._fast_root(plan.target.name, "chain", ex.inputs, plan.client,
                               plan.session_id, None, meta, ex.id)
+    tree._writer = plan.writer  # resolved once; children the target traces inherit it
     failed = False
     # The root is made current directly (not with tracing_context(parent=...)): the scoped
     # switches stay those of the experiment, which is what that would give, minus a context

@@ -78,6 +78,9 @@ class ProjectRepo:
                 if reference_dataset_id else None
             ),
         }
+        # a project named only by journaled runs exists once they are folded: a clash with it
+        # must be seen
+        self.store.settle()
         try:
             with self.store.write() as conn:
                 if row["reference_dataset_id"]:
@@ -87,14 +90,14 @@ class ProjectRepo:
                 ).scalar()
                 if clash is not None:
                     if upsert:
-                        return self.read(project_id=clash)
+                        return self.read(project_id=clash, settle=False)
                     raise ConflictError(f"a project named {name!r} already exists")
                 if conn.execute(select(sessions.c.id).where(sessions.c.id == row["id"])).first():
                     raise ConflictError(f"a project with id {row['id']} already exists")
                 conn.execute(sessions.insert().values(**row))
         except IntegrityError as exc:
             raise ConflictError(f"a project named {name!r} already exists") from exc
-        return self.read(project_id=row["id"])
+        return self.read(project_id=row["id"], settle=False)
 
     def _resolve(self, conn: Connection, project_id: Any, project_name: str | None) -> Any:
         if project_id is not None:
