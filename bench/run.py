@@ -12,6 +12,7 @@ Not part of the test suite.
 from __future__ import annotations
 
 import argparse
+import compileall
 import importlib
 import json
 import os
@@ -92,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"unknown measurement(s) {', '.join(unknown)}; choose from {', '.join(ORDER)}")
     apply_offline_env()
+    # assay is installed editable: compile its bytecode once, as pip does for the peers' packages
+    compileall.compile_dir(str(HERE.parent / "src" / "assay"), quiet=1)
     ctx = Context(quick=args.quick, repeats=args.repeats, rebuild_venvs=args.rebuild_venvs,
                   pg_url=args.pg_url, log=lambda m: print(m, flush=True))
     started = datetime.now(timezone.utc)

@@ -58,7 +58,11 @@ OFFLINE_ENV = {
 
 
 def offline_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "VIRTUAL_ENV"))}
+    # PYTHONDONTWRITEBYTECODE (set on some CI machines) would make every contestant process
+    # compile assay's modules from source (an editable install has no .pyc from pip, unlike the
+    # peers' installed packages): contestants run as a normal install does, bytecode cached.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST", "VIRTUAL_ENV")) and k != "PYTHONDONTWRITEBYTECODE"}
     env.update(OFFLINE_ENV)
     env.update(extra)
     return env

@@ -15,7 +15,7 @@ from .test_aggregates import _check_all
 
 from assay.client import Client
 from assay.store import Store
-from assay.store._tables import runs
+from assay.store._tables import journal, runs
 from sqlalchemy import func, select
 
 T0 = 1_700_000_000_000_000  # epoch microseconds
@@ -179,3 +179,20 @@ def test_runs_journaled_by_a_killed_process_are_read_by_the_next(tmp_path: Path)
     names = sorted(r.name for r in client.list_runs(project_name="killed"))
     assert names == sorted(f"r{i}" for i in range(25))
     assert client.store.journal.pending() == 0
+
+
+def test_a_batch_too_large_for_one_row_is_split_in_order_and_folded_whole(store: Store) -> None:
+    store.journal.max_payload = 20_000  # ~20 runs of 1 KB inputs per row
+    root = str(uuid.uuid4())
+    posts = [_run(str(uuid.uuid4()), parent=root, trace=root, start=T0 + i, end=T0 + i + 1,
+                  session_name="big", inputs={"blob": "x" * 1000, "i": i}) for i in range(100)]
+    store.journal.append_runs([_run(root, session_name="big"), *posts],
+                              patches=[{"id": root, "end_time": T0 + 500}])
+    with store.read() as conn:
+        rows = conn.execute(select(journal.c["items"]).where(
+            journal.c.tenant_id == store.tenant_id).order_by(journal.c.seq)).scalars().all()
+    assert len(rows) > 4 and sum(rows) == 102  # several rows, every run in exactly one
+    got = store.runs.list(trace_id=root)
+    assert len(got) == 101 and sorted(r.inputs.get("i", -1) for r in got) == list(range(-1, 100))
+    root_run = next(r for r in got if str(r.id) == root)
+    assert root_run.status == "success"  # its patch, in the last row, came after its post

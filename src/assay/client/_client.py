@@ -71,7 +71,8 @@ class Client(DatasetMethods, ProjectMethods, FeedbackMethods, RunMethods):
         return writer
 
     def flush(self, timeout: float | None = None) -> None:
-        """Wait until every run traced so far is stored."""
+        """Wait until every run traced so far is stored (durable; a local store indexes it on
+        the next read, see ``assay.store`` journal)."""
         writer = self.__dict__.get("_run_writer")
         if writer is not None and not writer.flush(timeout):
             from ..errors import StoreError

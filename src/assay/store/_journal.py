@@ -45,7 +45,37 @@ _CHUNK = 20  # journal rows per fold transaction: a long fold does not starve ot
 _PG_LOCK = 0x617373617901  # "assay\1": one folder at a time
 
 
+def _size(kind: str, payload: dict[str, Any]) -> int:
+    if kind == RUNS:
+        return len(payload["posts"]) + len(payload["patches"])
+    return len(payload["items"])
+
+
+def _halves(kind: str, payload: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Two batches with the items of ``payload`` in order, second half first: ``_append`` pops
+    from the end, so rows come out first half first (posts still before patches)."""
+    if kind == RUNS:
+        runs = [("posts", p) for p in payload["posts"]] + [("patches", p) for p in
+                                                             payload["patches"]]
+        mid = len(runs) // 2
+        out = []
+        for part in (runs[mid:], runs[:mid]):
+            out.append((RUNS, {"posts": [r for k, r in part if k == "posts"],
+                               "patches": [r for k, r in part if k == "patches"],
+                               "default_project": payload["default_project"]}))
+        return out
+    items = payload["items"]
+    mid = len(items) // 2
+    return [(FEEDBACK, {**payload, "items": items[mid:]}),
+            (FEEDBACK, {**payload, "items": items[:mid]})]
+
+
 class Journal:
+    # A batch whose JSON passes this is split in halves (one transaction still): a thousand runs
+    # with large inputs would otherwise make one value past what the database takes (1 GB) and
+    # hold it all in memory at once.
+    max_payload = 16 * 1024 * 1024
+
     def __init__(self, store: Store) -> None:
         self.store = store
         self.dropped = 0  # items a fold could not apply (logged)
@@ -60,8 +90,9 @@ class Journal:
         assay's own writers, whose runs are well formed by construction."""
         if not posts and not patches:
             return 0
-        payload = {"posts": posts, "patches": patches, "default_project": default_project}
-        return self._append(RUNS, payload, len(posts) + len(patches))
+        items = [(RUNS, {"posts": list(posts), "patches": list(patches),
+                         "default_project": default_project})]
+        return self._append(items)
 
     def append_feedback(self, items: Sequence[Mapping[str, Any]]) -> int:
         """Journal one batch of feedback (see ``FeedbackRepo.create_many``), stored together;
@@ -69,15 +100,24 @@ class Journal:
         if not items:
             return 0
         # the batch's time stands for each item's created_at that does not give one
-        payload = {"items": items, "created_at": to_micros(utcnow())}
-        return self._append(FEEDBACK, payload, len(items))
+        return self._append([(FEEDBACK, {"items": list(items), "created_at": to_micros(utcnow())})])
 
-    def _append(self, kind: str, payload: Any, n: int) -> int:
-        row = {"tenant_id": self.store.tenant_id, "kind": kind, "items": n,
-               "payload": _json.dumpb(payload), "created_at": to_micros(utcnow())}
+    def _append(self, batches: list[tuple[str, dict[str, Any]]]) -> int:
+        """Journal batches in one transaction, each as one row (halved while too large)."""
+        now = to_micros(utcnow())
+        rows: list[dict[str, Any]] = []
+        while batches:
+            kind, payload = batches.pop()
+            data = _json.dumpb(payload)
+            n = _size(kind, payload)
+            if len(data) > self.max_payload and n > 1:
+                batches.extend(_halves(kind, payload))
+                continue
+            rows.append({"tenant_id": self.store.tenant_id, "kind": kind, "items": n,
+                         "payload": data, "created_at": now})
         with self.store.write() as conn:
-            conn.execute(insert(journal), row)
-        return n
+            conn.execute(insert(journal), rows)
+        return sum(r["items"] for r in rows)
 
     # -- fold -----------------------------------------------------------------------------
     def pending(self) -> int:
