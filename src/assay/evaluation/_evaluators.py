@@ -41,7 +41,8 @@ ROW_ARGS = ("run", "example", "inputs", "outputs", "reference_outputs", "attachm
 SUMMARY_ARGS = ("runs", "examples", "inputs", "outputs", "reference_outputs")
 _RESULT_FIELDS = set(EvaluationResult.model_fields)
 _PLAIN_RESULTS = frozenset((bool, int, float, str, dict, list))  # never awaitable
-INLINE_MAX_SECONDS = 0.001  # a sync evaluator slower than this runs on threads from then on
+INLINE_MAX_SECONDS = 0.001  # a sync evaluator slower than this ...
+INLINE_SLOW_STREAK = 3  # ... this many calls in a row runs on threads from then on
 
 
 def _name_of(obj: Any) -> str:
@@ -189,11 +190,13 @@ class RowEvaluator:
         self.plan = plan
         self.is_async = kind == "run_evaluator_async" or (kind == "function" and _is_async_callable(func))
         self.keys = list(keys) if keys else [self.name]
-        # A sync evaluator is called on the loop's thread while its calls stay this fast (a
-        # thread hop costs more than a trivial evaluator); the first slower call moves it to
-        # the executor's threads for the rest of the experiment, so a blocking one (an LLM
-        # judge on a sync client) stalls the other examples at most once.
+        # A sync evaluator is called on the loop's thread while its calls stay fast (a thread
+        # hop costs more than a trivial evaluator); a few slow calls in a row move it to the
+        # executor's threads for the rest of the experiment, so a blocking one (an LLM judge
+        # on a sync client) stalls the other examples only that often. One slow call is not
+        # enough: a garbage collection or a wait for the GIL makes a trivial call slow once.
         self.inline = True
+        self._slow = 0  # slow calls in a row
         self._args = operator.attrgetter(*plan) if plan else None
 
     @property
@@ -233,8 +236,12 @@ class RowEvaluator:
                     raw = await asyncio.get_running_loop().run_in_executor(
                         executor, ctx.run, self._call, row)
                 finally:
-                    if time.perf_counter() - start > INLINE_MAX_SECONDS:
-                        self.inline = False
+                    if time.perf_counter() - start <= INLINE_MAX_SECONDS:
+                        self._slow = 0
+                    else:
+                        self._slow += 1
+                        if self._slow >= INLINE_SLOW_STREAK:
+                            self.inline = False
             else:
                 raw = self._call(row)
             if raw.__class__ not in _PLAIN_RESULTS and inspect.isawaitable(raw):

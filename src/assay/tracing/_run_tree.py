@@ -197,9 +197,9 @@ class RunTree:
             self._writer = None
 
     @classmethod
-    def _fast_child(cls, parent: RunTree, name: str, run_type: str,
-                    inputs: dict[str, Any]) -> RunTree:
-        """The hot path of ``@traceable``: a child with no options, validated at decoration."""
+    def _bare(cls, name: str, run_type: str, inputs: dict[str, Any]) -> RunTree:
+        """A new run with every field at its default, started now: the fast constructors
+        below fill in the rest, skipping ``__init__``'s checks (their callers made them)."""
         self = cls.__new__(cls)
         self._id = _new_uuid()
         self.name = name
@@ -209,7 +209,6 @@ class RunTree:
         self.error = None
         self._start_us = _time_ns() // 1000
         self._end_us = None
-        self.metadata = {}
         self.tags = []
         self.events = []
         self.extra = None
@@ -217,10 +216,18 @@ class RunTree:
         self._dotted = None
         self._closed = False
         self._sent = 0
+        self._parent_dotted = None
+        return self
+
+    @classmethod
+    def _fast_child(cls, parent: RunTree, name: str, run_type: str,
+                    inputs: dict[str, Any]) -> RunTree:
+        """The hot path of ``@traceable``: a child with no options, validated at decoration."""
+        self = cls._bare(name, run_type, inputs)
+        self.metadata = {}
         self.parent = parent
         self._trace = parent._trace
         self._parent_id = parent._id
-        self._parent_dotted = None
         self.session_name = parent.session_name
         self.session_id = parent.session_id
         self.reference_example_id = None
@@ -235,26 +242,11 @@ class RunTree:
                    reference_example_id: uuid.UUID | None) -> RunTree:
         """A root run on a hot path (``evaluate()``'s examples, plain ``@traceable`` roots):
         every argument already checked once by the caller; ``metadata`` becomes the run's own."""
-        self = cls.__new__(cls)
-        self._id = self._trace = _new_uuid()
-        self.name = name
-        self.run_type = run_type
-        self.inputs = inputs
-        self.outputs = None
-        self.error = None
-        self._start_us = _time_ns() // 1000
-        self._end_us = None
+        self = cls._bare(name, run_type, inputs)
+        self._trace = self._id
         self.metadata = metadata
-        self.tags = []
-        self.events = []
-        self.extra = None
-        self.child_runs = []
-        self._dotted = None
-        self._closed = False
-        self._sent = 0
         self.parent = None
         self._parent_id = None
-        self._parent_dotted = None
         self.session_name = session_name
         self.session_id = session_id
         self.reference_example_id = reference_example_id
