@@ -3,14 +3,15 @@
     .venv/bin/python bench/evaluate_overhead.py [--n 10000] [--repeats 3] [--profile out.txt]
 
 A no-op target and one trivial evaluator over N examples, results stored in a fresh SQLite store
-(runs and feedback; ``evaluate`` returns once everything is stored). The floor is a plain asyncio
+(runs and feedback; ``evaluate`` returns once everything is durable in the store's journal). The floor is a plain asyncio
 loop that calls the same two functions and inserts one row per example with stdlib ``sqlite3``
 in one transaction. Figures are medians of ``--repeats`` runs, interleaved so that background
 load hits both sides alike. Goal (issue 8): <= 50 us per example at N = 10,000.
 
 The breakdown runs the same experiment in parts (each a separate measurement, so they do not add
-up exactly): reading the examples, the loop in memory (``upload_results=False``), and storing
-N runs and N feedback rows through the store's own write paths.
+up exactly): reading the examples, the loop in memory (``upload_results=False``), journaling N
+runs and N feedback rows as the writers do, and (not part of evaluate()) the fold that indexes
+them on the first read.
 """
 
 from __future__ import annotations
@@ -144,7 +145,7 @@ def _wire_runs(n: int, project_id: Any) -> list[dict[str, Any]]:
         run = RunTree("target", "chain", {"x": i}, project_id=project_id,
                       reference_example_id=uuid.uuid4(), metadata={"repetition": 0})
         run.end(outputs={"y": i})
-        out.append(run._wire(final=True))
+        out.append(run._wire(True, True))  # as the tracing writer journals it
     return out
 
 
@@ -154,19 +155,37 @@ def part_store_runs(n: int) -> float:
     posts = _wire_runs(n, p.id)
     t0 = time.perf_counter()
     for i in range(0, n, 1000):  # the tracing writer's batch size
-        client.store.runs.upsert(posts=posts[i:i + 1000])
+        client.store.journal.append_runs(posts[i:i + 1000])
     return time.perf_counter() - t0
+
+
+def _feedback_rows(n: int, project_id: Any) -> list[dict[str, Any]]:
+    return [{"run_id": str(uuid.uuid4()), "session_id": str(project_id),
+             "trace_id": str(uuid.uuid4()), "key": "matches", "score": True,
+             "feedback_source": {"type": "model"}} for _ in range(n)]
 
 
 def part_store_feedback(n: int) -> float:
     client = _fresh_client(1)
     p = client.create_project("p")
-    rows = [{"run_id": str(uuid.uuid4()), "session_id": str(p.id), "trace_id": str(uuid.uuid4()),
-             "key": "matches", "score": True, "feedback_source": {"type": "model"}}
-            for _ in range(n)]
+    rows = _feedback_rows(n, p.id)
     t0 = time.perf_counter()
     for i in range(0, n, 2000):  # the feedback sink's batch size
-        client.store.feedback.create_many(rows[i:i + 2000], return_records=False)
+        client.store.journal.append_feedback(rows[i:i + 2000])
+    return time.perf_counter() - t0
+
+
+def part_fold(n: int) -> float:
+    """What the first read after the experiment pays: folding N runs and N feedback rows."""
+    client = _fresh_client(1)
+    p = client.create_project("p")
+    posts = _wire_runs(n, p.id)
+    rows = _feedback_rows(n, p.id)
+    for i in range(0, n, 1000):
+        client.store.journal.append_runs(posts[i:i + 1000])
+        client.store.journal.append_feedback(rows[i:i + 1000])
+    t0 = time.perf_counter()
+    client.store.settle()
     return time.perf_counter() - t0
 
 
@@ -201,9 +220,10 @@ def main() -> None:
     parts = {
         "read examples": _median(part_load, n, args.repeats) / n * 1e6,
         "loop in memory (upload_results=False)": _median(part_memory, n, args.repeats) / n * 1e6,
-        "store runs (runs.upsert, batches of 1000)": _median(part_store_runs, n, args.repeats) / n * 1e6,
-        "store feedback (create_many, batches of 2000)":
+        "journal runs (batches of 1000)": _median(part_store_runs, n, args.repeats) / n * 1e6,
+        "journal feedback (batches of 2000)":
             _median(part_store_feedback, n, args.repeats) / n * 1e6,
+        "later, once: fold on the first read": _median(part_fold, n, args.repeats) / n * 1e6,
     }
     if args.profile:
         assay_stored(n, args.profile)
