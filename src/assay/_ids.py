@@ -6,16 +6,22 @@ import re
 import uuid
 from datetime import datetime
 
+import uuid_utils
 import uuid_utils.compat as _uu
 
 from ._time import to_utc, utcnow
 
-__all__ = ["new_id", "as_uuid", "uuid_text", "dotted_segment", "utcnow", "to_utc"]
+__all__ = ["new_id", "new_id_text", "as_uuid", "uuid_text", "dotted_segment", "utcnow", "to_utc"]
 
 
 def new_id() -> uuid.UUID:
     """A time-ordered UUID (v7): ids sort by creation time, which keeps indexes compact."""
     return _uu.uuid7()
+
+
+def new_id_text() -> str:
+    """``str(new_id())`` without the stdlib UUID in between (3x faster: rows get text ids)."""
+    return str(uuid_utils.uuid7())
 
 
 def as_uuid(value: uuid.UUID | str, what: str = "id") -> uuid.UUID:

@@ -15,8 +15,13 @@ def _fallback(value: Any) -> Any:
     return repr(value)
 
 
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+
+
 def jsonable(value: Any) -> Any:
     """Turn arbitrary Python values (models, dataclasses, datetimes...) into plain JSON data."""
+    if value.__class__ in _SCALARS:  # the common case: nothing to convert
+        return value
     return pydantic_core.to_jsonable_python(value, fallback=_fallback, serialize_unknown=True)
 
 

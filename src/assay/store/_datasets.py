@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
-from .._ids import as_uuid, new_id, utcnow
+from .._ids import as_uuid, new_id_text, utcnow
 from ..errors import ConflictError, InvalidInputError, NotFoundError
 from ..schemas import Dataset, DatasetVersion
 from ._tables import dataset_tags, datasets, examples, sessions
@@ -69,7 +69,7 @@ class DatasetRepo:
             raise InvalidInputError("dataset name must be a non-empty string")
         now = utcnow()
         row = {
-            "id": str(as_uuid(id, "dataset id")) if id else str(new_id()),
+            "id": str(as_uuid(id, "dataset id")) if id else new_id_text(),
             "tenant_id": self.store.tenant_id,
             "name": name,
             "description": description,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_core import from_json
 from sqlalchemy import BigInteger, Text, and_, or_, select, type_coerce, update
 
-from .._ids import as_uuid, new_id, utcnow
+from .._ids import as_uuid, new_id_text, utcnow
 from ..errors import ExampleValidationError, InvalidInputError, NotFoundError
 from ..schemas import Example
 from ._tables import datasets, examples
@@ -79,7 +79,7 @@ def normalize_example(item: Any, index: int | None = None) -> dict[str, Any]:
     splits = _split_list(split_value, index)
     ex_id = item.get("id")
     try:
-        ex_id = str(as_uuid(ex_id, "id")) if ex_id is not None else str(new_id())
+        ex_id = str(as_uuid(ex_id, "id")) if ex_id is not None else new_id_text()
     except InvalidInputError as exc:
         raise _bad(index, str(exc)) from None
     return {

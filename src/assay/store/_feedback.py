@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import or_, select
 
-from .._ids import as_uuid, new_id, utcnow, uuid_text
+from .._ids import as_uuid, new_id_text, utcnow, uuid_text
 from .._json import jsonable
 from ..errors import InvalidInputError, NotFoundError
 from ..schemas import Feedback
@@ -60,7 +60,7 @@ class FeedbackRepo:
     def _row(self, item: Mapping[str, Any]) -> dict[str, Any]:
         if not isinstance(item, Mapping):
             raise InvalidInputError(f"feedback must be an object, got {type(item).__name__}")
-        fid = uuid_text(item["id"], "feedback id") if item.get("id") else str(new_id())
+        fid = uuid_text(item["id"], "feedback id") if item.get("id") else new_id_text()
         key = item.get("key")
         if not isinstance(key, str) or not key:
             raise InvalidInputError(f"feedback {fid}: 'key' must be a non-empty string")

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
-from .._ids import new_id, utcnow
+from .._ids import new_id_text, utcnow
 from ..errors import AuthError, ConflictError, InvalidInputError, NotFoundError
 from ._tables import api_keys, tenants
 
@@ -50,7 +50,7 @@ class KeyRepo:
     def create_tenant(self, name: str) -> Tenant:
         if not name or not isinstance(name, str):
             raise InvalidInputError("workspace name must be a non-empty string")
-        tid = str(new_id())
+        tid = new_id_text()
         try:
             with self.store.write() as conn:
                 if conn.execute(select(tenants.c.id).where(tenants.c.name == name)).first():
@@ -80,7 +80,7 @@ class KeyRepo:
         except NotFoundError:
             t = self.create_tenant(tenant)
         secret = KEY_PREFIX + secrets.token_urlsafe(32)
-        row = {"id": str(new_id()), "tenant_id": t.id, "key_hash": _hash(secret),
+        row = {"id": new_id_text(), "tenant_id": t.id, "key_hash": _hash(secret),
                "prefix": secret[:10], "description": description, "created_at": utcnow()}
         with self.store.write() as conn:
             conn.execute(api_keys.insert().values(**row))

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
-from .._ids import as_uuid, new_id, utcnow
+from .._ids import as_uuid, new_id_text, utcnow
 from ..errors import ConflictError, InvalidInputError, NotFoundError
 from ..schemas import TracerSession, TracerSessionResult
 from ._aggregates import FEEDBACK_RETURNING, FeedbackDeltas, drop_session
@@ -66,7 +66,7 @@ class ProjectRepo:
         if metadata is not None:
             extra_d["metadata"] = {**(extra_d.get("metadata") or {}), **dict(metadata)}
         row = {
-            "id": str(as_uuid(id, "project id")) if id else str(new_id()),
+            "id": str(as_uuid(id, "project id")) if id else new_id_text(),
             "tenant_id": self.store.tenant_id,
             "name": name,
             "description": description,
@@ -122,7 +122,7 @@ class ProjectRepo:
         ).scalar()
         if found is not None:
             return found
-        sid = str(new_id())
+        sid = new_id_text()
         conn.execute(sessions.insert().values(
             id=sid, tenant_id=self.store.tenant_id, name=name, start_time=utcnow()))
         return sid
