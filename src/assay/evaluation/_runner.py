@@ -123,6 +123,7 @@ class Plan:
     ignored_traces: list[uuid.UUID] = field(default_factory=list)
     session_id: str | None = field(init=False, default=None)  # experiment_id as run wire text
     writer: RunWriter | None = field(init=False, default=None)  # the client's run writer
+    inline_target: bool = field(init=False, default=False)  # set by run_units
 
     def __post_init__(self) -> None:
         if self.experiment_id is not None:
@@ -205,7 +206,12 @@ async def _run_unit(plan: Plan, unit: Unit) -> ExperimentResultRow | None:
     # manager and a config object per example.
     token = _RUN.set(tree)
     try:
-        out = await _call_target(plan, ex.inputs)
+        if plan.inline_target:  # sync, no threads, no timeout: called right here
+            out = plan.target.fn(ex.inputs)
+            if out.__class__ is not dict and inspect.isawaitable(out):
+                out = await out
+        else:
+            out = await _call_target(plan, ex.inputs)
     except Exception as exc:  # recorded on the run; the experiment goes on
         tree.end(error=exc)
         failed = True
@@ -325,6 +331,7 @@ async def run_units(plan: Plan, units: Sequence[Unit], results: ExperimentResult
         # coroutine workers, not the threads, enforce max_concurrency.
         threads = MAX_THREADS if plan.timeout is not None else min(workers, MAX_THREADS)
         plan.executor = ThreadPoolExecutor(threads, thread_name_prefix="assay-evaluate")
+    plan.inline_target = not plan.target.is_async and plan.executor is None
 
     async def one(unit: Unit) -> None:
         row = await _run_unit(plan, unit)
