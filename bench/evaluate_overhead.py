@@ -149,41 +149,38 @@ def _wire_runs(n: int, project_id: Any) -> list[dict[str, Any]]:
     return out
 
 
-def part_store_runs(n: int) -> float:
-    client = _fresh_client(1)
-    p = client.create_project("p")
-    posts = _wire_runs(n, p.id)
-    t0 = time.perf_counter()
-    for i in range(0, n, 1000):  # the tracing writer's batch size
-        client.store.journal.append_runs(posts[i:i + 1000])
-    return time.perf_counter() - t0
-
-
 def _feedback_rows(n: int, project_id: Any) -> list[dict[str, Any]]:
     return [{"run_id": str(uuid.uuid4()), "session_id": str(project_id),
              "trace_id": str(uuid.uuid4()), "key": "matches", "score": True,
              "feedback_source": {"type": "model"}} for _ in range(n)]
 
 
-def part_store_feedback(n: int) -> float:
+def _journaled(n: int, runs: bool, feedback: bool) -> tuple[Any, float]:
+    """A fresh store with N runs and/or N feedback rows appended to its journal in the writers'
+    batch sizes (tracing writer 1,000, feedback sink 2,000); seconds the appends took."""
     client = _fresh_client(1)
     p = client.create_project("p")
-    rows = _feedback_rows(n, p.id)
+    posts = _wire_runs(n, p.id) if runs else []
+    rows = _feedback_rows(n, p.id) if feedback else []
     t0 = time.perf_counter()
-    for i in range(0, n, 2000):  # the feedback sink's batch size
+    for i in range(0, len(posts), 1000):
+        client.store.journal.append_runs(posts[i:i + 1000])
+    for i in range(0, len(rows), 2000):
         client.store.journal.append_feedback(rows[i:i + 2000])
-    return time.perf_counter() - t0
+    return client, time.perf_counter() - t0
+
+
+def part_store_runs(n: int) -> float:
+    return _journaled(n, runs=True, feedback=False)[1]
+
+
+def part_store_feedback(n: int) -> float:
+    return _journaled(n, runs=False, feedback=True)[1]
 
 
 def part_fold(n: int) -> float:
     """What the first read after the experiment pays: folding N runs and N feedback rows."""
-    client = _fresh_client(1)
-    p = client.create_project("p")
-    posts = _wire_runs(n, p.id)
-    rows = _feedback_rows(n, p.id)
-    for i in range(0, n, 1000):
-        client.store.journal.append_runs(posts[i:i + 1000])
-        client.store.journal.append_feedback(rows[i:i + 1000])
+    client, _ = _journaled(n, runs=True, feedback=True)
     t0 = time.perf_counter()
     client.store.settle()
     return time.perf_counter() - t0

@@ -21,6 +21,10 @@ import time
 import uuid
 
 
+INSERT = ("INSERT INTO results (id, example_id, inputs, outputs, score, start_time, end_time)"
+          " VALUES (?, ?, ?, ?, ?, ?, ?)")
+
+
 async def target(inputs: dict) -> dict:
     return {"y": inputs["x"]}
 
@@ -38,11 +42,8 @@ async def run(examples: list[tuple[str, dict, dict]], db: sqlite3.Connection,
         if delay:
             await asyncio.sleep(delay)
         score = matches(outputs, reference)
-        db.execute(
-            "INSERT INTO results (id, example_id, inputs, outputs, score, start_time, end_time)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (str(uuid.uuid4()), ex_id, json.dumps(inputs), json.dumps(outputs), float(score),
-             start, time.time()))
+        db.execute(INSERT, (str(uuid.uuid4()), ex_id, json.dumps(inputs), json.dumps(outputs),
+                            float(score), start, time.time()))
     db.execute("COMMIT")
 
 
@@ -67,9 +68,7 @@ async def run_concurrent(examples: list[tuple[str, dict, dict]], db: sqlite3.Con
         for _ in range(bound):
             group.create_task(worker())
     db.execute("BEGIN")
-    db.executemany(
-        "INSERT INTO results (id, example_id, inputs, outputs, score, start_time, end_time)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    db.executemany(INSERT, rows)
     db.execute("COMMIT")
 
 

@@ -21,7 +21,7 @@ fails is dropped, with a logged warning and a count in ``dropped``; the journal 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pydantic_core
@@ -160,24 +160,18 @@ class Journal:
             return 0
         if entry.kind == RUNS:
             project = payload.get("default_project") or "default"
-            posts, patches = payload.get("posts") or [], payload.get("patches") or []
+            runs = [(False, r) for r in payload.get("posts") or []]
+            runs += [(True, r) for r in payload.get("patches") or []]
 
-            def apply(ps: list[Any], pa: list[Any]) -> int:
-                return store.runs._apply(conn, ps, pa, project)
+            def apply(batch: list[tuple[bool, Any]]) -> int:
+                return store.runs._apply(conn, [r for patch, r in batch if not patch],
+                                         [r for patch, r in batch if patch], project)
 
-            try:
-                with conn.begin_nested():
-                    return apply(posts, patches)
-            except Exception as exc:
-                log.warning("assay store: a journaled batch of %d runs failed (%s); applying "
-                            "them one by one", len(posts) + len(patches), exc)
-            done = self._one_by_one(conn, [(apply, [p], []) for p in posts]
-                                    + [(apply, [], [p]) for p in patches])
-            return done
+            return self._whole_or_each(conn, "runs", runs, apply, lambda item: item[1])
         if entry.kind == FEEDBACK:
-            items, created = payload.get("items") or [], payload.get("created_at")
+            created = payload.get("created_at")
 
-            def add(batch: list[Any], _: list[Any]) -> int:
+            def add(batch: list[Any]) -> int:
                 rows = []
                 for item in batch:
                     if isinstance(item, dict) and created is not None:
@@ -186,27 +180,31 @@ class Journal:
                     rows.append(store.feedback._row(item))
                 return store.feedback._insert(conn, rows)
 
-            try:
-                with conn.begin_nested():
-                    return add(items, [])
-            except Exception as exc:
-                log.warning("assay store: a journaled batch of %d feedback failed (%s); "
-                            "applying them one by one", len(items), exc)
-            return self._one_by_one(conn, [(add, [item], []) for item in items])
+            return self._whole_or_each(conn, "feedback", payload.get("items") or [], add,
+                                       lambda item: item)
         self.dropped += entry.items
         log.warning("assay store: journal entry %s has unknown kind %r: dropped", entry.seq,
                     entry.kind)
         return 0
 
-    def _one_by_one(self, conn: Connection, calls: list[tuple[Any, list[Any], list[Any]]]) -> int:
+    def _whole_or_each(self, conn: Connection, what: str, items: list[Any],
+                       apply: Callable[[list[Any]], int], shown: Callable[[Any], Any]) -> int:
+        """``apply`` the batch in one savepoint; if that fails, each item in its own, dropping
+        (with a warning naming it and why) only the items that fail."""
+        try:
+            with conn.begin_nested():
+                return apply(items)
+        except Exception as exc:
+            log.warning("assay store: a journaled batch of %d %s failed (%s); applying them one "
+                        "by one", len(items), what, exc)
         done = 0
-        for fn, a, b in calls:
+        for item in items:
             try:
                 with conn.begin_nested():
-                    done += fn(a, b)
+                    done += apply([item])
             except Exception as exc:
                 self.dropped += 1
-                item = (a or b)[0]
-                log.warning("assay store: dropped journaled %s: %s",
-                            item.get("id") if isinstance(item, Mapping) else item, exc)
+                raw = shown(item)
+                log.warning("assay store: dropped journaled %s %s: %s", what,
+                            raw.get("id") if isinstance(raw, Mapping) else raw, exc)
         return done
