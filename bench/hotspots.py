@@ -88,10 +88,18 @@ def summarize(raw: Path, top: int = 18, focus: str | None = None) -> str:
     return "\n".join(out)
 
 
+GIL = False  # --gil: sample only the thread holding the GIL (CPU, not waits)
+
+
+def spy_args(out: Path, rate: int = 400) -> list[str]:
+    spy = shutil.which("py-spy") or str(HERE.parent / ".venv" / "bin" / "py-spy")
+    return [spy, "record", "-r", str(rate), "--threads", "--format", "raw", "-o", str(out),
+            *(["--gil"] if GIL else [])]
+
+
 def _record(cmd: list[str], out: Path, rate: int = 400, pid: int | None = None,
             duration: int | None = None) -> None:
-    spy = shutil.which("py-spy") or str(HERE.parent / ".venv" / "bin" / "py-spy")
-    args = [spy, "record", "-r", str(rate), "--threads", "--format", "raw", "-o", str(out)]
+    args = spy_args(out, rate)
     if pid is not None:
         args += ["--pid", str(pid), "--subprocesses"]
         if duration:
@@ -112,7 +120,12 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=None)
     ap.add_argument("--top", type=int, default=18)
     ap.add_argument("--keep", default=None, help="also save the raw py-spy stacks here")
+    ap.add_argument("--gil", action="store_true",
+                    help="only samples of the thread holding the GIL: where the CPU goes, "
+                         "without the waits that threads sharing one GIL otherwise show")
     args = ap.parse_args()
+    global GIL
+    GIL = args.gil
     tmp = Path(tempfile.mkdtemp(prefix="assay-profile-"))
     raw = tmp / "stacks.txt"
     py = str(ASSAY_PYTHON)
@@ -140,7 +153,7 @@ def main() -> None:
     else:  # ingest: profile the server while the benchmark's senders load it
         from measures import ingest
 
-        ingest.profile_server(raw)
+        ingest.profile_server(raw, spy_args=spy_args(raw))
     print(summarize(raw, args.top, focus))
     if args.keep:
         shutil.copy(raw, args.keep)

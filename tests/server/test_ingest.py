@@ -156,3 +156,33 @@ def test_concurrent_requests_creating_one_new_project_all_succeed(ws: Workspace)
     projects = [p for p in ws.store.projects.list() if p.name == "raced"]
     assert len(projects) == 1
     assert ws.store.projects.read(project_name="raced", include_stats=True).run_count == 80
+
+
+def test_ingest_is_journaled_and_indexed_in_the_background_without_a_read(
+        ws: Workspace) -> None:
+    """202 means durable (journaled); the server's background fold then indexes the runs and
+    their project's statistics with nobody reading (a read would fold them itself)."""
+    import time
+
+    from sqlalchemy import func, select
+
+    from assay.store._tables import runs
+
+    parts = []
+    for i in range(30):
+        run = make_run(f"bg{i}", session="background")
+        parts.append((f"post.{run['id']}", run))
+    body, headers = multipart(parts, encoding="zstd")
+    assert ws.http.post("/runs/multipart", content=body, headers=headers).status_code == 202
+
+    def indexed() -> int:  # straight from the table: no settle
+        with ws.store.engine.connect() as conn:
+            return int(conn.execute(select(func.count()).select_from(runs).where(
+                runs.c.tenant_id == ws.store.tenant_id)).scalar() or 0)
+
+    deadline = time.monotonic() + 15
+    while (ws.store.journal.pending() or indexed() < 30) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert ws.store.journal.pending() == 0 and indexed() == 30
+    assert ws.store.projects.read(project_name="background", include_stats=True,
+                                  settle=False).run_count == 30

@@ -37,13 +37,13 @@ from ._experiment import (
 from ._git import git_info
 from ._ray import ExecutorOption, resolve_executor
 from ._results import ExperimentResultRow, ExperimentResults
+from .._gc import relaxed_gc
 from ._runner import (
     MemoryClient,
     Plan,
     Unit,
     adapt_target,
     feedback_rows,
-    relaxed_gc,
     run_summary,
     run_units,
 )

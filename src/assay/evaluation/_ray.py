@@ -42,7 +42,8 @@ from ..tracing import tracing_context, tracing_is_enabled
 from ..tracing._writer import RunWriter
 from ._evaluators import RowEvaluator, error_results
 from ._results import ExperimentResultRow, ExperimentResults
-from ._runner import Plan, Target, Unit, feedback_rows, relaxed_gc, run_units
+from .._gc import relaxed_gc
+from ._runner import Plan, Target, Unit, feedback_rows, run_units
 from ._schemas import EvaluationResult, EvaluationResults
 
 __all__ = ["ExecutorOption", "RayExecutor", "resolve_executor"]

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import gc
 import inspect
 import sys
 import threading
@@ -269,23 +268,6 @@ def feedback_rows(results: Sequence[EvaluationResult], run_id: Any, trace_id: An
             "extra": extra,
         })
     return out
-
-
-@contextlib.contextmanager
-def relaxed_gc() -> Iterator[None]:
-    """Collect garbage less often while an experiment runs, as it was before afterwards.
-
-    An experiment keeps every row's run tree alive until it returns, so the young generations
-    fill with objects that all survive; at the default thresholds the collector rescans them
-    over and over (about a third of the per-example cost of a no-op target). Raising the
-    thresholds only spaces collections out: nothing is left uncollected.
-    """
-    before = gc.get_threshold()
-    gc.set_threshold(max(before[0], 20_000), max(before[1], 50), max(before[2], 50))
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
 
 
 SWITCH_INTERVAL = 0.0005  # seconds a thread may hold the GIL while another waits for it

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
 from .. import __version__
+from .._gc import relaxed_gc
 from ..store import Store
 from ._body import BodyLimitMiddleware
 from ._deps import Settings
 from ._errors import install_error_handlers
+from ._folder import Folder
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "app_from_env", "create_app"]
 
@@ -60,10 +64,21 @@ def create_app(
     settings = Settings(max_body_bytes=max_body_bytes, batch_size_limit=batch_size_limit,
                         auth=auth)
     base = store if store is not None else Store.open(store_url)
+    folder = Folder(base)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        folder.start()  # ingest journals; this indexes soon after (reads never wait for it)
+        try:
+            with relaxed_gc(freeze=True):  # ingest allocates ~50 objects a run
+                yield
+        finally:
+            folder.stop()
 
     app = FastAPI(title="assay", version=__version__, docs_url="/docs", redoc_url=None,
-                  openapi_url="/openapi.json")
+                  openapi_url="/openapi.json", lifespan=lifespan)
     app.state.store = base
+    app.state.folder = folder
     app.state.settings = settings
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)

@@ -250,6 +250,19 @@ _MAX_PART_HEADERS = 32
 _SIMPLE_DISPOSITION = re.compile(r'form-data;\s*name="([^"\\]*)"(?:;\s*filename="([^"\\]*)")?\s*')
 
 
+# The whole header block exactly as both SDKs write it (Content-Disposition, then optional
+# Content-Type and Content-Length, in that order and spelling): one match instead of splitting
+# and stripping header lines. Any other layout takes the general path, line by line.
+_USUAL_HEAD = re.compile(
+    rb'Content-Disposition: form-data; name="([^"\\\r\n]*)"(?:; filename="([^"\\\r\n]*)")?\r\n'
+    rb'(?:Content-Type: ([^\r\n]*)\r\n)?(?:Content-Length: ([0-9]+)\r\n)?\r\n')
+
+
+def _text(raw: bytes) -> str:
+    """A quoted header parameter: the SDKs send UTF-8 (header bytes are otherwise latin-1)."""
+    return raw.decode("ascii") if raw.isascii() else raw.decode("utf-8", "replace")
+
+
 def _malformed(detail: str) -> ApiError:
     return ApiError(400, "malformed_multipart", f"malformed multipart body: {detail}")
 
@@ -307,6 +320,17 @@ def parse_multipart(data: bytes, content_type: str, *, max_parts: int = 100_000)
         seg = segments[index]
         if seg.startswith(b"\r\n"):
             pos = 2
+            usual = _USUAL_HEAD.match(seg, 2)
+            if usual is not None:
+                name_b, file_b, ctype_b, length_b = usual.groups()
+                headers = {}  # the disposition is parsed: name and filename
+                if ctype_b is not None:
+                    headers["content-type"] = ctype_b.decode("latin-1")
+                if length_b is not None:
+                    headers["content-length"] = length_b.decode("ascii")
+                parts.append(Part(name=_text(name_b), data=seg[usual.end():], headers=headers,
+                                  filename=_text(file_b) if file_b else None))
+                continue
         else:  # transport padding after the boundary
             pos = len(seg) - len(seg.lstrip(b" \t"))
             if not seg.startswith(b"\r\n", pos):

@@ -16,8 +16,9 @@ from fastapi.responses import JSONResponse
 from ..errors import AuthError
 from ..store import Store
 from . import _body
+from ._folder import Folder
 
-__all__ = ["JsonBody", "Parts", "Settings", "StoreDep", "dump", "json_body", "json_query",
+__all__ = ["FolderDep", "JsonBody", "Parts", "Settings", "StoreDep", "dump", "json_body", "json_query",
            "multipart_body", "ok", "tenant_store"]
 
 
@@ -71,6 +72,13 @@ async def multipart_body(request: Request) -> list[_body.Part]:
 JsonBody = Annotated[Any, Depends(json_body)]
 Parts = Annotated[list[_body.Part], Depends(multipart_body)]
 StoreDep = Annotated[Store, Depends(tenant_store)]
+
+
+def _folder(request: Request) -> Folder:
+    return request.app.state.folder  # type: ignore[no-any-return]
+
+
+FolderDep = Annotated[Folder, Depends(_folder)]
 
 
 def json_query(value: str | None, name: str) -> dict[str, Any] | None:

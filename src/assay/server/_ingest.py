@@ -7,16 +7,13 @@ Multipart part names (both SDKs):
     feedback.<feedback id>    a feedback object (JS sends them with the runs)
     attachment.<run id>.<n>   a run attachment: accepted and not stored (counted in the answer)
 
-Everything is parsed and validated first; then runs and feedback are written in ONE transaction,
-so a bad part anywhere leaves nothing behind.
+Everything is parsed and validated first; then runs and feedback are checked and journaled in
+ONE transaction, so a bad part anywhere leaves nothing behind.
 """
 
 from __future__ import annotations
 
-import threading
 import uuid
-import weakref
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -170,39 +167,19 @@ def from_json(body: Any) -> Batch:
     return batch
 
 
-# One SQLite writer per process at a time. Handler threads that all ``BEGIN IMMEDIATE`` at
-# once wait in SQLite's busy handler, which sleeps in steps of up to 100 ms and so leaves the
-# database idle long after the holder committed; a thread lock hands it over at once. (The
-# processes of ``--workers N`` still queue through the busy handler.)
-_SQLITE_LOCKS: weakref.WeakKeyDictionary[Any, threading.Lock] = weakref.WeakKeyDictionary()
-_LOCKS_GUARD = threading.Lock()
-
-
-def _writer_lock(store: Store) -> AbstractContextManager[Any]:
-    if store.dialect != "sqlite":  # PostgreSQL takes concurrent writers as they come
-        return nullcontext()
-    with _LOCKS_GUARD:
-        lock = _SQLITE_LOCKS.get(store.engine)
-        if lock is None:
-            lock = _SQLITE_LOCKS[store.engine] = threading.Lock()
-    return lock
-
-
 def write(store: Store, batch: Batch, *, attempts: int = 3) -> None:
-    """All runs and feedback of the batch in one transaction: all or nothing.
+    """Journal the batch's runs and feedback, checked at request time: all or nothing.
 
-    On PostgreSQL, concurrent requests may create the same project (or run) at once: the loser
-    gets a unique violation, which spoils its whole transaction. Nothing of it was kept, so it
-    runs again and now finds the winner's rows; a conflict that stays (an id taken in another
-    workspace) is still a 409 after the last attempt.
+    ``Journal.admit`` refuses now what a direct write would (malformed items, another
+    workspace's projects or ids) and makes the batch durable in one transaction; the store
+    indexes it at the next read, or sooner in the server's background fold (``_folder``).
+    On PostgreSQL, concurrent requests may create the same project at once: the loser gets a
+    unique violation, which spoils its transaction. Nothing of it was kept, so it runs again
+    and now finds the winner's row.
     """
     for attempt in range(attempts):
         try:
-            with _writer_lock(store), store.transaction():
-                if batch.posts or batch.patches:
-                    store.runs.upsert(posts=batch.posts, patches=batch.patches)
-                if batch.feedback:
-                    store.feedback.create_many(batch.feedback, return_records=False)
+            store.journal.admit(batch.posts, batch.patches, batch.feedback)
             return
         except StoreError as exc:
             if not isinstance(exc.__cause__, IntegrityError) or attempt == attempts - 1:

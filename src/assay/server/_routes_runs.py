@@ -8,7 +8,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from . import _ingest
-from ._deps import JsonBody, Parts, StoreDep, ok
+from ._deps import FolderDep, JsonBody, Parts, StoreDep, ok
 from ._errors import ApiError
 from ._wire import RunIn, RunQuery, TraceDelete, run_dict, validate
 
@@ -21,23 +21,25 @@ _PAGE = 100
 
 
 @router.post("/runs/multipart", status_code=202)
-def ingest_multipart(store: StoreDep, parts: Parts) -> JSONResponse:
+def ingest_multipart(store: StoreDep, parts: Parts, folder: FolderDep) -> JSONResponse:
     batch = _ingest.from_parts(parts)
     _ingest.write(store, batch)
+    folder.ingested()
     return ok({"ingested": batch.counts()}, status=202)
 
 
 @router.post("/runs/batch", status_code=202)
-def ingest_batch(store: StoreDep, body: JsonBody) -> JSONResponse:
+def ingest_batch(store: StoreDep, body: JsonBody, folder: FolderDep) -> JSONResponse:
     batch = _ingest.from_json(body)
     _ingest.write(store, batch)
+    folder.ingested()
     return ok({"ingested": batch.counts()}, status=202)
 
 
 @router.post("/runs", status_code=202)
 def create_run(store: StoreDep, body: JsonBody) -> JSONResponse:
     run = run_dict(validate(RunIn, body))
-    store.runs.upsert(posts=[run])
+    _ingest.write(store, _ingest.Batch(posts=[run]))
     return ok({"id": str(run["id"])}, status=202)
 
 
@@ -47,7 +49,7 @@ def update_run(store: StoreDep, run_id: uuid.UUID, body: JsonBody) -> JSONRespon
         if body.get("id") not in (None, str(run_id)):
             raise ApiError(422, "invalid_input", f"body id {body['id']!r} differs from the URL")
         body = {**body, "id": str(run_id)}
-    store.runs.upsert(patches=[run_dict(validate(RunIn, body))])
+    _ingest.write(store, _ingest.Batch(patches=[run_dict(validate(RunIn, body))]))
     return ok({"id": str(run_id)}, status=202)
 
 

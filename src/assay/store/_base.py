@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import threading
+import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -30,6 +32,22 @@ __all__ = ["Store", "open_store"]
 
 # The connection of the ``Store.transaction()`` block running in this context, with its engine.
 _ACTIVE: ContextVar[tuple[Engine, Connection] | None] = ContextVar("assay_store_tx", default=None)
+
+# One SQLite writer per process at a time. Threads that all ``BEGIN IMMEDIATE`` at once wait in
+# SQLite's busy handler, which sleeps in steps of up to 100 ms and so leaves the database idle
+# long after the holder committed; a thread lock hands it over at once (server handler threads,
+# the server's background fold, a tracing writer beside evaluate()). Other processes still
+# queue through the busy handler. PostgreSQL takes concurrent writers as they come.
+_SQLITE_WRITE_LOCKS: weakref.WeakKeyDictionary[Engine, threading.RLock] = weakref.WeakKeyDictionary()
+_LOCKS_GUARD = threading.Lock()
+
+
+def _write_lock(engine: Engine) -> Any:
+    with _LOCKS_GUARD:
+        lock = _SQLITE_WRITE_LOCKS.get(engine)
+        if lock is None:
+            lock = _SQLITE_WRITE_LOCKS[engine] = threading.RLock()
+    return lock
 
 
 class Store:
@@ -93,7 +111,8 @@ class Store:
             with _translate_errors():
                 yield active
             return
-        with _translate_errors():
+        lock = _write_lock(self.engine) if self.engine.dialect.name == "sqlite" else nullcontext()
+        with lock, _translate_errors():
             with self.engine.connect().execution_options(assay_write=True) as conn:
                 with conn.begin():
                     yield conn

@@ -28,8 +28,11 @@ import pydantic_core
 from sqlalchemy import delete, func, insert, select, text
 
 from .. import _json
+from .._ids import uuid_text
 from .._time import to_micros, utcnow
-from ._tables import journal
+from ..errors import ConflictError, InvalidInputError
+from ._tables import feedback as feedback_table
+from ._tables import journal, runs
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -43,6 +46,38 @@ log = logging.getLogger("assay.store")
 RUNS, FEEDBACK = "runs", "feedback"
 _CHUNK = 20  # journal rows per fold transaction: a long fold does not starve other writers
 _PG_LOCK = 0x617373617901  # "assay\1": one folder at a time
+
+
+def _refuse_foreign(conn: Connection, tenant: str, table: Any, ids: list[str], what: str) -> None:
+    """ConflictError if any of ``ids`` is stored in another workspace (ids are global keys)."""
+    for i in range(0, len(ids), 500):
+        taken = conn.execute(select(table.c.id).where(
+            table.c.id.in_(ids[i : i + 500]), table.c.tenant_id != tenant).limit(1)).scalar()
+        if taken is not None:
+            raise ConflictError(f"{what} id {taken} is taken in another workspace")
+
+
+def _require_identity(conn: Connection, tenant: str,
+                      runs_in: list[tuple[bool, dict[str, Any], Any]]) -> None:
+    """A new run needs a run type and a start time: from its post, a patch beside it, or the
+    stored run it completes (as ``RunRepo._upsert`` would insist)."""
+    if all(patch or ("run_type" in c and "start_time" in c) for patch, c, _ in runs_in):
+        return  # the usual case: every post names both
+    given: dict[str, set[str]] = {}
+    posted = set()
+    for patch, clean, _ in runs_in:
+        given.setdefault(clean["id"], set()).update(k for k in ("run_type", "start_time")
+                                                    if k in clean)
+        if not patch:
+            posted.add(clean["id"])
+    lacking = {rid: need for rid in posted if (need := {"run_type", "start_time"} - given[rid])}
+    if not lacking:
+        return
+    stored = set(conn.execute(select(runs.c.id).where(
+        runs.c.id.in_(sorted(lacking)), runs.c.tenant_id == tenant)).scalars())
+    for rid, need in lacking.items():
+        if rid not in stored:
+            raise InvalidInputError(f"run {rid}: missing required field {sorted(need)[0]!r}")
 
 
 def _size(kind: str, payload: dict[str, Any]) -> int:
@@ -60,9 +95,8 @@ def _halves(kind: str, payload: dict[str, Any]) -> list[tuple[str, dict[str, Any
         mid = len(runs) // 2
         out = []
         for part in (runs[mid:], runs[:mid]):
-            out.append((RUNS, {"posts": [r for k, r in part if k == "posts"],
-                               "patches": [r for k, r in part if k == "patches"],
-                               "default_project": payload["default_project"]}))
+            out.append((RUNS, {**payload, "posts": [r for k, r in part if k == "posts"],
+                               "patches": [r for k, r in part if k == "patches"]}))
         return out
     items = payload["items"]
     mid = len(items) // 2
@@ -102,8 +136,74 @@ class Journal:
         # the batch's time stands for each item's created_at that does not give one
         return self._append([(FEEDBACK, {"items": list(items), "created_at": to_micros(utcnow())})])
 
-    def _append(self, batches: list[tuple[str, dict[str, Any]]]) -> int:
-        """Journal batches in one transaction, each as one row (halved while too large)."""
+    def admit(self, posts: Sequence[Mapping[str, Any]] = (),
+              patches: Sequence[Mapping[str, Any]] = (),
+              feedback: Sequence[Mapping[str, Any]] = (), *,
+              default_project: str = "default") -> int:
+        """Journal a batch from an untrusted sender (the server's ingest), checked now.
+
+        What a direct write would refuse is refused here, before anything is kept: a malformed
+        run or feedback item (``InvalidInputError``), a project of another workspace
+        (``NotFoundError``), a run or feedback id stored in another workspace
+        (``ConflictError``). Projects named by the batch are resolved (created when new) in the
+        same transaction as the append, so a refused batch leaves nothing behind. Only a race
+        these checks cannot see (another workspace storing the same new id between this call
+        and the fold) is met at fold time, where the late item is dropped loudly and the
+        owner's data stays as it was.
+        """
+        from ._runs import _clean
+
+        runs_in = [(False, _clean(r), r) for r in posts] + [(True, _clean(r), r) for r in patches]
+        now = to_micros(utcnow())
+        fb_in = []
+        for item in feedback:
+            self.store.feedback._row(item)  # validates; the fold builds the row again
+            fb_in.append({k: v for k, v in item.items() if v is not None})
+        if not runs_in and not fb_in:
+            return 0
+        tenant = self.store.tenant_id
+        with self.store.write() as conn:
+            projects = self.store.projects
+            sessions: dict[tuple[str, str], str] = {}
+            out: dict[bool, list[dict[str, Any]]] = {False: [], True: []}
+            for patch, clean, raw in runs_in:
+                out[patch].append(clean)
+                if raw.get("session_id"):
+                    key = ("id", uuid_text(raw["session_id"], "session_id"))
+                elif raw.get("session_name") or not patch:  # a bare patch names none
+                    name = raw.get("session_name") or default_project
+                    if not isinstance(name, str):
+                        raise InvalidInputError(f"run {clean['id']}: session_name must be a string")
+                    key = ("name", name)
+                else:
+                    continue
+                sid = sessions.get(key)
+                if sid is None:
+                    if key[0] == "id":
+                        projects._ensure_id(conn, key[1], raw.get("session_name"))
+                        sid = key[1]
+                    else:
+                        sid = projects._get_or_create(conn, key[1])
+                    sessions[key] = sid
+                clean["session_id"] = sid  # resolved: the fold looks up nothing by name
+            _require_identity(conn, tenant, runs_in)
+            _refuse_foreign(conn, tenant, runs, [c["id"] for _, c, _ in runs_in], "run")
+            _refuse_foreign(conn, tenant, feedback_table,
+                            [uuid_text(f["id"], "feedback id") for f in fb_in if f.get("id")],
+                            "feedback")
+            batches: list[tuple[str, dict[str, Any]]] = []
+            if fb_in:  # popped last: applied after the runs it may name
+                batches.append((FEEDBACK, {"items": fb_in, "created_at": now}))
+            if runs_in:
+                batches.append((RUNS, {"posts": out[False], "patches": out[True],
+                                       "default_project": default_project, "clean": True}))
+            return self._append(batches, conn)
+
+    def _append(self, batches: list[tuple[str, dict[str, Any]]],
+                conn: Connection | None = None) -> int:
+        """Journal batches in one transaction, each as one row (halved while too large).
+
+        ``batches`` is consumed from its end: the last batch is journaled (and folded) first."""
         now = to_micros(utcnow())
         rows: list[dict[str, Any]] = []
         while batches:
@@ -115,8 +215,11 @@ class Journal:
                 continue
             rows.append({"tenant_id": self.store.tenant_id, "kind": kind, "items": n,
                          "payload": data, "created_at": now})
-        with self.store.write() as conn:
+        if conn is not None:
             conn.execute(insert(journal), rows)
+        else:
+            with self.store.write() as own:
+                own.execute(insert(journal), rows)
         return sum(r["items"] for r in rows)
 
     # -- fold -----------------------------------------------------------------------------
@@ -137,18 +240,25 @@ class Journal:
     def fold(self) -> int:
         """Apply every journaled batch in order and delete it; return the items applied."""
         applied = 0
-        while True:
-            with self.store.write() as conn:
-                if conn.dialect.name == "postgresql":
-                    conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK})
-                entries = conn.execute(
-                    select(journal).order_by(journal.c.seq).limit(_CHUNK)).all()
-                if not entries:
-                    return applied
-                for entry in entries:
-                    applied += self._apply(conn, entry)
-                conn.execute(delete(journal).where(
-                    journal.c.seq.in_([e.seq for e in entries])))
+        more = True
+        while more:
+            done, more = self.fold_some(_CHUNK)
+            applied += done
+        return applied
+
+    def fold_some(self, rows: int) -> tuple[int, bool]:
+        """Apply and delete the oldest ``rows`` journal rows in one transaction; return the
+        items applied and whether rows may remain (a background folder pauses between calls,
+        so writers waiting for the lock get it)."""
+        with self.store.write() as conn:
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK})
+            entries = conn.execute(select(journal).order_by(journal.c.seq).limit(rows)).all()
+            if not entries:
+                return 0, False
+            applied = sum(self._apply(conn, entry) for entry in entries)
+            conn.execute(delete(journal).where(journal.c.seq.in_([e.seq for e in entries])))
+        return applied, len(entries) == rows
 
     def _apply(self, conn: Connection, entry: Any) -> int:
         store = self.store.for_tenant(entry.tenant_id)
@@ -163,9 +273,12 @@ class Journal:
             runs = [(False, r) for r in payload.get("posts") or []]
             runs += [(True, r) for r in payload.get("patches") or []]
 
+            clean = payload.get("clean") is True  # from admit(): cleaned already
+
             def apply(batch: list[tuple[bool, Any]]) -> int:
                 return store.runs._apply(conn, [r for patch, r in batch if not patch],
-                                         [r for patch, r in batch if patch], project)
+                                         [r for patch, r in batch if patch], project,
+                                         clean=clean)
 
             return self._whole_or_each(conn, "runs", runs, apply, lambda item: item[1])
         if entry.kind == FEEDBACK:

@@ -168,19 +168,26 @@ class RunRepo:
         return 0  # pragma: no cover
 
     def _apply(self, conn: Connection, posts: Iterable[Mapping[str, Any]],
-               patches: Iterable[Mapping[str, Any]], default_project: str) -> int:
-        """``upsert`` in the caller's transaction (the journal's fold)."""
+               patches: Iterable[Mapping[str, Any]], default_project: str, *,
+               clean: bool = False) -> int:
+        """``upsert`` in the caller's transaction (the journal's fold). ``clean``: the runs
+        already went through ``_clean`` (``Journal.admit``), so they are their own clean form."""
+        if clean:
+            return self._upsert(conn, [(r, r) for r in posts],  # type: ignore[misc]
+                                [(r, r) for r in patches], default_project)
         return self._upsert(conn, [(_clean(r), r) for r in posts],
                             [(_clean(r), r) for r in patches], default_project)
 
-    def _session_of(self, conn: Connection, raw: Mapping[str, Any], cache: dict[str, str],
+    def _session_of(self, conn: Connection, raw: Mapping[str, Any], cache: dict[Any, str],
                     default_project: str) -> str:
         projects = self.store.projects
-        if raw.get("session_id"):
-            sid = str(as_uuid(raw["session_id"], "session_id"))
-            if sid not in cache:
+        given = raw.get("session_id")
+        if given:
+            key = ("id", given if given.__class__ is str else str(given))
+            sid = cache.get(key)
+            if sid is None:
+                sid = cache[key] = str(as_uuid(given, "session_id"))
                 projects._ensure_id(conn, sid, raw.get("session_name"))
-                cache[sid] = sid
             return sid
         name = raw.get("session_name") or default_project
         if not isinstance(name, str):
@@ -209,7 +216,7 @@ class RunRepo:
                     was_orphan.add(row.id)
                 existing[row.id] = old
         fresh: set[str] = set()
-        cache: dict[str, str] = {}
+        cache: dict[Any, str] = {}
         for clean, raw in posts:
             cur = existing.get(clean["id"])
             if cur is None:
@@ -240,7 +247,7 @@ class RunRepo:
                 existing[clean["id"]] = cur
                 fresh.add(clean["id"])
             for k, v in clean.items():
-                if k != "status":
+                if k != "status" and k != "session_id":  # a patch never moves a run
                     cur[k] = v
         inserts, updates = [], []
         posted: dict[str, list[str]] = {}  # session -> runs whose post is now stored

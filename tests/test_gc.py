@@ -1,0 +1,63 @@
+"""relaxed_gc: fewer collections inside the block, the process's settings as they were after.
+
+Each check runs in a fresh interpreter: the suite's own servers (relaxed_gc(freeze=True) for
+their lifetime) would otherwise be part of the state under test.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+PRELUDE = """
+import gc, weakref
+from assay._gc import relaxed_gc
+
+class Node:
+    other = None
+"""
+
+
+def _run(code: str) -> None:
+    proc = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(code)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_thresholds_restored_and_survivors_promoted_without_a_scan() -> None:
+    _run("""
+        before = gc.get_threshold()
+        with relaxed_gc():
+            assert gc.get_threshold()[0] >= 20_000
+            kept = [Node() for _ in range(1000)]
+        assert gc.get_threshold() == before
+        oldest = {id(o) for o in gc.get_objects(generation=2)}
+        assert all(id(n) in oldest for n in kept)  # promoted, as a full scan would have
+        assert gc.get_freeze_count() == 0
+    """)
+
+
+def test_cycles_made_inside_are_still_collected() -> None:
+    _run("""
+        with relaxed_gc():
+            a, b = Node(), Node()
+            a.other, b.other = b, a
+            gone = weakref.ref(a)
+        del a, b
+        gc.collect()
+        assert gone() is None
+    """)
+
+
+def test_freeze_mode_and_a_process_own_freeze_are_left_as_they_were() -> None:
+    _run("""
+        with relaxed_gc(freeze=True):
+            assert gc.get_freeze_count() > 0
+        assert gc.get_freeze_count() == 0
+        gc.freeze()  # a forking server's start-up, say
+        frozen = gc.get_freeze_count()
+        with relaxed_gc():
+            kept = [Node() for _ in range(100)]
+        assert gc.get_freeze_count() == frozen
+    """)
