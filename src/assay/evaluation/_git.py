@@ -19,17 +19,37 @@ from urllib.parse import urlsplit, urlunsplit
 __all__ = ["git_info"]
 
 
+_ENV_EXTRA = {"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
+
+
+def _git_all(cwd: str, *commands: tuple[str, ...]) -> list[str | None]:
+    """Run the git commands at once (their start-up dominates), stdout of each or None."""
+    env = {**os.environ, **_ENV_EXTRA}
+    procs: list[subprocess.Popen[str] | None] = []
+    for args in commands:
+        try:
+            procs.append(subprocess.Popen(["git", *args], cwd=cwd, env=env, text=True,
+                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL))
+        except OSError:
+            procs.append(None)
+    out: list[str | None] = []
+    for proc in procs:
+        if proc is None:
+            out.append(None)
+            continue
+        try:
+            stdout, _ = proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            out.append(None)
+            continue
+        out.append(stdout.strip() if proc.returncode == 0 else None)
+    return out
+
+
 def _git(cwd: str, *args: str) -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=5,
-            env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"},
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if out.returncode != 0:
-        return None
-    return out.stdout.strip()
+    return _git_all(cwd, args)[0]
 
 
 def _sanitize(url: str | None) -> str | None:
@@ -46,19 +66,28 @@ def _sanitize(url: str | None) -> str | None:
 def _cached(cwd: str) -> dict[str, Any] | None:
     if shutil.which("git") is None:
         return None
-    if _git(cwd, "rev-parse", "--is-inside-work-tree") != "true":
+    # one round to learn where we are, one (commands side by side) for the rest
+    where = _git(cwd, "rev-parse", "--is-inside-work-tree", "--show-toplevel", "HEAD")
+    if where is None:  # not a work tree, or one without commits (no HEAD to show)
+        where = _git(cwd, "rev-parse", "--is-inside-work-tree", "--show-toplevel")
+    lines = (where or "").split("\n")
+    if lines[0] != "true":
         return None
-    commit = _git(cwd, "rev-parse", "HEAD")  # None in a repository without commits
-    log = _git(cwd, "log", "-1", "--format=%an%x00%ae%x00%cI") if commit else None
+    toplevel = lines[1] if len(lines) > 1 and lines[1] else None
+    commit = lines[2] if len(lines) > 2 and lines[2] else None
+    if commit:
+        log, branch, status, tags, remote = _git_all(
+            cwd, ("log", "-1", "--format=%an%x00%ae%x00%cI"), ("rev-parse", "--abbrev-ref", "HEAD"),
+            ("status", "--porcelain", "--untracked-files=no"), ("tag", "--points-at", "HEAD"),
+            ("remote", "get-url", "origin"))
+    else:
+        branch, status, remote = _git_all(cwd, ("symbolic-ref", "--short", "HEAD"),
+                                          ("status", "--porcelain", "--untracked-files=no"),
+                                          ("remote", "get-url", "origin"))
+        log = tags = None
     author_name = author_email = commit_time = None
     if log:
         author_name, author_email, commit_time = (log.split("\x00") + [None, None, None])[:3]
-    branch = _git(cwd, "rev-parse", "--abbrev-ref", "HEAD") if commit else (
-        _git(cwd, "symbolic-ref", "--short", "HEAD"))
-    status = _git(cwd, "status", "--porcelain", "--untracked-files=no")
-    tags = _git(cwd, "tag", "--points-at", "HEAD") if commit else None
-    toplevel = _git(cwd, "rev-parse", "--show-toplevel")
-    remote = _git(cwd, "remote", "get-url", "origin")
     if remote is None:
         remotes = (_git(cwd, "remote") or "").split()
         remote = _git(cwd, "remote", "get-url", remotes[0]) if remotes else None
