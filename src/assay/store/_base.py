@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from ..errors import AssayError, StoreError
 from . import _migrate
-from ._engine import make_engine, resolve_url
+from ._engine import BUSY_TIMEOUT_S, make_engine, resolve_url
 from ._tables import DEFAULT_TENANT_ID
 
 if TYPE_CHECKING:
@@ -42,12 +42,20 @@ _SQLITE_WRITE_LOCKS: weakref.WeakKeyDictionary[Engine, threading.RLock] = weakre
 _LOCKS_GUARD = threading.Lock()
 
 
-def _write_lock(engine: Engine) -> Any:
+@contextmanager
+def _write_lock(engine: Engine) -> Iterator[None]:
     with _LOCKS_GUARD:
         lock = _SQLITE_WRITE_LOCKS.get(engine)
         if lock is None:
             lock = _SQLITE_WRITE_LOCKS[engine] = threading.RLock()
-    return lock
+    # bounded like SQLite's own wait: a writer that never lets go (say, one waiting on a thread
+    # that wants to write) ends in SQLite's "database is locked", not in a silent hang
+    held = lock.acquire(timeout=BUSY_TIMEOUT_S)
+    try:
+        yield
+    finally:
+        if held:
+            lock.release()
 
 
 class Store:
