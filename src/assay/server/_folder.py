@@ -56,6 +56,7 @@ class Folder:
         self._last_ingest = time.monotonic()
 
     def _backlog(self) -> int:
+        """Journal rows waiting (a read: an idle server takes no write lock to find none)."""
         with self.store.read() as conn:
             return int(conn.execute(select(func.count()).select_from(journal)).scalar() or 0)
 
@@ -65,7 +66,8 @@ class Folder:
             try:
                 while not self._stop.is_set():
                     busy = time.monotonic() - self._last_ingest < self.idle
-                    if busy and self._backlog() < self.max_backlog:
+                    waiting = self._backlog()
+                    if waiting == 0 or (busy and waiting < self.max_backlog):
                         break
                     # while requests come, few rows per transaction and a pause between them,
                     # so a waiting request gets the lock; in a gap, larger transactions
