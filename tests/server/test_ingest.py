@@ -186,3 +186,51 @@ def test_ingest_is_journaled_and_indexed_in_the_background_without_a_read(
     assert ws.store.journal.pending() == 0 and indexed() == 30
     assert ws.store.projects.read(project_name="background", include_stats=True,
                                   settle=False).run_count == 30
+
+
+def test_background_fold_waits_for_a_gap_but_bounds_the_backlog(tmp_path) -> None:
+    """While requests keep coming the folder only folds past ``max_backlog`` journal rows (and
+    then down to below it); once they stop it folds the rest."""
+    import time
+
+    from sqlalchemy import func, select
+
+    from assay.server._folder import Folder
+    from assay.store import Store
+    from assay.store._tables import journal
+
+    store = Store.open(tmp_path / "fold.db")
+    folder = Folder(store, interval=0.01, idle=1.0, chunk=1, max_backlog=4)
+
+    def rows() -> int:
+        with store.read() as conn:
+            return int(conn.execute(select(func.count()).select_from(journal)).scalar() or 0)
+
+    def append(n: int) -> None:
+        for _ in range(n):
+            store.journal.append_runs([make_run("r", session="bounded")])
+
+    folder.ingested()
+    append(3)  # under the bound: left alone while busy
+    folder.start()
+    try:
+        busy_until = time.monotonic() + 0.5
+        while time.monotonic() < busy_until:
+            folder.ingested()
+            time.sleep(0.02)
+        assert rows() == 3
+        append(7)  # past the bound: folded down below it though requests keep coming
+        busy_until = time.monotonic() + 1.0
+        while time.monotonic() < busy_until:
+            folder.ingested()
+            time.sleep(0.02)
+        assert rows() == 3
+        deadline = time.monotonic() + 5  # requests stop: the rest is folded
+        while rows() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert rows() == 0
+        assert store.projects.read(project_name="bounded", include_stats=True,
+                                   settle=False).run_count == 10
+    finally:
+        folder.stop()
+        store.close()
