@@ -28,6 +28,7 @@ import pydantic_core
 from sqlalchemy import delete, func, insert, select, text
 
 from .. import _json
+from .._gc import relaxed_gc
 from .._ids import uuid_text
 from .._time import to_micros, utcnow
 from ..errors import ConflictError, InvalidInputError
@@ -241,9 +242,10 @@ class Journal:
         """Apply every journaled batch in order and delete it; return the items applied."""
         applied = 0
         more = True
-        while more:
-            done, more = self.fold_some(_CHUNK)
-            applied += done
+        with relaxed_gc():  # a chunk decodes thousands of runs at once, all alive until applied
+            while more:
+                done, more = self.fold_some(_CHUNK)
+                applied += done
         return applied
 
     def fold_some(self, rows: int) -> tuple[int, bool]:
