@@ -61,3 +61,30 @@ def test_freeze_mode_and_a_process_own_freeze_are_left_as_they_were() -> None:
             kept = [Node() for _ in range(100)]
         assert gc.get_freeze_count() == frozen
     """)
+
+
+def test_overlapping_blocks_in_threads_restore_the_process_thresholds() -> None:
+    _run("""
+        import threading
+        gc.set_threshold(900, 11, 12)
+        inside, leave = threading.Event(), threading.Event()
+
+        def other():
+            with relaxed_gc():
+                inside.set()
+                leave.wait()
+
+        t = threading.Thread(target=other)
+        with relaxed_gc():
+            t.start()
+            inside.wait()
+        assert gc.get_threshold()[0] >= 20_000  # the other block is still inside
+        leave.set()
+        t.join()
+        assert gc.get_threshold() == (900, 11, 12)
+        with relaxed_gc(freeze=True):
+            with relaxed_gc(freeze=True):
+                pass
+            assert gc.get_freeze_count() > 0  # the outer block's freeze holds
+        assert gc.get_freeze_count() == 0
+    """)

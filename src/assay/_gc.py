@@ -1,19 +1,28 @@
 """Garbage-collector settings for the stretches where assay allocates the most.
 
-An experiment, and a server ingesting runs, make tens of container objects per run that all
-survive the young generations, so at CPython's default thresholds the collector rescans them
-over and over: a third of the per-example cost of a no-op target, and more than the validation
-itself on the server. Raising the thresholds only spaces collections out; nothing is left
-uncollected. The settings are restored afterwards, so an embedding process keeps its own.
+An experiment, a journal fold and a server ingesting runs make tens of container objects per run
+that all survive the young generations, so at CPython's default thresholds the collector rescans
+them over and over: a third of the per-example cost of a no-op target, and more than the
+validation itself on the server. Raising the thresholds only spaces collections out; nothing is
+left uncollected.
+
+The settings are process-wide, so blocks that overlap (threads, nesting) share them: the first
+to enter saves the process's own thresholds and the last to leave restores them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
+import threading
 from collections.abc import Iterator
 
 __all__ = ["relaxed_gc"]
+
+_lock = threading.Lock()
+_depth = 0  # blocks inside relaxed_gc, all threads
+_frozen = 0  # of which freeze=True
+_saved: tuple[int, ...] = (700, 10, 10)
 
 
 @contextlib.contextmanager
@@ -21,24 +30,36 @@ def relaxed_gc(*, freeze: bool = False) -> Iterator[None]:
     """Collect less often inside the block.
 
     ``freeze``: also move every object alive now (imports, the application) to the permanent
-    generation for the block, so full collections stop rescanning them; for a long-lived server,
-    whose start-up objects stay alive anyway. Garbage cycles are collected first.
+    generation while the block lasts, so full collections stop rescanning them; for a
+    long-lived server, whose start-up objects stay alive anyway. Garbage cycles go first.
+
+    On leaving, what survived moves to the oldest generation unscanned (``gc.freeze()`` then
+    ``gc.unfreeze()``): otherwise the first collection at the restored thresholds scans every
+    object the block kept (50 ms after a 10,000-example experiment) only to promote it. Skipped
+    while objects are frozen by a ``freeze`` block or by the process itself.
     """
-    before = gc.get_threshold()
-    gc.set_threshold(max(before[0], 20_000), max(before[1], 50), max(before[2], 50))
-    if freeze:
-        gc.collect()
-        gc.freeze()
+    global _depth, _frozen, _saved
+    with _lock:
+        if _depth == 0:
+            _saved = gc.get_threshold()
+            gc.set_threshold(max(_saved[0], 20_000), max(_saved[1], 50), max(_saved[2], 50))
+        _depth += 1
+        if freeze:
+            if _frozen == 0:
+                gc.collect()
+                gc.freeze()
+            _frozen += 1
     try:
         yield
     finally:
-        if freeze:
-            gc.unfreeze()
-        elif gc.get_freeze_count() == 0:
-            # What survived the block moves to the oldest generation unscanned (freeze, then
-            # unfreeze into generation 2). Otherwise the first collection at the restored
-            # thresholds scans every object the block kept (50 ms after 10,000 examples)
-            # only to promote them. Skipped when the process froze objects of its own.
-            gc.freeze()
-            gc.unfreeze()
-        gc.set_threshold(*before)
+        with _lock:
+            if freeze:
+                _frozen -= 1
+                if _frozen == 0:
+                    gc.unfreeze()
+            elif _frozen == 0 and gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
+            _depth -= 1
+            if _depth == 0:
+                gc.set_threshold(*_saved)
