@@ -25,7 +25,8 @@ def render(report: dict[str, Any]) -> str:
         "unless a row says otherwise. Peers ran side by side in their own virtual environments, "
         "offline. Load average at start/end: "
         f"{report.get('loadavg_start')} / {report.get('loadavg_end')}"
-        " (other work on the machine makes figures pessimistic).",
+        " (other work on the machine makes figures pessimistic)."
+        + (f" {report['note']}" if report.get("note") else ""),
         "",
         "### Goals",
         "",
