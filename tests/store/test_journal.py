@@ -251,3 +251,19 @@ def test_an_id_another_workspace_stores_before_the_fold_is_dropped_loudly(
     assert [str(r.id) for r in store.runs.list()] == [fine]
     assert other.runs.read(contested).end_time is not None
     assert other.projects.read(project_name="owner", include_stats=True).run_count == 1
+
+
+def test_admitted_patches_keep_runs_where_their_post_put_them(store: Store) -> None:
+    """A patch naming another project neither moves its run nor creates that project; a patch
+    that comes before its post keeps the project it names for the run."""
+    done, early = str(uuid.uuid4()), str(uuid.uuid4())
+    store.journal.admit([_run(done, session_name="home")])
+    store.journal.admit(patches=[{"id": done, "end_time": T0 + 9, "outputs": {"a": 2},
+                                  "session_name": "elsewhere"}])
+    store.journal.admit(patches=[{"id": early, "end_time": T0 + 9, "session_name": "late-post"}])
+    store.journal.admit([_run(early, session_name="late-post")])
+    home = store.projects.read(project_name="home", include_stats=True)
+    assert home.run_count == 1 and store.runs.read(done).outputs == {"a": 2}
+    assert store.projects.list(name="elsewhere") == []
+    late = store.projects.read(project_name="late-post")
+    assert store.runs.read(early).session_id == late.id and store.runs.read(early).end_time

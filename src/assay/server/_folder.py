@@ -56,9 +56,11 @@ class Folder:
         self._last_ingest = time.monotonic()
 
     def _backlog(self) -> int:
-        """Journal rows waiting (a read: an idle server takes no write lock to find none)."""
+        """Journal rows waiting, counted up to ``max_backlog`` (a bounded read: an idle server
+        takes no write lock to find none, and a long journal is not scanned to the end)."""
+        head = select(journal.c.seq).limit(self.max_backlog).subquery()
         with self.store.read() as conn:
-            return int(conn.execute(select(func.count()).select_from(journal)).scalar() or 0)
+            return int(conn.execute(select(func.count()).select_from(head)).scalar() or 0)
 
     def _run(self) -> None:
         journal_ = self.store.journal

@@ -31,9 +31,9 @@ from .. import _json
 from .._gc import relaxed_gc
 from .._ids import uuid_text
 from .._time import to_micros, utcnow
-from ..errors import ConflictError, InvalidInputError
+from ..errors import ConflictError, InvalidInputError, NotFoundError
 from ._tables import feedback as feedback_table
-from ._tables import journal, runs
+from ._tables import journal, runs, sessions
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -56,6 +56,15 @@ def _refuse_foreign(conn: Connection, tenant: str, table: Any, ids: list[str], w
             table.c.id.in_(ids[i : i + 500]), table.c.tenant_id != tenant).limit(1)).scalar()
         if taken is not None:
             raise ConflictError(f"{what} id {taken} is taken in another workspace")
+
+
+def _refuse_foreign_projects(conn: Connection, tenant: str, ids: set[str]) -> None:
+    """NotFoundError for a project id that belongs to another workspace (as ``_ensure_id``)."""
+    if ids:
+        taken = conn.execute(select(sessions.c.id).where(
+            sessions.c.id.in_(sorted(ids)), sessions.c.tenant_id != tenant).limit(1)).scalar()
+        if taken is not None:
+            raise NotFoundError(f"project {taken} not found")
 
 
 def _require_identity(conn: Connection, tenant: str,
@@ -165,28 +174,37 @@ class Journal:
         tenant = self.store.tenant_id
         with self.store.write() as conn:
             projects = self.store.projects
-            sessions: dict[tuple[str, str], str] = {}
+            resolved: dict[tuple[str, str], str] = {}
             out: dict[bool, list[dict[str, Any]]] = {False: [], True: []}
+            patched_into: set[str] = set()
             for patch, clean, raw in runs_in:
                 out[patch].append(clean)
+                name = raw.get("session_name")
+                if name is not None and not isinstance(name, str):
+                    raise InvalidInputError(f"run {clean['id']}: session_name must be a string")
+                if patch:
+                    # a patch's project matters only if its post has not come yet (the fold
+                    # decides); it is passed on as given, and creates no project here
+                    if raw.get("session_id"):
+                        clean["session_id"] = uuid_text(raw["session_id"], "session_id")
+                        patched_into.add(clean["session_id"])
+                    if name:
+                        clean["session_name"] = name
+                    continue
                 if raw.get("session_id"):
                     key = ("id", uuid_text(raw["session_id"], "session_id"))
-                elif raw.get("session_name") or not patch:  # a bare patch names none
-                    name = raw.get("session_name") or default_project
-                    if not isinstance(name, str):
-                        raise InvalidInputError(f"run {clean['id']}: session_name must be a string")
-                    key = ("name", name)
                 else:
-                    continue
-                sid = sessions.get(key)
+                    key = ("name", name or default_project)
+                sid = resolved.get(key)
                 if sid is None:
                     if key[0] == "id":
                         projects._ensure_id(conn, key[1], raw.get("session_name"))
                         sid = key[1]
                     else:
                         sid = projects._get_or_create(conn, key[1])
-                    sessions[key] = sid
+                    resolved[key] = sid
                 clean["session_id"] = sid  # resolved: the fold looks up nothing by name
+            _refuse_foreign_projects(conn, tenant, patched_into - set(resolved.values()))
             _require_identity(conn, tenant, runs_in)
             _refuse_foreign(conn, tenant, runs, [c["id"] for _, c, _ in runs_in], "run")
             _refuse_foreign(conn, tenant, feedback_table,
