@@ -267,3 +267,27 @@ def test_admitted_patches_keep_runs_where_their_post_put_them(store: Store) -> N
     assert store.projects.list(name="elsewhere") == []
     late = store.projects.read(project_name="late-post")
     assert store.runs.read(early).session_id == late.id and store.runs.read(early).end_time
+
+
+def test_batches_are_stored_compressed_and_plain_rows_of_older_versions_still_fold(
+        store: Store) -> None:
+    import json
+
+    from sqlalchemy import insert
+
+    rids = [str(uuid.uuid4()) for _ in range(200)]
+    store.journal.append_runs([_run(r, end=T0 + 5, session_name="packed") for r in rids[:100]])
+    with store.engine.connect() as conn:
+        stored = conn.execute(select(journal.c.payload).where(
+            journal.c.tenant_id == store.tenant_id)).scalars().all()
+    plain = json.dumps({"posts": [_run(r, end=T0 + 5, session_name="packed") for r in rids[:100]],
+                        "patches": [], "default_project": "default"}).encode()
+    assert len(stored) == 1 and len(stored[0]) * 5 < len(plain)  # compressed
+    with store.write() as conn:  # a row as the previous version wrote it: plain JSON
+        conn.execute(insert(journal).values(
+            tenant_id=store.tenant_id, kind="runs", items=100, created_at=T0,
+            payload=json.dumps({"posts": [_run(r, end=T0 + 5, session_name="packed")
+                                          for r in rids[100:]],
+                                "patches": [], "default_project": "default"}).encode()))
+    assert store.projects.read(project_name="packed", include_stats=True).run_count == 200
+    assert store.journal.pending() == 0

@@ -294,6 +294,6 @@ journal = Table(
     Column("tenant_id", ID, nullable=False),
     Column("kind", String(16), nullable=False),  # "runs" | "feedback"
     Column("items", BigInteger, nullable=False),
-    Column("payload", LargeBinary, nullable=False),  # JSON
+    Column("payload", LargeBinary, nullable=False),  # JSON, zlib-compressed (see _journal)
     Column("created_at", Micros, nullable=False),
 )
