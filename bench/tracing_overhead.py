@@ -51,13 +51,16 @@ def timed(fn: Callable[[], object]) -> float:
 
 
 def per_span(cases: dict[str, Callable[[], object]], base: Callable[[], object], n: int,
-             repeats: int) -> dict[str, float]:
-    """Median microseconds per span of each case, minus the bare loop."""
+             repeats: int, before: Callable[[], object] = lambda: None) -> dict[str, float]:
+    """Median microseconds per span of each case, minus the bare loop. ``before`` runs, untimed,
+    ahead of every measurement (e.g. let the writer of the previous case finish)."""
     samples: dict[str, list[float]] = {k: [] for k in cases}
     base_t: list[float] = []
     for _ in range(repeats):
+        before()
         base_t.append(timed(base))
         for name, fn in cases.items():
+            before()
             samples[name].append(timed(fn))
     b = statistics.median(base_t)
     return {k: max(statistics.median(v) - b, 0.0) / n * 1e6 for k, v in samples.items()}
@@ -123,12 +126,11 @@ def main() -> None:
                 c.flush()
         return run
 
-    def settle(fn: Callable[[], None]) -> Callable[[], None]:
-        def run() -> None:
-            for c in used:
-                c.flush()  # start with no writer busy; (untimed share is tiny)
-            fn()
-        return run
+    def settle() -> None:
+        """Untimed, before each measurement: no writer of an earlier case still busy (the hot
+        path case returns with its 20,000 runs queued; timing the next case would bill it)."""
+        for c in used:
+            c.flush()
 
     # OpenTelemetry SDK
     def otel(exporter: bool) -> tuple[Callable[[], None], Callable[[], None]]:
@@ -195,20 +197,20 @@ def main() -> None:
 
     flat = per_span({
         "assay off": assay_flat_off,
-        "assay on (hot path)": settle(on(assay_flat_off, False)),
-        "assay on (stored)": settle(on(assay_flat_off, True)),
+        "assay on (hot path)": on(assay_flat_off, False),
+        "assay on (stored)": on(assay_flat_off, True),
         "otel sdk, no exporter": otel_flat,
         "otel sdk, in-memory exporter": otel_mem_flat,
         "bare contextvar span": cv_flat,
-    }, base_flat, n, args.repeats)
+    }, base_flat, n, args.repeats, before=settle)
     nested = per_span({
         "assay off": assay_nested_off,
-        "assay on (hot path)": settle(on(assay_nested_off, False)),
-        "assay on (stored)": settle(on(assay_nested_off, True)),
+        "assay on (hot path)": on(assay_nested_off, False),
+        "assay on (stored)": on(assay_nested_off, True),
         "otel sdk, no exporter": otel_nested,
         "otel sdk, in-memory exporter": otel_mem_nested,
         "bare contextvar span": cv_nested,
-    }, base_nested, nested_spans, args.repeats)
+    }, base_nested, nested_spans, args.repeats, before=settle)
     # In 'nested' the bare loop already makes the leaf calls, so per-span figures above are
     # (extra time) / (all spans); 'assay off' there includes 1 trace() block per group.
 
