@@ -78,7 +78,8 @@ def measure(c: Contestant, n: int, ctx: Context, extra: list[str] | None = None,
            "version": runs[-1].get("version"), "repeats": len(runs)}
     if all("cpu_seconds" in r for r in runs):
         out["cpu_us_per_example"] = median([r["cpu_seconds"] for r in runs]) / n_eff * 1e6
-    for key in ("peak_rss_mb", "first_read_seconds"):
+    for key in ("peak_rss_mb", "first_read_seconds", "setup_seconds", "examples_seconds",
+                "teardown_seconds"):
         if all(key in r for r in runs):
             out[key] = median([r[key] for r in runs])
     return out

@@ -56,15 +56,16 @@ def run(ctx: Context) -> dict[str, Any]:
             assay_ratio = ratio
         elif c is FLOOR:
             floor_ratio = ratio
-    if assay_ratio is not None:
-        # Each of the N/C rounds costs T plus the CPU of the C units in it (one GIL), so
-        # measured/ideal ~= 1 + C*c/T: the goal 1.10 needs c <= 0.1*T/C = 20 us per example.
-        c_us = (assay_ratio - 1) * SLEEP_MS * 1000 / BOUND
-        figures["assay implied CPU per example us"] = round(c_us, 1)
-        notes.append(f"model: measured/ideal ~= 1 + C*c/T (C={BOUND}, T={SLEEP_MS:g} ms, c = CPU "
-                     f"per example, one GIL): assay's ratio implies c ~= {c_us:.0f} us; the goal "
-                     f"1.10 needs c <= {0.1 * SLEEP_MS * 1000 / BOUND:.0f} us, i.e. the same "
-                     "per-example cost as the harness goal")
+    phases = detail.get(CONTESTANTS[0].label, {})
+    if "examples_seconds" in phases:
+        # where assay's wall time goes: before the first target call, the examples themselves
+        # (first call to last return), after the last return (flushes, experiment end)
+        ex_ratio = phases["examples_seconds"] / IDEAL_S
+        figures["assay examples phase / ideal"] = round(ex_ratio, 3)
+        notes.append(f"assay's wall time split (medians): set-up to the first target call "
+                     f"{phases['setup_seconds'] * 1000:.0f} ms, the examples "
+                     f"{phases['examples_seconds'] * 1000:.0f} ms (= {ex_ratio:.2f} x ideal), "
+                     f"tear-down after the last one {phases['teardown_seconds'] * 1000:.0f} ms")
     if floor_ratio is not None:
         notes.append(f"the bare floor (plain asyncio workers, no harness) reaches "
                      f"{floor_ratio:.2f} x ideal here: timer rounding and the event loop's own "

@@ -62,9 +62,14 @@ def main() -> None:
 
     delay = args.sleep_ms / 1000
 
+    marks: list[float] = []  # first call and last return: set-up / examples / tear-down
+
     async def atarget(inputs: dict) -> dict:
+        if not marks:
+            marks.append(time.perf_counter())
         if delay:
             await asyncio.sleep(delay)
+        marks[1:] = [time.perf_counter()]
         return {"y": inputs["x"]}
 
     def matches(outputs: dict, reference_outputs: dict) -> bool:
@@ -99,9 +104,13 @@ def main() -> None:
     assert stats.run_count == args.n, f"stored {stats.run_count} runs, expected {args.n}"
     assert fb is not None and fb.n == args.n and fb.avg == 1.0, f"feedback {fb}"
     peak = peak_rss_mb()
+    phases = {}
+    if len(marks) == 2:
+        phases = {"setup_seconds": marks[0] - t0, "examples_seconds": marks[1] - marks[0],
+                  "teardown_seconds": t0 + seconds - marks[1]}
     print(json.dumps({"peer": "assay", "mode": args.mode, "n": args.n, "seconds": seconds,
                       "cpu_seconds": cpu_seconds, "first_read_seconds": first_read,
-                      "peak_rss_mb": round(peak, 1)}))
+                      "peak_rss_mb": round(peak, 1), **phases}))
 
 
 if __name__ == "__main__":
