@@ -81,3 +81,48 @@ def test_bad_data(client: Client) -> None:
         evaluate(_echo, client=client)
     with pytest.raises(NotFoundError, match="'missing'"):
         evaluate(_echo, data="missing", client=client)
+
+
+def test_a_stored_dataset_streams_in_order_with_its_splits(client: Client) -> None:
+    """A fresh experiment starts while the examples are still read (``ExampleStream``): every
+    example runs once, rows keep dataset order across pages and repetitions, and the split
+    names recorded come from the store as the full list would give them."""
+    from assay.evaluation._data import _split_names, load_dataset
+    from assay.evaluation._stream import ExampleStream
+
+    ds = client.create_dataset("big")
+    client.create_examples(dataset_id=ds.id, examples=[
+        {"inputs": {"x": i}, "split": ["train"] if i % 3 else ["test", "hard"]}
+        for i in range(700)])
+    streamed = load_dataset(client, str(ds.id), as_of=None, splits=None, stream=True)
+    assert isinstance(streamed.examples, ExampleStream) and len(streamed.examples) == 700
+    listed = load_dataset(client, str(ds.id), as_of=None, splits=None)
+    assert streamed.splits == _split_names(listed.examples) == ["hard", "test", "train"]
+    assert [e.id for e in streamed.examples] == [e.id for e in listed.examples]
+    assert streamed.examples[699].id == listed.examples[699].id
+    with pytest.raises(IndexError):
+        streamed.examples[700]
+
+    res = evaluate(_echo, data="big", client=client, num_repetitions=2, max_concurrency=8)
+    assert _xs(res) == list(range(700)) * 2
+    exp = client.read_project(project_id=res.experiment_id, include_stats=True)
+    assert exp.run_count == 1400 and exp.metadata["dataset_splits"] == ["hard", "test", "train"]
+    only = load_dataset(client, str(ds.id), as_of=None, splits=["hard"], stream=True)
+    assert len(only.examples) == 234 and only.splits == ["hard"]
+
+
+def test_a_failing_example_reader_fails_the_consumer_not_silently() -> None:
+    from assay.errors import StoreError
+    from assay.evaluation._stream import ExampleStream
+    from assay.schemas import Example
+
+    def pages():
+        yield [Example(id="00000000-0000-0000-0000-000000000001", inputs={"x": 1},
+                       dataset_id="00000000-0000-0000-0000-000000000002",
+                       created_at="2026-01-01T00:00:00Z")]
+        raise RuntimeError("disk gone")
+
+    stream = ExampleStream(3, pages())
+    assert stream[0].inputs == {"x": 1}
+    with pytest.raises(StoreError, match="disk gone"):
+        list(stream)

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 from .._ids import new_id, utcnow
 from ..errors import InvalidInputError, NotFoundError
 from ..schemas import Dataset, Example
+from ..store import Store
+from ._stream import ExampleStream
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -28,7 +30,7 @@ __all__ = ["ResolvedData", "dataset_id_of", "load_dataset", "resolve_data"]
 
 @dataclass
 class ResolvedData:
-    examples: list[Example]
+    examples: Sequence[Example]  # a list, or an ExampleStream still being read
     dataset_id: str | None = None
     dataset_version: str | None = None
     splits: list[str] = field(default_factory=list)
@@ -55,16 +57,32 @@ def _parse_as_of(as_of: datetime | str | None) -> tuple[datetime | None, str | N
 
 
 def load_dataset(
-    client: Client, dataset_id: str, *, as_of: datetime | str | None, splits: Sequence[str] | None
+    client: Client, dataset_id: str, *, as_of: datetime | str | None,
+    splits: Sequence[str] | None, stream: bool = False,
 ) -> ResolvedData:
-    """The dataset's examples at one pinned version (the current one by default)."""
+    """The dataset's examples at one pinned version (the current one by default).
+
+    ``stream``: from a local store, read them in the background (``ExampleStream``) so a fresh
+    experiment can start on the first ones."""
     when, tag = _parse_as_of(as_of)
     if when is None and tag is None:
         tag = "latest"
     version = client.read_dataset_version(dataset_id=dataset_id, as_of=when, tag=tag)
     split_list = [splits] if isinstance(splits, str) else (list(splits) if splits else None)
-    examples = list(client.list_examples(dataset_id=dataset_id, as_of=version.as_of,
-                                         splits=split_list))
+    backend = getattr(client, "_backend", None)
+    if stream and isinstance(backend, Store):
+        count, names, pages = backend.examples.stream(dataset_id, as_of=version.as_of,
+                                                      splits=split_list)
+        if count:
+            return ResolvedData(examples=ExampleStream(count, pages),
+                                dataset_id=str(dataset_id),
+                                dataset_version=version.as_of.isoformat(),
+                                splits=split_list or names)
+        pages.close()
+        examples: Sequence[Example] = []
+    else:
+        examples = list(client.list_examples(dataset_id=dataset_id, as_of=version.as_of,
+                                             splits=split_list))
     if not examples:
         where = f" in split(s) {split_list}" if split_list else ""
         raise InvalidInputError(

@@ -13,14 +13,14 @@ import asyncio
 import contextvars
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._sync import run_sync
 from ..errors import InvalidInputError
-from ..schemas import Feedback, TracerSession
+from ..schemas import Example, Feedback, TracerSession
 from ..tracing import tracing_context
 from ._data import ResolvedData, dataset_id_of, load_dataset, resolve_data
 from ._evaluators import adapt_evaluator, adapt_summary_evaluator
@@ -49,6 +49,7 @@ from ._runner import (
 )
 from ._schemas import EvaluationResult, EvaluationResults
 from ._sink import FeedbackSink
+from ._stream import ExampleStream
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -84,7 +85,7 @@ class _Options:
 @dataclass
 class _Prepared:
     plan: Plan
-    units: list[Unit]
+    units: Iterable[Unit]  # a list, or a generator over an ExampleStream
     results: ExperimentResults
     state: ExperimentState | None
     client: Client | None
@@ -138,12 +139,39 @@ def _resolve_data(o: _Options, existing: TracerSession | None) -> ResolvedData:
         check_same_dataset(existing, ds_id)
         if as_of is None:  # the version the experiment started on
             as_of = existing.metadata.get("dataset_version")
-    if ds_id is not None:
-        return load_dataset(o.client, ds_id, as_of=as_of, splits=o.splits)  # type: ignore[arg-type]
+    if ds_id is not None:  # a fresh local experiment starts while the examples are read
+        return load_dataset(o.client, ds_id, as_of=as_of, splits=o.splits,  # type: ignore[arg-type]
+                            stream=existing is None and o.executor is None)
     name_hint = (o.experiment if isinstance(o.experiment, str) and existing is None
                  else o.experiment_prefix)
     return resolve_data(o.client, o.data, as_of=as_of, splits=o.splits, upload=o.upload_results,
                         dataset_name=new_name(name_hint or "examples"))
+
+
+def _stream_units(examples: ExampleStream, reps: int) -> Iterator[Unit]:
+    """Units in order as the examples arrive (a fresh experiment: nothing done yet)."""
+    n = len(examples)
+    for rep in range(reps):
+        for i, ex in enumerate(examples):
+            yield Unit(rep * n + i, ex, rep)
+
+
+def _eager_units(examples: Sequence[Example], reps: int, done: dict[tuple[str, int], Any],
+                 results: ExperimentResults) -> list[Unit]:
+    """Units still to run; rows a resumed experiment already finished go into ``results``."""
+    n = len(examples)
+    units: list[Unit] = []
+    for rep in range(reps):
+        for i, ex in enumerate(examples):
+            index = rep * n + i
+            prior = done.get((str(ex.id), rep)) if done else None
+            if prior is None:
+                units.append(Unit(index, ex, rep))
+            else:
+                evals = EvaluationResults(results=[_feedback_result(f) for f in prior.feedback])
+                results._set(index, ExperimentResultRow(ex, run=prior.run,
+                                                        evaluation_results=evals))
+    return units
 
 
 def _prepare(o: _Options) -> _Prepared:
@@ -210,17 +238,11 @@ def _prepare_inner(o: _Options) -> _Prepared:
         wanted = {(str(ex.id), r) for r in range(reps) for ex in examples}
         done = finished_rows(o.client, state.id, wanted=wanted,  # type: ignore[arg-type]
                              need_feedback=bool(evs), errors_count=o.error_handling == "log")
-    units: list[Unit] = []
-    for rep in range(reps):
-        for i, ex in enumerate(examples):
-            index = rep * n + i
-            prior = done.get((str(ex.id), rep)) if done else None
-            if prior is None:
-                units.append(Unit(index, ex, rep))
-            else:
-                evals = EvaluationResults(results=[_feedback_result(f) for f in prior.feedback])
-                results._set(index, ExperimentResultRow(ex, run=prior.run,
-                                                        evaluation_results=evals))
+    units: Iterable[Unit]
+    if isinstance(examples, ExampleStream) and not done:
+        units = _stream_units(examples, reps)
+    else:
+        units = _eager_units(examples, reps, done, results)
     plan = Plan(
         target=tgt, evaluators=evs, summary_evaluators=sevs,
         client=o.client if o.upload_results else MemoryClient(), experiment_id=exp_id,

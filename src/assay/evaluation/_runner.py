@@ -18,7 +18,7 @@ import inspect
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -301,10 +301,14 @@ def quick_gil_handoff() -> Iterator[None]:
                 sys.setswitchinterval(_switch_before)
 
 
-async def run_units(plan: Plan, units: Sequence[Unit], results: ExperimentResults) -> None:
-    """Run every unit within the concurrency bound, filling ``results`` by index."""
+async def run_units(plan: Plan, units: Iterable[Unit], results: ExperimentResults) -> None:
+    """Run every unit within the concurrency bound, filling ``results`` by index.
+
+    ``units`` may be a generator (examples still being read): then there are as many as
+    ``results`` has rows."""
     limit = plan.max_concurrency
-    workers = len(units) if limit is None else max(1, min(limit, len(units)))
+    count = len(units) if isinstance(units, Sized) else len(results)
+    workers = count if limit is None else max(1, min(limit, count))
     if workers > 1 or plan.timeout is not None:
         # Our own pool, not the loop's default one: it is sized to the bound (the default has
         # min(32, cpus + 4) threads), and a target abandoned after its timeout does not make

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic_core import from_json
-from sqlalchemy import BigInteger, Text, and_, or_, select, type_coerce, update
+from sqlalchemy import BigInteger, Text, and_, func, or_, select, type_coerce, update
 
 from .._ids import as_uuid, new_id_text, utcnow
 from ..errors import ExampleValidationError, InvalidInputError, NotFoundError
@@ -124,7 +124,7 @@ def _json_value(value: Any) -> Any:
     return from_json(value) if value.__class__ is str else value
 
 
-def _example_models(result: Any) -> list[Example]:
+def _example_models(rows: Iterable[Any]) -> list[Example]:
     """Examples from raw rows, built without pydantic validation.
 
     The values are already the right types once decoded (ids canonical UUID text, times epoch
@@ -135,7 +135,7 @@ def _example_models(result: Any) -> list[Example]:
     new, setattr_ = Example.__new__, object.__setattr__
     times: dict[int, Any] = {}  # examples created together share their timestamps
     out = []
-    for row in result.all():  # one fetch, not one per row
+    for row in rows:
         ex_id, ds_id, inputs, outputs, metadata, splits, source_run, created, modified = row
         if inputs.__class__ is str:
             inputs = from_json(inputs)
@@ -215,9 +215,12 @@ class ExampleRepo:
         order = {x: i for i, x in enumerate(ids)}
         return sorted(stored, key=lambda e: order[str(e.id)])
 
-    def _select(
+    def _select(self, conn: Connection, ds_id: str | None, **filters: Any) -> list[Example]:
+        """The examples ``_query`` selects, built in one fetch (not one per row)."""
+        return _example_models(conn.execute(self._query(ds_id, **filters)).all())
+
+    def _query(
         self,
-        conn: Connection,
         ds_id: str | None,
         *,
         as_of_us: int | None = None,
@@ -226,7 +229,7 @@ class ExampleRepo:
         metadata: Mapping[str, Any] | None = None,
         offset: int = 0,
         limit: int | None = None,
-    ) -> list[Example]:
+    ) -> Any:
         q = select(*_RAW_COLUMNS)
         if ds_id is not None:
             q = q.where(examples.c.dataset_id == ds_id)
@@ -261,7 +264,34 @@ class ExampleRepo:
         q = q.order_by(examples.c.created_at, examples.c.id).offset(max(offset, 0))
         if limit is not None:
             q = q.limit(limit)
-        return _example_models(conn.execute(q))
+        return q
+
+    def stream(self, dataset_id: uuid.UUID | str, *, as_of: datetime | str | None = None,
+               splits: Sequence[str] | None = None,
+               page: int = 256) -> tuple[int, list[str], Iterator[list[Example]]]:
+        """A dataset's examples at one version, for a reader that starts before the last arrives.
+
+        Returns the number of examples, their split names (sorted) and an iterator of pages in
+        ``list``'s order, read by one query on one connection (so every page sees the same
+        version). Iterate it to the end, or close it, to give the connection back.
+        """
+        with self.store.read() as conn:
+            ds_id = self.store.datasets._resolve(conn, dataset_id, None)
+            as_of_us = self.store.datasets._as_of_us(conn, ds_id, as_of) if as_of else None
+            q = self._query(ds_id, as_of_us=as_of_us, splits=splits)
+            count = conn.execute(select(func.count()).select_from(
+                q.order_by(None).subquery())).scalar() or 0
+            kinds = q.with_only_columns(examples.c.splits).order_by(None).distinct().subquery()
+            names: set[str] = set()
+            for (raw,) in conn.execute(select(kinds.c.splits)):
+                names.update((_json_value(raw) if raw is not None else None) or ["base"])
+
+        def pages() -> Iterator[list[Example]]:
+            with self.store.read() as conn:
+                for part in conn.execute(q).partitions(page):
+                    yield _example_models(part)
+
+        return int(count), sorted(names), pages()
 
     def list(
         self,

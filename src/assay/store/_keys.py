@@ -15,7 +15,6 @@ from ..errors import AuthError, ConflictError, InvalidInputError, NotFoundError
 from ._tables import api_keys, tenants
 
 if TYPE_CHECKING:
-    from datetime import datetime
 
     from ._base import Store
 
