@@ -279,11 +279,10 @@ class ExampleRepo:
             ds_id = self.store.datasets._resolve(conn, dataset_id, None)
             as_of_us = self.store.datasets._as_of_us(conn, ds_id, as_of) if as_of else None
             q = self._query(ds_id, as_of_us=as_of_us, splits=splits)
-            count = conn.execute(select(func.count()).select_from(
-                q.order_by(None).subquery())).scalar() or 0
-            kinds = q.with_only_columns(examples.c.splits).order_by(None).distinct().subquery()
-            names: set[str] = set()
-            for (raw,) in conn.execute(select(kinds.c.splits)):
+            count, names = 0, set()
+            for raw, n in conn.execute(q.with_only_columns(examples.c.splits, func.count())
+                                       .order_by(None).group_by(examples.c.splits)):
+                count += n  # one query for both: examples per distinct split list
                 names.update((_json_value(raw) if raw is not None else None) or ["base"])
 
         def pages() -> Iterator[list[Example]]:
