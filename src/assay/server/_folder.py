@@ -17,10 +17,7 @@ import logging
 import threading
 import time
 
-from sqlalchemy import func, select
-
 from ..store import Store
-from ..store._tables import journal
 
 __all__ = ["Folder"]
 
@@ -55,20 +52,13 @@ class Folder:
         """A request was journaled just now: wait for a gap before folding."""
         self._last_ingest = time.monotonic()
 
-    def _backlog(self) -> int:
-        """Journal rows waiting, counted up to ``max_backlog`` (a bounded read: an idle server
-        takes no write lock to find none, and a long journal is not scanned to the end)."""
-        head = select(journal.c.seq).limit(self.max_backlog).subquery()
-        with self.store.read() as conn:
-            return int(conn.execute(select(func.count()).select_from(head)).scalar() or 0)
-
     def _run(self) -> None:
         journal_ = self.store.journal
         while not self._stop.wait(self.interval):
             try:
                 while not self._stop.is_set():
                     busy = time.monotonic() - self._last_ingest < self.idle
-                    waiting = self._backlog()
+                    waiting = journal_.backlog(self.max_backlog)
                     if waiting == 0 or (busy and waiting < self.max_backlog):
                         break
                     # while requests come, few rows per transaction and a pause between them,

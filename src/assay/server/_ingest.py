@@ -23,6 +23,7 @@ from ..errors import StoreError
 from ..store import Store
 from ._body import Part
 from ._errors import ApiError
+from ._folder import Folder
 from ._wire import FeedbackIn, RunIn, events_in, run_dict, validate
 
 __all__ = ["Batch", "from_json", "from_parts", "write"]
@@ -167,7 +168,7 @@ def from_json(body: Any) -> Batch:
     return batch
 
 
-def write(store: Store, batch: Batch, *, attempts: int = 3) -> None:
+def write(store: Store, batch: Batch, folder: Folder | None = None, *, attempts: int = 3) -> None:
     """Journal the batch's runs and feedback, checked at request time: all or nothing.
 
     ``Journal.admit`` refuses now what a direct write would (malformed items, another
@@ -180,6 +181,8 @@ def write(store: Store, batch: Batch, *, attempts: int = 3) -> None:
     for attempt in range(attempts):
         try:
             store.journal.admit(batch.posts, batch.patches, batch.feedback)
+            if folder is not None:
+                folder.ingested()  # the background fold waits for a gap in requests
             return
         except StoreError as exc:
             if not isinstance(exc.__cause__, IntegrityError) or attempt == attempts - 1:

@@ -23,33 +23,32 @@ _PAGE = 100
 @router.post("/runs/multipart", status_code=202)
 def ingest_multipart(store: StoreDep, parts: Parts, folder: FolderDep) -> JSONResponse:
     batch = _ingest.from_parts(parts)
-    _ingest.write(store, batch)
-    folder.ingested()
+    _ingest.write(store, batch, folder)
     return ok({"ingested": batch.counts()}, status=202)
 
 
 @router.post("/runs/batch", status_code=202)
 def ingest_batch(store: StoreDep, body: JsonBody, folder: FolderDep) -> JSONResponse:
     batch = _ingest.from_json(body)
-    _ingest.write(store, batch)
-    folder.ingested()
+    _ingest.write(store, batch, folder)
     return ok({"ingested": batch.counts()}, status=202)
 
 
 @router.post("/runs", status_code=202)
-def create_run(store: StoreDep, body: JsonBody) -> JSONResponse:
+def create_run(store: StoreDep, body: JsonBody, folder: FolderDep) -> JSONResponse:
     run = run_dict(validate(RunIn, body))
-    _ingest.write(store, _ingest.Batch(posts=[run]))
+    _ingest.write(store, _ingest.Batch(posts=[run]), folder)
     return ok({"id": str(run["id"])}, status=202)
 
 
 @router.patch("/runs/{run_id}", status_code=202)
-def update_run(store: StoreDep, run_id: uuid.UUID, body: JsonBody) -> JSONResponse:
+def update_run(store: StoreDep, run_id: uuid.UUID, body: JsonBody,
+               folder: FolderDep) -> JSONResponse:
     if isinstance(body, dict):
         if body.get("id") not in (None, str(run_id)):
             raise ApiError(422, "invalid_input", f"body id {body['id']!r} differs from the URL")
         body = {**body, "id": str(run_id)}
-    _ingest.write(store, _ingest.Batch(patches=[run_dict(validate(RunIn, body))]))
+    _ingest.write(store, _ingest.Batch(patches=[run_dict(validate(RunIn, body))]), folder)
     return ok({"id": str(run_id)}, status=202)
 
 

@@ -59,22 +59,15 @@ def _unpack(data: bytes) -> bytes:
     return zlib.decompress(data) if data[:1] == b"x" else data
 
 
-def _refuse_foreign(conn: Connection, tenant: str, table: Any, ids: list[str], what: str) -> None:
-    """ConflictError if any of ``ids`` is stored in another workspace (ids are global keys)."""
+def _taken_elsewhere(conn: Connection, tenant: str, table: Any, ids: Sequence[str]) -> str | None:
+    """The first of ``ids`` stored in another workspace (ids are global keys), or None."""
+    ids = sorted(ids)
     for i in range(0, len(ids), 500):
         taken = conn.execute(select(table.c.id).where(
             table.c.id.in_(ids[i : i + 500]), table.c.tenant_id != tenant).limit(1)).scalar()
         if taken is not None:
-            raise ConflictError(f"{what} id {taken} is taken in another workspace")
-
-
-def _refuse_foreign_projects(conn: Connection, tenant: str, ids: set[str]) -> None:
-    """NotFoundError for a project id that belongs to another workspace (as ``_ensure_id``)."""
-    if ids:
-        taken = conn.execute(select(sessions.c.id).where(
-            sessions.c.id.in_(sorted(ids)), sessions.c.tenant_id != tenant).limit(1)).scalar()
-        if taken is not None:
-            raise NotFoundError(f"project {taken} not found")
+            return str(taken)
+    return None
 
 
 def _require_identity(conn: Connection, tenant: str,
@@ -214,12 +207,18 @@ class Journal:
                         sid = projects._get_or_create(conn, key[1])
                     resolved[key] = sid
                 clean["session_id"] = sid  # resolved: the fold looks up nothing by name
-            _refuse_foreign_projects(conn, tenant, patched_into - set(resolved.values()))
+            foreign = _taken_elsewhere(conn, tenant, sessions,
+                                       patched_into - set(resolved.values()))
+            if foreign is not None:  # as _ensure_id answers for a post
+                raise NotFoundError(f"project {foreign} not found")
             _require_identity(conn, tenant, runs_in)
-            _refuse_foreign(conn, tenant, runs, [c["id"] for _, c, _ in runs_in], "run")
-            _refuse_foreign(conn, tenant, feedback_table,
-                            [uuid_text(f["id"], "feedback id") for f in fb_in if f.get("id")],
-                            "feedback")
+            for table, ids, what in (
+                    (runs, [c["id"] for _, c, _ in runs_in], "run"),
+                    (feedback_table, [uuid_text(f["id"], "feedback id") for f in fb_in
+                                      if f.get("id")], "feedback")):
+                taken = _taken_elsewhere(conn, tenant, table, ids)
+                if taken is not None:
+                    raise ConflictError(f"{what} id {taken} is taken in another workspace")
             batches: list[tuple[str, dict[str, Any]]] = []
             if fb_in:  # popped last: applied after the runs it may name
                 batches.append((FEEDBACK, {"items": fb_in, "created_at": now}))
@@ -258,6 +257,13 @@ class Journal:
             return int(conn.execute(
                 select(func.coalesce(func.sum(journal.c["items"]), 0))
                 .where(journal.c.tenant_id == self.store.tenant_id)).scalar() or 0)
+
+    def backlog(self, limit: int) -> int:
+        """Journal rows waiting, all workspaces, counted up to ``limit`` (a bounded read, so a
+        background folder can look often: no write lock, no scan of a long journal)."""
+        head = select(journal.c.seq).limit(limit).subquery()
+        with self.store.read() as conn:
+            return int(conn.execute(select(func.count()).select_from(head)).scalar() or 0)
 
     def settle(self) -> int:
         """Fold the journal if it holds anything; return how many items were applied."""
