@@ -5,6 +5,9 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
+from assay.client import Client
 from assay.evaluation import git_info
 
 
@@ -27,10 +30,11 @@ def test_inside_a_repository(tmp_path: Path) -> None:
     git(repo, "add", "a.txt")
     git(repo, "commit", "-q", "-m", "one")
     git(repo, "tag", "v1.0")
+    git(repo, "tag", "-a", "release", "-m", "annotated tags count too")
     git(repo, "remote", "add", "origin", "https://user:secret@example.com/org/my-agent.git")
     info = git_info(repo)
     assert info == {
-        "tags": "v1.0",
+        "tags": "release,v1.0",
         "dirty": False,
         "branch": "feature/x",
         "commit": git(repo, "rev-parse", "HEAD"),
@@ -61,3 +65,47 @@ def test_experiment_metadata_has_no_git_key_outside_a_repo(tmp_path: Path, clien
     meta = client.read_project(project_id=res.experiment_id).metadata
     assert "git" not in meta
     assert {"revision_id", "dataset_version", "dataset_splits", "num_repetitions"} <= set(meta)
+
+
+def _commit_one(repo: Path) -> None:
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.name", "Ada")
+    git(repo, "config", "user.email", "ada@example.com")
+    (repo / "a.txt").write_text("1")
+    git(repo, "add", "a.txt")
+    git(repo, "commit", "-q", "-m", "one")
+
+
+class _Stop(BaseException):
+    """Stops an experiment (an Exception would only be recorded on the run)."""
+
+
+def test_an_experiment_records_git_facts_even_when_it_stops(
+        client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The facts are read while the examples run (git subprocesses are slow), yet they land
+    whether the experiment finishes or is stopped midway; outside a work tree there are none."""
+    from assay import evaluate
+
+    repo = tmp_path / "agent"
+    _commit_one(repo)
+    ds = client.create_dataset("d")
+    client.create_examples(dataset_id=ds.id, examples=[{"inputs": {"x": i}} for i in range(3)])
+    monkeypatch.chdir(repo)
+    done = evaluate(lambda inputs: inputs, data="d", client=client, experiment_prefix="done")
+
+    def stop(inputs: dict) -> dict:
+        raise _Stop
+
+    with pytest.raises(_Stop):
+        evaluate(stop, data="d", client=client, experiment_prefix="stopped")
+    monkeypatch.chdir(tmp_path)  # not a work tree
+    outside = evaluate(lambda inputs: inputs, data="d", client=client, experiment_prefix="out")
+
+    commit = git(repo, "rev-parse", "HEAD")
+    finished = client.read_project(project_name=done.experiment_name)
+    assert finished.metadata["git"]["commit"] == commit and finished.end_time is not None
+    (stopped,) = [p for p in client.list_projects() if p.name.startswith("stopped-")]
+    assert stopped.metadata["git"]["commit"] == commit and stopped.end_time is None
+    assert stopped.metadata["dataset_version"]  # what resuming needs was there from the start
+    assert "git" not in client.read_project(project_name=outside.experiment_name).metadata

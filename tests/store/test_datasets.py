@@ -182,3 +182,30 @@ def test_timestamps_are_utc_and_ordered(client: Client) -> None:
     ex = client.create_example({"x": 1}, dataset_id=ds.id)
     assert ex.created_at.tzinfo is not None
     assert abs(ex.created_at.timestamp() - t0) < 5
+
+
+def test_a_dataset_streams_in_index_order_without_sorting_it_first(sqlite_url: str) -> None:
+    """The examples' reading order has an index: SQLite returns the first page without
+    sorting the whole dataset (an experiment starts on it), and the pages are in ``list``
+    order at the version they were asked for."""
+    from sqlalchemy.dialects import sqlite
+
+    from assay.store import Store
+
+    store = Store.open(sqlite_url)
+    client = Client(store=store)
+    ds = client.create_dataset("order")
+    client.create_examples(dataset_id=ds.id, examples=[{"inputs": {"i": i}} for i in range(300)])
+    first = client.read_dataset_version(dataset_id=ds.id, tag="latest").as_of
+    client.create_examples(dataset_id=ds.id, examples=[{"inputs": {"i": 300}}])
+    at, count, names, pages = store.examples.stream(ds.id, version=first)
+    assert (at, count, names) == (first, 300, ["base"])
+    streamed = [ex for page in pages for ex in page]
+    assert streamed == list(client.list_examples(dataset_id=ds.id, as_of=first))
+
+    q = store.examples._query(str(ds.id), as_of_us=2**62).compile(dialect=sqlite.dialect())
+    with store.engine.connect() as conn:
+        plan = " ".join(str(row[-1]) for row in conn.exec_driver_sql(
+            f"EXPLAIN QUERY PLAN {q}", tuple(q.params[k] for k in q.positiontup)))
+    assert "ix_examples_dataset_order" in plan and "TEMP B-TREE" not in plan, plan
+    store.close()

@@ -32,6 +32,22 @@ def test_project_crud_and_null_means_unchanged(client: Client) -> None:
         client.read_project(project_name="exp")
 
 
+def test_create_returns_what_a_read_gives(client: Client) -> None:
+    """create() builds its answer from the row it wrote: it must equal a read of that row."""
+    ds = client.create_dataset("d")
+    start = datetime(2031, 5, 6, 7, 8, 9, 123456, tzinfo=timezone(timedelta(hours=2)))
+    p = client._backend.projects.create("p", description="x", metadata={"a": [1, {"b": None}]},
+                                        reference_dataset_id=str(ds.id), start_time=start)
+    assert p == client.read_project(project_id=p.id)
+    assert p.start_time == start and p.start_time.utcoffset() == timedelta(0)
+    bare = client.create_project("bare")
+    assert bare == client.read_project(project_id=bare.id)
+    with pytest.raises(ConflictError, match=str(p.id)):
+        client._backend.projects.create("another", id=p.id)  # the id clash, not a name clash
+    with pytest.raises(ConflictError, match="'p'"):
+        client._backend.projects.create("p", id=p.id)  # both: the name is named
+
+
 def test_runs_and_feedback_die_with_their_project(client: Client) -> None:
     p = client.create_project("gone")
     rid = uuid.uuid4()

@@ -67,37 +67,35 @@ def load_dataset(
     when, tag = _parse_as_of(as_of)
     if when is None and tag is None:
         tag = "latest"
-    version = client.read_dataset_version(dataset_id=dataset_id, as_of=when, tag=tag)
     split_list = [splits] if isinstance(splits, str) else (list(splits) if splits else None)
     backend = getattr(client, "_backend", None)
     if stream and isinstance(backend, Store):
-        count, names, pages = backend.examples.stream(dataset_id, as_of=version.as_of,
-                                                      splits=split_list)
+        at, count, names, pages = backend.examples.stream(
+            dataset_id, version=when if when is not None else tag, splits=split_list)
         if count:
-            return ResolvedData(examples=ExampleStream(count, pages),
-                                dataset_id=str(dataset_id),
-                                dataset_version=version.as_of.isoformat(),
-                                splits=split_list or names)
+            return ResolvedData(examples=ExampleStream(count, pages), dataset_id=str(dataset_id),
+                                dataset_version=at.isoformat(), splits=split_list or names)
         pages.close()
         examples: Sequence[Example] = []
     else:
-        examples = list(client.list_examples(dataset_id=dataset_id, as_of=version.as_of,
-                                             splits=split_list))
+        at = client.read_dataset_version(dataset_id=dataset_id, as_of=when, tag=tag).as_of
+        examples = list(client.list_examples(dataset_id=dataset_id, as_of=at, splits=split_list))
     if not examples:
         where = f" in split(s) {split_list}" if split_list else ""
         raise InvalidInputError(
-            f"dataset {dataset_id} has no examples{where} at version {version.as_of.isoformat()}")
+            f"dataset {dataset_id} has no examples{where} at version {at.isoformat()}")
     return ResolvedData(examples=examples, dataset_id=str(dataset_id),
-                        dataset_version=version.as_of.isoformat(),
+                        dataset_version=at.isoformat(),
                         splits=split_list or _split_names(examples))
 
 
 def dataset_id_of(client: Client, data: Any) -> str | None:
     """The id of the dataset ``data`` names, or None when ``data`` is not a dataset reference."""
+    resolve = client._backend.datasets.resolve_id  # one lookup, not the dataset with its counts
     if isinstance(data, Dataset):
         return str(data.id)
     if isinstance(data, uuid.UUID):
-        return str(client.read_dataset(dataset_id=data).id)
+        return str(resolve(dataset_id=data))
     if isinstance(data, str):
         try:
             as_id = uuid.UUID(data)
@@ -105,12 +103,12 @@ def dataset_id_of(client: Client, data: Any) -> str | None:
             as_id = None
         if as_id is not None:
             try:
-                return str(client.read_dataset(dataset_id=as_id).id)
+                return str(resolve(dataset_id=as_id))
             except NotFoundError:
                 pass
-        return str(client.read_dataset(dataset_name=data).id)
+        return str(resolve(dataset_name=data))
     if hasattr(data, "id") and hasattr(data, "name") and not hasattr(data, "inputs"):
-        return str(client.read_dataset(dataset_id=data.id).id)  # a LangSmith Dataset
+        return str(resolve(dataset_id=data.id))  # a LangSmith Dataset
     return None
 
 

@@ -33,6 +33,7 @@ from ._experiment import (
     finished_rows,
     new_name,
     open_experiment,
+    record_git,
 )
 from ._git import git_info
 from ._ray import ExecutorOption, resolve_executor
@@ -44,6 +45,7 @@ from ._runner import (
     Unit,
     adapt_target,
     feedback_rows,
+    quick_gil_handoff,
     run_summary,
     run_units,
 )
@@ -175,8 +177,11 @@ def _eager_units(examples: Sequence[Example], reps: int, done: dict[tuple[str, i
 
 
 def _prepare(o: _Options) -> _Prepared:
-    """Everything before the first example: arguments, data, experiment, what is already done."""
-    with relaxed_gc():  # thousands of examples and units, all kept: see relaxed_gc
+    """Everything before the first example: arguments, data, experiment, what is already done.
+
+    The examples' reader thread runs meanwhile: a quick GIL hand-over keeps it
+    from holding this thread's next statement up to 5 ms each time it waits on the database."""
+    with relaxed_gc(), quick_gil_handoff():  # relaxed: thousands of examples, all kept
         return _prepare_inner(o)
 
 
@@ -198,12 +203,6 @@ def _prepare_inner(o: _Options) -> _Prepared:
 
         o.client = get_default_client()
 
-    git_prefetch = None
-    if o.upload_results:
-        # The git facts for the experiment's metadata take several git subprocesses (tens of
-        # milliseconds, mostly waiting): fetch them while the dataset is read.
-        git_prefetch = threading.Thread(target=git_info, name="assay-git-info", daemon=True)
-        git_prefetch.start()
     existing = None
     if o.experiment is not None:
         if not o.upload_results:
@@ -217,8 +216,6 @@ def _prepare_inner(o: _Options) -> _Prepared:
     state: ExperimentState | None = None
     if o.upload_results:
         assert o.client is not None
-        if git_prefetch is not None:
-            git_prefetch.join()  # git_info caches per directory: this call reads the cache
         meta = experiment_metadata(o.metadata, resolved, reps)
         generated = not (isinstance(o.experiment, str) and existing is None)
         name = o.experiment if not generated else new_name(o.experiment_prefix or tgt.name)
@@ -266,9 +263,14 @@ async def _execute(prep: _Prepared) -> ExperimentResults:
 
 async def _execute_inner(prep: _Prepared) -> ExperimentResults:
     plan, results = prep.plan, prep.results
+    git_recorded = None
+    if prep.state is not None:
+        # The git facts take several git subprocesses (tens of milliseconds, mostly waiting,
+        # and CPU of their own): read and recorded while the examples run, not before them.
+        git_recorded = asyncio.ensure_future(asyncio.to_thread(_record_git, prep))
     try:
         if plan.upload:
-            plan.sink = FeedbackSink(prep.client.store, interval=0.1)  # type: ignore[union-attr]
+            plan.sink = FeedbackSink(prep.client.store, interval=0.02)  # type: ignore[union-attr]
             plan.sink.start()
         try:
             with relaxed_gc():
@@ -278,24 +280,37 @@ async def _execute_inner(prep: _Prepared) -> ExperimentResults:
                     await run_units(plan, prep.units, results)
         finally:
             if plan.sink is not None:
-                await plan.sink.close()
+                # the last feedback and the last runs are stored side by side
+                flushed = asyncio.ensure_future(asyncio.to_thread(prep.client.flush))  # type: ignore[union-attr]
+                try:
+                    await plan.sink.close()
+                finally:
+                    await flushed
         if plan.upload:
             client = prep.client
             assert client is not None and prep.state is not None
-            await asyncio.to_thread(client.flush)
             if plan.ignored_traces:
                 await asyncio.to_thread(client.store.runs.delete_traces, str(prep.state.id),
                                         trace_ids=plan.ignored_traces)
         rows = [r for r in results._rows if r is not None]
         summary = await run_summary(plan, rows)
         results.summary_results = EvaluationResults(results=summary)
+        if git_recorded is not None:
+            await git_recorded
         if plan.upload:
             await asyncio.to_thread(_close_experiment, prep, summary)
     except BaseException as exc:
+        if git_recorded is not None:  # its write never outlives the experiment
+            await asyncio.gather(git_recorded, return_exceptions=True)
         results._finish(exc)
         raise
     results._finish()
     return results
+
+
+def _record_git(prep: _Prepared) -> None:
+    assert prep.client is not None and prep.state is not None
+    record_git(prep.client, prep.state, git_info())
 
 
 def _close_experiment(prep: _Prepared, summary: list[EvaluationResult]) -> None:

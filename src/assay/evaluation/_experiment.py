@@ -1,9 +1,11 @@
 """Creating an experiment, or picking an interrupted one up where it stopped.
 
 An experiment is a project tied to a dataset (``reference_dataset_id``) whose metadata records
-what it ran on: git facts, ``revision_id``, ``dataset_version``, ``dataset_splits``,
-``num_repetitions``. Everything needed to resume is written when it starts, so a process killed
-at any instant leaves an experiment that ``evaluate(..., experiment=<name or id>)`` can finish.
+what it ran on: ``revision_id``, ``dataset_version``, ``dataset_splits``, ``num_repetitions``,
+and the git facts. Everything needed to resume is written when it starts, so a process killed
+at any instant leaves an experiment that ``evaluate(..., experiment=<name or id>)`` can finish;
+the git facts (which take git subprocesses) follow while the first examples run
+(``record_git``).
 
 What counts as finished on resume: a root run linked to its example with its repetition index,
 ended, not failed when failures are ignored, and (when there are evaluators) with its feedback
@@ -23,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 from .._ids import utcnow
 from ..errors import InvalidInputError, NotFoundError
 from ..schemas import Feedback, Run, TracerSession
-from ._git import git_info
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -37,6 +38,7 @@ __all__ = [
     "find_experiment",
     "finished_rows",
     "open_experiment",
+    "record_git",
 ]
 
 RUNNER = "assay_evaluate"
@@ -52,16 +54,13 @@ class ExperimentState:
     session: TracerSession | None = None
 
 
-def experiment_metadata(user: dict[str, Any] | None, data: ResolvedData, num_repetitions: int,
-                        *, cwd: str | None = None) -> dict[str, Any]:
-    """The metadata LangSmith's evaluate() records (git only inside a work tree)."""
+def experiment_metadata(user: dict[str, Any] | None, data: ResolvedData,
+                        num_repetitions: int) -> dict[str, Any]:
+    """The metadata LangSmith's evaluate() records, but for git (``record_git``)."""
     meta: dict[str, Any] = dict(user or {})
     revision = meta.get("revision_id") or next(
         (os.environ[k] for k in _REVISION_ENV if os.environ.get(k)), None)
     meta["revision_id"] = revision
-    git = git_info(cwd)
-    if git is not None:
-        meta["git"] = git
     meta["dataset_version"] = data.dataset_version
     meta["dataset_splits"] = list(data.splits)
     meta["num_repetitions"] = num_repetitions
@@ -182,6 +181,13 @@ def finished_rows(
     return done
 
 
+def record_git(client: Client, state: ExperimentState, git: dict[str, Any] | None) -> None:
+    """Add the git facts to the experiment's metadata (none outside a work tree)."""
+    if git is not None:
+        state.metadata = {**state.metadata, "git": git}
+        client.update_project(state.id, metadata=state.metadata)
+
+
 def end_experiment(client: Client, state: ExperimentState) -> None:
-    """Record the end time (the metadata was complete from the start)."""
+    """Record the end time."""
     client.update_project(state.id, end_time=utcnow())

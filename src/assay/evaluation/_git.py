@@ -66,8 +66,10 @@ def _sanitize(url: str | None) -> str | None:
 def _cached(cwd: str) -> dict[str, Any] | None:
     if shutil.which("git") is None:
         return None
-    # one round to learn where we are, one (commands side by side) for the rest
-    where = _git(cwd, "rev-parse", "--is-inside-work-tree", "--show-toplevel", "HEAD")
+    # Two rounds of as few subprocesses as give every fact (each costs a fork and exec): one
+    # to learn where we are (and the commit and branch), then log, status and remote at once.
+    where = _git(cwd, "rev-parse", "--is-inside-work-tree", "--show-toplevel", "HEAD",
+                 "--abbrev-ref", "HEAD")
     if where is None:  # not a work tree, or one without commits (no HEAD to show)
         where = _git(cwd, "rev-parse", "--is-inside-work-tree", "--show-toplevel")
     lines = (where or "").split("\n")
@@ -75,24 +77,27 @@ def _cached(cwd: str) -> dict[str, Any] | None:
         return None
     toplevel = lines[1] if len(lines) > 1 and lines[1] else None
     commit = lines[2] if len(lines) > 2 and lines[2] else None
+    branch = lines[3] if len(lines) > 3 and lines[3] else None
+    tags: list[str] = []
     if commit:
-        log, branch, status, tags, remote = _git_all(
-            cwd, ("log", "-1", "--format=%an%x00%ae%x00%cI"), ("rev-parse", "--abbrev-ref", "HEAD"),
-            ("status", "--porcelain", "--untracked-files=no"), ("tag", "--points-at", "HEAD"),
-            ("remote", "get-url", "origin"))
+        log, status, remote = _git_all(
+            cwd, ("log", "-1", "--format=%an%x00%ae%x00%cI%x00%D"),
+            ("status", "--porcelain", "--untracked-files=no"), ("remote", "get-url", "origin"))
     else:
         branch, status, remote = _git_all(cwd, ("symbolic-ref", "--short", "HEAD"),
                                           ("status", "--porcelain", "--untracked-files=no"),
                                           ("remote", "get-url", "origin"))
-        log = tags = None
+        log = None
     author_name = author_email = commit_time = None
     if log:
-        author_name, author_email, commit_time = (log.split("\x00") + [None, None, None])[:3]
+        author_name, author_email, commit_time, refs = (log.split("\x00") + [None] * 4)[:4]
+        # the refs at HEAD ("HEAD -> main, tag: v1, origin/main"): its tags, as `tag --points-at`
+        tags = sorted(r[5:] for r in (refs or "").split(", ") if r.startswith("tag: "))
     if remote is None:
         remotes = (_git(cwd, "remote") or "").split()
         remote = _git(cwd, "remote", "get-url", remotes[0]) if remotes else None
     return {
-        "tags": ",".join(tags.split()) if tags else None,
+        "tags": ",".join(tags) if tags else None,
         "dirty": bool(status) if status is not None else None,
         "branch": branch or None,
         "commit": commit,
@@ -111,3 +116,4 @@ def git_info(cwd: str | os.PathLike[str] | None = None) -> dict[str, Any] | None
     commit while it runs, and git subprocesses cost milliseconds.
     """
     return _cached(str(Path(cwd or os.getcwd()).resolve()))
+

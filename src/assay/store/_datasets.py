@@ -219,28 +219,27 @@ class DatasetRepo:
         """The dataset's version (time of its last change) at ``as_of`` (default: now)."""
         with self.store.read() as conn:
             ds_id = self._resolve(conn, dataset_id, None)
-            bound = self._as_of_us(conn, ds_id, as_of)
-            latest = conn.execute(
-                select(func.max(examples.c.modified_at)).where(
-                    examples.c.dataset_id == ds_id, examples.c.modified_at <= bound
-                )
-            ).scalar()
-            closed = conn.execute(
-                select(func.max(examples.c.valid_to)).where(
-                    examples.c.dataset_id == ds_id, examples.c.valid_to <= bound
-                )
-            ).scalar()
-            created = conn.execute(
-                select(datasets.c.created_at).where(datasets.c.id == ds_id)
-            ).scalar()
-            candidates = [t for t in (latest, closed, created) if t is not None]
-            at = max(candidates)
+            at = self._version_at(conn, ds_id, as_of)
             tags = conn.execute(
                 select(dataset_tags.c.tag).where(
                     dataset_tags.c.dataset_id == ds_id, dataset_tags.c.as_of == at
                 )
             ).scalars().all()
         return DatasetVersion(as_of=at, tags=sorted(tags))
+
+    def _version_at(self, conn: Connection, ds_id: str, as_of: datetime | str | None) -> datetime:
+        """The time of the dataset's last change at ``as_of``: one statement (it runs before
+        every experiment's first example)."""
+        bound = self._as_of_us(conn, ds_id, as_of)
+        in_ds = examples.c.dataset_id == ds_id
+        latest = select(func.max(examples.c.modified_at)).where(
+            in_ds, examples.c.modified_at <= bound).scalar_subquery()
+        closed = select(func.max(examples.c.valid_to)).where(
+            in_ds, examples.c.valid_to <= bound).scalar_subquery()
+        row = conn.execute(
+            select(latest, closed, datasets.c.created_at).where(datasets.c.id == ds_id)
+        ).one()
+        return max(t for t in row if t is not None)
 
     def tag(self, dataset_id: uuid.UUID | str, tag: str, as_of: datetime | str | None = None) -> DatasetVersion:
         """Name a version (default: the current one); moving a tag re-points it."""

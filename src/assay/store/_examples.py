@@ -266,19 +266,22 @@ class ExampleRepo:
             q = q.limit(limit)
         return q
 
-    def stream(self, dataset_id: uuid.UUID | str, *, as_of: datetime | str | None = None,
+    def stream(self, dataset_id: uuid.UUID | str, *, version: datetime | str | None = None,
                splits: Sequence[str] | None = None,
-               page: int = 256) -> tuple[int, list[str], Iterator[list[Example]]]:
+               page: int = 256) -> tuple[datetime, int, list[str], Iterator[list[Example]]]:
         """A dataset's examples at one version, for a reader that starts before the last arrives.
 
-        Returns the number of examples, their split names (sorted) and an iterator of pages in
-        ``list``'s order, read by one query on one connection (so every page sees the same
-        version). Iterate it to the end, or close it, to give the connection back.
+        ``version`` is what ``DatasetRepo.version`` takes (a time, a tag, None for the current
+        one). Returns that version's time, the number of examples, their split names (sorted)
+        and an iterator of pages in ``list``'s order, read by one query on one connection (so
+        every page sees the same version). Iterate it to the end, or close it, to give the
+        connection back. Everything but the pages comes from one read transaction of three
+        statements: it is the time before an experiment's first example.
         """
         with self.store.read() as conn:
             ds_id = self.store.datasets._resolve(conn, dataset_id, None)
-            as_of_us = self.store.datasets._as_of_us(conn, ds_id, as_of) if as_of else None
-            q = self._query(ds_id, as_of_us=as_of_us, splits=splits)
+            at = self.store.datasets._version_at(conn, ds_id, version)
+            q = self._query(ds_id, as_of_us=to_micros(at), splits=splits)
             count, names = 0, set()
             for raw, n in conn.execute(q.with_only_columns(examples.c.splits, func.count())
                                        .order_by(None).group_by(examples.c.splits)):
@@ -287,10 +290,12 @@ class ExampleRepo:
 
         def pages() -> Iterator[list[Example]]:
             with self.store.read() as conn:
-                for part in conn.execute(q).partitions(page):
+                result = conn.execute(q)
+                yield _example_models(result.fetchmany(32))  # a small first page: start sooner
+                for part in result.partitions(page):
                     yield _example_models(part)
 
-        return int(count), sorted(names), pages()
+        return at, int(count), sorted(names), pages()
 
     def list(
         self,

@@ -15,6 +15,7 @@ from ..errors import ConflictError, InvalidInputError, NotFoundError
 from ..schemas import TracerSession, TracerSessionResult
 from ._aggregates import FEEDBACK_RETURNING, FeedbackDeltas, drop_session
 from ._tables import feedback, runs, sessions
+from ._types import from_micros, to_micros
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -22,6 +23,16 @@ if TYPE_CHECKING:
     from ._base import Store
 
 __all__ = ["ProjectRepo"]
+
+
+class _Row:
+    """A sessions row as written (``create`` returns it without reading it back)."""
+
+    default_dataset_id = None
+    trace_tier = None
+
+    def __init__(self, **values: Any) -> None:
+        self.__dict__.update(values)
 
 
 def _model(row: Any) -> TracerSession:
@@ -85,19 +96,26 @@ class ProjectRepo:
             with self.store.write() as conn:
                 if row["reference_dataset_id"]:
                     self.store.datasets._resolve(conn, row["reference_dataset_id"], None)
-                clash = conn.execute(
-                    select(sessions.c.id).where(self._tenant, sessions.c.name == name)
-                ).scalar()
-                if clash is not None:
-                    if upsert:
-                        return self.read(project_id=clash, settle=False)
-                    raise ConflictError(f"a project named {name!r} already exists")
-                if conn.execute(select(sessions.c.id).where(sessions.c.id == row["id"])).first():
+                # one look for both clashes: this workspace's project of that name, any
+                # workspace's project of that id
+                found = conn.execute(
+                    select(sessions.c.id, sessions.c.name, sessions.c.tenant_id).where(
+                        (self._tenant & (sessions.c.name == name)) | (sessions.c.id == row["id"]))
+                ).all()
+                for found_id, found_name, tenant in found:
+                    if found_name == name and tenant == self.store.tenant_id:
+                        if upsert:
+                            return self.read(project_id=found_id, settle=False)
+                        raise ConflictError(f"a project named {name!r} already exists")
+                if found:
                     raise ConflictError(f"a project with id {row['id']} already exists")
                 conn.execute(sessions.insert().values(**row))
         except IntegrityError as exc:
             raise ConflictError(f"a project named {name!r} already exists") from exc
-        return self.read(project_id=row["id"], settle=False)
+        # what read() would give, without reading it back (times as the column stores them)
+        stored = {**row, "start_time": from_micros(to_micros(row["start_time"])),
+                  "end_time": from_micros(to_micros(row["end_time"]))}
+        return _model(_Row(**stored))
 
     def _resolve(self, conn: Connection, project_id: Any, project_name: str | None) -> Any:
         if project_id is not None:

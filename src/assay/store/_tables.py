@@ -86,6 +86,7 @@ examples = Table(
     Column("modified_at", Micros, nullable=False),
     Column("valid_to", Micros),
     Index("ix_examples_dataset_valid", "dataset_id", "valid_to"),
+    Index("ix_examples_dataset_order", "dataset_id", "created_at", "id"),  # reading order
     Index(
         "uq_examples_current",
         "id",

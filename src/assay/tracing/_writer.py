@@ -1,7 +1,8 @@
 """One background writer per Client: traced runs reach the store in batches, off the hot path.
 
 Producers append ``(op, run)`` to a deque (atomic, ~25 ns) and return. The writer thread wakes
-when a batch is full or every ``interval`` seconds, turns the queued ``RunTree`` objects into
+when a batch is full or every ``interval`` seconds (20 ms: a fast producer fills batches first
+anyway; a slow one then leaves little for the final ``flush()`` to store), turns the queued ``RunTree`` objects into
 LangSmith wire dicts, and stores them as one batch: appended to a local store's journal (one
 row per batch, folded into ``runs`` before the next read; see ``store/_journal.py``), or sent
 with one ``runs.upsert(posts=..., patches=...)`` to a server. A run that has already finished
@@ -48,7 +49,7 @@ class RunWriter:
         *,
         batch_size: int = 1000,
         max_queue: int = 50_000,
-        interval: float = 0.1,
+        interval: float = 0.02,
         idle_exit: float = 2.0,
         block_timeout: float = 30.0,
     ) -> None:
