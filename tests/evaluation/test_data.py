@@ -126,3 +126,38 @@ def test_a_failing_example_reader_fails_the_consumer_not_silently() -> None:
     assert stream[0].inputs == {"x": 1}
     with pytest.raises(StoreError, match="disk gone"):
         list(stream)
+
+
+def test_the_reader_waits_after_the_first_page_until_an_example_is_asked_for(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Set-up after the first page (creating the experiment) runs without the reader; the
+    first example asked for sends it on. A stream nobody reads still ends, and gives its
+    connection back, after ``_START_WAIT``."""
+    import threading
+    import time
+
+    from assay.evaluation import _stream
+    from assay.schemas import Example
+
+    def pages(n_pages: int, taken: list[int]):
+        for p in range(n_pages):
+            taken.append(p)
+            yield [Example(id=f"00000000-0000-0000-0000-{p:012d}", inputs={"page": p},
+                           dataset_id="00000000-0000-0000-0000-000000000009",
+                           created_at="2026-01-01T00:00:00Z")]
+
+    taken: list[int] = []
+    stream = _stream.ExampleStream(3, pages(3, taken))
+    time.sleep(0.2)
+    assert taken == [0]  # the first page only, while nobody asks
+    assert [e.inputs["page"] for e in stream] == [0, 1, 2] and taken == [0, 1, 2]
+
+    monkeypatch.setattr(_stream, "_START_WAIT", 0.05)
+    closed = threading.Event()
+
+    def then_closed():
+        yield from pages(2, [])
+        closed.set()
+
+    _stream.ExampleStream(2, then_closed())  # never read
+    assert closed.wait(5)

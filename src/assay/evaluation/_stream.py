@@ -5,6 +5,11 @@ is time before the first target call, in which a concurrent experiment's workers
 otherwise sit idle. ``ExampleStream`` knows its length up front (a count query), hands out
 examples in dataset order as a reader thread produces them, and blocks a consumer that runs
 ahead only until the page it needs is there.
+
+The reader reads the first page, then waits for the first example to be asked for: the rest
+of the experiment's set-up (creating it) runs meanwhile without sharing the interpreter with
+the reader, and the rest of the dataset is read while the first examples run (or after a
+second, if no example is asked for: a set-up that failed still gives its connection back).
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from ..schemas import Example
 
 __all__ = ["ExampleStream"]
 
+_START_WAIT = 1.0  # seconds the reader waits for the first example to be asked for
+
 
 class ExampleStream(Sequence[Example]):
     def __init__(self, count: int, pages: Iterator[list[Example]]) -> None:
@@ -26,6 +33,7 @@ class ExampleStream(Sequence[Example]):
         self._items: list[Example] = []
         self._done = False
         self._error: BaseException | None = None
+        self._started = False  # the consumer asked for an example: read the rest
         self._cond = threading.Condition()
         self._thread = threading.Thread(target=self._read, args=(pages,), daemon=True,
                                         name="assay-examples")
@@ -38,6 +46,8 @@ class ExampleStream(Sequence[Example]):
                     with self._cond:
                         self._items.extend(page)
                         self._cond.notify_all()
+                        if not self._started:  # bounded: a stream nobody reads still ends
+                            self._cond.wait_for(lambda: self._started, timeout=_START_WAIT)
         except BaseException as exc:  # handed to the consumer, which raises it
             self._error = exc
         finally:
@@ -48,15 +58,20 @@ class ExampleStream(Sequence[Example]):
 
     def _have(self, i: int) -> bool:
         """Wait until example ``i`` is read (True) or the reader stopped short of it."""
-        if i < len(self._items):
+        if i < len(self._items) and self._started:
             return True
         with self._cond:
+            if not self._started:
+                self._started = True
+                self._cond.notify_all()
             while i >= len(self._items) and not self._done:
                 self._cond.wait()
+        if i < len(self._items):  # read before the reader failed: still good
+            return True
         if self._error is not None:
             raise StoreError(f"reading the dataset's examples failed: {self._error}") \
                 from self._error
-        return i < len(self._items)
+        return False
 
     def complete(self) -> list[Example]:
         """Every example (waits for the reader)."""

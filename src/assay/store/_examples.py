@@ -291,7 +291,8 @@ class ExampleRepo:
         def pages() -> Iterator[list[Example]]:
             with self.store.read() as conn:
                 result = conn.execute(q)
-                yield _example_models(result.fetchmany(32))  # a small first page: start sooner
+                # a first page that fills a typical concurrency bound, read before the rest
+                yield _example_models(result.fetchmany(128))
                 for part in result.partitions(page):
                     yield _example_models(part)
 
