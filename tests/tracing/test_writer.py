@@ -167,6 +167,43 @@ def test_a_rejected_run_does_not_lose_its_batch(tclient: Client,
     assert tclient.store.journal.pending() == 0
 
 
+def test_a_held_writer_stores_nothing_until_released_then_drops_what_it_is_told(
+        tclient: Client) -> None:
+    """``hold``: runs queued meanwhile wait (flush too) and are stored, in order, once the
+    event is set. ``drop_session``: runs of that project are discarded from then on."""
+    writer = tclient._tracing_writer()
+    writer.interval = 0.01
+    held = threading.Event()
+    writer.hold(held)
+    with tracing_context(enabled=True, client=tclient, project_name="held"):
+        for i in range(3):
+            with trace(f"r{i}"):
+                pass
+    flushed = threading.Event()
+    threading.Thread(target=lambda: (tclient.flush(), flushed.set())).start()
+    time.sleep(0.2)
+    assert not flushed.is_set() and tclient.store.journal.pending() == 0
+    held.set()
+    assert flushed.wait(10)
+    assert sorted(r.name for r in tclient.list_runs(project_name="held")) == ["r0", "r1", "r2"]
+
+    gone = tclient.create_project("gone")
+    writer.drop_session(str(gone.id))
+    from assay.tracing import RunTree
+
+    dropped = RunTree(name="dropped", run_type="chain", inputs={}, client=tclient,
+                      project_id=gone.id)
+    dropped.post()
+    dropped.end(outputs={})
+    dropped.patch()
+    with tracing_context(enabled=True, client=tclient, project_name="held"):
+        with trace("kept"):
+            pass
+    tclient.flush()
+    assert list(tclient.list_runs(project_name="gone")) == []
+    assert "kept" in {r.name for r in tclient.list_runs(project_name="held")}
+
+
 def test_idle_writer_thread_exits_and_restarts(tclient: Client) -> None:
     writer = tclient._tracing_writer()
     writer.idle_exit, writer.interval = 0.1, 0.02

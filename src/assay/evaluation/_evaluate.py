@@ -4,20 +4,24 @@ One async core (``aevaluate``); ``evaluate`` is a thin sync wrapper that runs it
 loop, or, when the caller already has a running loop (Jupyter), on a worker thread. Setup (the
 dataset, the experiment, what a resumed experiment already finished) happens before the first
 example runs, so a bad argument fails fast and ``blocking=False`` returns an object that fills
-in as rows complete.
+in as rows complete. Two things follow while the first examples run instead of before them: a
+fresh experiment's project row (its id claimed up front; nothing naming it is stored before
+the row exists, see ``Creation``) and the git facts.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import threading
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._ids import new_id_text
 from .._sync import run_sync
 from ..errors import InvalidInputError
 from ..schemas import Example, Feedback, TracerSession
@@ -25,6 +29,7 @@ from ..tracing import tracing_context
 from ._data import ResolvedData, dataset_id_of, load_dataset, resolve_data
 from ._evaluators import adapt_evaluator, adapt_summary_evaluator
 from ._experiment import (
+    Creation,
     ExperimentState,
     check_same_dataset,
     end_experiment,
@@ -91,6 +96,7 @@ class _Prepared:
     results: ExperimentResults
     state: ExperimentState | None
     client: Client | None
+    creation: Creation | None = None  # the experiment's row, being written meanwhile
 
 
 def _check(max_concurrency: Any, num_repetitions: Any, error_handling: Any, timeout: Any) -> None:
@@ -214,14 +220,26 @@ def _prepare_inner(o: _Options) -> _Prepared:
                                if existing is not None else 1)
 
     state: ExperimentState | None = None
+    creation: Creation | None = None
     if o.upload_results:
         assert o.client is not None
         meta = experiment_metadata(o.metadata, resolved, reps)
         generated = not (isinstance(o.experiment, str) and existing is None)
         name = o.experiment if not generated else new_name(o.experiment_prefix or tgt.name)
-        state = open_experiment(o.client, name=name, description=o.description, metadata=meta,
-                                dataset_id=resolved.dataset_id, existing=existing,
-                                generated_name=generated)
+        create = functools.partial(
+            open_experiment, o.client, name=name, description=o.description, metadata=meta,
+            dataset_id=resolved.dataset_id, existing=existing, generated_name=generated)
+        if existing is None and generated and remote is None and not o.client.is_remote:
+            # A fresh experiment with a name of our own: claim its id and write its row while
+            # the first examples run (see Creation); nothing names it in the store before.
+            claimed = uuid.UUID(new_id_text())
+            writer = o.client._tracing_writer()
+            creation = Creation(functools.partial(_quickly, create, id=claimed),
+                                on_failure=lambda: writer.drop_session(str(claimed)))
+            writer.hold(creation.done)
+            state = ExperimentState(id=claimed, name=name, created=True, metadata=meta)
+        else:
+            state = create()
         exp_id, exp_name = state.id, state.name
     else:
         exp_id, exp_name = None, new_name(o.experiment_prefix or tgt.name)
@@ -247,7 +265,7 @@ def _prepare_inner(o: _Options) -> _Prepared:
         error_handling=o.error_handling, run_metadata=dict(o.metadata or {}),
         upload=o.upload_results, remote=remote,
     )
-    return _Prepared(plan, units, results, state, o.client)
+    return _Prepared(plan, units, results, state, o.client, creation)
 
 
 async def _execute(prep: _Prepared) -> ExperimentResults:
@@ -270,14 +288,15 @@ async def _execute_inner(prep: _Prepared) -> ExperimentResults:
         git_recorded = asyncio.ensure_future(asyncio.to_thread(_record_git, prep))
     try:
         if plan.upload:
-            plan.sink = FeedbackSink(prep.client.store, interval=0.02)  # type: ignore[union-attr]
+            plan.sink = FeedbackSink(prep.client.store, interval=0.02,  # type: ignore[union-attr]
+                                     hold=prep.creation)
             plan.sink.start()
         try:
             with relaxed_gc():
                 if plan.remote is not None:
                     await plan.remote.run(plan, prep.units, results)
                 else:
-                    await run_units(plan, prep.units, results)
+                    await _while_created(prep, run_units(plan, prep.units, results))
         finally:
             if plan.sink is not None:
                 # the last feedback and the last runs are stored side by side
@@ -308,8 +327,42 @@ async def _execute_inner(prep: _Prepared) -> ExperimentResults:
     return results
 
 
+def _quickly(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    """``fn`` with a quick GIL hand-over: on a thread beside the event loop, it should not
+    keep the loop from its next example for a whole 5 ms switch interval."""
+    with quick_gil_handoff():
+        return fn(*args, **kwargs)
+
+
+async def _while_created(prep: _Prepared, work: Coroutine[Any, Any, None]) -> None:
+    """Run ``work`` (the examples) while the experiment's row is written (``prep.creation``);
+    if writing it fails, stop them and raise that. Returns once both are done."""
+    if prep.creation is None:
+        return await work
+    creation = prep.creation
+    running = asyncio.ensure_future(work)
+    created = asyncio.ensure_future(asyncio.to_thread(creation.result))
+    try:
+        await asyncio.wait({running, created}, return_when=asyncio.FIRST_COMPLETED)
+        if created.done() and created.exception() is not None:
+            running.cancel()
+            await asyncio.gather(running, return_exceptions=True)
+            created.result()  # raises: the experiment could not be created
+        await running
+        state = await created
+    except BaseException:
+        running.cancel()
+        await asyncio.gather(running, created, return_exceptions=True)
+        raise
+    prep.results.experiment_name = prep.plan.experiment_name = state.name  # renamed on a clash
+    if prep.state is not None:
+        prep.state.name = state.name
+
+
 def _record_git(prep: _Prepared) -> None:
     assert prep.client is not None and prep.state is not None
+    if prep.creation is not None:
+        prep.creation.result()  # the row to record them in (raises if it failed)
     record_git(prep.client, prep.state, git_info())
 
 

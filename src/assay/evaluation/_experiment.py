@@ -18,7 +18,9 @@ got stored, feedback whose run is gone) is deleted before the missing pairs run 
 from __future__ import annotations
 
 import os
+import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RUNNER",
+    "Creation",
     "ExperimentState",
     "check_same_dataset",
     "experiment_metadata",
@@ -111,8 +114,11 @@ def open_experiment(
     dataset_id: str | None,
     existing: TracerSession | None,
     generated_name: bool = True,
+    id: uuid.UUID | None = None,
 ) -> ExperimentState:
-    """Create the experiment, or check that ``existing`` matches the data and reuse it."""
+    """Create the experiment, or check that ``existing`` matches the data and reuse it.
+
+    ``id``: the id to create it under (claimed before, see ``Creation``; a local store)."""
     if existing is not None:
         if dataset_id is not None:
             check_same_dataset(existing, dataset_id)
@@ -124,8 +130,13 @@ def open_experiment(
 
     for attempt in range(10):
         try:
-            session = client.create_project(name, description=description, metadata=metadata,
-                                            reference_dataset_id=dataset_id)
+            if id is not None:
+                session = client.store.projects.create(  # type: ignore[union-attr]
+                    name, description=description, metadata=metadata,
+                    reference_dataset_id=dataset_id, id=id)
+            else:
+                session = client.create_project(name, description=description,
+                                                metadata=metadata, reference_dataset_id=dataset_id)
             break
         except ConflictError:
             if attempt == 9 or not generated_name:
@@ -133,6 +144,46 @@ def open_experiment(
             name = new_name(name.rsplit("-", 1)[0])
     return ExperimentState(id=session.id, name=session.name, created=True, metadata=metadata,
                            session=session)
+
+
+class Creation:
+    """A fresh experiment's project row, written on a thread while its first examples run.
+
+    Its id is claimed up front, so runs and feedback can name it at once; the run writer and
+    the feedback sink hold their writes until ``done`` (no stored run names a project that does
+    not exist yet, so no reader's fold makes a placeholder of it). If writing it fails,
+    ``on_failure`` (dropping what was held) runs before ``done`` is set. ``result()`` waits and
+    returns the state (its name may differ on a clash with a generated name), or raises.
+    """
+
+    def __init__(self, create: Callable[[], ExperimentState],
+                 on_failure: Callable[[], None] | None = None) -> None:
+        self.done = threading.Event()
+        self.failed = False
+        self._state: ExperimentState | None = None
+        self._error: BaseException | None = None
+        thread = threading.Thread(target=self._run, args=(create, on_failure),
+                                  name="assay-experiment", daemon=True)
+        thread.start()
+
+    def _run(self, create: Callable[[], ExperimentState],
+             on_failure: Callable[[], None] | None) -> None:
+        try:
+            self._state = create()
+        except BaseException as exc:  # raised by result(), in the experiment's task
+            self._error = exc
+            self.failed = True
+            if on_failure is not None:
+                on_failure()  # before ``done``: what was held is dropped, never stored
+        finally:
+            self.done.set()
+
+    def result(self) -> ExperimentState:
+        self.done.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._state is not None
+        return self._state
 
 
 def new_name(prefix: str | None) -> str:

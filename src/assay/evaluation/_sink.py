@@ -4,6 +4,9 @@ One transaction per batch (by size, or at least every ``interval`` seconds so a 
 killed midway loses little), never one commit per example. All feedback of one row is added in
 one call and so always lands in one batch: a row's feedback is stored entirely or not at all,
 which is what resume relies on to tell finished rows from unfinished ones.
+
+``hold``: the experiment's project row being written meanwhile (``Creation``): nothing is
+written before it is done, and nothing at all if it failed.
 """
 
 from __future__ import annotations
@@ -16,13 +19,16 @@ from ..errors import StoreError
 
 if TYPE_CHECKING:
     from ..store import Store
+    from ._experiment import Creation
 
 __all__ = ["FeedbackSink"]
 
 
 class FeedbackSink:
-    def __init__(self, store: Store, *, batch_size: int = 2000, interval: float = 1.0) -> None:
+    def __init__(self, store: Store, *, batch_size: int = 2000, interval: float = 1.0,
+                 hold: Creation | None = None) -> None:
         self._store = store
+        self._hold = hold
         self.batch_size = batch_size
         self.interval = interval
         self._pending: list[dict[str, Any]] = []
@@ -50,6 +56,13 @@ class FeedbackSink:
             except TimeoutError:
                 pass
             self._wake.clear()
+            if self._hold is not None:
+                if not self._hold.done.is_set():
+                    if not self._closing:
+                        continue  # queued rows wait for the next tick
+                    await asyncio.to_thread(self._hold.done.wait)
+                if self._hold.failed:
+                    self._pending = []  # their experiment does not exist: never stored
             if self._pending:
                 rows, self._pending = self._pending, []
                 try:

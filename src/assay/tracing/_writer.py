@@ -13,6 +13,11 @@ room (at most ``block_timeout`` seconds, then the run is dropped with a logged w
 counted in ``dropped`` — never silently). A batch the store rejects is retried run by run so one
 bad run does not lose its neighbours; failures are logged and counted in ``failed``.
 
+A writer can be held (``hold``): it stores nothing until an event is set, while producers go on
+queueing (an experiment whose project row is still being written: no stored run may name a
+project that does not exist yet). Runs of a project that could not be created are dropped
+(``drop_session``), never stored under a placeholder.
+
 The thread starts on first use and exits after ``idle_exit`` seconds without work, so idle clients
 hold no thread. ``flush()`` waits until everything queued before it is stored; an ``atexit`` hook
 flushes every writer; after ``fork`` the child starts with an empty queue.
@@ -64,6 +69,8 @@ class RunWriter:
         self._lock = threading.Lock()
         self._room = threading.Condition(threading.Lock())
         self._waiting = 0
+        self._holds: list[threading.Event] = []
+        self._dropped_sessions: set[str] = set()
         self._running = False
         self._thread: threading.Thread | None = None
         self.stored = 0   # runs handed to the store (posts + patches that were sent)
@@ -130,6 +137,24 @@ class RunWriter:
             return
         self._thread = thread
 
+    # -- holding ------------------------------------------------------------------------------
+    def hold(self, until: threading.Event) -> None:
+        """Store nothing until ``until`` is set (runs queued meanwhile wait, in order)."""
+        self._holds.append(until)
+
+    def drop_session(self, session_id: str) -> None:
+        """From now on, discard runs of this project instead of storing them."""
+        self._dropped_sessions.add(session_id)
+
+    def _wait_holds(self) -> None:
+        while self._holds:
+            until = self._holds[0]
+            until.wait(self.block_timeout)  # bounded: whoever holds always releases
+            try:
+                self._holds.remove(until)
+            except ValueError:
+                pass
+
     # -- flushing -----------------------------------------------------------------------------
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every run queued before this call is stored; False on timeout."""
@@ -186,6 +211,8 @@ class RunWriter:
 
     def _drain(self) -> None:
         """Store everything queued, ``batch_size`` runs per upsert."""
+        if self._holds:
+            self._wait_holds()
         q = self._q
         batch = self.batch_size
         micros = self._journal() is not None  # the local store takes epoch microseconds
@@ -214,6 +241,9 @@ class RunWriter:
             markers.append(item)
             return
         op, run = item
+        if self._dropped_sessions and run.session_id in self._dropped_sessions:
+            run._sent = 2
+            return
         try:
             if op == _POST:
                 if run._sent in (1, 2):
@@ -282,6 +312,7 @@ def _after_fork_in_child() -> None:
         writer._room = threading.Condition(threading.Lock())
         writer._wake = threading.Event()
         writer._waiting = 0
+        writer._holds = []
         writer._running = False
         writer._thread = None
 

@@ -1,0 +1,130 @@
+"""A fresh experiment runs its first examples while its project row is written (``Creation``).
+
+The store is locked by another connection for the whole run, so the row cannot be written
+before the last example: the examples still run, nothing naming the experiment is stored
+before its row exists (a reader folding meanwhile makes no placeholder of it), and when the
+row cannot be written at all the experiment fails and leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from assay import aevaluate, evaluate
+from assay.client import Client
+from assay.errors import NotFoundError
+from assay.store import Store
+
+N = 40
+
+
+def _setup(sqlite_url: str) -> tuple[Store, Client, str, Path]:
+    store = Store.open(sqlite_url)
+    client = Client(store=store)
+    ds = client.create_dataset("d")
+    client.create_examples(dataset_id=ds.id, examples=[
+        {"inputs": {"x": i}, "outputs": {"y": i}} for i in range(N)])
+    return store, client, str(ds.id), Path(sqlite_url.removeprefix("sqlite:///"))
+
+
+def _target(all_called: threading.Event):  # type: ignore[no-untyped-def]
+    calls = []
+
+    async def target(inputs: dict) -> dict:
+        calls.append(1)
+        if len(calls) == N:
+            all_called.set()
+        await asyncio.sleep(0.002)
+        return {"y": inputs["x"]}
+
+    return target
+
+
+def matches(outputs: dict, reference_outputs: dict) -> bool:
+    return outputs["y"] == reference_outputs["y"]
+
+
+def test_examples_run_while_the_row_is_written_and_nothing_names_it_early(
+        sqlite_url: str) -> None:
+    store, client, _, path = _setup(sqlite_url)
+    all_called = threading.Event()
+    lock = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    lock.execute("BEGIN IMMEDIATE")  # no one else writes until this commits
+    seen: dict[str, int] = {}
+    folds: list[int] = []
+    stop = threading.Event()
+
+    def release() -> None:
+        assert all_called.wait(30)  # every example ran ...
+        seen["projects"] = lock.execute(  # ... while its project did not exist yet
+            "SELECT count(*) FROM sessions WHERE name LIKE 'exp-%'").fetchone()[0]
+        seen["journal"] = lock.execute("SELECT count(*) FROM journal").fetchone()[0]
+        lock.execute("COMMIT")
+
+    def fold_meanwhile() -> None:  # another reader, folding whatever is journaled
+        while not stop.is_set():
+            folds.append(store.settle())
+
+    threads = [threading.Thread(target=release), threading.Thread(target=fold_meanwhile)]
+    for t in threads:
+        t.start()
+    try:
+        res = asyncio.run(aevaluate(_target(all_called), data="d", evaluators=[matches],
+                                    client=client, max_concurrency=8, experiment_prefix="exp"))
+    finally:
+        all_called.set()
+        stop.set()
+        for t in threads:
+            t.join()
+    assert seen == {"projects": 0, "journal": 0}
+    assert sum(folds) > 0  # the other reader did fold this experiment's runs
+    exp = client.read_project(project_name=res.experiment_name, include_stats=True)
+    assert exp.id == res.experiment_id and exp.run_count == N
+    assert exp.feedback_stats["matches"].n == N  # type: ignore[index]
+    assert exp.metadata["dataset_splits"] == ["base"] and exp.end_time is not None
+    assert [p.name for p in client.list_projects()] == [res.experiment_name]  # no placeholder
+    lock.close()
+    store.close()
+
+
+def test_a_row_that_cannot_be_written_fails_the_experiment_and_stores_nothing(
+        sqlite_url: str) -> None:
+    store, client, ds_id, path = _setup(sqlite_url)
+    all_called = threading.Event()
+    lock = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    lock.execute("BEGIN IMMEDIATE")
+
+    def delete_the_dataset() -> None:  # once the examples ran, before the row is written
+        assert all_called.wait(30)
+        lock.execute("DELETE FROM examples WHERE dataset_id = ?", (ds_id,))
+        lock.execute("DELETE FROM datasets WHERE id = ?", (ds_id,))
+        lock.execute("COMMIT")
+
+    t = threading.Thread(target=delete_the_dataset)
+    t.start()
+    try:
+        with pytest.raises(NotFoundError, match=ds_id):
+            asyncio.run(aevaluate(_target(all_called), data="d", evaluators=[matches],
+                                  client=client, max_concurrency=8, experiment_prefix="exp"))
+    finally:
+        all_called.set()
+        t.join()
+    client.flush()
+    store.settle()
+    assert list(client.list_projects()) == []  # no experiment, no placeholder holding its runs
+    assert store.journal.pending() == 0
+    with store.engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT count(*) FROM runs").scalar() == 0
+        assert conn.exec_driver_sql("SELECT count(*) FROM feedback").scalar() == 0
+    # and the client goes on storing other runs
+    other = client.create_dataset("d2")
+    client.create_examples(dataset_id=other.id, examples=[{"inputs": {"x": 1}}])
+    ok = evaluate(lambda inputs: {"y": inputs["x"]}, data="d2", client=client)
+    assert client.read_project(project_name=ok.experiment_name, include_stats=True).run_count == 1
+    lock.close()
+    store.close()
