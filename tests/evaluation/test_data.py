@@ -130,7 +130,7 @@ def test_a_failing_example_reader_fails_the_consumer_not_silently() -> None:
 
 def test_the_reader_waits_after_the_first_page_until_an_example_is_asked_for(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Set-up after the first page (creating the experiment) runs without the reader; the
+    """Set-up after the first page (which the caller reads) runs without the reader; the
     first example asked for sends it on. A stream nobody reads still ends, and gives its
     connection back, after ``_START_WAIT``."""
     import threading
@@ -147,9 +147,10 @@ def test_the_reader_waits_after_the_first_page_until_an_example_is_asked_for(
                            created_at="2026-01-01T00:00:00Z")]
 
     taken: list[int] = []
-    stream = _stream.ExampleStream(3, pages(3, taken))
+    it = pages(3, taken)
+    stream = _stream.ExampleStream(3, it, next(it))  # the caller reads the first page
     time.sleep(0.2)
-    assert taken == [0]  # the first page only, while nobody asks
+    assert taken == [0]  # nothing more while nobody asks
     assert [e.inputs["page"] for e in stream] == [0, 1, 2] and taken == [0, 1, 2]
 
     monkeypatch.setattr(_stream, "_START_WAIT", 0.05)

@@ -73,7 +73,9 @@ def load_dataset(
         at, count, names, pages = backend.examples.stream(
             dataset_id, version=when if when is not None else tag, splits=split_list)
         if count:
-            return ResolvedData(examples=ExampleStream(count, pages), dataset_id=str(dataset_id),
+            first = next(pages, [])  # here: the first examples are ready when the run starts
+            return ResolvedData(examples=ExampleStream(count, pages, first),
+                                dataset_id=str(dataset_id),
                                 dataset_version=at.isoformat(), splits=split_list or names)
         pages.close()
         examples: Sequence[Example] = []

@@ -6,10 +6,11 @@ otherwise sit idle. ``ExampleStream`` knows its length up front (a count query),
 examples in dataset order as a reader thread produces them, and blocks a consumer that runs
 ahead only until the page it needs is there.
 
-The reader reads the first page, then waits for the first example to be asked for: the rest
-of the experiment's set-up (creating it) runs meanwhile without sharing the interpreter with
-the reader, and the rest of the dataset is read while the first examples run (or after a
-second, if no example is asked for: a set-up that failed still gives its connection back).
+The caller reads the first page itself (``first``: ready when the experiment starts); the
+reader waits for the first example to be asked for before it reads on, so the rest of the
+set-up does not share the interpreter with it, and the rest of the dataset is read while the
+first examples run (or after a second, if no example is asked for: a set-up that failed still
+gives its connection back).
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ _START_WAIT = 1.0  # seconds the reader waits for the first example to be asked 
 
 
 class ExampleStream(Sequence[Example]):
-    def __init__(self, count: int, pages: Iterator[list[Example]]) -> None:
+    def __init__(self, count: int, pages: Iterator[list[Example]],
+                 first: Sequence[Example] = ()) -> None:
         self._count = count
-        self._items: list[Example] = []
+        self._items: list[Example] = list(first)
         self._done = False
         self._error: BaseException | None = None
         self._started = False  # the consumer asked for an example: read the rest
@@ -41,13 +43,13 @@ class ExampleStream(Sequence[Example]):
 
     def _read(self, pages: Iterator[list[Example]]) -> None:
         try:
+            with self._cond:  # bounded: a stream nobody reads still ends
+                self._cond.wait_for(lambda: self._started, timeout=_START_WAIT)
             with relaxed_gc():
                 for page in pages:
                     with self._cond:
                         self._items.extend(page)
                         self._cond.notify_all()
-                        if not self._started:  # bounded: a stream nobody reads still ends
-                            self._cond.wait_for(lambda: self._started, timeout=_START_WAIT)
         except BaseException as exc:  # handed to the consumer, which raises it
             self._error = exc
         finally:
