@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._ids import new_id_text
+from .._ids import new_id_text, utcnow
 from .._sync import run_sync
 from ..errors import InvalidInputError
 from ..schemas import Example, Feedback, TracerSession
@@ -234,7 +234,8 @@ def _prepare_inner(o: _Options) -> _Prepared:
             # the first examples run (see Creation); nothing names it in the store before.
             claimed = uuid.UUID(new_id_text())
             writer = o.client._tracing_writer()
-            creation = Creation(functools.partial(_quickly, create, id=claimed),
+            creation = Creation(functools.partial(_quickly, create, id=claimed,
+                                                  start_time=utcnow()),  # before its runs
                                 on_failure=lambda: writer.drop_session(str(claimed)))
             writer.hold(creation.done)
             state = ExperimentState(id=claimed, name=name, created=True, metadata=meta)

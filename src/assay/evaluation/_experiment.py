@@ -22,6 +22,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .._ids import utcnow
@@ -115,10 +116,12 @@ def open_experiment(
     existing: TracerSession | None,
     generated_name: bool = True,
     id: uuid.UUID | None = None,
+    start_time: datetime | None = None,
 ) -> ExperimentState:
     """Create the experiment, or check that ``existing`` matches the data and reuse it.
 
-    ``id``: the id to create it under (claimed before, see ``Creation``; a local store)."""
+    ``id``, ``start_time``: the id to create it under and the time it started (claimed before
+    its runs started, see ``Creation``; a local store)."""
     if existing is not None:
         if dataset_id is not None:
             check_same_dataset(existing, dataset_id)
@@ -133,7 +136,7 @@ def open_experiment(
             if id is not None:
                 session = client.store.projects.create(  # type: ignore[union-attr]
                     name, description=description, metadata=metadata,
-                    reference_dataset_id=dataset_id, id=id)
+                    reference_dataset_id=dataset_id, id=id, start_time=start_time)
             else:
                 session = client.create_project(name, description=description,
                                                 metadata=metadata, reference_dataset_id=dataset_id)
