@@ -16,19 +16,24 @@ def git(path: Path, *args: str) -> str:
                           text=True).stdout.strip()
 
 
+def _commit_one(repo: Path, branch: str = "main") -> None:
+    """A fresh repository at ``repo`` with one commit by Ada on ``branch``."""
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", branch)
+    git(repo, "config", "user.name", "Ada")
+    git(repo, "config", "user.email", "ada@example.com")
+    (repo / "a.txt").write_text("1")
+    git(repo, "add", "a.txt")
+    git(repo, "commit", "-q", "-m", "one")
+
+
 def test_outside_a_repository_there_is_nothing(tmp_path: Path) -> None:
     assert git_info(tmp_path) is None
 
 
 def test_inside_a_repository(tmp_path: Path) -> None:
     repo = tmp_path / "my-agent"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "feature/x")
-    git(repo, "config", "user.name", "Ada")
-    git(repo, "config", "user.email", "ada@example.com")
-    (repo / "a.txt").write_text("1")
-    git(repo, "add", "a.txt")
-    git(repo, "commit", "-q", "-m", "one")
+    _commit_one(repo, "feature/x")
     git(repo, "tag", "v1.0")
     git(repo, "tag", "-a", "release", "-m", "annotated tags count too")
     git(repo, "remote", "add", "origin", "https://user:secret@example.com/org/my-agent.git")
@@ -65,16 +70,6 @@ def test_experiment_metadata_has_no_git_key_outside_a_repo(tmp_path: Path, clien
     meta = client.read_project(project_id=res.experiment_id).metadata
     assert "git" not in meta
     assert {"revision_id", "dataset_version", "dataset_splits", "num_repetitions"} <= set(meta)
-
-
-def _commit_one(repo: Path) -> None:
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.name", "Ada")
-    git(repo, "config", "user.email", "ada@example.com")
-    (repo / "a.txt").write_text("1")
-    git(repo, "add", "a.txt")
-    git(repo, "commit", "-q", "-m", "one")
 
 
 class _Stop(BaseException):
