@@ -128,3 +128,33 @@ def test_a_row_that_cannot_be_written_fails_the_experiment_and_stores_nothing(
     assert client.read_project(project_name=ok.experiment_name, include_stats=True).run_count == 1
     lock.close()
     store.close()
+
+
+def test_a_cancelled_experiment_still_gets_its_row_and_its_runs(sqlite_url: str) -> None:
+    """Cancelled mid-run (its row possibly not written yet): the row is written, the runs that
+    started are stored (ended by the cancellation), nothing is left held or unfolded."""
+    store, client, _, _ = _setup(sqlite_url)
+    started = threading.Event()
+
+    async def slow(inputs: dict) -> dict:
+        started.set()
+        await asyncio.sleep(30)
+        return {}
+
+    async def main() -> None:
+        task = asyncio.ensure_future(aevaluate(slow, data="d", client=client, max_concurrency=4,
+                                               experiment_prefix="cut"))
+        while not started.is_set():
+            await asyncio.sleep(0.001)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    client.flush()
+    (exp,) = list(client.list_projects())
+    assert exp.name.startswith("cut-") and exp.end_time is None  # stopped, not ended
+    roots = list(client.list_runs(project_id=exp.id, is_root=True))
+    assert 1 <= len(roots) <= 4 and all("CancelledError" in (r.error or "") for r in roots)
+    assert store.journal.pending() == 0
+    store.close()
