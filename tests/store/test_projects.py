@@ -48,6 +48,19 @@ def test_create_returns_what_a_read_gives(client: Client) -> None:
         client._backend.projects.create("p", id=p.id)  # both: the name is named
 
 
+def test_end_sets_the_end_time_of_this_workspace_s_project_only(client: Client) -> None:
+    p = client.create_project("ending")
+    end = datetime(2031, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    client.store.projects.end(p.id, end)
+    assert client.read_project(project_id=p.id).end_time == end
+    with pytest.raises(NotFoundError, match="not found"):
+        client.store.projects.end(uuid.uuid4(), end)
+    other = client.store.for_tenant(str(uuid.uuid4()))
+    with pytest.raises(NotFoundError, match="not found"):
+        other.projects.end(p.id, datetime(2040, 1, 1, tzinfo=timezone.utc))
+    assert client.read_project(project_id=p.id).end_time == end
+
+
 def test_runs_and_feedback_die_with_their_project(client: Client) -> None:
     p = client.create_project("gone")
     rid = uuid.uuid4()

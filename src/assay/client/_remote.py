@@ -281,6 +281,9 @@ class _Projects:
         return TracerSession.model_validate(
             self.http.request("PATCH", f"/sessions/{project_id}", body=body))
 
+    def end(self, project_id: uuid.UUID | str, end_time: datetime) -> None:
+        self.update(project_id, end_time=end_time)
+
     def delete(self, *, project_id: uuid.UUID | str | None = None, project_name: str | None = None) -> None:
         pid = project_id if project_id is not None else self.read(project_name=project_name).id
         self.http.request("DELETE", f"/sessions/{pid}")

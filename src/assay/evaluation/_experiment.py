@@ -244,4 +244,4 @@ def record_git(client: Client, state: ExperimentState, git: dict[str, Any] | Non
 
 def end_experiment(client: Client, state: ExperimentState) -> None:
     """Record the end time."""
-    client.update_project(state.id, end_time=utcnow())
+    client.store.projects.end(state.id, utcnow())

@@ -261,6 +261,15 @@ class ProjectRepo:
         # no settle: closing an experiment must not pay for indexing its journaled runs
         return self.read(project_id=row.id, settle=False)
 
+    def end(self, project_id: uuid.UUID | str, end_time: datetime) -> None:
+        """Set the end time: one statement, nothing read back (an experiment's last write)."""
+        pid = str(as_uuid(project_id, "project_id"))
+        with self.store.write() as conn:
+            done = conn.execute(update(sessions).where(self._tenant, sessions.c.id == pid)
+                                .values(end_time=end_time))
+            if done.rowcount == 0:
+                raise NotFoundError(f"project {pid} not found")
+
     def delete(
         self, *, project_id: uuid.UUID | str | None = None, project_name: str | None = None
     ) -> None:
