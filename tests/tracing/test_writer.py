@@ -203,6 +203,12 @@ def test_a_held_writer_stores_nothing_until_released_then_drops_what_it_is_told(
     assert list(tclient.list_runs(project_name="gone")) == []
     assert "kept" in {r.name for r in tclient.list_runs(project_name="held")}
 
+    # a project row waiting for a locked database is waited for, never overtaken by its runs
+    from assay.store._engine import BUSY_TIMEOUT_S
+    from assay.tracing import _writer
+
+    assert _writer._HOLD_LIMIT > BUSY_TIMEOUT_S
+
 
 def test_idle_writer_thread_exits_and_restarts(tclient: Client) -> None:
     writer = tclient._tracing_writer()

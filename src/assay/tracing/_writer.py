@@ -44,6 +44,7 @@ _POST, _PATCH = 0, 1
 # RunTree._sent: 0 nothing queued or sent, QUEUED its post is queued and not yet taken,
 # 1 its post (without the end) sent, 2 sent complete
 QUEUED = 3
+_HOLD_LIMIT = 120.0  # seconds a hold is waited for at most (see _wait_holds)
 _writers: weakref.WeakSet[RunWriter] = weakref.WeakSet()
 
 
@@ -149,7 +150,11 @@ class RunWriter:
     def _wait_holds(self) -> None:
         while self._holds:
             until = self._holds[0]
-            until.wait(self.block_timeout)  # bounded: whoever holds always releases
+            # whoever holds always releases; the bound only keeps a writer draining inline at
+            # interpreter exit from waiting on a thread that is gone. It is longer than the
+            # store's busy timeout (60 s): a project row waiting for a locked database is
+            # waited for, never overtaken by its own runs.
+            until.wait(_HOLD_LIMIT)
             try:
                 self._holds.remove(until)
             except ValueError:
