@@ -55,7 +55,6 @@ class ExperimentState:
     name: str
     created: bool  # False: an existing experiment is being resumed
     metadata: dict[str, Any] = field(default_factory=dict)
-    session: TracerSession | None = None
 
 
 def experiment_metadata(user: dict[str, Any] | None, data: ResolvedData,
@@ -121,32 +120,27 @@ def open_experiment(
     """Create the experiment, or check that ``existing`` matches the data and reuse it.
 
     ``id``, ``start_time``: the id to create it under and the time it started (claimed before
-    its runs started, see ``Creation``; a local store)."""
+    its runs started, see ``Creation``)."""
     if existing is not None:
         if dataset_id is not None:
             check_same_dataset(existing, dataset_id)
         merged = {**existing.metadata, **metadata}
         client.update_project(existing.id, metadata=merged)
         return ExperimentState(id=existing.id, name=existing.name, created=False,
-                               metadata=merged, session=existing)
+                               metadata=merged)
     from ..errors import ConflictError
 
     for attempt in range(10):
         try:
-            if id is not None:
-                session = client.store.projects.create(  # type: ignore[union-attr]
-                    name, description=description, metadata=metadata,
-                    reference_dataset_id=dataset_id, id=id, start_time=start_time)
-            else:
-                session = client.create_project(name, description=description,
-                                                metadata=metadata, reference_dataset_id=dataset_id)
+            session = client.store.projects.create(
+                name, description=description, metadata=metadata,
+                reference_dataset_id=dataset_id, id=id, start_time=start_time)
             break
         except ConflictError:
             if attempt == 9 or not generated_name:
                 raise
             name = new_name(name.rsplit("-", 1)[0])
-    return ExperimentState(id=session.id, name=session.name, created=True, metadata=metadata,
-                           session=session)
+    return ExperimentState(id=session.id, name=session.name, created=True, metadata=metadata)
 
 
 class Creation:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select, update
@@ -23,16 +24,6 @@ if TYPE_CHECKING:
     from ._base import Store
 
 __all__ = ["ProjectRepo"]
-
-
-class _Row:
-    """A sessions row as written (``create`` returns it without reading it back)."""
-
-    default_dataset_id = None
-    trace_tier = None
-
-    def __init__(self, **values: Any) -> None:
-        self.__dict__.update(values)
 
 
 def _model(row: Any) -> TracerSession:
@@ -113,9 +104,10 @@ class ProjectRepo:
         except IntegrityError as exc:
             raise ConflictError(f"a project named {name!r} already exists") from exc
         # what read() would give, without reading it back (times as the column stores them)
-        stored = {**row, "start_time": from_micros(to_micros(row["start_time"])),
-                  "end_time": from_micros(to_micros(row["end_time"]))}
-        return _model(_Row(**stored))
+        return _model(SimpleNamespace(**{
+            **row, "default_dataset_id": None, "trace_tier": None,
+            "start_time": from_micros(to_micros(row["start_time"])),
+            "end_time": from_micros(to_micros(row["end_time"]))}))
 
     def _resolve(self, conn: Connection, project_id: Any, project_name: str | None) -> Any:
         if project_id is not None:
