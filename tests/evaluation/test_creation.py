@@ -158,3 +158,22 @@ def test_a_cancelled_experiment_still_gets_its_row_and_its_runs(sqlite_url: str)
     assert 1 <= len(roots) <= 4 and all("CancelledError" in (r.error or "") for r in roots)
     assert store.journal.pending() == 0
     store.close()
+
+
+def test_an_earlier_experiment_is_folded_before_the_next_one_s_first_example(
+        sqlite_url: str) -> None:
+    """Its fold must not run beside the next experiment's examples (it would slow them and
+    skew the latencies that experiment measures)."""
+    store, client, _, _ = _setup(sqlite_url)
+    evaluate(lambda inputs: {"y": inputs["x"]}, data="d", evaluators=[matches], client=client)
+    assert store.journal.pending() > 0  # the first experiment's runs wait to be folded
+    pending_at_first_call: list[int] = []
+
+    def target(inputs: dict) -> dict:
+        if not pending_at_first_call:
+            pending_at_first_call.append(store.journal.pending())
+        return {"y": inputs["x"]}
+
+    evaluate(target, data="d", evaluators=[matches], client=client)
+    assert pending_at_first_call == [0]
+    store.close()

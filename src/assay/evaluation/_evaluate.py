@@ -232,6 +232,10 @@ def _prepare_inner(o: _Options) -> _Prepared:
         if existing is None and generated and remote is None and not o.client.is_remote:
             # A fresh experiment with a name of our own: claim its id and write its row while
             # the first examples run (see Creation); nothing names it in the store before.
+            # Runs journaled earlier (a previous experiment) are folded here, before the first
+            # example: folded beside it, they would slow this experiment's runs and skew the
+            # latencies it measures. The row's own creation then finds nothing to fold.
+            o.client.store.settle()
             claimed = uuid.UUID(new_id_text())
             writer = o.client._tracing_writer()
             creation = Creation(functools.partial(_quickly, create, id=claimed,
