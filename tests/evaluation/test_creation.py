@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -176,4 +177,48 @@ def test_an_earlier_experiment_is_folded_before_the_next_one_s_first_example(
 
     evaluate(target, data="d", evaluators=[matches], client=client)
     assert pending_at_first_call == [0]
+    store.close()
+
+
+def test_the_row_and_the_rest_of_the_dataset_follow_the_launch_of_the_first_examples(
+        sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What can follow the first examples does: when every worker has started its first
+    example, the experiment's row is not written yet and no example past the first page has
+    been read (neither competed with their launch); both come after, and the experiment is
+    complete."""
+    from assay.evaluation import _data, _stream
+
+    streams: list[_stream.ExampleStream] = []
+
+    class Recorded(_stream.ExampleStream):  # the real stream, only remembered
+        def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+            super().__init__(*args, **kwargs)
+            streams.append(self)
+
+    monkeypatch.setattr(_data, "ExampleStream", Recorded)
+    store, client, ds_id, path = _setup(sqlite_url)
+    client.create_examples(dataset_id=ds_id, examples=[
+        {"inputs": {"x": i}, "outputs": {"y": i}} for i in range(N, 400)])  # > one page
+    bound = 8
+    seen_at_launch: list[tuple[int, int]] = []
+    started = 0
+
+    async def target(inputs: dict) -> dict:
+        nonlocal started
+        started += 1
+        if started == 1:
+            time.sleep(0.3)  # the loop held, the interpreter free: other threads could run
+        if started == bound:  # the last worker's first example
+            raw = sqlite3.connect(path)  # not through the store: a read there would fold
+            (rows,) = raw.execute("SELECT count(*) FROM sessions").fetchone()
+            raw.close()
+            seen_at_launch.append((rows, len(streams[0]._items)))
+        await asyncio.sleep(0.001)
+        return {"y": inputs["x"]}
+
+    results = asyncio.run(aevaluate(target, data="d", evaluators=[matches], client=client,
+                                    max_concurrency=bound))
+    assert seen_at_launch == [(0, 128)]
+    stats = client.read_project(project_name=results.experiment_name, include_stats=True)
+    assert stats.run_count == 400 and stats.feedback_stats["matches"].n == 400
     store.close()

@@ -128,37 +128,87 @@ def test_a_failing_example_reader_fails_the_consumer_not_silently() -> None:
         list(stream)
 
 
-def test_the_reader_waits_after_the_first_page_until_an_example_is_asked_for(
+def _pages(n_pages: int, taken: list[int]):  # type: ignore[no-untyped-def]
+    """One example per page; ``taken`` records the pages read."""
+    from assay.schemas import Example
+
+    for p in range(n_pages):
+        taken.append(p)
+        yield [Example(id=f"00000000-0000-0000-0000-{p:012d}", inputs={"page": p},
+                       dataset_id="00000000-0000-0000-0000-000000000009",
+                       created_at="2026-01-01T00:00:00Z")]
+
+
+def test_the_reader_waits_after_the_first_page_until_started_or_outrun(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Set-up after the first page (which the caller reads) runs without the reader; the
-    first example asked for sends it on. A stream nobody reads still ends, and gives its
-    connection back, after ``_START_WAIT``."""
+    """Set-up after the first page (which the caller reads), and the launch of the first
+    examples, run without the reader: examples of the first page are handed out without
+    waking it; ``start()`` (or asking past what is read) sends it on. A stream nobody reads
+    still ends, and gives its connection back, after ``_START_WAIT``."""
     import threading
     import time
 
     from assay.evaluation import _stream
-    from assay.schemas import Example
-
-    def pages(n_pages: int, taken: list[int]):
-        for p in range(n_pages):
-            taken.append(p)
-            yield [Example(id=f"00000000-0000-0000-0000-{p:012d}", inputs={"page": p},
-                           dataset_id="00000000-0000-0000-0000-000000000009",
-                           created_at="2026-01-01T00:00:00Z")]
 
     taken: list[int] = []
-    it = pages(3, taken)
+    it = _pages(3, taken)
     stream = _stream.ExampleStream(3, it, next(it))  # the caller reads the first page
+    assert stream[0].inputs == {"page": 0}
     time.sleep(0.2)
-    assert taken == [0]  # nothing more while nobody asks
+    assert taken == [0]  # nothing more while only the first page is asked for
+    stream.start()
     assert [e.inputs["page"] for e in stream] == [0, 1, 2] and taken == [0, 1, 2]
+
+    taken = []
+    it = _pages(3, taken)
+    outrun = _stream.ExampleStream(3, it, next(it))
+    assert outrun[2].inputs == {"page": 2} and taken == [0, 1, 2]  # past the first page
 
     monkeypatch.setattr(_stream, "_START_WAIT", 0.05)
     closed = threading.Event()
 
-    def then_closed():
-        yield from pages(2, [])
+    def then_closed():  # type: ignore[no-untyped-def]
+        yield from _pages(2, [])
         closed.set()
 
     _stream.ExampleStream(2, then_closed())  # never read
     assert closed.wait(5)
+
+
+def test_the_reader_keeps_a_window_ready_and_reads_the_rest_after_a_long_pause(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Started, the reader keeps ``AHEAD`` examples ready beyond the last asked for, a page
+    at a time as the consumer comes closer (its work spread over the experiment, not all at
+    its start); a pause of ``_START_WAIT`` without a request ends the pacing."""
+    import time
+
+    from assay.evaluation import _stream
+
+    def settled(taken: list[int]) -> int:  # pages read once the reader has paused
+        before = -1
+        while len(taken) != before:
+            before = len(taken)
+            time.sleep(0.1)
+        return len(taken)
+
+    monkeypatch.setattr(_stream, "AHEAD", 4)
+    monkeypatch.setattr(_stream, "_START_WAIT", 3.0)
+    taken: list[int] = []
+    it = _pages(40, taken)
+    stream = _stream.ExampleStream(40, it, next(it))
+    stream.start()
+    assert settled(taken) == 4  # AHEAD ready beyond index 0: paused
+    for i in range(10):  # the consumer comes closer: a page at a time, about AHEAD ahead
+        assert stream[i].inputs["page"] == i
+    assert 10 + 4 // 2 <= settled(taken) <= 10 + 4
+    assert [e.inputs["page"] for e in stream] == list(range(40)) and len(taken) == 40
+
+    monkeypatch.setattr(_stream, "_START_WAIT", 0.1)
+    taken = []
+    it = _pages(40, taken)
+    idle = _stream.ExampleStream(40, it, next(it))
+    idle.start()
+    deadline = time.monotonic() + 5
+    while len(taken) < 40 and time.monotonic() < deadline:  # nobody asks: read at once
+        time.sleep(0.01)
+    assert len(taken) == 40 and len(idle) == 40

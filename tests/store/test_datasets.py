@@ -7,6 +7,7 @@ import uuid
 from datetime import datetime, timezone
 
 import pytest
+from sqlalchemy import event
 
 from assay.client import Client
 from assay.errors import (ConflictError, ExampleValidationError, InvalidInputError,
@@ -139,6 +140,39 @@ def test_as_of_returns_the_dataset_as_it_was(client: Client) -> None:
         list(client.list_examples(dataset_id=ds.id, as_of="nope"))
 
 
+def test_stream_gives_each_version_its_time_count_and_splits_in_one_pass(client: Client) -> None:
+    """``stream`` reads a version's time, example count and split names in one statement (an
+    experiment waits for it): each must equal what the separate reads give, at every version
+    of a history with edits, a split change, a delete and an addition, with and without a
+    split filter."""
+    store = client._backend
+    ds = _make(client, n=4)  # train: n0 n1 n2, test: n3
+    versions = [client.read_dataset_version(dataset_id=ds.id, tag="latest").as_of]
+    first, second, third, _ = list(client.list_examples(dataset_id=ds.id))
+    client.update_example(first.id, inputs={"input": "changed"}, split="test")
+    versions.append(client.read_dataset_version(dataset_id=ds.id, tag="latest").as_of)
+    client.delete_example(second.id)
+    versions.append(client.read_dataset_version(dataset_id=ds.id, tag="latest").as_of)
+    client.create_example({"input": "new"}, dataset_id=ds.id, split=["dev", "test"])
+    client.update_example(third.id, metadata={"edited": True})
+    versions.append(client.read_dataset_version(dataset_id=ds.id, tag="latest").as_of)
+    assert len(set(versions)) == 4
+
+    for version in [*versions, None, "latest"]:
+        for splits in (None, ["test"], ["train", "dev"], ["nope"]):
+            at, count, names, pages = store.examples.stream(ds.id, version=version,
+                                                            splits=splits)
+            streamed = [ex for page in pages for ex in page]
+            expected = list(client.list_examples(dataset_id=ds.id, as_of=at, splits=splits))
+            want_at = client.read_dataset_version(
+                dataset_id=ds.id, as_of=version if isinstance(version, datetime) else None,
+                tag=None if isinstance(version, datetime) else "latest").as_of
+            assert at == want_at, (version, splits)
+            assert count == len(expected) == len(streamed), (version, splits)
+            assert streamed == expected
+            assert names == sorted({s for ex in expected for s in ex.split or ['base']})
+
+
 def test_moving_a_tag_repoints_it(client: Client) -> None:
     ds = _make(client, n=1)
     client.update_dataset_tag(dataset_id=ds.id, tag="prod")
@@ -208,4 +242,21 @@ def test_a_dataset_streams_in_index_order_without_sorting_it_first(sqlite_url: s
         plan = " ".join(str(row[-1]) for row in conn.exec_driver_sql(
             f"EXPLAIN QUERY PLAN {q}", tuple(q.params[k] for k in q.positiontup)))
     assert "ix_examples_dataset_order" in plan and "TEMP B-TREE" not in plan, plan
+
+    # the current version's size and splits come from an index alone, not the examples' rows
+    seen: list[tuple[str, tuple]] = []
+
+    def record(conn, cursor, statement, params, context, executemany):  # type: ignore[no-untyped-def]
+        seen.append((statement, params))
+
+    event.listen(store.engine, "before_cursor_execute", record)
+    at, count, names, pages = store.examples.stream(ds.id, version="latest", checked=True)
+    pages.close()
+    event.remove(store.engine, "before_cursor_execute", record)
+    assert (count, names) == (301, ["base"])
+    (statement, params), = [x for x in seen if "count(" in x[0]]
+    with store.engine.connect() as conn:
+        plan = " ".join(str(row[-1]) for row in conn.exec_driver_sql(
+            f"EXPLAIN QUERY PLAN {statement}", params))
+    assert "COVERING INDEX ix_examples_dataset_live" in plan and "TEMP B-TREE" not in plan, plan
     store.close()

@@ -58,12 +58,13 @@ def _parse_as_of(as_of: datetime | str | None) -> tuple[datetime | None, str | N
 
 def load_dataset(
     client: Client, dataset_id: str, *, as_of: datetime | str | None,
-    splits: Sequence[str] | None, stream: bool = False,
+    splits: Sequence[str] | None, stream: bool = False, checked: bool = False,
 ) -> ResolvedData:
     """The dataset's examples at one pinned version (the current one by default).
 
     ``stream``: from a local store, read them in the background (``ExampleStream``) so a fresh
-    experiment can start on the first ones."""
+    experiment can start on the first ones; ``checked``: ``dataset_id`` was just resolved
+    (``dataset_id_of``), not looked up again."""
     when, tag = _parse_as_of(as_of)
     if when is None and tag is None:
         tag = "latest"
@@ -71,7 +72,8 @@ def load_dataset(
     backend = getattr(client, "_backend", None)
     if stream and isinstance(backend, Store):
         at, count, names, pages = backend.examples.stream(
-            dataset_id, version=when if when is not None else tag, splits=split_list)
+            dataset_id, version=when if when is not None else tag, splits=split_list,
+            checked=checked)
         if count:
             first = next(pages, [])  # here: the first examples are ready when the run starts
             return ResolvedData(examples=ExampleStream(count, pages, first),

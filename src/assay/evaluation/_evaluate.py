@@ -96,7 +96,8 @@ class _Prepared:
     results: ExperimentResults
     state: ExperimentState | None
     client: Client | None
-    creation: Creation | None = None  # the experiment's row, being written meanwhile
+    creation: Creation | None = None  # the experiment's row, written once examples run
+    examples: ExampleStream | None = None  # the dataset, read on once examples run
 
 
 def _check(max_concurrency: Any, num_repetitions: Any, error_handling: Any, timeout: Any) -> None:
@@ -149,7 +150,7 @@ def _resolve_data(o: _Options, existing: TracerSession | None) -> ResolvedData:
             as_of = existing.metadata.get("dataset_version")
     if ds_id is not None:  # a fresh local experiment starts while the examples are read
         return load_dataset(o.client, ds_id, as_of=as_of, splits=o.splits,  # type: ignore[arg-type]
-                            stream=existing is None and o.executor is None)
+                            stream=existing is None and o.executor is None, checked=True)
     name_hint = (o.experiment if isinstance(o.experiment, str) and existing is None
                  else o.experiment_prefix)
     return resolve_data(o.client, o.data, as_of=as_of, splits=o.splits, upload=o.upload_results,
@@ -215,6 +216,14 @@ def _prepare_inner(o: _Options) -> _Prepared:
             raise InvalidInputError("experiment= continues a stored experiment: it needs "
                                     "upload_results=True")
         existing = find_experiment(o.client, o.experiment)  # type: ignore[arg-type]
+    generated = not (isinstance(o.experiment, str) and existing is None)
+    # A fresh local experiment with a name of our own writes its row while its first examples
+    # run (see Creation). Runs journaled earlier (a previous experiment) are folded first:
+    # folded beside its examples, they would slow its runs and skew the latencies it measures.
+    created_later = (o.upload_results and existing is None and generated and remote is None
+                     and not o.client.is_remote)  # type: ignore[union-attr]
+    if created_later:
+        o.client.store.settle()  # type: ignore[union-attr]  # before the dataset's pages hold a connection
     resolved = _resolve_data(o, existing)
     reps = o.num_repetitions or (int(existing.metadata.get("num_repetitions") or 1)
                                if existing is not None else 1)
@@ -224,18 +233,11 @@ def _prepare_inner(o: _Options) -> _Prepared:
     if o.upload_results:
         assert o.client is not None
         meta = experiment_metadata(o.metadata, resolved, reps)
-        generated = not (isinstance(o.experiment, str) and existing is None)
         name = o.experiment if not generated else new_name(o.experiment_prefix or tgt.name)
         create = functools.partial(
             open_experiment, o.client, name=name, description=o.description, metadata=meta,
             dataset_id=resolved.dataset_id, existing=existing, generated_name=generated)
-        if existing is None and generated and remote is None and not o.client.is_remote:
-            # A fresh experiment with a name of our own: claim its id and write its row while
-            # the first examples run (see Creation); nothing names it in the store before.
-            # Runs journaled earlier (a previous experiment) are folded here, before the first
-            # example: folded beside it, they would slow this experiment's runs and skew the
-            # latencies it measures. The row's own creation then finds nothing to fold.
-            o.client.store.settle()
+        if created_later:  # its id claimed now; nothing names it in the store before its row
             claimed = uuid.UUID(new_id_text())
             writer = o.client._tracing_writer()
             creation = Creation(functools.partial(_quickly, create, id=claimed,
@@ -270,7 +272,8 @@ def _prepare_inner(o: _Options) -> _Prepared:
         error_handling=o.error_handling, run_metadata=dict(o.metadata or {}),
         upload=o.upload_results, remote=remote,
     )
-    return _Prepared(plan, units, results, state, o.client, creation)
+    return _Prepared(plan, units, results, state, o.client, creation,
+                     examples if isinstance(examples, ExampleStream) else None)
 
 
 async def _execute(prep: _Prepared) -> ExperimentResults:
@@ -284,13 +287,33 @@ async def _execute(prep: _Prepared) -> ExperimentResults:
         return await _execute_inner(prep)
 
 
+class _Followers:
+    """Set-up that follows the launch of the first examples instead of preceding it: the rest
+    of the dataset, a fresh experiment's row, the git facts (several git subprocesses: tens of
+    milliseconds, mostly waiting, and CPU of their own). Started once (``launch``)."""
+
+    def __init__(self, prep: _Prepared) -> None:
+        self.prep = prep
+        self.launched = False
+        self.git: asyncio.Future[None] | None = None
+
+    def launch(self) -> None:
+        if self.launched:
+            return
+        self.launched = True
+        prep = self.prep
+        if prep.examples is not None:
+            prep.examples.start()
+        if prep.creation is not None:
+            prep.creation.start()
+        if prep.state is not None:
+            self.git = asyncio.ensure_future(asyncio.to_thread(_record_git, prep))
+
+
 async def _execute_inner(prep: _Prepared) -> ExperimentResults:
     plan, results = prep.plan, prep.results
-    git_recorded = None
-    if prep.state is not None:
-        # The git facts take several git subprocesses (tens of milliseconds, mostly waiting,
-        # and CPU of their own): read and recorded while the examples run, not before them.
-        git_recorded = asyncio.ensure_future(asyncio.to_thread(_record_git, prep))
+    followers = _Followers(prep)
+    plan.on_launch = followers.launch
     try:
         if plan.upload:
             plan.sink = FeedbackSink(prep.client.store, interval=0.02,  # type: ignore[union-attr]
@@ -299,10 +322,12 @@ async def _execute_inner(prep: _Prepared) -> ExperimentResults:
         try:
             with relaxed_gc():
                 if plan.remote is not None:
+                    followers.launch()
                     await plan.remote.run(plan, prep.units, results)
                 else:
                     await _while_created(prep, run_units(plan, prep.units, results))
         finally:
+            followers.launch()  # when the examples failed before they were launched
             if plan.sink is not None:
                 # the last feedback and the last runs are stored side by side
                 flushed = asyncio.ensure_future(asyncio.to_thread(prep.client.flush))  # type: ignore[union-attr]
@@ -319,13 +344,14 @@ async def _execute_inner(prep: _Prepared) -> ExperimentResults:
         rows = [r for r in results._rows if r is not None]
         summary = await run_summary(plan, rows)
         results.summary_results = EvaluationResults(results=summary)
-        if git_recorded is not None:
-            await git_recorded
+        if followers.git is not None:
+            await followers.git
         if plan.upload:
             await asyncio.to_thread(_close_experiment, prep, summary)
     except BaseException as exc:
-        if git_recorded is not None:  # its write never outlives the experiment
-            await asyncio.gather(git_recorded, return_exceptions=True)
+        followers.launch()
+        if followers.git is not None:  # its write never outlives the experiment
+            await asyncio.gather(followers.git, return_exceptions=True)
         results._finish(exc)
         raise
     results._finish()
@@ -346,7 +372,7 @@ async def _while_created(prep: _Prepared, work: Coroutine[Any, Any, None]) -> No
         return await work
     creation = prep.creation
     running = asyncio.ensure_future(work)
-    created = asyncio.ensure_future(asyncio.to_thread(creation.result))
+    created = asyncio.wrap_future(creation.future)
     try:
         await asyncio.wait({running, created}, return_when=asyncio.FIRST_COMPLETED)
         if created.done() and created.exception() is not None:
@@ -357,6 +383,7 @@ async def _while_created(prep: _Prepared, work: Coroutine[Any, Any, None]) -> No
         state = await created
     except BaseException:
         running.cancel()
+        creation.start()  # the examples stopped before their launch started it
         await asyncio.gather(running, created, return_exceptions=True)
         raise
     prep.results.experiment_name = prep.plan.experiment_name = state.name  # renamed on a clash

@@ -17,6 +17,7 @@ got stored, feedback whose run is gone) is deleted before the missing pairs run 
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import threading
 import uuid
@@ -148,24 +149,35 @@ class Creation:
 
     Its id is claimed up front, so runs and feedback can name it at once; the run writer and
     the feedback sink hold their writes until ``done`` (no stored run names a project that does
-    not exist yet, so no reader's fold makes a placeholder of it). If writing it fails,
+    not exist yet, so no reader's fold makes a placeholder of it). The row is written once
+    ``start`` is called (when the first examples are on their way, so it does not compete with
+    their launch) or after ``start_wait`` seconds without it. If writing it fails,
     ``on_failure`` (dropping what was held) runs before ``done`` is set. ``result()`` waits and
     returns the state (its name may differ on a clash with a generated name), or raises.
     """
 
     def __init__(self, create: Callable[[], ExperimentState],
-                 on_failure: Callable[[], None] | None = None) -> None:
+                 on_failure: Callable[[], None] | None = None, start_wait: float = 1.0) -> None:
         self.done = threading.Event()
         self.failed = False
+        # the same outcome for an event loop to await (``asyncio.wrap_future``), no thread
+        self.future: concurrent.futures.Future[ExperimentState] = concurrent.futures.Future()
+        self.future.set_running_or_notify_cancel()  # a waiter that gives up cannot cancel it
+        self._go = threading.Event()
         self._state: ExperimentState | None = None
         self._error: BaseException | None = None
-        thread = threading.Thread(target=self._run, args=(create, on_failure),
+        thread = threading.Thread(target=self._run, args=(create, on_failure, start_wait),
                                   name="assay-experiment", daemon=True)
         thread.start()
 
+    def start(self) -> None:
+        """Write the row now."""
+        self._go.set()
+
     def _run(self, create: Callable[[], ExperimentState],
-             on_failure: Callable[[], None] | None) -> None:
+             on_failure: Callable[[], None] | None, start_wait: float) -> None:
         try:
+            self._go.wait(start_wait)
             self._state = create()
         except BaseException as exc:  # raised by result(), in the experiment's task
             self._error = exc
@@ -174,6 +186,10 @@ class Creation:
                 on_failure()  # before ``done``: what was held is dropped, never stored
         finally:
             self.done.set()
+            if self._error is not None:
+                self.future.set_exception(self._error)
+            else:
+                self.future.set_result(self._state)  # type: ignore[arg-type]
 
     def result(self) -> ExperimentState:
         self.done.wait()

@@ -120,6 +120,9 @@ class Plan:
     sink: FeedbackSink | None = None
     executor: ThreadPoolExecutor | None = None  # threads for sync targets and evaluators
     ignored_traces: list[uuid.UUID] = field(default_factory=list)
+    # called once the first examples are on their way (on a pool: every worker has started
+    # its first one), so set-up work that can follow them does not delay their launch
+    on_launch: Callable[[], None] | None = None
     session_id: str | None = field(init=False, default=None)  # experiment_id as run wire text
     writer: RunWriter | None = field(init=False, default=None)  # the client's run writer
     inline_target: bool = field(init=False, default=False)  # set by run_units
@@ -326,6 +329,7 @@ async def run_units(plan: Plan, units: Iterable[Unit], results: ExperimentResult
 
     try:
         if workers <= 1:
+            _launched(plan)
             for unit in units:
                 await one(unit)
             return
@@ -339,10 +343,18 @@ async def run_units(plan: Plan, units: Iterable[Unit], results: ExperimentResult
             async with asyncio.TaskGroup() as group:
                 for _ in range(workers):
                     group.create_task(worker())
+                # after every worker's first step: its first example is running (or waiting)
+                asyncio.get_running_loop().call_soon(_launched, plan)
     finally:
         if plan.executor is not None:
             plan.executor.shutdown(wait=False, cancel_futures=True)
             plan.executor = None
+
+
+def _launched(plan: Plan) -> None:
+    launch, plan.on_launch = plan.on_launch, None
+    if launch is not None:
+        launch()
 
 
 async def run_summary(plan: Plan, rows: Sequence[ExperimentResultRow]) -> list[EvaluationResult]:

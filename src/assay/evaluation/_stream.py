@@ -7,10 +7,16 @@ examples in dataset order as a reader thread produces them, and blocks a consume
 ahead only until the page it needs is there.
 
 The caller reads the first page itself (``first``: ready when the experiment starts); the
-reader waits for the first example to be asked for before it reads on, so the rest of the
-set-up does not share the interpreter with it, and the rest of the dataset is read while the
-first examples run (or after a second, if no example is asked for: a set-up that failed still
-gives its connection back).
+reader reads on once told to (``start``: the experiment calls it when its first examples are
+on their way) or once an example past the first page is asked for, so neither the rest of the
+set-up nor the launch of the first examples shares the interpreter with it. If neither comes
+within a second it reads on anyway: a set-up that failed still gives its connection back.
+
+It then keeps ``AHEAD`` examples ready beyond the last one asked for, a page at a time, rather
+than reading the whole dataset at once: with I/O-bound examples its work falls into the event
+loop's idle moments instead of competing with the first examples as they finish. A pause that
+lasts a second ends the pacing (the rest is read at once), so a slow experiment does not keep
+the database's read snapshot open for its whole length.
 """
 
 from __future__ import annotations
@@ -25,7 +31,9 @@ from ..schemas import Example
 
 __all__ = ["ExampleStream"]
 
-_START_WAIT = 1.0  # seconds the reader waits for the first example to be asked for
+_START_WAIT = 1.0  # seconds the reader waits to be started, or to be asked for more
+AHEAD = 512  # examples kept ready beyond the last one asked for
+_NEVER = 1 << 62
 
 
 class ExampleStream(Sequence[Example]):
@@ -35,7 +43,9 @@ class ExampleStream(Sequence[Example]):
         self._items: list[Example] = list(first)
         self._done = False
         self._error: BaseException | None = None
-        self._started = False  # the consumer asked for an example: read the rest
+        self._started = False  # read the rest (``start``, or a consumer ran ahead)
+        self._asked = 0  # the highest index the reader knows was asked for
+        self._wake_at = _NEVER  # asking for this index wakes the paused reader
         self._cond = threading.Condition()
         self._thread = threading.Thread(target=self._read, args=(pages,), daemon=True,
                                         name="assay-examples")
@@ -45,11 +55,16 @@ class ExampleStream(Sequence[Example]):
         try:
             with self._cond:  # bounded: a stream nobody reads still ends
                 self._cond.wait_for(lambda: self._started, timeout=_START_WAIT)
+            paced = True
             with relaxed_gc():
                 for page in pages:
                     with self._cond:
                         self._items.extend(page)
                         self._cond.notify_all()
+                        if paced and len(self._items) - self._asked >= AHEAD:
+                            self._wake_at = len(self._items) - AHEAD // 2
+                            paced = self._cond.wait(_START_WAIT)  # False: read the rest
+                            self._wake_at = _NEVER
         except BaseException as exc:  # handed to the consumer, which raises it
             self._error = exc
         finally:
@@ -58,14 +73,27 @@ class ExampleStream(Sequence[Example]):
                 self._count = len(self._items) if self._error is None else self._count
                 self._cond.notify_all()
 
-    def _have(self, i: int) -> bool:
-        """Wait until example ``i`` is read (True) or the reader stopped short of it."""
-        if i < len(self._items) and self._started:
-            return True
-        with self._cond:
-            if not self._started:
+    def start(self) -> None:
+        """Read on now."""
+        if not self._started:
+            with self._cond:
                 self._started = True
                 self._cond.notify_all()
+
+    def _ask(self, i: int) -> None:
+        with self._cond:
+            self._started = True
+            self._asked = max(self._asked, i)
+            self._cond.notify_all()
+
+    def _have(self, i: int) -> bool:
+        """Wait until example ``i`` is read (True) or the reader stopped short of it."""
+        if i < len(self._items):
+            if i >= self._wake_at:  # the paused reader's mark: let it read another page
+                self._ask(i)
+            return True
+        self._ask(i)
+        with self._cond:
             while i >= len(self._items) and not self._done:
                 self._cond.wait()
         if i < len(self._items):  # read before the reader failed: still good

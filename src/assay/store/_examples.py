@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic_core import from_json
-from sqlalchemy import BigInteger, Text, and_, func, or_, select, type_coerce, update
+from sqlalchemy import BigInteger, Text, and_, case, func, or_, select, type_coerce, update
 
 from .._ids import as_uuid, new_id_text, utcnow
 from ..errors import ExampleValidationError, InvalidInputError, NotFoundError
@@ -45,6 +45,11 @@ def _split_list(value: Any, index: int | None = None) -> list[str]:
     if any("," in s for s in value):
         raise _bad(index, f"split names cannot contain ',': {value!r}")
     return list(dict.fromkeys(value))
+
+
+def _in_splits(splits: Sequence[str]) -> Any:
+    """Rows in any of ``splits``."""
+    return or_(*[examples.c.split_key.contains(f",{s},", autoescape=True) for s in splits])
 
 
 def _bad(index: int | None, problem: str) -> InvalidInputError:
@@ -243,7 +248,7 @@ class ExampleRepo:
         if example_ids is not None:
             q = q.where(examples.c.id.in_(list(example_ids)))
         if splits:
-            q = q.where(or_(*[examples.c.split_key.contains(f",{s},", autoescape=True) for s in splits]))
+            q = q.where(_in_splits(splits))
         if metadata:
             conds = []
             for key, value in metadata.items():
@@ -267,26 +272,23 @@ class ExampleRepo:
         return q
 
     def stream(self, dataset_id: uuid.UUID | str, *, version: datetime | str | None = None,
-               splits: Sequence[str] | None = None,
-               page: int = 256) -> tuple[datetime, int, list[str], Iterator[list[Example]]]:
+               splits: Sequence[str] | None = None, page: int = 256,
+               checked: bool = False) -> tuple[datetime, int, list[str], Iterator[list[Example]]]:
         """A dataset's examples at one version, for a reader that starts before the last arrives.
 
         ``version`` is what ``DatasetRepo.version`` takes (a time, a tag, None for the current
-        one). Returns that version's time, the number of examples, their split names (sorted)
+        one); ``checked``: ``dataset_id`` was just resolved in this workspace, not looked up
+        again. Returns that version's time, the number of examples, their split names (sorted)
         and an iterator of pages in ``list``'s order, read by one query on one connection (so
         every page sees the same version). Iterate it to the end, or close it, to give the
-        connection back. Everything but the pages comes from one read transaction of three
-        statements: it is the time before an experiment's first example.
+        connection back. Everything but the pages is one statement: it is time before an
+        experiment's first example.
         """
         with self.store.read() as conn:
-            ds_id = self.store.datasets._resolve(conn, dataset_id, None)
-            at = self.store.datasets._version_at(conn, ds_id, version)
-            q = self._query(ds_id, as_of_us=to_micros(at), splits=splits)
-            count, names = 0, set()
-            for raw, n in conn.execute(q.with_only_columns(examples.c.splits, func.count())
-                                       .order_by(None).group_by(examples.c.splits)):
-                count += n  # one query for both: examples per distinct split list
-                names.update((_json_value(raw) if raw is not None else None) or ["base"])
+            ds_id = str(dataset_id) if checked else self.store.datasets._resolve(
+                conn, dataset_id, None)
+            at, count, names = self._at_version(conn, ds_id, version, splits)
+        q = self._query(ds_id, as_of_us=to_micros(at), splits=splits)
 
         def pages() -> Iterator[list[Example]]:
             with self.store.read() as conn:
@@ -296,7 +298,48 @@ class ExampleRepo:
                 for part in result.partitions(page):
                     yield _example_models(part)
 
-        return at, int(count), sorted(names), pages()
+        return at, count, names, pages()
+
+    def _at_version(self, conn: Connection, ds_id: str, version: datetime | str | None,
+                    splits: Sequence[str] | None) -> tuple[datetime, int, list[str]]:
+        """The time of ``version`` (the dataset's last change by then), the number of examples
+        of ``splits`` in it and their split names: one statement, before an experiment's first
+        example.
+
+        The current version is the dataset's ``modified_at`` (every change of an example sets
+        it) and its examples are counted on an index alone (``ix_examples_dataset_live``).
+        Another version takes one pass over the dataset's rows: nothing changed between its
+        time and the bound ``version`` names, so the rows live at the bound are its rows.
+        """
+        in_splits = [_in_splits(splits)] if splits else []
+        if version is None or version == "latest":
+            changed = select(datasets.c.modified_at).where(datasets.c.id == ds_id)
+            rows = conn.execute(
+                select(examples.c.split_key, func.count(), changed.scalar_subquery())
+                .where(examples.c.dataset_id == ds_id, examples.c.valid_to.is_(None),
+                       *in_splits)
+                .group_by(examples.c.split_key)).all()
+        else:
+            bound = self.store.datasets._as_of_us(conn, ds_id, version)
+            live = and_(or_(examples.c.valid_to.is_(None), examples.c.valid_to > bound),
+                        *in_splits)
+            created = select(datasets.c.created_at).where(datasets.c.id == ds_id)
+            rows = conn.execute(
+                select(examples.c.split_key, func.count(case((live, 1))),
+                       func.max(examples.c.modified_at),
+                       func.max(case((examples.c.valid_to <= bound, examples.c.valid_to))),
+                       created.scalar_subquery())
+                .where(examples.c.dataset_id == ds_id, examples.c.modified_at <= bound)
+                .group_by(examples.c.split_key)).all()
+        count, names, times = 0, set(), []
+        for key, n, *changed in rows:
+            times.extend(t for t in changed if t is not None)
+            if n:
+                count += n  # examples per distinct split list
+                names.update(s for s in key.split(",") if s)
+        if not count:  # no examples then: the version still names its time
+            return self.store.datasets._version_at(conn, ds_id, version), 0, []
+        return max(times), count, sorted(names)
 
     def list(
         self,

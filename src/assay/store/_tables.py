@@ -85,7 +85,8 @@ examples = Table(
     Column("created_at", Micros, nullable=False),
     Column("modified_at", Micros, nullable=False),
     Column("valid_to", Micros),
-    Index("ix_examples_dataset_valid", "dataset_id", "valid_to"),
+    # the current examples, with their splits: counted on the index alone
+    Index("ix_examples_dataset_live", "dataset_id", "valid_to", "split_key"),
     Index("ix_examples_dataset_order", "dataset_id", "created_at", "id"),  # reading order
     Index(
         "uq_examples_current",
