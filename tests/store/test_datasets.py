@@ -243,7 +243,8 @@ def test_a_dataset_streams_in_index_order_without_sorting_it_first(sqlite_url: s
             f"EXPLAIN QUERY PLAN {q}", tuple(q.params[k] for k in q.positiontup)))
     assert "ix_examples_dataset_order" in plan and "TEMP B-TREE" not in plan, plan
 
-    # the current version's size and splits come from an index alone, not the examples' rows
+    # what an experiment runs before its first example: the current version's size and
+    # splits from an index alone, then the first page in index order
     seen: list[tuple[str, tuple]] = []
 
     def record(conn, cursor, statement, params, context, executemany):  # type: ignore[no-untyped-def]
@@ -251,12 +252,20 @@ def test_a_dataset_streams_in_index_order_without_sorting_it_first(sqlite_url: s
 
     event.listen(store.engine, "before_cursor_execute", record)
     at, count, names, pages = store.examples.stream(ds.id, version="latest", checked=True)
+    assert len(next(pages)) == 128
     pages.close()
     event.remove(store.engine, "before_cursor_execute", record)
     assert (count, names) == (301, ["base"])
+
+    def plan_of(sql: str, params: tuple) -> str:
+        with store.engine.connect() as conn:
+            return " ".join(str(row[-1]) for row in conn.exec_driver_sql(
+                f"EXPLAIN QUERY PLAN {sql}", params))
+
+    (page_sql, page_params), = [x for x in seen if "ORDER BY" in x[0]]
+    plan = plan_of(page_sql, page_params)
+    assert "ix_examples_dataset_order" in plan and "TEMP B-TREE" not in plan, plan
     (statement, params), = [x for x in seen if "count(" in x[0]]
-    with store.engine.connect() as conn:
-        plan = " ".join(str(row[-1]) for row in conn.exec_driver_sql(
-            f"EXPLAIN QUERY PLAN {statement}", params))
+    plan = plan_of(statement, params)
     assert "COVERING INDEX ix_examples_dataset_live" in plan and "TEMP B-TREE" not in plan, plan
     store.close()

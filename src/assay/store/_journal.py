@@ -51,6 +51,9 @@ log = logging.getLogger("assay.store")
 RUNS, FEEDBACK = "runs", "feedback"
 _CHUNK = 20  # journal rows per fold transaction: a long fold does not starve other writers
 _PG_LOCK = 0x617373617901  # "assay\1": one folder at a time
+# asked before every experiment's first example (see ``settle``): SQL, not a Core statement
+# whose first compile would cost a millisecond there
+_ANY_SQL = text("SELECT 1 FROM journal LIMIT 1")
 
 
 def _unpack(data: bytes) -> bytes:
@@ -268,7 +271,7 @@ class Journal:
     def settle(self) -> int:
         """Fold the journal if it holds anything; return how many items were applied."""
         with self.store.read() as conn:
-            if conn.execute(select(journal.c.seq).limit(1)).first() is None:
+            if conn.execute(_ANY_SQL).first() is None:
                 return 0
         return self.fold()
 
