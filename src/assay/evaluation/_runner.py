@@ -273,7 +273,12 @@ def feedback_rows(results: Sequence[EvaluationResult], run_id: Any, trace_id: An
     return out
 
 
-SWITCH_INTERVAL = 0.0005  # seconds a thread may hold the GIL while another waits for it
+# seconds a thread may hold the GIL while another waits for it: the run writer's and the
+# feedback sink's batches (a millisecond or two of Python each) then delay an example that
+# finished meanwhile by at most this. 0.5 -> 0.1 ms: 2,000 examples awaiting 20 ms at
+# concurrency 100 finished 3.5 ms sooner (median of 16 interleaved runs); no-op examples at
+# concurrency 50, where the threads contend all the time, cost ~5% more CPU, the same wall.
+SWITCH_INTERVAL = 0.0001
 _switch_lock = threading.Lock()
 _switch_users = 0
 _switch_before = 0.0

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.exc import IntegrityError
 
 from .._ids import as_uuid, new_id_text, utcnow
@@ -26,6 +26,11 @@ if TYPE_CHECKING:
     from ._base import Store
 
 __all__ = ["DatasetRepo"]
+
+# every experiment resolves its dataset before its first example: SQL, not Core statements
+# whose first compile in the process would cost a good part of a millisecond there
+_BY_ID_SQL = text("SELECT id FROM datasets WHERE tenant_id = :t AND id = :id")
+_BY_NAME_SQL = text("SELECT id FROM datasets WHERE tenant_id = :t AND name = :n")
 
 
 def _dataset_model(row: Any, counts: Mapping[str, Any] | None = None) -> Dataset:
@@ -100,18 +105,15 @@ class DatasetRepo:
     def _resolve(
         self, conn: Connection, dataset_id: uuid.UUID | str | None, dataset_name: str | None
     ) -> str:
+        tenant = self.store.tenant_id
         if dataset_id is not None:
             ds_id = str(as_uuid(dataset_id, "dataset_id"))
-            found = conn.execute(
-                select(datasets.c.id).where(self._tenant, datasets.c.id == ds_id)
-            ).scalar()
+            found = conn.execute(_BY_ID_SQL, {"t": tenant, "id": ds_id}).scalar()
             if found is None:
                 raise NotFoundError(f"dataset {ds_id} not found")
             return found
         if dataset_name is not None:
-            found = conn.execute(
-                select(datasets.c.id).where(self._tenant, datasets.c.name == dataset_name)
-            ).scalar()
+            found = conn.execute(_BY_NAME_SQL, {"t": tenant, "n": dataset_name}).scalar()
             if found is None:
                 raise NotFoundError(f"dataset {dataset_name!r} not found")
             return found
