@@ -4,9 +4,10 @@ One async core (``aevaluate``); ``evaluate`` is a thin sync wrapper that runs it
 loop, or, when the caller already has a running loop (Jupyter), on a worker thread. Setup (the
 dataset, the experiment, what a resumed experiment already finished) happens before the first
 example runs, so a bad argument fails fast and ``blocking=False`` returns an object that fills
-in as rows complete. Two things follow while the first examples run instead of before them: a
-fresh experiment's project row (its id claimed up front; nothing naming it is stored before
-the row exists, see ``Creation``) and the git facts.
+in as rows complete. What can follow the first examples starts once they are all launched
+(``_Followers``), so it neither delays nor competes with their start: the rest of the dataset
+(the set-up reads only its first page), a fresh experiment's project row (its id claimed up
+front; nothing naming it is stored before the row exists, see ``Creation``) and the git facts.
 """
 
 from __future__ import annotations
