@@ -269,25 +269,30 @@ def test_admitted_patches_keep_runs_where_their_post_put_them(store: Store) -> N
     assert store.runs.read(early).session_id == late.id and store.runs.read(early).end_time
 
 
-def test_batches_are_stored_compressed_and_plain_rows_of_older_versions_still_fold(
+def test_batches_are_stored_compressed_and_rows_of_older_versions_still_fold(
         store: Store) -> None:
+    """Batches are zstd frames; rows older versions wrote (zlib-compressed, plain JSON) fold
+    the same."""
     import json
+    import zlib
 
     from sqlalchemy import insert
 
-    rids = [str(uuid.uuid4()) for _ in range(200)]
+    rids = [str(uuid.uuid4()) for _ in range(300)]
     store.journal.append_runs([_run(r, end=T0 + 5, session_name="packed") for r in rids[:100]])
     with store.engine.connect() as conn:
         stored = conn.execute(select(journal.c.payload).where(
             journal.c.tenant_id == store.tenant_id)).scalars().all()
-    plain = json.dumps({"posts": [_run(r, end=T0 + 5, session_name="packed") for r in rids[:100]],
-                        "patches": [], "default_project": "default"}).encode()
-    assert len(stored) == 1 and len(stored[0]) * 5 < len(plain)  # compressed
-    with store.write() as conn:  # a row as the previous version wrote it: plain JSON
-        conn.execute(insert(journal).values(
-            tenant_id=store.tenant_id, kind="runs", items=100, created_at=T0,
-            payload=json.dumps({"posts": [_run(r, end=T0 + 5, session_name="packed")
-                                          for r in rids[100:]],
-                                "patches": [], "default_project": "default"}).encode()))
-    assert store.projects.read(project_name="packed", include_stats=True).run_count == 200
+
+    def plain(ids: list[str]) -> bytes:
+        return json.dumps({"posts": [_run(r, end=T0 + 5, session_name="packed") for r in ids],
+                           "patches": [], "default_project": "default"}).encode()
+
+    assert len(stored) == 1 and stored[0][:4] == b"\x28\xb5\x2f\xfd"  # a zstd frame
+    assert len(stored[0]) * 5 < len(plain(rids[:100]))  # compressed
+    with store.write() as conn:  # rows as previous versions wrote them
+        for payload in (zlib.compress(plain(rids[100:200]), 1), plain(rids[200:])):
+            conn.execute(insert(journal).values(tenant_id=store.tenant_id, kind="runs",
+                                                items=100, created_at=T0, payload=payload))
+    assert store.projects.read(project_name="packed", include_stats=True).run_count == 300
     assert store.journal.pending() == 0

@@ -424,21 +424,26 @@ class RunTree:
     def _wire(self, final: bool, micros: bool = False) -> dict[str, Any]:
         """LangSmith's run dict. ``final``: with end time, outputs and error. ``micros``: times
         as epoch microseconds (what the local store keeps) instead of datetimes."""
-        extra = dict(self.extra) if self.extra else {}
-        extra["metadata"] = dict(self.metadata)
-        extra.setdefault("runtime", _RUNTIME)
+        extra, meta = self.extra, self.metadata
+        if extra:  # the run's own dicts are copied, never changed
+            extra = dict(extra)
+            extra["metadata"] = dict(meta) if meta else {}
+            extra.setdefault("runtime", _RUNTIME)
+        else:
+            extra = {"metadata": dict(meta) if meta else {}, "runtime": _RUNTIME}
+        parent, tags, events = self._parent_id, self.tags, self.events
         out: dict[str, Any] = {
             "id": str(self._id),
             "trace_id": str(self._trace),
-            "parent_run_id": None if self._parent_id is None else str(self._parent_id),
-            "dotted_order": self.dotted_order,
+            "parent_run_id": None if parent is None else str(parent),
+            "dotted_order": self._dotted or self.dotted_order,
             "name": self.name,
             "run_type": self.run_type,
             "start_time": self._start_us if micros else _us_to_dt(self._start_us),
             "inputs": self.inputs,
             "extra": extra,
-            "tags": list(self.tags),
-            "events": list(self.events),
+            "tags": list(tags) if tags else [],
+            "events": list(events) if events else [],
         }
         if self.session_id is not None:
             out["session_id"] = str(self.session_id)
