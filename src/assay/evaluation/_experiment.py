@@ -158,14 +158,12 @@ class Creation:
 
     def __init__(self, create: Callable[[], ExperimentState],
                  on_failure: Callable[[], None] | None = None, start_wait: float = 1.0) -> None:
-        self.done = threading.Event()
+        self.done = threading.Event()  # for the writer and the sink, which hold until it
         self.failed = False
-        # the same outcome for an event loop to await (``asyncio.wrap_future``), no thread
+        # the outcome: ``result()`` here, ``asyncio.wrap_future`` on an event loop (no thread)
         self.future: concurrent.futures.Future[ExperimentState] = concurrent.futures.Future()
         self.future.set_running_or_notify_cancel()  # a waiter that gives up cannot cancel it
         self._go = threading.Event()
-        self._state: ExperimentState | None = None
-        self._error: BaseException | None = None
         thread = threading.Thread(target=self._run, args=(create, on_failure, start_wait),
                                   name="assay-experiment", daemon=True)
         thread.start()
@@ -176,27 +174,25 @@ class Creation:
 
     def _run(self, create: Callable[[], ExperimentState],
              on_failure: Callable[[], None] | None, start_wait: float) -> None:
+        error: BaseException | None = None
+        state = None
         try:
             self._go.wait(start_wait)
-            self._state = create()
+            state = create()
         except BaseException as exc:  # raised by result(), in the experiment's task
-            self._error = exc
+            error = exc
             self.failed = True
             if on_failure is not None:
                 on_failure()  # before ``done``: what was held is dropped, never stored
         finally:
             self.done.set()
-            if self._error is not None:
-                self.future.set_exception(self._error)
+            if error is not None:
+                self.future.set_exception(error)
             else:
-                self.future.set_result(self._state)  # type: ignore[arg-type]
+                self.future.set_result(state)  # type: ignore[arg-type]
 
     def result(self) -> ExperimentState:
-        self.done.wait()
-        if self._error is not None:
-            raise self._error
-        assert self._state is not None
-        return self._state
+        return self.future.result()
 
 
 def new_name(prefix: str | None) -> str:

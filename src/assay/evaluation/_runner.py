@@ -120,8 +120,9 @@ class Plan:
     sink: FeedbackSink | None = None
     executor: ThreadPoolExecutor | None = None  # threads for sync targets and evaluators
     ignored_traces: list[uuid.UUID] = field(default_factory=list)
-    # called once the first examples are on their way (on a pool: every worker has started
-    # its first one), so set-up work that can follow them does not delay their launch
+    # called (it may be more than once) when the first examples are on their way (on a pool:
+    # every worker has started its first one), so set-up work that can follow them does not
+    # delay their launch
     on_launch: Callable[[], None] | None = None
     session_id: str | None = field(init=False, default=None)  # experiment_id as run wire text
     writer: RunWriter | None = field(init=False, default=None)  # the client's run writer
@@ -357,9 +358,8 @@ async def run_units(plan: Plan, units: Iterable[Unit], results: ExperimentResult
 
 
 def _launched(plan: Plan) -> None:
-    launch, plan.on_launch = plan.on_launch, None
-    if launch is not None:
-        launch()
+    if plan.on_launch is not None:
+        plan.on_launch()
 
 
 async def run_summary(plan: Plan, rows: Sequence[ExperimentResultRow]) -> list[EvaluationResult]:
