@@ -105,6 +105,36 @@ def test_runs_are_batched(spied: tuple) -> None:
     assert len(spy.calls) <= 12 and max(sizes) == 100
 
 
+def test_runs_queued_during_a_drain_wait_for_the_next_round(spied: tuple) -> None:
+    """A drain stores what was queued when it began; runs that arrive while it writes wait
+    for the next round (the interval, a full batch or a flush) instead of a small transaction
+    each right away, which competed with a busy event loop while examples finished."""
+    client, spy = spied
+    writer = client._tracing_writer()
+    writer.interval = 1.0  # a round long enough to see which drain stored what
+    spy.gate.clear()  # the first drain blocks in its first append
+
+    @traceable
+    def f(i: int) -> int:
+        return i
+
+    with tracing_context(enabled=True, client=client, project_name="r"):
+        for i in range(5):
+            f(i)
+        writer._wake.set()  # the first round starts now, on these 5
+        deadline = time.monotonic() + 5
+        while writer._q and time.monotonic() < deadline:  # taken by the drain, now blocked
+            time.sleep(0.005)
+        for i in range(5, 8):  # arrive while it writes
+            f(i)
+    spy.gate.set()
+    time.sleep(0.1)  # the first drain finishes; the next round is a second away
+    assert [len(p) + len(q) for p, q in spy.calls] == [5]
+    client.flush()
+    assert [len(p) + len(q) for p, q in spy.calls] == [5, 3]
+    assert len(list(client.list_runs(project_name="r"))) == 8
+
+
 def test_full_queue_blocks_producers_instead_of_dropping(spied: tuple) -> None:
     client, spy = spied
     writer = client._tracing_writer()

@@ -215,21 +215,29 @@ class RunWriter:
                     return
 
     def _drain(self) -> None:
-        """Store everything queued, ``batch_size`` runs per upsert."""
+        """Store everything queued when called, ``batch_size`` runs per upsert.
+
+        Runs queued meanwhile wait for the next round (a full batch, a flush, or the interval),
+        not for another small transaction right away: while examples finish one by one, a
+        drain that chased them stored a dozen transactions of a few runs each, competing with
+        the event loop for the interpreter at the moment it was busiest."""
         if self._holds:
             self._wait_holds()
         q = self._q
         batch = self.batch_size
         micros = self._journal() is not None  # the local store takes epoch microseconds
-        while q:
+        todo = len(q)
+        while todo > 0:
             posts: list[dict[str, Any]] = []
             patches: list[dict[str, Any]] = []
             markers: list[threading.Event] = []
-            while q and len(posts) + len(patches) < batch:
+            while todo > 0 and len(posts) + len(patches) < batch:
                 try:
                     item = q.popleft()
-                except IndexError:
+                except IndexError:  # cleared meanwhile (a fork)
+                    todo = 0
                     break
+                todo -= 1
                 self._take(item, posts, patches, markers, micros)
             if posts or patches:
                 self._send(posts, patches)
