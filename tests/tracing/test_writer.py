@@ -34,8 +34,17 @@ class SpyJournal:
         self.calls.append((posts, patches))
         return self.real.append_runs(posts, patches, **kw)
 
+    def sizes(self) -> list[int]:
+        """Runs per batch appended so far."""
+        return [len(p) + len(q) for p, q in self.calls]
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.real, name)
+
+
+@traceable
+def f(i: int) -> int:
+    return i
 
 
 class SpyBackend:
@@ -90,17 +99,13 @@ def test_runs_are_batched(spied: tuple) -> None:
     writer.batch_size = 100
     spy.gate.clear()  # hold the writer so the queue builds up
 
-    @traceable
-    def f(i: int) -> int:
-        return i
-
     with tracing_context(enabled=True, client=client, project_name="b"):
         for i in range(1000):
             f(i)
     spy.gate.set()
     client.flush()
     assert len(list(client.list_runs(project_name="b"))) == 1000
-    sizes = [len(p) + len(q) for p, q in spy.calls]
+    sizes = spy.sizes()
     assert sum(sizes) == 1000  # every run went out once, as a merged post
     assert len(spy.calls) <= 12 and max(sizes) == 100
 
@@ -114,10 +119,6 @@ def test_runs_queued_during_a_drain_wait_for_the_next_round(spied: tuple) -> Non
     writer.interval = 1.0  # a round long enough to see which drain stored what
     spy.gate.clear()  # the first drain blocks in its first append
 
-    @traceable
-    def f(i: int) -> int:
-        return i
-
     with tracing_context(enabled=True, client=client, project_name="r"):
         for i in range(5):
             f(i)
@@ -129,9 +130,9 @@ def test_runs_queued_during_a_drain_wait_for_the_next_round(spied: tuple) -> Non
             f(i)
     spy.gate.set()
     time.sleep(0.1)  # the first drain finishes; the next round is a second away
-    assert [len(p) + len(q) for p, q in spy.calls] == [5]
+    assert spy.sizes() == [5]
     client.flush()
-    assert [len(p) + len(q) for p, q in spy.calls] == [5, 3]
+    assert spy.sizes() == [5, 3]
     assert len(list(client.list_runs(project_name="r"))) == 8
 
 
@@ -142,10 +143,6 @@ def test_full_queue_blocks_producers_instead_of_dropping(spied: tuple) -> None:
     spy.gate.clear()
     release = threading.Timer(0.3, spy.gate.set)
     release.start()
-
-    @traceable
-    def f(i: int) -> int:
-        return i
 
     t0 = time.perf_counter()
     with tracing_context(enabled=True, client=client, project_name="full"):

@@ -223,8 +223,8 @@ def _prepare_inner(o: _Options) -> _Prepared:
     # folded beside its examples, they would slow its runs and skew the latencies it measures.
     created_later = (o.upload_results and existing is None and generated and remote is None
                      and not o.client.is_remote)  # type: ignore[union-attr]
-    if created_later:
-        o.client.store.settle()  # type: ignore[union-attr]  # before the dataset's pages hold a connection
+    if created_later:  # before the dataset's pages hold a connection
+        o.client.store.settle()  # type: ignore[union-attr]
     resolved = _resolve_data(o, existing)
     reps = o.num_repetitions or (int(existing.metadata.get("num_repetitions") or 1)
                                if existing is not None else 1)

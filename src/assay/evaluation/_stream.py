@@ -76,9 +76,7 @@ class ExampleStream(Sequence[Example]):
     def start(self) -> None:
         """Read on now."""
         if not self._started:
-            with self._cond:
-                self._started = True
-                self._cond.notify_all()
+            self._ask(0)
 
     def _ask(self, i: int) -> None:
         with self._cond:
