@@ -302,3 +302,67 @@ def test_runs_traced_by_evaluators_go_to_the_evaluators_project(client: Client) 
     assert {r.run_type for r in client.list_runs(project_id=res.experiment_id)} == {"chain"}
     judges = list(client.list_runs(project_name="evaluators"))
     assert [r.name for r in judges] == ["judge", "judge"]
+
+
+class _Stop(BaseException):
+    """Not an Exception: a summary evaluator raising it stops the experiment."""
+
+
+def test_stopped_after_its_examples_an_experiment_keeps_its_runs_and_feedback(
+        client: Client) -> None:
+    """Stopped between its last example and its end (here by a summary evaluator): what ran is
+    stored (the feedback still queued too), and the experiment has no end time."""
+    make_dataset(client, "stopped", 30)
+
+    async def target(inputs: dict) -> dict:
+        return {"y": 2 * inputs["x"]}
+
+    def right(outputs: dict, reference_outputs: dict) -> bool:
+        return outputs["y"] == reference_outputs["y"]
+
+    def stop(runs: list, examples: list) -> float:
+        raise _Stop
+
+    with pytest.raises(_Stop):
+        evaluate(target, data="stopped", evaluators=[right], summary_evaluators=[stop],
+                 client=client, max_concurrency=10, experiment_prefix="stopped")
+    (exp,) = [p for p in client.list_projects() if p.name.startswith("stopped-")]
+    assert exp.end_time is None
+    stats = client.read_project(project_id=exp.id, include_stats=True)
+    assert stats.run_count == 30
+    assert stats.feedback_stats["right"].n == 30
+
+
+def test_summary_feedback_and_end_time_are_stored_with_the_last_runs(client: Client) -> None:
+    make_dataset(client, "ended", 12)
+
+    def target(inputs: dict) -> dict:
+        return {"y": 2 * inputs["x"]}
+
+    def fails(outputs: dict) -> bool:
+        raise ValueError("bad")
+
+    def count(runs: list, examples: list) -> int:
+        return len(runs)
+
+    res = evaluate(target, data="ended", evaluators=[fails], summary_evaluators=[count],
+                   client=client, experiment_prefix="ended")
+    stats = client.read_project(project_name=res.experiment_name, include_stats=True)
+    assert stats.end_time is not None and stats.run_count == 12
+    assert stats.feedback_stats["fails"].n == 12  # error results are feedback too
+    assert stats.session_feedback_stats["count"].avg == 12
+
+
+async def test_an_experiment_leaves_the_loop_s_default_executor_alone(client: Client) -> None:
+    """Its blocking store work runs on assay's own threads: nothing for ``asyncio.run`` to
+    start and join per call."""
+    make_dataset(client, "own-threads", 5)
+
+    async def target(inputs: dict) -> dict:
+        return {"y": 2 * inputs["x"]}
+
+    res = await aevaluate(target, data="own-threads", client=client, max_concurrency=5)
+    assert len(res) == 5
+    names = [t.name for t in threading.enumerate()]
+    assert not [n for n in names if n.startswith("asyncio_")], names
+    assert any(n.startswith("assay-io") for n in names), names

@@ -13,6 +13,7 @@ front; nothing naming it is stored before the row exists, see ``Creation``) and 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import threading
@@ -23,7 +24,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._ids import new_id_text, utcnow
-from .._sync import run_sync
+from .._sync import offload, run_sync
 from ..errors import InvalidInputError
 from ..schemas import Example, Feedback, TracerSession
 from ..tracing import tracing_context
@@ -308,13 +309,14 @@ class _Followers:
         if prep.creation is not None:
             prep.creation.start()
         if prep.state is not None:
-            self.git = asyncio.ensure_future(asyncio.to_thread(_record_git, prep))
+            self.git = offload(_record_git, prep)
 
 
 async def _execute_inner(prep: _Prepared) -> ExperimentResults:
     plan, results = prep.plan, prep.results
     followers = _Followers(prep)
     plan.on_launch = followers.launch
+    stored = False  # the feedback and runs left at the end went to the store
     try:
         if plan.upload:
             plan.sink = FeedbackSink(prep.client.store, interval=0.02,  # type: ignore[union-attr]
@@ -329,32 +331,26 @@ async def _execute_inner(prep: _Prepared) -> ExperimentResults:
                     await _while_created(prep, run_units(plan, prep.units, results))
         finally:
             followers.launch()  # when the examples failed before they were launched
-            if plan.sink is not None:
-                # the last feedback, then the last runs: one after the other is measured
-                # faster than side by side (the two threads only contend for the interpreter
-                # and the database's write lock)
-                try:
-                    await plan.sink.close()
-                finally:
-                    await asyncio.to_thread(prep.client.flush)  # type: ignore[union-attr]
-        if plan.upload:
-            client = prep.client
-            assert client is not None and prep.state is not None
-            if plan.ignored_traces:
-                await asyncio.to_thread(client.store.runs.delete_traces, str(prep.state.id),
-                                        trace_ids=plan.ignored_traces)
         rows = [r for r in results._rows if r is not None]
-        summary = await run_summary(plan, rows)
+        summary = await run_summary(plan, rows)  # needs the rows, not the store
         results.summary_results = EvaluationResults(results=summary)
         if followers.git is not None:
             await followers.git
-        if plan.upload:
-            await asyncio.to_thread(_close_experiment, prep, summary)
+        if plan.sink is not None:
+            rest = await plan.sink.detach()
+            stored = True
+            await offload(_store_the_end, prep, rest, summary)
     except BaseException as exc:
         followers.launch()
-        if followers.git is not None:  # its write never outlives the experiment
-            await asyncio.gather(followers.git, return_exceptions=True)
-        results._finish(exc)
+        try:
+            if plan.sink is not None and not stored:  # what did run is kept
+                with contextlib.suppress(Exception):  # a failed write: raised already, or
+                    await plan.sink.close()           # second to the error being raised
+                await offload(prep.client.flush)  # type: ignore[union-attr]
+        finally:
+            if followers.git is not None:  # its write never outlives the experiment
+                await asyncio.gather(followers.git, return_exceptions=True)
+            results._finish(exc)
         raise
     results._finish()
     return results
@@ -400,9 +396,18 @@ def _record_git(prep: _Prepared) -> None:
     record_git(prep.client, prep.state, git_info())
 
 
-def _close_experiment(prep: _Prepared, summary: list[EvaluationResult]) -> None:
-    client, state = prep.client, prep.state
-    assert client is not None and state is not None
+def _store_the_end(prep: _Prepared, feedback: list[dict[str, Any]],
+                   summary: list[EvaluationResult]) -> None:
+    """Everything an experiment stores after its last example, on one thread: the feedback
+    still queued, then the last runs (one after the other is measured faster than side by
+    side: the two only contend for the interpreter and the write lock), then what needs them
+    stored (dropping the traces of ignored errors), the summary feedback and the end time."""
+    client, state, sink = prep.client, prep.state, prep.plan.sink
+    assert client is not None and state is not None and sink is not None
+    sink.finish(feedback)
+    client.flush()
+    if prep.plan.ignored_traces:
+        client.store.runs.delete_traces(str(state.id), trace_ids=prep.plan.ignored_traces)
     if summary:
         rows = feedback_rows(summary, None, None, state.id)
         for i, row in enumerate(rows):  # fixed ids: a resumed experiment replaces, never adds
@@ -455,7 +460,7 @@ async def aevaluate(
     order; ``max_concurrency`` bounds the examples in flight on the cluster (``None``: every
     CPU kept busy), ``timeout``, ``error_handling`` and resuming behave as locally.
     """
-    prep = await asyncio.to_thread(_prepare, _Options(
+    prep = await offload(_prepare, _Options(
         target, data, evaluators, summary_evaluators, metadata, experiment_prefix, description,
         max_concurrency, num_repetitions, client, experiment, upload_results, error_handling,
         as_of, splits, timeout, executor))

@@ -7,6 +7,10 @@ which is what resume relies on to tell finished rows from unfinished ones.
 
 ``hold``: the experiment's project row being written meanwhile (``Creation``): nothing is
 written before it is done, and nothing at all if it failed.
+
+The end: ``close()`` stores what is left from its own task; an experiment that stores more
+after it (the last runs, its end time) takes the rest with ``detach()`` and stores it with
+``finish()`` on the thread that does the rest, one hop off the event loop instead of several.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._sync import offload
 from ..errors import StoreError
 
 if TYPE_CHECKING:
@@ -34,6 +39,7 @@ class FeedbackSink:
         self._pending: list[dict[str, Any]] = []
         self._wake = asyncio.Event()
         self._closing = False
+        self._detached = False
         self._task: asyncio.Task[None] | None = None
         self._error: BaseException | None = None
         self.written = 0
@@ -56,17 +62,19 @@ class FeedbackSink:
             except TimeoutError:
                 pass
             self._wake.clear()
+            if self._detached:
+                return
             if self._hold is not None:
                 if not self._hold.done.is_set():
                     if not self._closing:
                         continue  # queued rows wait for the next tick
-                    await asyncio.to_thread(self._hold.done.wait)
+                    await offload(self._hold.done.wait)
                 if self._hold.failed:
                     self._pending = []  # their experiment does not exist: never stored
             if self._pending:
                 rows, self._pending = self._pending, []
                 try:
-                    await asyncio.to_thread(self._write, rows)
+                    await offload(self._write, rows)
                 except BaseException as exc:  # surfaced by add() and close()
                     self._error = exc
                     return
@@ -87,5 +95,29 @@ class FeedbackSink:
         self._wake.set()
         if self._task is not None:
             await self._task
+        self._raise()
+
+    async def detach(self) -> list[dict[str, Any]]:
+        """Stop storing (a write under way completes) and hand over what is still queued, for
+        ``finish``; re-raise a failed write."""
+        self._closing = self._detached = True
+        self._wake.set()
+        if self._task is not None:
+            await self._task
+        self._raise()
+        rows, self._pending = self._pending, []
+        return rows
+
+    def finish(self, rows: list[dict[str, Any]]) -> None:
+        """Store the rows ``detach`` handed over (blocking: on a thread). They wait for the
+        experiment's row like every other write, and are dropped if it failed."""
+        if self._hold is not None:
+            self._hold.done.wait()
+            if self._hold.failed:
+                return
+        if rows:
+            self._write(rows)
+
+    def _raise(self) -> None:
         if self._error is not None:
             raise StoreError(f"storing feedback failed: {self._error}") from self._error

@@ -17,13 +17,13 @@ from sqlalchemy.engine import Connection, Engine
 from ..errors import AssayError, StoreError
 from . import _migrate
 from ._engine import BUSY_TIMEOUT_S, make_engine, resolve_url
+from ._journal import Journal  # every bulk write goes through it: not imported on first write
 from ._tables import DEFAULT_TENANT_ID
 
 if TYPE_CHECKING:
     from ._datasets import DatasetRepo
     from ._examples import ExampleRepo
     from ._feedback import FeedbackRepo
-    from ._journal import Journal
     from ._keys import KeyRepo
     from ._projects import ProjectRepo
     from ._runs import RunRepo
@@ -185,8 +185,6 @@ class Store:
 
     @cached_property
     def journal(self) -> Journal:
-        from ._journal import Journal
-
         return Journal(self)
 
     def settle(self) -> int:
