@@ -137,7 +137,7 @@ def part_memory(n: int) -> float:
     return time.perf_counter() - t0
 
 
-def _wire_runs(n: int, project_id: Any) -> list[dict[str, Any]]:
+def _wire_runs(n: int, project_id: Any) -> list[list[Any]]:
     from assay.tracing import RunTree
 
     out = []
@@ -145,7 +145,7 @@ def _wire_runs(n: int, project_id: Any) -> list[dict[str, Any]]:
         run = RunTree("target", "chain", {"x": i}, project_id=project_id,
                       reference_example_id=uuid.uuid4(), metadata={"repetition": 0})
         run.end(outputs={"y": i})
-        out.append(run._wire(True, True))  # as the tracing writer journals it
+        out.append(run._row())  # as the tracing writer journals it
     return out
 
 
@@ -163,8 +163,10 @@ def _journaled(n: int, runs: bool, feedback: bool) -> tuple[Any, float]:
     posts = _wire_runs(n, p.id) if runs else []
     rows = _feedback_rows(n, p.id) if feedback else []
     t0 = time.perf_counter()
+    from assay.tracing import RunTree
+
     for i in range(0, len(posts), 1000):
-        client.store.journal.append_runs(posts[i:i + 1000])
+        client.store.journal.append_runs(posts[i:i + 1000], columns=RunTree.ROW_COLUMNS)
     for i in range(0, len(rows), 2000):
         client.store.journal.append_feedback(rows[i:i + 2000])
     return client, time.perf_counter() - t0

@@ -231,7 +231,7 @@ def main() -> None:
                for c in used), "a measured run stored nothing"
     wire_us, store_us, fold_us = writer_breakdown(next(fresh), n)
     print("where the stored cost goes (single thread, per run):")
-    print(f"  RunTree -> LangSmith wire dict (writer thread)      {wire_us:7.2f} us")
+    print(f"  RunTree -> journal row (writer thread)              {wire_us:7.2f} us")
     print(f"  journal append, batches of 1000 (SQLite)            {store_us:7.2f} us")
     print(f"  (later, once) fold into runs on the first read      {fold_us:7.2f} us")
     print()
@@ -248,7 +248,7 @@ def main() -> None:
 
 
 def writer_breakdown(client: Client, n: int) -> tuple[float, float, float]:
-    """Time the writer's work in its parts: building wire dicts, appending them to the store's
+    """Time the writer's work in its parts: building journal rows, appending them to the store's
     journal; and the fold that indexes them on the next read (not part of the stored figure)."""
     from assay.tracing import RunTree
 
@@ -262,10 +262,10 @@ def writer_breakdown(client: Client, n: int) -> tuple[float, float, float]:
     try:
         client.store.settle()
         t0 = time.perf_counter()
-        wires = [r._wire(True, True) for r in runs]
+        wires = [r._row() for r in runs]  # as the writer journals a finished run
         t1 = time.perf_counter()
         for i in range(0, n, 1000):
-            client.store.journal.append_runs(wires[i:i + 1000])
+            client.store.journal.append_runs(wires[i:i + 1000], columns=RunTree.ROW_COLUMNS)
         t2 = time.perf_counter()
         client.store.settle()
         t3 = time.perf_counter()

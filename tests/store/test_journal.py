@@ -296,3 +296,40 @@ def test_batches_are_stored_compressed_and_rows_of_older_versions_still_fold(
                                                 items=100, created_at=T0, payload=payload))
     assert store.projects.read(project_name="packed", include_stats=True).run_count == 300
     assert store.journal.pending() == 0
+
+
+def test_posts_journaled_as_lists_of_values_fold_like_the_dicts(store: Store) -> None:
+    """A batch may carry posts as value lists with the column names once (the tracing
+    writer's finished runs), mixed with dict posts: they are stored exactly as the dicts."""
+    columns = ["id", "trace_id", "parent_run_id", "name", "run_type", "start_time", "inputs",
+               "end_time", "outputs", "error", "tags", "extra", "session_name"]
+    as_dicts, as_lists, mixed = [], [], []
+    for kind, out in (("dicts", as_dicts), ("lists", as_lists), ("mixed", mixed)):
+        root, child = str(uuid.uuid4()), str(uuid.uuid4())
+        posts = [_run(root, end=T0 + 1000, error=None, tags=["t"], session_name=f"p-{kind}",
+                      extra={"metadata": {"m": 1}}),
+                 _run(child, parent=root, trace=root, start=T0 + 10, end=T0 + 500,
+                      run_type="llm", error="boom", tags=[], session_name=f"p-{kind}",
+                      extra={"metadata": {}})]
+        rows = [[p.get(c) for c in columns] for p in posts]
+        if kind == "dicts":
+            store.journal.append_runs(posts)
+        elif kind == "lists":
+            store.journal.append_runs(rows, columns=columns)
+        else:
+            store.journal.append_runs([posts[0], rows[1]], columns=columns)
+        out.extend([root, child])
+
+    def stored(ids: list[str]) -> list[tuple]:
+        got = {str(r.id): r for r in store.runs.list(trace_id=ids[0])}
+        return [(r.name, r.run_type, r.status, r.error, r.tags, r.outputs, sorted(r.inputs),
+                 r.metadata, r.latency, r.parent_run_id is not None)
+                for r in (got[ids[0]], got[ids[1]])]
+
+    expected = stored(as_dicts)
+    assert expected[1][2] == "error" and expected[0][4] == ["t"] and expected[1][-1]
+    assert stored(as_lists) == expected
+    assert stored(mixed) == expected
+    for kind in ("dicts", "lists", "mixed"):
+        assert store.projects.read(project_name=f"p-{kind}", include_stats=True).run_count == 1
+    _same_as_recomputed(store)

@@ -204,3 +204,27 @@ def test_llm_function_in_langsmith_style(tclient: Client) -> None:
     assert runs["chat"].total_tokens == 30 and runs["chat"].total_cost > 0
     assert runs["chat2"].total_tokens == 10 and runs["chat2"].total_cost > 0
     assert runs["chat2"].metadata["usage_metadata"]["input_tokens"] == 4
+
+
+def test_a_finished_run_s_journal_row_holds_its_wire_dict(tclient: Client) -> None:
+    """``_row`` (what the local writer journals) gives the values of ``_wire`` (what goes to a
+    server), in ``ROW_COLUMNS`` order, None where the dict leaves a key out."""
+    ref, project = uuid.uuid4(), uuid.uuid4()
+    root = RunTree("root", "chain", {"q": 1}, client=tclient, project_id=project,
+                   reference_example_id=ref, metadata={"m": 1}, tags=["a"],
+                   extra={"runtime": {"sdk": "mine"}, "other": 2})
+    child = root.create_child("llm", "llm", {"p": "x"})
+    child.add_event({"name": "new_token", "time": "2026-01-01T00:00:00+00:00"})
+    child.end(error=ValueError("bad"))
+    plain = RunTree("plain", "tool", {}, client=tclient, project_name="named")
+    for run in (root, child, plain):
+        if run is not child:
+            run.end(outputs={"ok": True})
+        wire = run._wire(True, micros=True)
+        row = run._row()
+        assert len(row) == len(RunTree.ROW_COLUMNS)
+        as_dict = {k: v for k, v in zip(RunTree.ROW_COLUMNS, row) if v is not None or k in wire}
+        assert as_dict == wire
+    assert root._row()[RunTree.ROW_COLUMNS.index("reference_example_id")] == str(ref)
+    assert child._row()[RunTree.ROW_COLUMNS.index("trace_id")] == str(root.id)
+    assert root._row()[RunTree.ROW_COLUMNS.index("extra")]["runtime"] == {"sdk": "mine"}

@@ -29,9 +29,12 @@ class SpyJournal:
         self.gate.set()
 
     def append_runs(self, posts: Any = (), patches: Any = (), **kw: Any) -> int:
+        """Recorded as dicts: finished runs come as lists of values in ``columns`` order."""
         self.gate.wait(10)
         posts, patches = list(posts), list(patches)
-        self.calls.append((posts, patches))
+        columns = kw.get("columns")
+        self.calls.append(([dict(zip(columns, p)) if isinstance(p, list) else p
+                            for p in posts], patches))
         return self.real.append_runs(posts, patches, **kw)
 
     def sizes(self) -> list[int]:

@@ -471,6 +471,9 @@ class _WireRun:
     def _wire(self, final: bool, micros: bool = False) -> dict[str, Any]:
         return self._data  # times as the worker wrote them: the store reads either form
 
+    def _row(self) -> dict[str, Any]:
+        return self._data  # the journal takes a post as a dict as well as a list of values
+
 
 class _WireTree:
     """What ``ExperimentResultRow`` reads from a worker's trace: outputs, and the run record

@@ -143,18 +143,24 @@ class Journal:
         self.dropped = 0  # items a fold could not apply (logged)
 
     # -- append (assay's own writers) ---------------------------------------------------------
-    def append_runs(self, posts: Sequence[Mapping[str, Any]] = (),
+    def append_runs(self, posts: Sequence[Mapping[str, Any] | Sequence[Any]] = (),
                     patches: Sequence[Mapping[str, Any]] = (), *,
-                    default_project: str = "default") -> int:
+                    default_project: str = "default",
+                    columns: Sequence[str] | None = None) -> int:
         """Journal one batch of LangSmith run posts and patches (see ``RunRepo.upsert``).
 
-        Not validated here (the fold does, and drops with a warning what it must): callers are
-        assay's own writers, whose runs are well formed by construction."""
+        A post may also be a list of values in the order of ``columns`` (the names are
+        journaled once per batch, not once per run: the tracing writer's finished runs); the
+        fold turns it back into the post. Not validated here (the fold does, and drops with a
+        warning what it must): callers are assay's own writers, whose runs are well formed by
+        construction."""
         if not posts and not patches:
             return 0
-        items = [(RUNS, {"posts": list(posts), "patches": list(patches),
-                         "default_project": default_project})]
-        return self._append(items)
+        payload: dict[str, Any] = {"posts": list(posts), "patches": list(patches),
+                                   "default_project": default_project}
+        if columns is not None:
+            payload["columns"] = list(columns)
+        return self._append([(RUNS, payload)])
 
     def append_feedback(self, items: Sequence[Mapping[str, Any]]) -> int:
         """Journal one batch of feedback (see ``FeedbackRepo.create_many``), stored together;
@@ -321,7 +327,11 @@ class Journal:
             return 0
         if entry.kind == RUNS:
             project = payload.get("default_project") or "default"
-            runs = [(False, r) for r in payload.get("posts") or []]
+            columns = payload.get("columns")
+            posts = payload.get("posts") or []
+            if columns:  # posts journaled as lists of values
+                posts = [dict(zip(columns, p)) if p.__class__ is list else p for p in posts]
+            runs = [(False, r) for r in posts]
             runs += [(True, r) for r in payload.get("patches") or []]
 
             clean = payload.get("clean") is True  # from admit(): cleaned already

@@ -458,6 +458,33 @@ class RunTree:
             out["error"] = self.error
         return out
 
+    # The order of ``_row``'s values: a finished run as the local store's journal keeps it.
+    ROW_COLUMNS = ("id", "trace_id", "parent_run_id", "dotted_order", "name", "run_type",
+                   "start_time", "inputs", "extra", "tags", "events", "session_id",
+                   "session_name", "reference_example_id", "end_time", "outputs", "error")
+
+    def _row(self) -> list[Any]:
+        """``_wire(True, micros=True)``'s values as one list in ``ROW_COLUMNS`` order (None for
+        a key the dict leaves out), for a writer that serializes it at once: no keys to write
+        per run, and the run's own metadata, tags and events are not copied first."""
+        extra, meta = self.extra, self.metadata
+        if extra:
+            extra = dict(extra)
+            extra["metadata"] = meta if meta else {}
+            extra.setdefault("runtime", _RUNTIME)
+        else:
+            extra = {"metadata": meta if meta else {}, "runtime": _RUNTIME}
+        rid, trace, parent = self._id, self._trace, self._parent_id
+        run_id = str(rid)
+        sid, ref = self.session_id, self.reference_example_id
+        return [
+            run_id, run_id if trace is rid else str(trace),
+            None if parent is None else str(parent), self._dotted or self.dotted_order,
+            self.name, self.run_type, self._start_us, self.inputs, extra, self.tags or [],
+            self.events or [], None if sid is None else str(sid), self.session_name,
+            None if ref is None else str(ref), self._end_us, self.outputs, self.error,
+        ]
+
     def to_dict(self) -> dict[str, Any]:
         """The run as LangSmith's wire dict, as it stands now."""
         return self._wire(final=True)

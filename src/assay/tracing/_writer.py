@@ -4,7 +4,8 @@ Producers append ``(op, run)`` to a deque (atomic, ~25 ns) and return. The write
 when a batch is full or every ``interval`` seconds (20 ms: a fast producer fills batches first
 anyway; a slow one then leaves little for the final ``flush()`` to store), turns the queued ``RunTree`` objects into
 LangSmith wire dicts, and stores them as one batch: appended to a local store's journal (one
-row per batch, folded into ``runs`` before the next read; see ``store/_journal.py``), or sent
+row per batch, finished runs as lists of values rather than dicts, folded into ``runs`` before
+the next read; see ``store/_journal.py``), or sent
 with one ``runs.upsert(posts=..., patches=...)`` to a server. A run that has already finished
 when its start is picked up goes out as a single merged post.
 
@@ -31,10 +32,9 @@ import logging
 import os
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from ._run_tree import RunTree
+from ._run_tree import RunTree
 
 __all__ = ["RunWriter"]
 
@@ -265,13 +265,13 @@ class RunWriter:
                 # _sent != QUEUED and queues its own patch; one closed before is sent whole.
                 run._sent = 1
                 if run._closed:  # finished before we got to it: one merged post
-                    posts.append(run._wire(True, micros))
+                    posts.append(run._row() if micros else run._wire(True))
                     run._sent = 2
                 else:
                     posts.append(run._wire(False, micros))
             elif run._sent != 2:
                 if run._sent == 0:  # never posted (e.g. OTel spans): the whole run
-                    posts.append(run._wire(True, micros))
+                    posts.append(run._row() if micros else run._wire(True))
                 else:
                     wire = run._wire(True, micros)
                     del wire["inputs"]
@@ -288,8 +288,8 @@ class RunWriter:
     def _send(self, posts: list[dict[str, Any]], patches: list[dict[str, Any]]) -> None:
         journal = self._journal()
         try:
-            if journal is not None:
-                journal.append_runs(posts, patches)
+            if journal is not None:  # finished runs as rows (see RunTree._row)
+                journal.append_runs(posts, patches, columns=RunTree.ROW_COLUMNS)
             else:
                 self._client._backend.runs.upsert(posts=posts, patches=patches)
             self.batches += 1
@@ -298,8 +298,9 @@ class RunWriter:
         except Exception as exc:
             if len(posts) + len(patches) == 1:
                 self.failed += 1
+                run = (posts or patches)[0]
                 log.warning("assay tracing: the store rejected run %s: %s",
-                            (posts or patches)[0].get("id"), exc)
+                            run.get("id") if isinstance(run, dict) else run[0], exc)
                 return
             log.warning("assay tracing: a batch of %d runs failed (%s); retrying one by one",
                         len(posts) + len(patches), exc)
