@@ -4,7 +4,8 @@ A row of ``runs`` costs tens of microseconds to write (30 columns, eight indexes
 aggregates), more than a no-op target and its evaluator cost to run. assay's own bulk writers
 (the tracing writer, ``evaluate()``'s feedback sink, and the server's ingest through ``admit``)
 therefore append each batch as one JSON row here: a few microseconds per run, committed, so a
-crash loses nothing. The JSON is zstd-compressed (level 1, ~50x for runs; zlib before,
+crash loses nothing (the tracing writer's finished runs as lists of values, their column names
+once per batch). The JSON is zstd-compressed (level 1, ~50x for runs; zlib before,
 whose rows still fold): compressing runs outside the GIL, 3.5x faster than zlib, and a 1,000-run
 batch then commits ~4 KB instead of ~470 KB, which also spares SQLite's WAL a checkpoint every
 few batches. ``fold`` then
