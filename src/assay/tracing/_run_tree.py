@@ -421,16 +421,22 @@ class RunTree:
         self._get_writer().patch(self)
 
     # -- wire format --------------------------------------------------------------------------
+    def _wire_extra(self, copy: bool) -> dict[str, Any]:
+        """The wire's ``extra``: the run's own with its metadata and the runtime in it, a new
+        dict (the run's are never changed); ``copy``: the metadata copied too."""
+        extra, meta = self.extra, self.metadata
+        meta = (dict(meta) if copy else meta) if meta else {}
+        if extra:
+            extra = dict(extra)
+            extra["metadata"] = meta
+            extra.setdefault("runtime", _RUNTIME)
+            return extra
+        return {"metadata": meta, "runtime": _RUNTIME}
+
     def _wire(self, final: bool, micros: bool = False) -> dict[str, Any]:
         """LangSmith's run dict. ``final``: with end time, outputs and error. ``micros``: times
         as epoch microseconds (what the local store keeps) instead of datetimes."""
-        extra, meta = self.extra, self.metadata
-        if extra:  # the run's own dicts are copied, never changed
-            extra = dict(extra)
-            extra["metadata"] = dict(meta) if meta else {}
-            extra.setdefault("runtime", _RUNTIME)
-        else:
-            extra = {"metadata": dict(meta) if meta else {}, "runtime": _RUNTIME}
+        extra = self._wire_extra(copy=True)
         parent, tags, events = self._parent_id, self.tags, self.events
         out: dict[str, Any] = {
             "id": str(self._id),
@@ -467,13 +473,7 @@ class RunTree:
         """``_wire(True, micros=True)``'s values as one list in ``ROW_COLUMNS`` order (None for
         a key the dict leaves out), for a writer that serializes it at once: no keys to write
         per run, and the run's own metadata, tags and events are not copied first."""
-        extra, meta = self.extra, self.metadata
-        if extra:
-            extra = dict(extra)
-            extra["metadata"] = meta if meta else {}
-            extra.setdefault("runtime", _RUNTIME)
-        else:
-            extra = {"metadata": meta if meta else {}, "runtime": _RUNTIME}
+        extra = self._wire_extra(copy=False)
         rid, trace, parent = self._id, self._trace, self._parent_id
         run_id = str(rid)
         sid, ref = self.session_id, self.reference_example_id
