@@ -137,7 +137,7 @@ def part_memory(n: int) -> float:
     return time.perf_counter() - t0
 
 
-def _wire_runs(n: int, project_id: Any) -> list[list[Any]]:
+def _journal_rows(n: int, project_id: Any) -> list[list[Any]]:
     from assay.tracing import RunTree
 
     out = []
@@ -160,7 +160,7 @@ def _journaled(n: int, runs: bool, feedback: bool) -> tuple[Any, float]:
     batch sizes (tracing writer 1,000, feedback sink 2,000); seconds the appends took."""
     client = _fresh_client(1)
     p = client.create_project("p")
-    posts = _wire_runs(n, p.id) if runs else []
+    posts = _journal_rows(n, p.id) if runs else []
     rows = _feedback_rows(n, p.id) if feedback else []
     t0 = time.perf_counter()
     from assay.tracing import RunTree

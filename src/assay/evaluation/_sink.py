@@ -8,9 +8,10 @@ which is what resume relies on to tell finished rows from unfinished ones.
 ``hold``: the experiment's project row being written meanwhile (``Creation``): nothing is
 written before it is done, and nothing at all if it failed.
 
-The end: ``close()`` stores what is left from its own task; an experiment that stores more
-after it (the last runs, its end time) takes the rest with ``detach()`` and stores it with
-``finish()`` on the thread that does the rest, one hop off the event loop instead of several.
+The end: ``detach()`` stops the background writes and hands over what is left, ``finish()``
+stores it (blocking, on a thread): an experiment calls it on the thread that then stores its
+last runs and its end time, one hop off the event loop instead of several. ``close()`` is the
+two in one.
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ class FeedbackSink:
         self.interval = interval
         self._pending: list[dict[str, Any]] = []
         self._wake = asyncio.Event()
-        self._closing = False
         self._detached = False
         self._task: asyncio.Task[None] | None = None
         self._error: BaseException | None = None
@@ -66,20 +66,16 @@ class FeedbackSink:
                 return
             if self._hold is not None:
                 if not self._hold.done.is_set():
-                    if not self._closing:
-                        continue  # queued rows wait for the next tick
-                    await offload(self._hold.done.wait)
+                    continue  # queued rows wait for the next tick (the end waits in finish)
                 if self._hold.failed:
                     self._pending = []  # their experiment does not exist: never stored
             if self._pending:
                 rows, self._pending = self._pending, []
                 try:
                     await offload(self._write, rows)
-                except BaseException as exc:  # surfaced by add() and close()
+                except BaseException as exc:  # surfaced by add(), detach() and close()
                     self._error = exc
                     return
-            if self._closing and not self._pending:
-                return
 
     def _write(self, rows: list[dict[str, Any]]) -> None:
         journal = getattr(self._store, "journal", None)  # a local store: one journal row
@@ -91,16 +87,12 @@ class FeedbackSink:
 
     async def close(self) -> None:
         """Store everything queued; re-raise a failed write."""
-        self._closing = True
-        self._wake.set()
-        if self._task is not None:
-            await self._task
-        self._raise()
+        await offload(self.finish, await self.detach())
 
     async def detach(self) -> list[dict[str, Any]]:
         """Stop storing (a write under way completes) and hand over what is still queued, for
         ``finish``; re-raise a failed write."""
-        self._closing = self._detached = True
+        self._detached = True
         self._wake.set()
         if self._task is not None:
             await self._task
@@ -116,7 +108,11 @@ class FeedbackSink:
             if self._hold.failed:
                 return
         if rows:
-            self._write(rows)
+            try:
+                self._write(rows)
+            except Exception as exc:
+                self._error = exc
+                self._raise()
 
     def _raise(self) -> None:
         if self._error is not None:
