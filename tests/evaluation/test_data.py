@@ -212,3 +212,25 @@ def test_the_reader_keeps_a_window_ready_and_reads_the_rest_after_a_long_pause(
     while len(taken) < 40 and time.monotonic() < deadline:  # nobody asks: read at once
         time.sleep(0.01)
     assert len(taken) == 40 and len(idle) == 40
+
+
+def test_a_consumer_wakes_the_paused_reader_once_per_page_not_once_per_example(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the paused reader's mark, the first request wakes it; the examples handed out
+    before it gets to run must not each notify it again (a lock and a notify per example)."""
+    from assay.evaluation import _stream
+
+    monkeypatch.setattr(_stream, "AHEAD", 64)
+    stream = _stream.ExampleStream(640, _pages(640, []))
+    asks = []
+    real_ask = stream._ask
+
+    def counted(i: int) -> None:
+        asks.append(i)
+        real_ask(i)
+
+    stream._ask = counted  # type: ignore[method-assign]
+    assert [e.inputs["page"] for e in stream] == list(range(640))
+    # a pause per AHEAD/2 examples, each ended by one request (plus one when the consumer
+    # runs out of what is read): about 40; one per example past each mark would be ~600
+    assert len(asks) < 100, len(asks)

@@ -45,6 +45,29 @@ async def test_signatures(fn: object) -> None:
     assert [(r.key, r.score) for r in res] == [("lambda", True)]
 
 
+@pytest.mark.parametrize("fn", [
+    lambda inputs, outputs, reference_outputs: (inputs, outputs, reference_outputs),
+    lambda reference_outputs, inputs, outputs: (inputs, outputs, reference_outputs),
+    lambda outputs, reference_outputs, inputs=None: (inputs, outputs, reference_outputs),
+    lambda outputs, *, inputs, reference_outputs: (inputs, outputs, reference_outputs),
+    lambda outputs, unused=0, inputs=None, reference_outputs=None: (
+        inputs, outputs, reference_outputs),
+])
+async def test_named_parameters_get_their_own_values_in_any_order(fn: object) -> None:
+    """Named fields reach the parameter of that name, whether the call is positional (names
+    first and in order) or by keyword (any other shape)."""
+    row = ExperimentResultRow(EX, run=RUN.model_copy(update={"outputs": {"a": 5}}))
+    seen = []
+
+    def ev(*args: object, **kwargs: object) -> bool:
+        seen.append(fn(*args, **kwargs))  # type: ignore[operator]
+        return True
+
+    ev.__signature__ = __import__("inspect").signature(fn)  # type: ignore[attr-defined]
+    await adapt_evaluator(ev).aevaluate(row)
+    assert seen == [({"q": "2+2"}, {"a": 5}, {"a": 4})]
+
+
 async def test_async_and_named_functions_and_return_shapes() -> None:
     async def correct(outputs, reference_outputs):
         return {"score": 1, "value": "CORRECT", "comment": "same"}

@@ -366,3 +366,40 @@ async def test_an_experiment_leaves_the_loop_s_default_executor_alone(client: Cl
     names = [t.name for t in threading.enumerate()]
     assert not [n for n in names if n.startswith("asyncio_")], names
     assert any(n.startswith("assay-io") for n in names), names
+
+
+def test_rows_give_the_stored_examples_and_results_they_were_built_from(client: Client) -> None:
+    """Rows keep what the hot path read (the stored row, plain scores) and build the models on
+    first read: each must be what the store and an evaluator's own result would give."""
+    from assay.tracing import get_current_run_tree
+
+    make_dataset(client, "d", 6)
+    refs = []
+
+    def target(inputs: dict) -> dict:
+        refs.append(get_current_run_tree().reference_example_id)
+        return {"y": 2 * inputs["x"]}
+
+    def matches(outputs: dict, reference_outputs: dict) -> bool:
+        return outputs["y"] == reference_outputs["y"]
+
+    def rich(outputs: dict) -> EvaluationResult:
+        return EvaluationResult(key="rich", score=0.5, comment="half")
+
+    res = evaluate(target, data="d", evaluators=[matches, rich], client=client)
+    stored = {ex.id: ex for ex in client.list_examples(dataset_name="d")}
+    assert len(res) == 6
+    for row, ref in zip(res, refs):
+        ex = row["example"]
+        assert ex == stored[ex.id] and row.example is ex  # the Example, built once
+        assert ref == ex.id and type(ref) is type(ex.id)  # a UUID inside the target too
+        assert row["run"].reference_example_id == ex.id
+        results = row["evaluation_results"].results
+        assert [type(r) for r in results] == [EvaluationResult, EvaluationResult]
+        want = ex.outputs["y"] == 2 * ex.inputs["x"]
+        assert [(r.key, r.score, r.comment) for r in results] == [
+            ("matches", want, None), ("rich", 0.5, "half")]
+        feedback = {f.key: f for f in client.list_feedback(run_ids=[row["run"].id])}
+        assert feedback["matches"].score == float(want) and feedback["matches"].comment is None
+        assert feedback["rich"].score == 0.5 and feedback["rich"].comment == "half"
+        assert feedback["matches"].feedback_source.type == "model"

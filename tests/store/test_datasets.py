@@ -162,8 +162,12 @@ def test_stream_gives_each_version_its_time_count_and_splits_in_one_pass(client:
         for splits in (None, ["test"], ["train", "dev"], ["nope"]):
             at, count, names, pages = store.examples.stream(ds.id, version=version,
                                                             splits=splits)
-            streamed = [ex for page in pages for ex in page]
+            stored = [ex for page in pages for ex in page]
+            # what an experiment reads of each at once, then the whole Example when asked
+            streamed = [ex.model() for ex in stored]
             expected = list(client.list_examples(dataset_id=ds.id, as_of=at, splits=splits))
+            assert [(s.id_text, s.inputs, s.outputs) for s in stored] == [
+                (str(e.id), e.inputs, e.outputs) for e in expected]
             want_at = client.read_dataset_version(
                 dataset_id=ds.id, as_of=version if isinstance(version, datetime) else None,
                 tag=None if isinstance(version, datetime) else "latest").as_of
@@ -234,7 +238,7 @@ def test_a_dataset_streams_in_index_order_without_sorting_it_first(sqlite_url: s
     client.create_examples(dataset_id=ds.id, examples=[{"inputs": {"i": 300}}])
     at, count, names, pages = store.examples.stream(ds.id, version=first)
     assert (at, count, names) == (first, 300, ["base"])
-    streamed = [ex for page in pages for ex in page]
+    streamed = [ex.model() for page in pages for ex in page]
     assert streamed == list(client.list_examples(dataset_id=ds.id, as_of=first))
 
     q = store.examples._query(str(ds.id), as_of_us=2**62).compile(dialect=sqlite.dialect())

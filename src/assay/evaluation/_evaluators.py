@@ -26,7 +26,7 @@ from concurrent.futures import Executor
 from typing import Any
 
 from ..errors import InvalidInputError
-from ._schemas import EvaluationResult, EvaluationResults
+from ._schemas import EvaluationResult, EvaluationResults, as_result
 
 __all__ = [
     "RowEvaluator",
@@ -61,6 +61,17 @@ def _is_async_callable(obj: Any) -> bool:
         return True
     call = getattr(obj, "__call__", None)  # noqa: B004 - callable objects
     return call is not None and inspect.iscoroutinefunction(call)
+
+
+def _positional(func: Any, plan: tuple[str, ...]) -> bool:
+    """Whether ``plan``'s names are the function's first parameters, in order, each one that
+    can be given by position: then it is called positionally (no keyword dict per call)."""
+    try:
+        params = list(inspect.signature(func).parameters.values())[:len(plan)]
+    except (TypeError, ValueError):
+        return False
+    return [p.name for p in params] == list(plan) and all(
+        p.kind is p.POSITIONAL_OR_KEYWORD for p in params)
 
 
 def _plan(func: Any, supported: tuple[str, ...], legacy: tuple[str, str], what: str) -> tuple[str, ...] | None:
@@ -130,14 +141,17 @@ def _one(item: Any, name: str, *, allow_no_key: bool) -> EvaluationResult:
 _SCORES = frozenset((bool, int, float))  # exactly these types: stored as they are
 
 
-def to_results(raw: Any, name: str) -> list[EvaluationResult]:
-    """Normalize whatever an evaluator returned to a list of results (LangSmith's rules)."""
+def to_results(raw: Any, name: str, *, plain: bool = False) -> list[Any]:
+    """Normalize whatever an evaluator returned to a list of results (LangSmith's rules).
+
+    ``plain``: a bare score stays a ``(key, score)`` pair (``as_result`` makes it a result),
+    which is how an experiment keeps it until someone reads its rows."""
     if isinstance(raw, EvaluationResult):
         return [raw]
     if isinstance(raw, EvaluationResults):
         items: Any = raw.results
     elif raw.__class__ in _SCORES:
-        return [EvaluationResult._of_score(name, raw)]
+        return [(name, raw)] if plain else [EvaluationResult._of_score(name, raw)]
     elif isinstance(raw, bool) or isinstance(raw, (int, float)):
         return [EvaluationResult(key=name, score=raw)]
     elif isinstance(raw, str):
@@ -198,6 +212,7 @@ class RowEvaluator:
         self.inline = True
         self._slow = 0  # slow calls in a row
         self._args = operator.attrgetter(*plan) if plan else None
+        self._by_position = bool(plan) and len(plan) > 1 and _positional(func, plan)  # type: ignore[arg-type]
 
     @property
     def needs_run(self) -> bool:
@@ -211,11 +226,17 @@ class RowEvaluator:
             return self.func(row.run, row.example)
         if len(self.plan) == 1:
             return self.func(**{self.plan[0]: self._args(row)})
+        if self._by_position:
+            return self.func(*self._args(row))
         return self.func(**dict(zip(self.plan, self._args(row))))
 
     async def aevaluate(self, row: Any, *, executor: Executor | None = None) -> list[EvaluationResult]:
         """Run the evaluator on one row (a sync one on ``executor`` if given); an exception
         becomes an error result."""
+        return [as_result(r) for r in await self._aevaluate(row, executor)]
+
+    async def _aevaluate(self, row: Any, executor: Executor | None) -> list[Any]:
+        """``aevaluate`` keeping plain scores as (key, score) pairs (see ``to_results``)."""
         try:
             if self.is_async:
                 raw = await self._call(row)
@@ -246,7 +267,7 @@ class RowEvaluator:
                 raw = self._call(row)
             if raw.__class__ not in _PLAIN_RESULTS and inspect.isawaitable(raw):
                 raw = await raw
-            return to_results(raw, self.name)
+            return to_results(raw, self.name, plain=True)
         except Exception as exc:
             return error_results(self.keys, exc)
 

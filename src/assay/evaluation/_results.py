@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 from .._ids import to_utc
 from ..errors import require
 from ..schemas import Example, Run
-from ._schemas import EvaluationResults
+from ..store._examples import StoredExample
+from ._schemas import EvaluationResults, as_result
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -32,19 +33,23 @@ _ROW_KEYS = ("run", "example", "evaluation_results")
 class ExperimentResultRow(Mapping[str, Any]):
     """``{"run", "example", "evaluation_results"}`` as in LangSmith (also as attributes).
 
-    The run record is built from the in-memory trace only when first read: an experiment whose
-    rows nobody inspects does not pay for 10,000 pydantic models. Evaluators receive the row
-    itself and read ``run``, ``example``, ``inputs``, ``outputs``, ``reference_outputs``.
+    Built per example on the experiment's hot path, so what nobody may read is made on first
+    read: the run record from the in-memory trace, the ``Example`` from the stored row, the
+    ``EvaluationResult`` objects from the plain (key, score) pairs most evaluators give. An
+    experiment whose rows nobody inspects does not pay for tens of thousands of models.
+    Evaluators receive the row itself and read ``run``, ``example``, ``inputs``, ``outputs``,
+    ``reference_outputs``.
     """
 
-    __slots__ = ("_run", "_tree", "evaluation_results", "example")
+    __slots__ = ("_example", "_results", "_run", "_tree")
 
-    def __init__(self, example: Example, *, run: Run | None = None, tree: Any = None,
-                 evaluation_results: EvaluationResults | None = None) -> None:
-        self.example = example
+    def __init__(self, example: Example | StoredExample, *, run: Run | None = None,
+                 tree: Any = None,
+                 evaluation_results: EvaluationResults | list[Any] | None = None) -> None:
+        self._example = example
         self._run = run
         self._tree = tree
-        self.evaluation_results = evaluation_results or EvaluationResults()
+        self._results = evaluation_results if evaluation_results is not None else []
 
     @property
     def run(self) -> Run:
@@ -54,8 +59,26 @@ class ExperimentResultRow(Mapping[str, Any]):
         return run
 
     @property
+    def example(self) -> Example:
+        ex = self._example
+        if ex.__class__ is StoredExample:
+            ex = self._example = ex.model()  # type: ignore[union-attr]
+        return ex  # type: ignore[return-value]
+
+    @property
+    def evaluation_results(self) -> EvaluationResults:
+        res = self._results
+        if res.__class__ is not EvaluationResults:
+            res = self._results = EvaluationResults._of([as_result(r) for r in res])
+        return res  # type: ignore[return-value]
+
+    @evaluation_results.setter
+    def evaluation_results(self, value: EvaluationResults | list[Any]) -> None:
+        self._results = value
+
+    @property
     def inputs(self) -> dict[str, Any]:
-        return self.example.inputs
+        return self._example.inputs
 
     @property
     def outputs(self) -> dict[str, Any]:
@@ -65,7 +88,7 @@ class ExperimentResultRow(Mapping[str, Any]):
 
     @property
     def reference_outputs(self) -> dict[str, Any]:
-        return self.example.outputs or {}
+        return self._example.outputs or {}
 
     @property
     def attachments(self) -> dict[str, Any]:

@@ -25,12 +25,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import InvalidInputError
 from ..schemas import Example
+from ..store._examples import StoredExample
 from ..tracing import RunTree
 from ..tracing._context import _RUN
 from ..tracing._writer import RunWriter
 from ._evaluators import RowEvaluator, SummaryEvaluator
 from ._results import ExperimentResultRow, ExperimentResults
-from ._schemas import EvaluationResult, EvaluationResults
+from ._schemas import EvaluationResult
 
 if TYPE_CHECKING:
     from ._sink import FeedbackSink
@@ -84,7 +85,7 @@ def adapt_target(target: Any) -> Target:
 @dataclass
 class Unit:
     index: int
-    example: Example
+    example: Example | StoredExample
     repetition: int
 
 
@@ -201,7 +202,8 @@ async def _run_unit(plan: Plan, unit: Unit) -> ExperimentResultRow | None:
     # targets the start would be stored on its own and the end as an update, twice the store
     # work per example. Children still stream in as they happen.
     tree = RunTree._fast_root(plan.target.name, "chain", ex.inputs, plan.client,
-                              plan.session_id, None, meta, ex.id)
+                              plan.session_id, None, meta,
+                              ex.id_text if ex.__class__ is StoredExample else ex.id)
     tree._writer = plan.writer  # resolved once; children the target traces inherit it
     failed = False
     # The root is made current directly (not with tracing_context(parent=...)): the scoped
@@ -230,26 +232,31 @@ async def _run_unit(plan: Plan, unit: Unit) -> ExperimentResultRow | None:
     if failed and plan.error_handling == "ignore":
         plan.ignored_traces.append(tree.trace_id)
         return None
-    row = ExperimentResultRow(ex, tree=tree, evaluation_results=_PENDING)
-    results: list[EvaluationResult] = []
+    row = ExperimentResultRow(ex, tree=tree)
+    results: list[Any] = []
     for ev in plan.evaluators:
-        results.extend(await ev.aevaluate(row, executor=plan.executor))
-    # the items are EvaluationResult objects already: nothing left to validate
-    row.evaluation_results = EvaluationResults._of(results)
+        results.extend(await ev._aevaluate(row, plan.executor))
+    row._results = results  # plain scores stay (key, score) pairs until the row is read
     if plan.sink is not None and results:
         run_id = str(tree._id)  # a root is its own trace
         plan.sink.add(feedback_rows(results, run_id, run_id, plan.session_id))
     return row
 
 
-_PENDING = EvaluationResults()  # a row's results while its evaluators run (then replaced)
-
-
-def feedback_rows(results: Sequence[EvaluationResult], run_id: Any, trace_id: Any,
-                  experiment_id: Any) -> list[dict[str, Any]]:
-    """Store rows for one row's results (``target_run_id`` may point below the root)."""
+def feedback_rows(results: Sequence[EvaluationResult | tuple[str, Any]], run_id: Any,
+                  trace_id: Any, experiment_id: Any) -> list[dict[str, Any]]:
+    """Store rows for one row's results (``target_run_id`` may point below the root); a
+    (key, score) pair is a plain score."""
     out = []
     for r in results:
+        if r.__class__ is tuple:
+            key, score = r  # type: ignore[misc]
+            out.append({"run_id": run_id, "session_id": experiment_id, "trace_id": trace_id,
+                        "key": key, "score": score, "value": None, "comment": None,
+                        "correction": None, "feedback_source": {"type": "model"},
+                        "extra": None})
+            continue
+        assert isinstance(r, EvaluationResult)
         source: dict[str, Any] = {"type": "model"}
         meta = dict(r.evaluator_info) if r.evaluator_info else {}
         if r.source_run_id is not None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["EvaluationResult", "EvaluationResults"]
+__all__ = ["EvaluationResult", "EvaluationResults", "as_result"]
 
 
 class EvaluationResult(BaseModel):
@@ -85,3 +85,10 @@ class EvaluationResults(BaseModel):
 
     def __contains__(self, key: object) -> bool:
         return key == "results"
+
+
+def as_result(item: EvaluationResult | tuple[str, bool | int | float]) -> EvaluationResult:
+    """An ``EvaluationResult`` from what a row keeps: one already, or a (key, score) pair."""
+    if item.__class__ is tuple:
+        return EvaluationResult._of_score(*item)  # type: ignore[misc]
+    return item  # type: ignore[return-value]

@@ -27,7 +27,7 @@ from typing import Any, overload
 
 from .._gc import relaxed_gc
 from ..errors import StoreError
-from ..schemas import Example
+from ..store._examples import StoredExample
 
 __all__ = ["ExampleStream"]
 
@@ -36,11 +36,11 @@ AHEAD = 512  # examples kept ready beyond the last one asked for
 _NEVER = 1 << 62
 
 
-class ExampleStream(Sequence[Example]):
-    def __init__(self, count: int, pages: Iterator[list[Example]],
-                 first: Sequence[Example] = ()) -> None:
+class ExampleStream(Sequence[StoredExample]):
+    def __init__(self, count: int, pages: Iterator[list[StoredExample]],
+                 first: Sequence[StoredExample] = ()) -> None:
         self._count = count
-        self._items: list[Example] = list(first)
+        self._items: list[StoredExample] = list(first)
         self._done = False
         self._error: BaseException | None = None
         self._started = False  # read the rest (``start``, or a consumer ran ahead)
@@ -51,7 +51,7 @@ class ExampleStream(Sequence[Example]):
                                         name="assay-examples")
         self._thread.start()
 
-    def _read(self, pages: Iterator[list[Example]]) -> None:
+    def _read(self, pages: Iterator[list[StoredExample]]) -> None:
         try:
             with self._cond:  # bounded: a stream nobody reads still ends
                 self._cond.wait_for(lambda: self._started, timeout=_START_WAIT)
@@ -82,6 +82,7 @@ class ExampleStream(Sequence[Example]):
         with self._cond:
             self._started = True
             self._asked = max(self._asked, i)
+            self._wake_at = _NEVER  # one wake-up: not one per example until the reader runs
             self._cond.notify_all()
 
     def _have(self, i: int) -> bool:
@@ -101,7 +102,7 @@ class ExampleStream(Sequence[Example]):
                 from self._error
         return False
 
-    def complete(self) -> list[Example]:
+    def complete(self) -> list[StoredExample]:
         """Every example (waits for the reader)."""
         self._have(self._count)
         self._thread.join()
@@ -110,16 +111,16 @@ class ExampleStream(Sequence[Example]):
     def __len__(self) -> int:
         return self._count
 
-    def __iter__(self) -> Iterator[Example]:
+    def __iter__(self) -> Iterator[StoredExample]:
         i = 0
         while self._have(i):
             yield self._items[i]
             i += 1
 
     @overload
-    def __getitem__(self, index: int) -> Example: ...
+    def __getitem__(self, index: int) -> StoredExample: ...
     @overload
-    def __getitem__(self, index: slice) -> list[Example]: ...
+    def __getitem__(self, index: slice) -> list[StoredExample]: ...
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
             return self.complete()[index]

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from ._base import Store
 
-__all__ = ["ExampleRepo", "normalize_example", "now_us"]
+__all__ = ["ExampleRepo", "StoredExample", "example_model", "normalize_example", "now_us"]
 
 def now_us(conn: Connection, dataset_id: str) -> int:
     """A timestamp strictly after the dataset's last change, so versions never collide."""
@@ -150,43 +150,91 @@ def _example_models(rows: Iterable[Any]) -> list[Example]:
     dataset was the largest part of ``evaluate()``'s overhead per example. Each object is what
     ``Example(**fields)`` gives for the same fields (same ``model_fields_set``).
     """
-    new, setattr_ = Example.__new__, object.__setattr__
     times: dict[int, Any] = {}  # examples created together share their timestamps
     out = []
     for row in rows:
-        ex_id, ds_id, inputs, outputs, metadata, splits, source_run, created, modified = row
+        inputs, outputs = row[2], row[3]
         if inputs.__class__ is str:
             inputs = from_json(inputs)
             outputs = None if outputs is None else from_json(outputs)
-            metadata = None if metadata is None else from_json(metadata)
-            splits = None if splits is None else from_json(splits)
-        meta = metadata if metadata else {}
-        splits = splits or ["base"]
-        meta.setdefault("dataset_split", splits)
-        created_at = times.get(created)
-        if created_at is None:
-            created_at = times[created] = from_micros(created)
-        modified_at = times.get(modified)
-        if modified_at is None and modified is not None:
-            modified_at = times[modified] = from_micros(modified)
-        ex = new(Example)
-        setattr_(ex, "__dict__", {
-            "id": _uuid(ex_id),
-            "dataset_id": _dataset_uuid(ds_id),
-            "inputs": inputs or {},
-            "outputs": outputs,
-            "metadata": meta,
-            "split": list(splits),  # its own list, as validation made it
-            "source_run_id": _uuid(source_run),
-            "created_at": created_at,
-            "modified_at": modified_at,
-            "attachment_urls": None,
-        })
-        setattr_(ex, "__pydantic_fields_set__", set(_EXAMPLE_SET))
-        setattr_(ex, "__pydantic_extra__", {})
-        setattr_(ex, "__pydantic_private__", None)
-        out.append(ex)
+        out.append(example_model(row, inputs, outputs, times))
     return out
+
+
+def example_model(row: Sequence[Any], inputs: Any, outputs: Any,
+                  times: dict[int, Any] | None = None) -> Example:
+    """One row's Example, its inputs and outputs already decoded (``_MODEL_COLUMNS`` order)."""
+    ex_id, ds_id, _, _, metadata, splits, source_run, created, modified = row
+    if metadata.__class__ is str:
+        metadata = from_json(metadata)
+    if splits.__class__ is str:
+        splits = from_json(splits)
+    meta = metadata if metadata else {}
+    splits = splits or ["base"]
+    meta.setdefault("dataset_split", splits)
+    times = {} if times is None else times
+    created_at = times.get(created)
+    if created_at is None:
+        created_at = times[created] = from_micros(created)
+    modified_at = times.get(modified)
+    if modified_at is None and modified is not None:
+        modified_at = times[modified] = from_micros(modified)
+    ex = Example.__new__(Example)
+    setattr_ = object.__setattr__
+    setattr_(ex, "__dict__", {
+        "id": _uuid(ex_id),
+        "dataset_id": _dataset_uuid(ds_id),
+        "inputs": inputs or {},
+        "outputs": outputs,
+        "metadata": meta,
+        "split": list(splits),  # its own list, as validation made it
+        "source_run_id": _uuid(source_run),
+        "created_at": created_at,
+        "modified_at": modified_at,
+        "attachment_urls": None,
+    })
+    setattr_(ex, "__pydantic_fields_set__", set(_EXAMPLE_SET))
+    setattr_(ex, "__pydantic_extra__", {})
+    setattr_(ex, "__pydantic_private__", None)
+    return ex
+
+
+class StoredExample:
+    """An example as an experiment reads it: id, inputs and outputs at hand, the full
+    ``Example`` built on first use (``model()``).
+
+    An experiment needs only these three per example; building the model (ids parsed, metadata
+    and splits decoded, times converted) for every one was the largest part of reading a
+    dataset, and most rows are never looked at again. ``id`` is the parsed UUID, ``id_text``
+    the stored text the run records carry.
+    """
+
+    __slots__ = ("_model", "_row", "id_text", "inputs", "outputs")
+
+    def __init__(self, row: Sequence[Any]) -> None:
+        inputs, outputs = row[2], row[3]
+        if inputs.__class__ is str:
+            inputs = from_json(inputs)
+            outputs = None if outputs is None else from_json(outputs)
+        self._row = row
+        self.id_text: str = str(row[0])
+        self.inputs: dict[str, Any] = inputs or {}
+        self.outputs: dict[str, Any] | None = outputs
+        self._model: Example | None = None
+
+    @property
+    def id(self) -> uuid.UUID:
+        return self.model().id
+
+    def model(self) -> Example:
+        ex = self._model
+        if ex is None:
+            ex = self._model = example_model(self._row, self.inputs, self.outputs)
+        return ex
+
+    def __repr__(self) -> str:
+        return f"StoredExample({self.id_text})"
+
 
 class ExampleRepo:
     def __init__(self, store: Store) -> None:
@@ -286,7 +334,8 @@ class ExampleRepo:
 
     def stream(self, dataset_id: uuid.UUID | str, *, version: datetime | str | None = None,
                splits: Sequence[str] | None = None, page: int = 256,
-               checked: bool = False) -> tuple[datetime, int, list[str], Iterator[list[Example]]]:
+               checked: bool = False,
+               ) -> tuple[datetime, int, list[str], Iterator[list[StoredExample]]]:
         """A dataset's examples at one version, for a reader that starts before the last arrives.
 
         ``version`` is what ``DatasetRepo.version`` takes (a time, a tag, None for the current
@@ -305,13 +354,13 @@ class ExampleRepo:
         q = (self._query(ds_id, as_of_us=at_us, splits=splits) if splits
              else _PAGES_SQL.bindparams(ds=ds_id, at=at_us))
 
-        def pages() -> Iterator[list[Example]]:
+        def pages() -> Iterator[list[StoredExample]]:
             with self.store.read() as conn:
                 result = conn.execute(q)
                 # a first page that fills a typical concurrency bound, read before the rest
-                yield _example_models(result.fetchmany(128))
+                yield [StoredExample(row) for row in result.fetchmany(128)]
                 for part in result.partitions(page):
-                    yield _example_models(part)
+                    yield [StoredExample(row) for row in part]
 
         return at, count, names, pages()
 

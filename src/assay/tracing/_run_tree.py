@@ -121,7 +121,7 @@ class RunTree:
     __slots__ = (
         "_id", "_trace", "_parent_id", "parent", "_parent_dotted", "_dotted", "name", "run_type",
         "inputs", "outputs", "error", "_start_us", "_end_us", "metadata", "tags", "events",
-        "extra", "session_name", "session_id", "reference_example_id", "child_runs", "_writer",
+        "extra", "session_name", "session_id", "_ref", "child_runs", "_writer",
         "_client", "_closed", "_sent", "__weakref__",
     )
 
@@ -177,7 +177,7 @@ class RunTree:
             else:
                 self.session_name = project_name
                 self.session_id = str(as_uuid(project_id, "project_id")) if project_id else None
-            self.reference_example_id = None
+            self._ref = None
             self._client = client if client is not None else parent._client
             self._writer = parent._writer if client is None else None
             parent.child_runs.append(self)
@@ -190,9 +190,8 @@ class RunTree:
             self._parent_dotted = parent_dotted_order
             self.session_name = project_name
             self.session_id = str(as_uuid(project_id, "project_id")) if project_id else None
-            self.reference_example_id = (
-                as_uuid(reference_example_id, "reference_example_id")
-                if reference_example_id is not None else None)
+            self._ref = (as_uuid(reference_example_id, "reference_example_id")
+                         if reference_example_id is not None else None)
             self._client = client
             self._writer = None
 
@@ -230,7 +229,7 @@ class RunTree:
         self._parent_id = parent._id
         self.session_name = parent.session_name
         self.session_id = parent.session_id
-        self.reference_example_id = None
+        self._ref = None
         self._client = parent._client
         self._writer = parent._writer
         parent.child_runs.append(self)
@@ -239,9 +238,10 @@ class RunTree:
     @classmethod
     def _fast_root(cls, name: str, run_type: str, inputs: dict[str, Any], client: Any,
                    session_id: str | None, session_name: str | None, metadata: dict[str, Any],
-                   reference_example_id: uuid.UUID | None) -> RunTree:
+                   reference_example_id: uuid.UUID | str | None) -> RunTree:
         """A root run on a hot path (``evaluate()``'s examples, plain ``@traceable`` roots):
-        every argument already checked once by the caller; ``metadata`` becomes the run's own."""
+        every argument already checked once by the caller; ``metadata`` becomes the run's own;
+        ``reference_example_id`` may be canonical UUID text (parsed when first read)."""
         self = cls._bare(name, run_type, inputs)
         self._trace = self._id
         self.metadata = metadata
@@ -249,7 +249,7 @@ class RunTree:
         self._parent_id = None
         self.session_name = session_name
         self.session_id = session_id
-        self.reference_example_id = reference_example_id
+        self._ref = reference_example_id
         self._client = client
         self._writer = None
         return self
@@ -271,6 +271,17 @@ class RunTree:
         if pid is None or isinstance(pid, uuid.UUID):
             return pid
         return uuid.UUID(bytes=pid.bytes)
+
+    @property
+    def reference_example_id(self) -> uuid.UUID | None:
+        ref = self._ref
+        if ref.__class__ is str:  # as evaluate() read it from the store: parsed on first use
+            ref = self._ref = uuid.UUID(ref)  # type: ignore[arg-type]
+        return ref  # type: ignore[return-value]
+
+    @reference_example_id.setter
+    def reference_example_id(self, value: uuid.UUID | None) -> None:
+        self._ref = value
 
     @property
     def dotted_order(self) -> str:
@@ -455,8 +466,8 @@ class RunTree:
             out["session_id"] = str(self.session_id)
         if self.session_name is not None:
             out["session_name"] = self.session_name
-        if self.reference_example_id is not None:
-            out["reference_example_id"] = str(self.reference_example_id)
+        if self._ref is not None:
+            out["reference_example_id"] = str(self._ref)
         if final:
             end = self._end_us
             out["end_time"] = end if micros or end is None else _us_to_dt(end)
@@ -476,7 +487,7 @@ class RunTree:
         extra = self._wire_extra(copy=False)
         rid, trace, parent = self._id, self._trace, self._parent_id
         run_id = str(rid)
-        sid, ref = self.session_id, self.reference_example_id
+        sid, ref = self.session_id, self._ref
         return [
             run_id, run_id if trace is rid else str(trace),
             None if parent is None else str(parent), self._dotted or self.dotted_order,
