@@ -127,13 +127,16 @@ class ExperimentResults:
         self._ready = 0  # rows[:ready] are all filled
         self._done = False
         self._error: BaseException | None = None
-        self._cond = threading.Condition()
+        # _set holds the lock itself (C-level enter and exit, once per example); readers wait
+        # on the condition built on it
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._waiting = 0  # readers blocked in _cond.wait(): only they need a notify
         self._thread: threading.Thread | None = None
 
     # -- filled by the runner -------------------------------------------------------------
     def _set(self, index: int, row: ExperimentResultRow) -> None:
-        with self._cond:
+        with self._lock:
             self._rows[index] = row
             if index == self._ready:
                 while self._ready < len(self._rows) and self._rows[self._ready] is not None:
