@@ -72,6 +72,24 @@ def measure(c: Contestant, n: int, ctx: Context, extra: list[str] | None = None,
     py = python_for(c, ctx)
     n_eff = effective_n(c, n, ctx)
     runs = [run_once(c, py, n_eff, extra) for _ in range(repeats or c.repeats or ctx.repeats)]
+    return _summary(c, n, n_eff, runs)
+
+
+def measure_interleaved(cs: list[Contestant], n: int, ctx: Context) -> dict[str, dict[str, Any]]:
+    """``measure`` for contestants whose figures are compared as ratios, their runs taken in
+    turn (a, b, c, a, b, c, ...). This kind of machine drifts by tens of percent over a few
+    minutes; blocks of runs one contestant after the other put that drift into the ratio."""
+    pys = [python_for(c, ctx) for c in cs]
+    counts = [c.repeats or ctx.repeats for c in cs]
+    runs: list[list[dict[str, Any]]] = [[] for _ in cs]
+    for round_ in range(max(counts)):
+        for i, c in enumerate(cs):
+            if round_ < counts[i]:
+                runs[i].append(run_once(c, pys[i], effective_n(c, n, ctx)))
+    return {c.label: _summary(c, n, effective_n(c, n, ctx), r) for c, r in zip(cs, runs)}
+
+
+def _summary(c: Contestant, n: int, n_eff: int, runs: list[dict[str, Any]]) -> dict[str, Any]:
     secs = [r["seconds"] for r in runs]
     out = {"label": c.label, "n_requested": n, "n": n_eff, "seconds": secs,
            "median_s": median(secs), "us_per_example": median(secs) / n_eff * 1e6,

@@ -151,26 +151,25 @@ def _example_models(rows: Iterable[Any]) -> list[Example]:
     ``Example(**fields)`` gives for the same fields (same ``model_fields_set``).
     """
     times: dict[int, Any] = {}  # examples created together share their timestamps
-    out = []
-    for row in rows:
-        inputs, outputs = row[2], row[3]
-        if inputs.__class__ is str:
-            inputs = from_json(inputs)
-            outputs = None if outputs is None else from_json(outputs)
-        out.append(example_model(row, inputs, outputs, times))
-    return out
+    return [example_model(row, *_inputs_outputs(row), times) for row in rows]
+
+
+def _inputs_outputs(row: Sequence[Any]) -> tuple[Any, Any]:
+    """A raw row's inputs and outputs, decoded (JSON text on SQLite, JSONB already on
+    PostgreSQL)."""
+    inputs, outputs = row[2], row[3]
+    if inputs.__class__ is str:
+        inputs = from_json(inputs)
+        outputs = None if outputs is None else from_json(outputs)
+    return inputs, outputs
 
 
 def example_model(row: Sequence[Any], inputs: Any, outputs: Any,
                   times: dict[int, Any] | None = None) -> Example:
     """One row's Example, its inputs and outputs already decoded (``_MODEL_COLUMNS`` order)."""
     ex_id, ds_id, _, _, metadata, splits, source_run, created, modified = row
-    if metadata.__class__ is str:
-        metadata = from_json(metadata)
-    if splits.__class__ is str:
-        splits = from_json(splits)
-    meta = metadata if metadata else {}
-    splits = splits or ["base"]
+    meta = _json_value(metadata) or {}
+    splits = _json_value(splits) or ["base"]
     meta.setdefault("dataset_split", splits)
     times = {} if times is None else times
     created_at = times.get(created)
@@ -212,10 +211,7 @@ class StoredExample:
     __slots__ = ("_model", "_row", "id_text", "inputs", "outputs")
 
     def __init__(self, row: Sequence[Any]) -> None:
-        inputs, outputs = row[2], row[3]
-        if inputs.__class__ is str:
-            inputs = from_json(inputs)
-            outputs = None if outputs is None else from_json(outputs)
+        inputs, outputs = _inputs_outputs(row)
         self._row = row
         self.id_text: str = str(row[0])
         self.inputs: dict[str, Any] = inputs or {}
