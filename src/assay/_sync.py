@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import functools
 import os
 import threading
 from collections.abc import Callable, Coroutine
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
-__all__ = ["offload", "run_sync"]
+__all__ = ["offload", "run_sync", "submit"]
 
 T = TypeVar("T")
 
@@ -32,6 +31,12 @@ def offload(fn: Callable[..., T], /, *args: Any) -> asyncio.Future[T]:
     joined per ``evaluate()`` call, ~0.4 ms before the call returns. These threads are the
     process's and stay between calls. Context variables go along, as with ``to_thread``.
     """
+    return asyncio.wrap_future(submit(fn, *args))
+
+
+def submit(fn: Callable[..., T], /, *args: Any) -> Future[T]:
+    """``offload`` without awaiting: the call starts on one of those threads at once, whether
+    or not the caller's event loop gets to run before it is done."""
     global _pool
     pool = _pool
     if pool is None:
@@ -39,8 +44,7 @@ def offload(fn: Callable[..., T], /, *args: Any) -> asyncio.Future[T]:
             if _pool is None:
                 _pool = ThreadPoolExecutor(OFFLOAD_THREADS, thread_name_prefix="assay-io")
             pool = _pool
-    call = functools.partial(contextvars.copy_context().run, fn, *args)
-    return asyncio.get_running_loop().run_in_executor(pool, call)
+    return pool.submit(contextvars.copy_context().run, fn, *args)
 
 
 def _forget_pool() -> None:

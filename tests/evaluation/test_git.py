@@ -31,6 +31,47 @@ def test_outside_a_repository_there_is_nothing(tmp_path: Path) -> None:
     assert git_info(tmp_path) is None
 
 
+def test_outside_a_repository_no_git_process_is_started(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No ``.git`` here or above and no ``GIT_DIR``: git would find nothing, so it is not run
+    (a ``git`` first on PATH records every call)."""
+    from assay.evaluation import _git
+
+    calls = tmp_path / "calls"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "git").write_text(f"#!/bin/sh\necho \"$@\" >> {calls}\nexit 128\n")
+    (bin_dir / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    monkeypatch.delenv("GIT_DIR", raising=False)
+    outside = tmp_path / "work"
+    outside.mkdir()
+    _git._cached.cache_clear()
+    assert git_info(outside) is None and not calls.exists()
+    (outside / ".git").mkdir()  # something git may take for a repository: it is asked
+    _git._cached.cache_clear()
+    assert git_info(outside) is None and calls.exists()
+
+
+def test_a_worktree_and_git_dir_are_repositories(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A linked worktree has a ``.git`` file, not a directory; ``GIT_DIR`` names a repository
+    elsewhere: both give the facts."""
+    from assay.evaluation import _git
+
+    repo = tmp_path / "main-repo"
+    _commit_one(repo)
+    git(repo, "worktree", "add", "-q", str(tmp_path / "wt"), "-b", "side")
+    info = git_info(tmp_path / "wt")
+    assert info is not None and info["branch"] == "side"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.setenv("GIT_DIR", str(repo / ".git"))
+    _git._cached.cache_clear()
+    info = git_info(elsewhere)
+    assert info is not None and info["commit"] == git(repo, "rev-parse", "HEAD")
+
+
 def test_inside_a_repository(tmp_path: Path) -> None:
     repo = tmp_path / "my-agent"
     _commit_one(repo, "feature/x")

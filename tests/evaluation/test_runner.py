@@ -403,3 +403,25 @@ def test_rows_give_the_stored_examples_and_results_they_were_built_from(client: 
         assert feedback["matches"].score == float(want) and feedback["matches"].comment is None
         assert feedback["rich"].score == 0.5 and feedback["rich"].comment == "half"
         assert feedback["matches"].feedback_source.type == "model"
+
+
+def test_a_sequential_experiment_stores_its_feedback_as_it_goes(client: Client) -> None:
+    """Examples with a sync target run one after the other without giving the event loop a
+    turn; their feedback must still reach the store while they run (an experiment killed
+    midway keeps it), not all at the end."""
+    make_dataset(client, "one-by-one", 12)
+    stored_before_last: list[int] = []
+
+    def target(inputs: dict) -> dict:
+        if inputs["x"] == 11:  # the last example: what the store has of the eleven before it
+            stored_before_last.append(len(list(client.list_feedback(feedback_key=["paced"]))))
+        time.sleep(0.03)
+        return {"y": 2 * inputs["x"]}
+
+    def paced(outputs: dict, reference_outputs: dict) -> bool:
+        return outputs["y"] == reference_outputs["y"]
+
+    evaluate(target, data="one-by-one", evaluators=[paced], client=client)
+    # written at least every 20 ms: all but the last one or two are in by then
+    assert stored_before_last[0] >= 9, stored_before_last
+    assert len(list(client.list_feedback(feedback_key=["paced"]))) == 12

@@ -62,9 +62,19 @@ def _sanitize(url: str | None) -> str | None:
     return url
 
 
+def _maybe_in_work_tree(cwd: str) -> bool:
+    """False when git surely finds no repository here: no ``.git`` in ``cwd`` or above it and
+    no ``GIT_DIR`` telling git where one is. Spares the subprocesses (a fork and an exec each,
+    milliseconds of an experiment's CPU) where most experiments outside a checkout run."""
+    if os.environ.get("GIT_DIR"):
+        return True
+    path = Path(cwd)
+    return any((p / ".git").exists() for p in (path, *path.parents))
+
+
 @functools.lru_cache(maxsize=16)
 def _cached(cwd: str) -> dict[str, Any] | None:
-    if shutil.which("git") is None:
+    if not _maybe_in_work_tree(cwd) or shutil.which("git") is None:
         return None
     # Two rounds of as few subprocesses as give every fact (each costs a fork and exec): one
     # to learn where we are (and the commit and branch), then log, status and remote at once.

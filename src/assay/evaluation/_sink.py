@@ -5,6 +5,13 @@ killed midway loses little), never one commit per example. All feedback of one r
 one call and so always lands in one batch: a row's feedback is stored entirely or not at all,
 which is what resume relies on to tell finished rows from unfinished ones.
 
+A batch is handed to one of assay's threads by ``add`` itself once it is due (full, or its
+oldest row ``interval`` old), not by a task of the event loop: examples with a sync target run
+one after the other without ever giving the loop a turn, and a task would have written
+nothing until the last of them (a killed experiment would have lost all its feedback, and the
+end waited for all of it). A timer task only catches rows left queued while no example
+finishes. One write at a time; what arrives meanwhile goes in the next.
+
 ``hold``: the experiment's project row being written meanwhile (``Creation``): nothing is
 written before it is done, and nothing at all if it failed.
 
@@ -17,10 +24,14 @@ two in one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import math
+import time
 from collections.abc import Sequence
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
-from .._sync import offload
+from .._sync import offload, submit
 from ..errors import StoreError
 
 if TYPE_CHECKING:
@@ -28,6 +39,8 @@ if TYPE_CHECKING:
     from ._experiment import Creation
 
 __all__ = ["FeedbackSink"]
+
+_clock = time.monotonic
 
 
 class FeedbackSink:
@@ -38,44 +51,55 @@ class FeedbackSink:
         self.batch_size = batch_size
         self.interval = interval
         self._pending: list[dict[str, Any]] = []
-        self._wake = asyncio.Event()
+        self._due = math.inf  # when the oldest queued row is to be written
+        self._writing: Future[None] | None = None  # the write under way
         self._detached = False
         self._task: asyncio.Task[None] | None = None
         self._error: BaseException | None = None
         self.written = 0
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._loop())
+        self._task = asyncio.get_running_loop().create_task(self._tick())
 
     def add(self, rows: Sequence[dict[str, Any]]) -> None:
-        """Queue all feedback of one row (stored together)."""
+        """Queue all feedback of one row (stored together); write the batch if it is due."""
         if self._error is not None:
             raise StoreError(f"storing feedback failed: {self._error}") from self._error
-        self._pending.extend(rows)
-        if len(self._pending) >= self.batch_size:
-            self._wake.set()
+        pending, now = self._pending, _clock()
+        if not pending:
+            self._due = now + self.interval
+        pending.extend(rows)
+        if len(pending) >= self.batch_size or now >= self._due:
+            self._write_pending()
 
-    async def _loop(self) -> None:
-        while True:
-            try:
-                await asyncio.wait_for(self._wake.wait(), self.interval)
-            except TimeoutError:
-                pass
-            self._wake.clear()
-            if self._detached:
+    def _write_pending(self) -> None:
+        """Hand what is queued to a thread, unless a write is under way (it goes next) or the
+        experiment's row is not there yet (it waits)."""
+        writing = self._writing
+        if not self._pending or self._detached or (writing is not None and not writing.done()):
+            return
+        hold = self._hold
+        if hold is not None:
+            if not hold.done.is_set():
                 return
-            if self._hold is not None:
-                if not self._hold.done.is_set():
-                    continue  # queued rows wait for the next tick (the end waits in finish)
-                if self._hold.failed:
-                    self._pending = []  # their experiment does not exist: never stored
-            if self._pending:
-                rows, self._pending = self._pending, []
-                try:
-                    await offload(self._write, rows)
-                except BaseException as exc:  # surfaced by add(), detach() and close()
-                    self._error = exc
-                    return
+            if hold.failed:  # their experiment does not exist: never stored
+                self._pending = []
+                return
+        rows, self._pending, self._due = self._pending, [], math.inf
+        self._writing = submit(self._write_noting, rows)
+
+    async def _tick(self) -> None:
+        """Rows left queued while no example finishes are written when due all the same."""
+        while not self._detached:
+            await asyncio.sleep(self.interval)
+            if _clock() >= self._due:
+                self._write_pending()
+
+    def _write_noting(self, rows: list[dict[str, Any]]) -> None:
+        try:
+            self._write(rows)
+        except BaseException as exc:  # surfaced by add(), detach() and close()
+            self._error = exc
 
     def _write(self, rows: list[dict[str, Any]]) -> None:
         journal = getattr(self._store, "journal", None)  # a local store: one journal row
@@ -93,9 +117,12 @@ class FeedbackSink:
         """Stop storing (a write under way completes) and hand over what is still queued, for
         ``finish``; re-raise a failed write."""
         self._detached = True
-        self._wake.set()
         if self._task is not None:
-            await self._task
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._writing is not None:
+            await asyncio.wrap_future(self._writing)  # never raises: see _write_noting
         self._raise()
         rows, self._pending = self._pending, []
         return rows

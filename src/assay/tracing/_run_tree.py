@@ -32,6 +32,8 @@ __all__ = ["RUN_TYPES", "RunTree", "format_error"]
 _RUN_TYPES = frozenset(RUN_TYPES)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _RUNTIME = {"sdk": "assay", "library": "assay", "runtime": "python"}
+_PLAIN_EXTRA = {"metadata": {}, "runtime": _RUNTIME}  # _row's, shared: serialized, never changed
+_EMPTY = ()  # _row's empty tags and events: serialized as []
 _new_uuid = uuid_utils.uuid7
 _time_ns = time.time_ns
 
@@ -483,16 +485,17 @@ class RunTree:
     def _row(self) -> list[Any]:
         """``_wire(True, micros=True)``'s values as one list in ``ROW_COLUMNS`` order (None for
         a key the dict leaves out), for a writer that serializes it at once: no keys to write
-        per run, and the run's own metadata, tags and events are not copied first."""
-        extra = self._wire_extra(copy=False)
+        per run, and the run's own metadata, tags and events are not copied first; a run with
+        none of them shares one constant ``extra`` and empty lists (only ever serialized)."""
+        extra = self._wire_extra(copy=False) if self.extra or self.metadata else _PLAIN_EXTRA
         rid, trace, parent = self._id, self._trace, self._parent_id
         run_id = str(rid)
         sid, ref = self.session_id, self._ref
         return [
             run_id, run_id if trace is rid else str(trace),
             None if parent is None else str(parent), self._dotted or self.dotted_order,
-            self.name, self.run_type, self._start_us, self.inputs, extra, self.tags or [],
-            self.events or [], None if sid is None else str(sid), self.session_name,
+            self.name, self.run_type, self._start_us, self.inputs, extra, self.tags or _EMPTY,
+            self.events or _EMPTY, None if sid is None else str(sid), self.session_name,
             None if ref is None else str(ref), self._end_us, self.outputs, self.error,
         ]
 
