@@ -422,6 +422,6 @@ def test_a_sequential_experiment_stores_its_feedback_as_it_goes(client: Client) 
         return outputs["y"] == reference_outputs["y"]
 
     evaluate(target, data="one-by-one", evaluators=[paced], client=client)
-    # written at least every 20 ms: all but the last one or two are in by then
-    assert stored_before_last[0] >= 9, stored_before_last
+    # written at least every 20 ms: all but the last few are in by then (none were before)
+    assert stored_before_last[0] >= 8, stored_before_last
     assert len(list(client.list_feedback(feedback_key=["paced"]))) == 12
