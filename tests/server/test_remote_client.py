@@ -134,11 +134,15 @@ def test_assay_evaluate_against_the_server(server: Server) -> None:
     def foo_label(run, example):  # type: ignore[no-untyped-def]
         return {"score": 1, "key": "foo"}
 
+    def exact(outputs, reference_outputs) -> bool:  # type: ignore[no-untyped-def]
+        return outputs["output"] == reference_outputs["expected"]  # a plain score: compact row
+
     results = evaluate(lambda inputs: "Hello " + inputs["input"], data="HelloDataset",
-                       evaluators=[foo_label], experiment_prefix="Hello", client=client,
+                       evaluators=[foo_label, exact], experiment_prefix="Hello", client=client,
                        num_repetitions=2)
     stats = client.read_project(project_name=results.experiment_name, include_stats=True)
     assert stats.run_count == 4 and stats.feedback_stats["foo"].n == 4
+    assert stats.feedback_stats["exact"].n == 4 and stats.feedback_stats["exact"].avg == 1.0
     assert stats.test_run_number == 1
     # it all landed in the key's workspace on the server
     assert view.projects.read(project_name=results.experiment_name, include_stats=True).run_count == 4

@@ -333,3 +333,41 @@ def test_posts_journaled_as_lists_of_values_fold_like_the_dicts(store: Store) ->
     for kind in ("dicts", "lists", "mixed"):
         assert store.projects.read(project_name=f"p-{kind}", include_stats=True).run_count == 1
     _same_as_recomputed(store)
+
+
+def test_feedback_journaled_as_lists_of_values_folds_like_the_dicts(store: Store) -> None:
+    """An experiment's plain scores are journaled as value lists, what they share given once
+    per batch, mixed with full rows: each is stored exactly as the same feedback as a dict."""
+    from assay.evaluation._sink import SCORE_COLUMNS
+
+    stored: dict[str, list[tuple]] = {}
+    for kind in ("dicts", "lists", "mixed"):
+        root, other = str(uuid.uuid4()), str(uuid.uuid4())
+        store.journal.append_runs([_run(root, end=T0 + 1000, session_name=f"f-{kind}"),
+                                   _run(other, end=T0 + 900, session_name=f"f-{kind}")])
+        store.journal.fold()  # the project exists: its id is what the rows share
+        project = store.projects.read(project_name=f"f-{kind}")
+        shared = {"session_id": str(project.id), "feedback_source": {"type": "model"}}
+        values = [[root, root, "correct", True], [other, other, "correct", 0.25]]
+        rich = {"run_id": other, "trace_id": other, "session_id": str(project.id),
+                "key": "note", "comment": "kept whole", "feedback_source": {"type": "model"}}
+        if kind == "dicts":
+            store.journal.append_feedback(
+                [{**shared, **dict(zip(SCORE_COLUMNS, v))} for v in values] + [rich])
+        elif kind == "lists":
+            store.journal.append_feedback(values, columns=SCORE_COLUMNS, defaults=shared)
+            store.journal.append_feedback([rich])
+        else:
+            store.journal.append_feedback([values[0], rich, values[1]], columns=SCORE_COLUMNS,
+                                          defaults=shared)
+        rows = store.feedback.list(project_ids=[project.id])
+        by_run = {root: 0, other: 1}
+        stored[kind] = sorted(
+            (by_run[str(f.run_id)], by_run[str(f.trace_id)], str(f.session_id) == str(project.id),
+             f.key, f.score, f.comment, f.feedback_source.type if f.feedback_source else None)
+            for f in rows)
+        stats = store.projects.read(project_name=f"f-{kind}", include_stats=True)
+        assert stats.feedback_stats["correct"].n == 2
+        assert stats.feedback_stats["correct"].avg == pytest.approx(0.625)
+    assert len(stored["dicts"]) == 3 and all(s[2] for s in stored["dicts"])
+    assert stored["lists"] == stored["dicts"] and stored["mixed"] == stored["dicts"]

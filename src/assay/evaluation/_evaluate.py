@@ -51,13 +51,12 @@ from ._runner import (
     Plan,
     Unit,
     adapt_target,
-    feedback_rows,
     quick_gil_handoff,
     run_summary,
     run_units,
 )
 from ._schemas import EvaluationResult, EvaluationResults
-from ._sink import FeedbackSink
+from ._sink import FeedbackSink, feedback_rows
 from ._stream import ExampleStream
 
 if TYPE_CHECKING:
@@ -320,7 +319,7 @@ async def _execute_inner(prep: _Prepared) -> ExperimentResults:
     try:
         if plan.upload:
             plan.sink = FeedbackSink(prep.client.store, interval=0.02,  # type: ignore[union-attr]
-                                     hold=prep.creation)
+                                     hold=prep.creation, experiment_id=plan.session_id)
             plan.sink.start()
         try:
             with relaxed_gc():

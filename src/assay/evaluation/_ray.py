@@ -43,7 +43,8 @@ from ..tracing._writer import RunWriter
 from ._evaluators import RowEvaluator, error_results
 from ._results import ExperimentResultRow, ExperimentResults
 from .._gc import relaxed_gc
-from ._runner import Plan, Target, Unit, feedback_rows, run_units
+from ._runner import Plan, Target, Unit, run_units
+from ._sink import feedback_rows
 from ._schemas import EvaluationResult, EvaluationResults
 
 __all__ = ["ExecutorOption", "RayExecutor", "resolve_executor"]

@@ -33,6 +33,8 @@ from ._evaluators import RowEvaluator, SummaryEvaluator
 from ._results import ExperimentResultRow, ExperimentResults
 from ._schemas import EvaluationResult
 
+from ._sink import feedback_rows
+
 if TYPE_CHECKING:
     from ._sink import FeedbackSink
 
@@ -238,47 +240,8 @@ async def _run_unit(plan: Plan, unit: Unit) -> ExperimentResultRow | None:
         results.extend(await ev._aevaluate(row, plan.executor))
     row._results = results  # plain scores stay (key, score) pairs until the row is read
     if plan.sink is not None and results:
-        run_id = str(tree._id)  # a root is its own trace
-        plan.sink.add(feedback_rows(results, run_id, run_id, plan.session_id))
+        plan.sink.add_results(results, str(tree._id))
     return row
-
-
-def feedback_rows(results: Sequence[EvaluationResult | tuple[str, Any]], run_id: Any,
-                  trace_id: Any, experiment_id: Any) -> list[dict[str, Any]]:
-    """Store rows for one row's results (``target_run_id`` may point below the root); a
-    (key, score) pair is a plain score."""
-    out = []
-    for r in results:
-        if r.__class__ is tuple:
-            key, score = r  # type: ignore[misc]
-            out.append({"run_id": run_id, "session_id": experiment_id, "trace_id": trace_id,
-                        "key": key, "score": score, "value": None, "comment": None,
-                        "correction": None, "feedback_source": {"type": "model"},
-                        "extra": None})
-            continue
-        assert isinstance(r, EvaluationResult)
-        source: dict[str, Any] = {"type": "model"}
-        meta = dict(r.evaluator_info) if r.evaluator_info else {}
-        if r.source_run_id is not None:
-            meta["__run"] = {"run_id": str(r.source_run_id)}
-        if meta:
-            source["metadata"] = meta
-        extra = r.extra
-        if r.metadata:
-            extra = {**(extra or {}), "metadata": r.metadata}
-        out.append({
-            "run_id": r.target_run_id or run_id,
-            "session_id": experiment_id,
-            "trace_id": trace_id,
-            "key": r.key,
-            "score": r.score,
-            "value": r.value,
-            "comment": r.comment,
-            "correction": r.correction,
-            "feedback_source": source,
-            "extra": extra,
-        })
-    return out
 
 
 # seconds a thread may hold the GIL while another waits for it: the run writer's and the

@@ -33,21 +33,57 @@ from typing import TYPE_CHECKING, Any
 
 from .._sync import offload, submit
 from ..errors import StoreError
+from ._schemas import EvaluationResult
 
 if TYPE_CHECKING:
     from ..store import Store
     from ._experiment import Creation
 
-__all__ = ["FeedbackSink"]
+__all__ = ["SCORE_COLUMNS", "FeedbackSink", "feedback_rows"]
 
 _clock = time.monotonic
+# A plain score's row as a list of these values; the rest (experiment, source) is the same for
+# every row of a sink and written once per batch (``Journal.append_feedback``'s ``defaults``)
+SCORE_COLUMNS = ("run_id", "trace_id", "key", "score")
+
+
+def feedback_rows(results: Sequence[EvaluationResult], run_id: Any, trace_id: Any,
+                  experiment_id: Any) -> list[dict[str, Any]]:
+    """Store rows for one row's results (``target_run_id`` may point below the root)."""
+    out = []
+    for r in results:
+        source: dict[str, Any] = {"type": "model"}
+        meta = dict(r.evaluator_info) if r.evaluator_info else {}
+        if r.source_run_id is not None:
+            meta["__run"] = {"run_id": str(r.source_run_id)}
+        if meta:
+            source["metadata"] = meta
+        extra = r.extra
+        if r.metadata:
+            extra = {**(extra or {}), "metadata": r.metadata}
+        out.append({
+            "run_id": r.target_run_id or run_id,
+            "session_id": experiment_id,
+            "trace_id": trace_id,
+            "key": r.key,
+            "score": r.score,
+            "value": r.value,
+            "comment": r.comment,
+            "correction": r.correction,
+            "feedback_source": source,
+            "extra": extra,
+        })
+    return out
 
 
 class FeedbackSink:
     def __init__(self, store: Store, *, batch_size: int = 2000, interval: float = 1.0,
-                 hold: Creation | None = None) -> None:
+                 hold: Creation | None = None, experiment_id: str | None = None) -> None:
         self._store = store
         self._hold = hold
+        self._experiment_id = experiment_id
+        # what every plain score's row shares (see SCORE_COLUMNS)
+        self._defaults = {"session_id": experiment_id, "feedback_source": {"type": "model"}}
         self.batch_size = batch_size
         self.interval = interval
         self._pending: list[dict[str, Any]] = []
@@ -71,6 +107,18 @@ class FeedbackSink:
         pending.extend(rows)
         if len(pending) >= self.batch_size or now >= self._due:
             self._write_pending()
+
+    def add_results(self, results: Sequence[EvaluationResult | tuple[str, Any]],
+                    run_id: str) -> None:
+        """``add`` for the results of one root run (its own trace): a plain (key, score) pair
+        as a list of ``SCORE_COLUMNS`` values, any other result as its full row."""
+        rows: list[Any] = []
+        for r in results:
+            if r.__class__ is tuple:
+                rows.append([run_id, run_id, r[0], r[1]])  # type: ignore[index]
+            else:
+                rows.extend(feedback_rows((r,), run_id, run_id, self._experiment_id))  # type: ignore[arg-type]
+        self.add(rows)
 
     def _write_pending(self) -> None:
         """Hand what is queued to a thread, unless a write is under way (it goes next) or the
@@ -101,12 +149,15 @@ class FeedbackSink:
         except BaseException as exc:  # surfaced by add(), detach() and close()
             self._error = exc
 
-    def _write(self, rows: list[dict[str, Any]]) -> None:
+    def _write(self, rows: list[Any]) -> None:
         journal = getattr(self._store, "journal", None)  # a local store: one journal row
         if journal is not None:
-            journal.append_feedback(rows)
+            journal.append_feedback(rows, columns=SCORE_COLUMNS, defaults=self._defaults)
         else:
-            self._store.feedback.create_many(rows, return_records=False)
+            defaults = self._defaults
+            self._store.feedback.create_many(
+                [{**defaults, **dict(zip(SCORE_COLUMNS, r))} if r.__class__ is list else r
+                 for r in rows], return_records=False)
         self.written += len(rows)
 
     async def close(self) -> None:

@@ -163,13 +163,21 @@ class Journal:
             payload["columns"] = list(columns)
         return self._append([(RUNS, payload)])
 
-    def append_feedback(self, items: Sequence[Mapping[str, Any]]) -> int:
+    def append_feedback(self, items: Sequence[Mapping[str, Any] | Sequence[Any]], *,
+                        columns: Sequence[str] | None = None,
+                        defaults: Mapping[str, Any] | None = None) -> int:
         """Journal one batch of feedback (see ``FeedbackRepo.create_many``), stored together;
-        trusted as ``append_runs`` is."""
+        trusted as ``append_runs`` is. An item may also be a list of values in the order of
+        ``columns``, the fields every such item shares given once as ``defaults`` (an
+        experiment's plain scores); the fold turns it back into the item."""
         if not items:
             return 0
         # the batch's time stands for each item's created_at that does not give one
-        return self._append([(FEEDBACK, {"items": list(items), "created_at": to_micros(utcnow())})])
+        payload: dict[str, Any] = {"items": list(items), "created_at": to_micros(utcnow())}
+        if columns is not None:
+            payload["columns"] = list(columns)
+            payload["defaults"] = dict(defaults or {})
+        return self._append([(FEEDBACK, payload)])
 
     def admit(self, posts: Sequence[Mapping[str, Any]] = (),
               patches: Sequence[Mapping[str, Any]] = (),
@@ -345,6 +353,12 @@ class Journal:
             return self._whole_or_each(conn, "runs", runs, apply, lambda item: item[1])
         if entry.kind == FEEDBACK:
             created = payload.get("created_at")
+            items = payload.get("items") or []
+            columns = payload.get("columns")
+            if columns:  # items journaled as lists of values (see append_feedback)
+                shared = payload.get("defaults") or {}
+                items = [{**shared, **dict(zip(columns, i))} if i.__class__ is list else i
+                         for i in items]
 
             def add(batch: list[Any]) -> int:
                 rows = []
@@ -355,8 +369,7 @@ class Journal:
                     rows.append(store.feedback._row(item))
                 return store.feedback._insert(conn, rows)
 
-            return self._whole_or_each(conn, "feedback", payload.get("items") or [], add,
-                                       lambda item: item)
+            return self._whole_or_each(conn, "feedback", items, add, lambda item: item)
         self.dropped += entry.items
         log.warning("assay store: journal entry %s has unknown kind %r: dropped", entry.seq,
                     entry.kind)
