@@ -146,12 +146,12 @@ def to_results(raw: Any, name: str, *, plain: bool = False) -> list[Any]:
 
     ``plain``: a bare score stays a ``(key, score)`` pair (``as_result`` makes it a result),
     which is how an experiment keeps it until someone reads its rows."""
+    if raw.__class__ in _SCORES:  # first: isinstance on a pydantic model class is slow
+        return [(name, raw)] if plain else [EvaluationResult._of_score(name, raw)]
     if isinstance(raw, EvaluationResult):
         return [raw]
     if isinstance(raw, EvaluationResults):
         items: Any = raw.results
-    elif raw.__class__ in _SCORES:
-        return [(name, raw)] if plain else [EvaluationResult._of_score(name, raw)]
     elif isinstance(raw, bool) or isinstance(raw, (int, float)):
         return [EvaluationResult(key=name, score=raw)]
     elif isinstance(raw, str):

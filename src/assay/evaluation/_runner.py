@@ -18,7 +18,7 @@ import inspect
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -28,6 +28,7 @@ from ..schemas import Example
 from ..store._examples import StoredExample
 from ..tracing import RunTree
 from ..tracing._context import _RUN
+from ..tracing._run_tree import _as_outputs, _now_us
 from ..tracing._writer import RunWriter
 from ._evaluators import RowEvaluator, SummaryEvaluator
 from ._results import ExperimentResultRow, ExperimentResults
@@ -163,14 +164,6 @@ class MemoryClient:
         pass
 
 
-def _outputs(value: Any) -> dict[str, Any]:
-    if isinstance(value, dict):
-        return value
-    if isinstance(value, Mapping):
-        return dict(value)
-    return {"output": value}
-
-
 async def _call_target(plan: Plan, inputs: dict[str, Any]) -> Any:
     t = plan.target
     if t.is_async:
@@ -226,11 +219,14 @@ async def _run_unit(plan: Plan, unit: Unit) -> ExperimentResultRow | None:
         tree.end(error=exc)
         tree.patch()
         raise
-    else:
-        tree.end(outputs=_outputs(out))
+    else:  # tree.end(outputs=out), inlined: the end time stays one the target gave it
+        tree.outputs = _as_outputs(out)
+        if tree._end_us is None:
+            tree._end_us = _now_us()
     finally:
         _RUN.reset(token)
-    tree.patch()
+    tree._closed = True  # tree.patch(), inlined: ended above, its writer known
+    plan.writer.patch(tree)  # type: ignore[union-attr]
     if failed and plan.error_handling == "ignore":
         plan.ignored_traces.append(tree.trace_id)
         return None
