@@ -12,6 +12,10 @@ nothing until the last of them (a killed experiment would have lost all its feed
 end waited for all of it). A timer task only catches rows left queued while no example
 finishes. One write at a time; what arrives meanwhile goes in the next.
 
+A plain score's row is a list of ``SCORE_COLUMNS`` values (``add_results``); what all of them
+share, the experiment and the source, is journaled once per batch, and the fold makes them
+full rows again.
+
 ``hold``: the experiment's project row being written meanwhile (``Creation``): nothing is
 written before it is done, and nothing at all if it failed.
 
@@ -86,7 +90,7 @@ class FeedbackSink:
         self._defaults = {"session_id": experiment_id, "feedback_source": {"type": "model"}}
         self.batch_size = batch_size
         self.interval = interval
-        self._pending: list[dict[str, Any]] = []
+        self._pending: list[Any] = []  # full rows (dicts) and plain scores (SCORE_COLUMNS lists)
         self._due = math.inf  # when the oldest queued row is to be written
         self._writing: Future[None] | None = None  # the write under way
         self._detached = False
@@ -97,7 +101,7 @@ class FeedbackSink:
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._tick())
 
-    def add(self, rows: Sequence[dict[str, Any]]) -> None:
+    def add(self, rows: Sequence[Any]) -> None:
         """Queue all feedback of one row (stored together); write the batch if it is due."""
         if self._error is not None:
             raise StoreError(f"storing feedback failed: {self._error}") from self._error
