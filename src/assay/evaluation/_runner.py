@@ -34,12 +34,10 @@ from ._evaluators import RowEvaluator, SummaryEvaluator
 from ._results import ExperimentResultRow, ExperimentResults
 from ._schemas import EvaluationResult
 
-from ._sink import feedback_rows
-
 if TYPE_CHECKING:
     from ._sink import FeedbackSink
 
-__all__ = ["Plan", "Target", "UnitExecutor", "adapt_target", "feedback_rows", "run_units"]
+__all__ = ["Plan", "Target", "UnitExecutor", "adapt_target", "run_units"]
 
 MAX_THREADS = 128  # sync targets and evaluators: at most this many threads however high the bound
 

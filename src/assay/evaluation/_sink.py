@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._sync import offload, submit
 from ..errors import StoreError
+from ..store._journal import from_values
 from ._schemas import EvaluationResult
 
 if TYPE_CHECKING:
@@ -85,7 +86,6 @@ class FeedbackSink:
                  hold: Creation | None = None, experiment_id: str | None = None) -> None:
         self._store = store
         self._hold = hold
-        self._experiment_id = experiment_id
         # what every plain score's row shares (see SCORE_COLUMNS)
         self._defaults = {"session_id": experiment_id, "feedback_source": {"type": "model"}}
         self.batch_size = batch_size
@@ -121,7 +121,8 @@ class FeedbackSink:
             if r.__class__ is tuple:
                 rows.append([run_id, run_id, r[0], r[1]])  # type: ignore[index]
             else:
-                rows.extend(feedback_rows((r,), run_id, run_id, self._experiment_id))  # type: ignore[arg-type]
+                rows.extend(feedback_rows((r,), run_id, run_id,  # type: ignore[arg-type]
+                                          self._defaults["session_id"]))
         self.add(rows)
 
     def _write_pending(self) -> None:
@@ -147,7 +148,7 @@ class FeedbackSink:
             if _clock() >= self._due:
                 self._write_pending()
 
-    def _write_noting(self, rows: list[dict[str, Any]]) -> None:
+    def _write_noting(self, rows: list[Any]) -> None:
         try:
             self._write(rows)
         except BaseException as exc:  # surfaced by add(), detach() and close()
@@ -157,18 +158,16 @@ class FeedbackSink:
         journal = getattr(self._store, "journal", None)  # a local store: one journal row
         if journal is not None:
             journal.append_feedback(rows, columns=SCORE_COLUMNS, defaults=self._defaults)
-        else:
-            defaults = self._defaults
-            self._store.feedback.create_many(
-                [{**defaults, **dict(zip(SCORE_COLUMNS, r))} if r.__class__ is list else r
-                 for r in rows], return_records=False)
+        else:  # a server: full rows
+            self._store.feedback.create_many(from_values(rows, SCORE_COLUMNS, self._defaults),
+                                             return_records=False)
         self.written += len(rows)
 
     async def close(self) -> None:
         """Store everything queued; re-raise a failed write."""
         await offload(self.finish, await self.detach())
 
-    async def detach(self) -> list[dict[str, Any]]:
+    async def detach(self) -> list[Any]:
         """Stop storing (a write under way completes) and hand over what is still queued, for
         ``finish``; re-raise a failed write."""
         self._detached = True
@@ -182,7 +181,7 @@ class FeedbackSink:
         rows, self._pending = self._pending, []
         return rows
 
-    def finish(self, rows: list[dict[str, Any]]) -> None:
+    def finish(self, rows: list[Any]) -> None:
         """Store the rows ``detach`` handed over (blocking: on a thread). They wait for the
         experiment's row like every other write, and are dropped if it failed."""
         if self._hold is not None:

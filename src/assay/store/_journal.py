@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
     from ._base import Store
 
-__all__ = ["Journal"]
+__all__ = ["Journal", "from_values"]
 
 log = logging.getLogger("assay.store")
 
@@ -65,6 +65,15 @@ _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"  # how a zstd frame starts
 def _pack(data: bytes) -> bytes:
     # a compressor per batch: zstandard's objects are not for use by two threads at once
     return zstandard.ZstdCompressor(level=1).compress(data)
+
+
+def from_values(items: Sequence[Any], columns: Sequence[str],
+                shared: Mapping[str, Any] | None = None) -> list[Any]:
+    """Items journaled as lists of values in ``columns`` order back as dicts (``shared``: the
+    fields every such item has, given once per batch); dict items pass through."""
+    if shared:
+        return [{**shared, **dict(zip(columns, i))} if i.__class__ is list else i for i in items]
+    return [dict(zip(columns, i)) if i.__class__ is list else i for i in items]
 
 
 def _unpack(data: bytes) -> bytes:
@@ -339,7 +348,7 @@ class Journal:
             columns = payload.get("columns")
             posts = payload.get("posts") or []
             if columns:  # posts journaled as lists of values
-                posts = [dict(zip(columns, p)) if p.__class__ is list else p for p in posts]
+                posts = from_values(posts, columns)
             runs = [(False, r) for r in posts]
             runs += [(True, r) for r in payload.get("patches") or []]
 
@@ -356,9 +365,7 @@ class Journal:
             items = payload.get("items") or []
             columns = payload.get("columns")
             if columns:  # items journaled as lists of values (see append_feedback)
-                shared = payload.get("defaults") or {}
-                items = [{**shared, **dict(zip(columns, i))} if i.__class__ is list else i
-                         for i in items]
+                items = from_values(items, columns, payload.get("defaults"))
 
             def add(batch: list[Any]) -> int:
                 rows = []
