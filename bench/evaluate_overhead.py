@@ -137,7 +137,7 @@ def part_memory(n: int) -> float:
     return time.perf_counter() - t0
 
 
-def _journal_rows(n: int, project_id: Any) -> list[list[Any]]:
+def _journal_rows(n: int, project_id: Any) -> list[tuple[Any, ...]]:
     from assay.tracing import RunTree
 
     out = []
@@ -166,7 +166,8 @@ def _journaled(n: int, runs: bool, feedback: bool) -> tuple[Any, float]:
     from assay.tracing import RunTree
 
     for i in range(0, len(posts), 1000):
-        client.store.journal.append_runs(posts[i:i + 1000], columns=RunTree.ROW_COLUMNS)
+        client.store.journal.append_runs(posts[i:i + 1000], columns=RunTree.ROW_COLUMNS,
+                                         extra=RunTree.ROW_EXTRA)
     for i in range(0, len(rows), 2000):
         client.store.journal.append_feedback(rows[i:i + 2000])
     return client, time.perf_counter() - t0

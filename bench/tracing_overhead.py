@@ -251,6 +251,7 @@ def writer_breakdown(client: Client, n: int) -> tuple[float, float, float]:
     """Time the writer's work in its parts: building journal rows, appending them to the store's
     journal; and the fold that indexes them on the next read (not part of the stored figure)."""
     from assay.tracing import RunTree
+    from assay.tracing._run_tree import ROW
 
     runs = []
     for i in range(n):
@@ -262,10 +263,11 @@ def writer_breakdown(client: Client, n: int) -> tuple[float, float, float]:
     try:
         client.store.settle()
         t0 = time.perf_counter()
-        wires = [r._row() for r in runs]  # as the writer journals a finished run
+        wires = list(map(ROW, runs))  # as the writer takes finished roots for the journal
         t1 = time.perf_counter()
         for i in range(0, n, 1000):
-            client.store.journal.append_runs(wires[i:i + 1000], columns=RunTree.ROW_COLUMNS)
+            client.store.journal.append_runs(wires[i:i + 1000], columns=RunTree.ROW_COLUMNS,
+                                             extra=RunTree.ROW_EXTRA)
         t2 = time.perf_counter()
         client.store.settle()
         t3 = time.perf_counter()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 import uuid
 from datetime import datetime
 
@@ -11,7 +12,8 @@ import uuid_utils.compat as _uu
 
 from ._time import to_utc, utcnow
 
-__all__ = ["new_id", "new_id_text", "as_uuid", "uuid_text", "dotted_segment", "utcnow", "to_utc"]
+__all__ = ["new_id", "new_id_text", "as_uuid", "uuid_text", "dotted_segment", "dotted_segment_us",
+           "utcnow", "to_utc"]
 
 
 def new_id() -> uuid.UUID:
@@ -51,3 +53,22 @@ def uuid_text(value: uuid.UUID | str, what: str = "id") -> str:
 def dotted_segment(start_time: datetime, run_id: uuid.UUID | str) -> str:
     """One segment of a dotted order: ``%Y%m%dT%H%M%S%fZ<uuid>``."""
     return to_utc(start_time).strftime("%Y%m%dT%H%M%S%fZ") + str(run_id)
+
+
+_last_second: tuple[int, str] = (-1, "")  # runs come in bursts: format each second once
+
+
+def dotted_segment_us(us: int, run_id: str) -> str:
+    """``dotted_segment`` from epoch microseconds and id text, without strftime (~0.15 us):
+    what the tracing hot path and the journal's fold both use, so they agree."""
+    global _last_second
+    secs = us // 1_000_000
+    cached_secs, prefix = _last_second  # one tuple: read and replaced atomically
+    if cached_secs != secs:
+        t = time.gmtime(secs)
+        prefix = (f"{t.tm_year:04d}{t.tm_mon:02d}{t.tm_mday:02d}T{t.tm_hour:02d}"
+                  f"{t.tm_min:02d}{t.tm_sec:02d}")
+        _last_second = (secs, prefix)
+    if us >= 1_000_000:  # after the first second of 1970: the last six digits are %f
+        return f"{prefix}{str(us)[-6:]}Z{run_id}"
+    return f"{prefix}{us % 1_000_000:06d}Z{run_id}"

@@ -213,8 +213,11 @@ def _as_json(value: object) -> object:
 
 
 def test_a_finished_run_s_journal_row_holds_its_wire_dict(tclient: Client) -> None:
-    """``_row`` (what the local writer journals) gives the values of ``_wire`` (what goes to a
-    server), in ``ROW_COLUMNS`` order, None where the dict leaves a key out."""
+    """``_row`` (what the local writer journals), read back as the fold reads it, is ``_wire``
+    (what goes to a server): metadata and the shared runtime moved into extra, None where the
+    dict leaves a key out; a root's dotted order is left to the fold, which derives the same."""
+    from assay.store._journal import _row_posts
+
     ref, project = uuid.uuid4(), uuid.uuid4()
     root = RunTree("root", "chain", {"q": 1}, client=tclient, project_id=project,
                    reference_example_id=ref, metadata={"m": 1}, tags=["a"],
@@ -223,14 +226,30 @@ def test_a_finished_run_s_journal_row_holds_its_wire_dict(tclient: Client) -> No
     child.add_event({"name": "new_token", "time": "2026-01-01T00:00:00+00:00"})
     child.end(error=ValueError("bad"))
     plain = RunTree("plain", "tool", {}, client=tclient, project_name="named")
-    for run in (root, child, plain):
+    rows = []
+    for run in (child, root, plain):  # the child first: its row names its parent's order
         if run is not child:
             run.end(outputs={"ok": True})
-        wire = run._wire(True, micros=True)
         row = run._row()
         assert len(row) == len(RunTree.ROW_COLUMNS)
-        as_dict = {k: v for k, v in zip(RunTree.ROW_COLUMNS, row) if v is not None or k in wire}
-        assert _as_json(as_dict) == _as_json(wire)  # what is journaled: equal once serialized
-    assert root._row()[RunTree.ROW_COLUMNS.index("reference_example_id")] == str(ref)
-    assert child._row()[RunTree.ROW_COLUMNS.index("trace_id")] == str(root.id)
-    assert root._row()[RunTree.ROW_COLUMNS.index("extra")]["runtime"] == {"sdk": "mine"}
+        rows.append(row)
+    back = _row_posts(_as_json(rows), RunTree.ROW_COLUMNS, RunTree.ROW_EXTRA)
+    for run, post in zip((child, root, plain), back, strict=True):
+        wire = _as_json(run._wire(True, micros=True))
+        assert wire["dotted_order"] == run.dotted_order
+        if run is plain:  # a root no child asked about: its order is the fold's to derive
+            assert post.pop("dotted_order") is None
+            del wire["dotted_order"]
+        assert {k: v for k, v in post.items() if v is not None or k in wire} == wire
+    assert back[1]["reference_example_id"] == str(ref)
+    assert back[0]["trace_id"] == str(root.id) and back[0]["parent_run_id"] == str(root.id)
+    assert back[1]["extra"]["runtime"] == {"sdk": "mine"}  # the run's own wins
+    assert back[2]["extra"]["runtime"] == RunTree.ROW_EXTRA["runtime"]
+    fresh = RunTree("fresh", "chain", {}, client=tclient, project_name="named")
+    for run in (root, child, plain, fresh):
+        run.end()
+        run.patch()
+    tclient.flush()
+    assert fresh._dotted is None  # journaled without one: the fold derived what is stored
+    for run in (root, child, plain, fresh):
+        assert tclient.read_run(run.id).dotted_order == run.dotted_order

@@ -15,7 +15,7 @@ import pytest
 
 from assay.client import Client
 from assay.store import Store
-from assay.tracing import trace, traceable, tracing_context
+from assay.tracing import RunTree, get_current_run_tree, trace, traceable, tracing_context
 
 
 class SpyJournal:
@@ -29,12 +29,15 @@ class SpyJournal:
         self.gate.set()
 
     def append_runs(self, posts: Any = (), patches: Any = (), **kw: Any) -> int:
-        """Recorded as dicts: finished runs come as lists of values in ``columns`` order."""
+        """Recorded as the fold reads them: finished runs come as rows in ``columns`` order."""
+        from assay.store._journal import _row_posts
+
         self.gate.wait(10)
         posts, patches = list(posts), list(patches)
         columns = kw.get("columns")
-        self.calls.append(([dict(zip(columns, p)) if isinstance(p, list) else p
-                            for p in posts], patches))
+        as_read = [list(p) if isinstance(p, tuple) else p for p in posts]
+        self.calls.append((_row_posts(as_read, columns, kw.get("extra")) if columns
+                           else as_read, patches))
         return self.real.append_runs(posts, patches, **kw)
 
     def sizes(self) -> list[int]:
@@ -284,3 +287,49 @@ def test_runs_are_stored_at_interpreter_exit(tmp_path: Path, sqlite_url: str) ->
     assert proc.returncode == 0, proc.stderr
     client = Client(database_url=sqlite_url)
     assert len(list(client.list_runs(project_name="exit"))) == 50
+
+
+@pytest.mark.parametrize("batch_size", [1, 7, 1000])
+def test_dotted_orders_left_to_the_fold_are_the_run_trees_own(client: Client,
+                                                             batch_size: int) -> None:
+    """The writer leaves a root's dotted order, and a child's whose parent was queued before
+    it, for the fold to derive (from the batch, or from the stored parent when a batch ends
+    between them); it computes the others itself: a child of a run whose start was never
+    queued (an experiment's root), of a remote parent. Every stored order is the RunTree's."""
+    client._tracing_writer().batch_size = batch_size
+    made: list[RunTree] = []
+
+    @traceable
+    def grand(x: int) -> int:
+        made.append(get_current_run_tree())
+        return x
+
+    @traceable
+    def child(x: int) -> int:
+        made.append(get_current_run_tree())
+        return grand(x) + grand(x + 1)
+
+    with tracing_context(enabled=True, client=client, project_name="orders"):
+        for i in range(4):
+            with trace("root") as root:  # posted at its start
+                made.append(root)
+                for j in range(3):
+                    child(j)
+            child(i)  # roots of their own
+        late = RunTree("late", "chain", {}, client=client, project_name="orders")
+        with tracing_context(parent=late):  # its start is never queued: it goes whole at end
+            child(9)
+        late.end()
+        late.patch()
+        made.append(late)
+        remote = RunTree("remote", "chain", {}, client=client, project_name="orders",
+                         trace_id=late.trace_id, parent_run_id=late.id,
+                         parent_dotted_order=late.dotted_order)
+        remote.end()
+        remote.patch()
+        made.append(remote)
+    client.flush()
+    assert any(r._dotted is None for r in made)  # some were left to the fold
+    stored = {r.id: r.dotted_order for r in client.list_runs(project_name="orders")}
+    assert len(stored) == len({r.id for r in made}) == 4 * (1 + 3 * 3) + 4 * 3 + 3 + 2
+    assert stored == {r.id: r.dotted_order for r in made}

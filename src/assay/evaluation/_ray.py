@@ -278,8 +278,7 @@ class _BufferWriter(RunWriter):
         items, self._items = self._items, []
         posts: list[dict[str, Any]] = []
         patches: list[dict[str, Any]] = []
-        for item in items:
-            self._take(item, posts, patches, [])
+        self._sort(items, posts, patches, [], [], local=False)
         return posts
 
 

@@ -234,7 +234,7 @@ async def _run_unit(plan: Plan, unit: Unit) -> ExperimentResultRow | None:
         results.extend(await ev._aevaluate(row, plan.executor))
     row._results = results  # plain scores stay (key, score) pairs until the row is read
     if plan.sink is not None and results:
-        plan.sink.add_results(results, str(tree._id))
+        plan.sink.add_results(results, tree._id)
     return row
 
 

@@ -5,10 +5,10 @@ aggregates), more than a no-op target and its evaluator cost to run. assay's own
 (the tracing writer, ``evaluate()``'s feedback sink, and the server's ingest through ``admit``)
 therefore append each batch as one JSON row here: a few microseconds per run, committed, so a
 crash loses nothing (the tracing writer's finished runs as lists of values, their column names
-once per batch). The JSON is zstd-compressed (level 1, ~50x for runs; zlib before,
-whose rows still fold): compressing runs outside the GIL, 3.5x faster than zlib, and a 1,000-run
-batch then commits ~4 KB instead of ~470 KB, which also spares SQLite's WAL a checkpoint every
-few batches. ``fold`` then
+once per batch, a dotted order the writer did not need left for the fold to derive). The JSON
+is zstd-compressed (level 1, ~50x for runs; zlib before, whose rows still fold): compressing
+runs outside the GIL, 3.5x faster than zlib, and a 1,000-run batch then commits ~4 KB instead
+of ~470 KB, which also spares SQLite's WAL a checkpoint every few batches. ``fold`` then
 applies the journal in order through the same code as a direct write (``RunRepo._upsert``,
 ``FeedbackRepo._insert``) and deletes what it applied, in one transaction per chunk.
 
@@ -36,7 +36,7 @@ from sqlalchemy import delete, func, insert, select, text
 
 from .. import _json
 from .._gc import relaxed_gc
-from .._ids import uuid_text
+from .._ids import dotted_segment_us, uuid_text
 from .._time import to_micros, utcnow
 from ..errors import ConflictError, InvalidInputError, NotFoundError
 from ._tables import feedback as feedback_table
@@ -74,6 +74,62 @@ def from_values(items: Sequence[Any], columns: Sequence[str],
     if shared:
         return [{**shared, **dict(zip(columns, i))} if i.__class__ is list else i for i in items]
     return [dict(zip(columns, i)) if i.__class__ is list else i for i in items]
+
+
+def _row_posts(posts: Sequence[Any], columns: Sequence[str],
+               extra: Mapping[str, Any] | None) -> list[Any]:
+    """The tracing writer's rows back as LangSmith posts (see ``Journal.append_runs``)."""
+    out = from_values(posts, columns)
+    if "metadata" not in columns:
+        return out  # rows of earlier versions: extra as the post has it
+    shared = extra or {}
+    for post, given in zip(out, posts, strict=True):
+        if given.__class__ is list:
+            own = post.get("extra")
+            meta = post.pop("metadata") or {}
+            post["extra"] = ({**shared, **own, "metadata": meta} if own
+                             else {**shared, "metadata": meta})
+            if post.get("tags") is None:  # a run's lists are made on first use: none, empty
+                post["tags"] = []
+            if post.get("events") is None:
+                post["events"] = []
+    return out
+
+
+def _fill_orders(conn: Connection, tenant: str, posts: list[Any]) -> None:
+    """Dotted orders the tracing writer left to the fold, as ``RunTree.dotted_order`` gives
+    them: a root's from its start and id, a child's from its parent's order. The writer leaves
+    a child's out only when its parent was queued first, so the parent is earlier in this batch
+    or already stored (in an earlier batch, folded before this one)."""
+    known: dict[str, str] = {}
+    waiting: list[dict[str, Any]] = []
+    for post in posts:
+        order = post.get("dotted_order")
+        if order is None:
+            parent = post.get("parent_run_id")
+            if parent is None:
+                order = post["dotted_order"] = dotted_segment_us(post["start_time"], post["id"])
+            elif (up := known.get(parent)) is not None:
+                order = post["dotted_order"] = (
+                    f"{up}.{dotted_segment_us(post['start_time'], post['id'])}")
+            else:
+                waiting.append(post)
+                continue
+        known[post["id"]] = order
+    if not waiting:
+        return
+    wanted = sorted({p["parent_run_id"] for p in waiting} - known.keys())
+    for i in range(0, len(wanted), 500):
+        known.update(conn.execute(select(runs.c.id, runs.c.dotted_order).where(
+            runs.c.id.in_(wanted[i : i + 500]), runs.c.tenant_id == tenant)).all())
+    for post in waiting:  # in order: a child of a waiting run comes after it
+        up = known.get(post["parent_run_id"])
+        if up is None:  # its parent never reached the store: the run is kept without one
+            log.warning("assay store: run %s: parent %s not stored, no dotted order",
+                        post["id"], post["parent_run_id"])
+            continue
+        order = post["dotted_order"] = f"{up}.{dotted_segment_us(post['start_time'], post['id'])}"
+        known[post["id"]] = order
 
 
 def _unpack(data: bytes) -> bytes:
@@ -156,20 +212,25 @@ class Journal:
     def append_runs(self, posts: Sequence[Mapping[str, Any] | Sequence[Any]] = (),
                     patches: Sequence[Mapping[str, Any]] = (), *,
                     default_project: str = "default",
-                    columns: Sequence[str] | None = None) -> int:
+                    columns: Sequence[str] | None = None,
+                    extra: Mapping[str, Any] | None = None) -> int:
         """Journal one batch of LangSmith run posts and patches (see ``RunRepo.upsert``).
 
-        A post may also be a list of values in the order of ``columns`` (the names are
+        A post may also be a sequence of values in the order of ``columns`` (the names are
         journaled once per batch, not once per run: the tracing writer's finished runs); the
-        fold turns it back into the post. Not validated here (the fold does, and drops with a
-        warning what it must): callers are assay's own writers, whose runs are well formed by
-        construction."""
+        fold turns it back into the post. Such a row may carry ``metadata`` as a column of its
+        own: the fold moves it into the post's ``extra``, which also gets the keys of ``extra``
+        (given once here) that the row's own does not have. Not validated here (the fold does,
+        and drops with a warning what it must): callers are assay's own writers, whose runs
+        are well formed by construction."""
         if not posts and not patches:
             return 0
         payload: dict[str, Any] = {"posts": list(posts), "patches": list(patches),
                                    "default_project": default_project}
         if columns is not None:
             payload["columns"] = list(columns)
+            if extra:
+                payload["extra"] = dict(extra)
         return self._append([(RUNS, payload)])
 
     def append_feedback(self, items: Sequence[Mapping[str, Any] | Sequence[Any]], *,
@@ -348,7 +409,9 @@ class Journal:
             columns = payload.get("columns")
             posts = payload.get("posts") or []
             if columns:  # posts journaled as lists of values
-                posts = from_values(posts, columns)
+                posts = _row_posts(posts, columns, payload.get("extra"))
+                if "metadata" in columns:
+                    _fill_orders(conn, entry.tenant_id, posts)
             runs = [(False, r) for r in posts]
             runs += [(True, r) for r in payload.get("patches") or []]
 

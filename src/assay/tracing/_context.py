@@ -41,7 +41,7 @@ _TRUE = frozenset({"1", "true", "yes", "on", "t", "y"})
 class _Config:
     """What one ``tracing_context`` set (None = inherit from the enclosing one)."""
 
-    __slots__ = ("enabled", "client", "project_name", "metadata", "tags", "at_run")
+    __slots__ = ("enabled", "client", "project_name", "metadata", "tags", "at_run", "writer")
 
     def __init__(self, enabled: bool | None, client: Client | None, project_name: str | None,
                  metadata: dict[str, Any] | None, tags: list[str] | None,
@@ -52,6 +52,7 @@ class _Config:
         self.metadata = metadata
         self.tags = tags
         self.at_run = at_run  # the run that was current when the context was entered
+        self.writer: Any = None  # ``client``'s run writer, kept here by the first root run
 
 
 _RUN: contextvars.ContextVar[RunTree | None] = contextvars.ContextVar("assay_run", default=None)

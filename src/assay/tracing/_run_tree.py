@@ -1,14 +1,19 @@
 """``RunTree``: one traced step, built cheaply on the hot path and turned into a wire dict later.
 
-The hot path only records what cannot be recovered afterwards: an id (uuid7 from uuid_utils'
-native type, ~0.1 us), integer epoch microseconds, the parent object, inputs and outputs as the
-caller gave them. Everything else — string ids, the dotted order, datetimes, the LangSmith wire
-dict — is derived on the writer thread (``_wire``), so a traced call pays a few microseconds and
-the formatting cost moves off the caller's thread.
+The hot path only records what cannot be recovered afterwards: an id (uuid7 text from uuid_utils,
+~0.2 us; ``run.id`` parses it when read), integer epoch microseconds, the parent object, inputs
+and outputs as the caller gave them; metadata, tags, events and the list of children are made on
+first use. Everything else — the dotted order, datetimes, the LangSmith wire dict — comes later:
+a finished run reaches the local store's journal as the tuple of its own attributes (``ROW``,
+one C call, serialized by orjson without a Python step per value), and the dotted order of a
+root, or of a child whose parent was queued first, is derived by the store's fold (from the
+start time, the id and the parent's order). So a traced call pays under two microseconds on
+its own thread, and the writer about one more.
 """
 
 from __future__ import annotations
 
+import operator
 import time
 import traceback
 import uuid
@@ -16,9 +21,8 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-import uuid_utils
-
-from .._ids import as_uuid
+from .._ids import as_uuid, new_id_text, uuid_text
+from .._ids import dotted_segment_us as _segment
 from .._time import to_micros
 from ..errors import InvalidInputError
 from ..schemas import RUN_TYPES, Run
@@ -27,14 +31,12 @@ if TYPE_CHECKING:
     from ..client import Client
     from ._writer import RunWriter
 
-__all__ = ["RUN_TYPES", "RunTree", "format_error"]
+__all__ = ["ROW", "RUN_TYPES", "RunTree", "format_error"]
 
 _RUN_TYPES = frozenset(RUN_TYPES)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _RUNTIME = {"sdk": "assay", "library": "assay", "runtime": "python"}
-_PLAIN_EXTRA = {"metadata": {}, "runtime": _RUNTIME}  # _row's, shared: serialized, never changed
-_EMPTY = ()  # _row's empty tags and events: serialized as []
-_new_uuid = uuid_utils.uuid7
+_new_id = new_id_text
 _time_ns = time.time_ns
 
 
@@ -53,22 +55,6 @@ def _dt_to_us(value: datetime | float | str) -> int:
         raise InvalidInputError(f"not a timestamp: {value!r}") from exc
     assert out is not None
     return out
-
-
-_last_second: tuple[int, str] = (-1, "")  # runs come in bursts: format each second once
-
-
-def _segment(us: int, run_id: Any) -> str:
-    """LangSmith's dotted-order segment ``%Y%m%dT%H%M%S%fZ<uuid>`` (no strftime)."""
-    global _last_second
-    secs, frac = divmod(us, 1_000_000)
-    cached_secs, prefix = _last_second  # one tuple: read and replaced atomically
-    if cached_secs != secs:
-        t = time.gmtime(secs)
-        prefix = (f"{t.tm_year:04d}{t.tm_mon:02d}{t.tm_mday:02d}T{t.tm_hour:02d}"
-                  f"{t.tm_min:02d}{t.tm_sec:02d}")
-        _last_second = (secs, prefix)
-    return f"{prefix}{frac:06d}Z{run_id}"
 
 
 def format_error(error: BaseException | str) -> str:
@@ -122,8 +108,8 @@ class RunTree:
 
     __slots__ = (
         "_id", "_trace", "_parent_id", "parent", "_parent_dotted", "_dotted", "name", "run_type",
-        "inputs", "outputs", "error", "_start_us", "_end_us", "metadata", "tags", "events",
-        "extra", "session_name", "session_id", "_ref", "child_runs", "_writer",
+        "inputs", "outputs", "error", "_start_us", "_end_us", "_meta", "_tags", "_events",
+        "extra", "session_name", "session_id", "_ref", "_kids", "_writer",
         "_client", "_closed", "_sent", "__weakref__",
     )
 
@@ -149,7 +135,7 @@ class RunTree:
     ) -> None:
         if not isinstance(name, str) or not name:
             raise InvalidInputError(f"a run needs a non-empty string name, got {name!r}")
-        self._id = _new_uuid() if run_id is None else as_uuid(run_id, "run_id")
+        self._id = _new_id() if run_id is None else uuid_text(run_id, "run_id")
         self.name = name
         self.run_type = check_run_type(run_type)
         self.inputs = _as_inputs(inputs)
@@ -159,13 +145,13 @@ class RunTree:
         self._end_us: int | None = None
         if metadata is not None and not isinstance(metadata, Mapping):
             raise InvalidInputError(f"run metadata must be a mapping, got {metadata!r}")
-        self.metadata: dict[str, Any] = dict(metadata) if metadata else {}
+        self._meta: dict[str, Any] | None = dict(metadata) if metadata else None
         if isinstance(tags, str):
             raise InvalidInputError("run tags must be a list of strings, not one string")
-        self.tags: list[str] = list(tags) if tags else []
-        self.events: list[dict[str, Any]] = []
+        self._tags: list[str] | None = list(tags) if tags else None
+        self._events: list[dict[str, Any]] | None = None
         self.extra: dict[str, Any] | None = dict(extra) if extra else None
-        self.child_runs: list[RunTree] = []
+        self._kids: list[RunTree] | None = None
         self._dotted: str | None = None
         self._closed = False
         self._sent = 0
@@ -182,13 +168,14 @@ class RunTree:
             self._ref = None
             self._client = client if client is not None else parent._client
             self._writer = parent._writer if client is None else None
-            parent.child_runs.append(self)
+            parent._adopt(self)
         else:
             if parent_run_id is not None and (trace_id is None or parent_dotted_order is None):
                 raise InvalidInputError(
                     "a run under a remote parent needs trace_id and parent_dotted_order too")
-            self._parent_id = as_uuid(parent_run_id, "parent_run_id") if parent_run_id else None
-            self._trace = as_uuid(trace_id, "trace_id") if trace_id is not None else self._id
+            self._parent_id = (uuid_text(parent_run_id, "parent_run_id") if parent_run_id
+                               else None)
+            self._trace = uuid_text(trace_id, "trace_id") if trace_id is not None else self._id
             self._parent_dotted = parent_dotted_order
             self.session_name = project_name
             self.session_id = str(as_uuid(project_id, "project_id")) if project_id else None
@@ -202,7 +189,7 @@ class RunTree:
         """A new run with every field at its default, started now: the fast constructors
         below fill in the rest, skipping ``__init__``'s checks (their callers made them)."""
         self = cls.__new__(cls)
-        self._id = _new_uuid()
+        self._id = _new_id()
         self.name = name
         self.run_type = run_type
         self.inputs = inputs
@@ -210,10 +197,11 @@ class RunTree:
         self.error = None
         self._start_us = _time_ns() // 1000
         self._end_us = None
-        self.tags = []
-        self.events = []
+        self._meta = None  # metadata, tags, events, children: made on first use
+        self._tags = None
+        self._events = None
+        self._kids = None
         self.extra = None
-        self.child_runs = []
         self._dotted = None
         self._closed = False
         self._sent = 0
@@ -225,7 +213,6 @@ class RunTree:
                     inputs: dict[str, Any]) -> RunTree:
         """The hot path of ``@traceable``: a child with no options, validated at decoration."""
         self = cls._bare(name, run_type, inputs)
-        self.metadata = {}
         self.parent = parent
         self._trace = parent._trace
         self._parent_id = parent._id
@@ -234,19 +221,24 @@ class RunTree:
         self._ref = None
         self._client = parent._client
         self._writer = parent._writer
-        parent.child_runs.append(self)
+        kids = parent._kids  # parent._adopt(self), inlined
+        if kids is None:
+            parent._kids = [self]
+        else:
+            kids.append(self)
         return self
 
     @classmethod
     def _fast_root(cls, name: str, run_type: str, inputs: dict[str, Any], client: Any,
-                   session_id: str | None, session_name: str | None, metadata: dict[str, Any],
+                   session_id: str | None, session_name: str | None,
+                   metadata: dict[str, Any] | None,
                    reference_example_id: uuid.UUID | str | None) -> RunTree:
         """A root run on a hot path (``evaluate()``'s examples, plain ``@traceable`` roots):
         every argument already checked once by the caller; ``metadata`` becomes the run's own;
         ``reference_example_id`` may be canonical UUID text (parsed when first read)."""
         self = cls._bare(name, run_type, inputs)
         self._trace = self._id
-        self.metadata = metadata
+        self._meta = metadata
         self.parent = None
         self._parent_id = None
         self.session_name = session_name
@@ -257,22 +249,19 @@ class RunTree:
         return self
 
     # -- identity -----------------------------------------------------------------------------
+    # ids are kept as canonical text (what every writer sends): parsed only when read here
     @property
     def id(self) -> uuid.UUID:
-        rid = self._id
-        return rid if isinstance(rid, uuid.UUID) else uuid.UUID(bytes=rid.bytes)
+        return uuid.UUID(self._id)
 
     @property
     def trace_id(self) -> uuid.UUID:
-        tid = self._trace
-        return tid if isinstance(tid, uuid.UUID) else uuid.UUID(bytes=tid.bytes)
+        return uuid.UUID(self._trace)
 
     @property
     def parent_run_id(self) -> uuid.UUID | None:
         pid = self._parent_id
-        if pid is None or isinstance(pid, uuid.UUID):
-            return pid
-        return uuid.UUID(bytes=pid.bytes)
+        return None if pid is None else uuid.UUID(pid)
 
     @property
     def reference_example_id(self) -> uuid.UUID | None:
@@ -322,6 +311,58 @@ class RunTree:
 
     def __repr__(self) -> str:
         return f"RunTree(name={self.name!r}, run_type={self.run_type!r}, id={self._id})"
+
+    # -- made on first use (most runs have no metadata, tags, events or children) -----------
+    @property
+    def metadata(self) -> dict[str, Any]:
+        meta = self._meta
+        if meta is None:
+            meta = self._meta = {}
+        return meta
+
+    @metadata.setter
+    def metadata(self, value: dict[str, Any]) -> None:
+        self._meta = value
+
+    @property
+    def tags(self) -> list[str]:
+        tags = self._tags
+        if tags is None:
+            tags = self._tags = []
+        return tags
+
+    @tags.setter
+    def tags(self, value: list[str]) -> None:
+        self._tags = value
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        events = self._events
+        if events is None:
+            events = self._events = []
+        return events
+
+    @events.setter
+    def events(self, value: list[dict[str, Any]]) -> None:
+        self._events = value
+
+    @property
+    def child_runs(self) -> list[RunTree]:
+        kids = self._kids
+        if kids is None:
+            kids = self._kids = []
+        return kids
+
+    @child_runs.setter
+    def child_runs(self, value: list[RunTree]) -> None:
+        self._kids = value
+
+    def _adopt(self, child: RunTree) -> None:
+        kids = self._kids
+        if kids is None:
+            self._kids = [child]
+        else:
+            kids.append(child)
 
     # -- recording ----------------------------------------------------------------------------
     def add_metadata(self, metadata: Mapping[str, Any]) -> None:
@@ -437,7 +478,7 @@ class RunTree:
     def _wire_extra(self, copy: bool) -> dict[str, Any]:
         """The wire's ``extra``: the run's own with its metadata and the runtime in it, a new
         dict (the run's are never changed); ``copy``: the metadata copied too."""
-        extra, meta = self.extra, self.metadata
+        extra, meta = self.extra, self._meta
         meta = (dict(meta) if copy else meta) if meta else {}
         if extra:
             extra = dict(extra)
@@ -450,11 +491,11 @@ class RunTree:
         """LangSmith's run dict. ``final``: with end time, outputs and error. ``micros``: times
         as epoch microseconds (what the local store keeps) instead of datetimes."""
         extra = self._wire_extra(copy=True)
-        parent, tags, events = self._parent_id, self.tags, self.events
+        parent, tags, events = self._parent_id, self._tags, self._events
         out: dict[str, Any] = {
-            "id": str(self._id),
-            "trace_id": str(self._trace),
-            "parent_run_id": None if parent is None else str(parent),
+            "id": self._id,
+            "trace_id": self._trace,
+            "parent_run_id": parent,
             "dotted_order": self._dotted or self.dotted_order,
             "name": self.name,
             "run_type": self.run_type,
@@ -477,27 +518,20 @@ class RunTree:
             out["error"] = self.error
         return out
 
-    # The order of ``_row``'s values: a finished run as the local store's journal keeps it.
+    # A finished run as the local store's journal keeps it: its own attributes in this order
+    # (``ROW``), metadata apart from extra (the fold puts it in, with the runtime, as
+    # ``_wire_extra`` does), a root's dotted order left to the fold when nothing asked for it.
     ROW_COLUMNS = ("id", "trace_id", "parent_run_id", "dotted_order", "name", "run_type",
-                   "start_time", "inputs", "extra", "tags", "events", "session_id",
+                   "start_time", "inputs", "extra", "metadata", "tags", "events", "session_id",
                    "session_name", "reference_example_id", "end_time", "outputs", "error")
+    ROW_EXTRA = {"runtime": _RUNTIME}  # what every row's extra has: once per batch
 
-    def _row(self) -> list[Any]:
-        """``_wire(True, micros=True)``'s values as one list in ``ROW_COLUMNS`` order (None for
-        a key the dict leaves out), for a writer that serializes it at once: no keys to write
-        per run, and the run's own metadata, tags and events are not copied first; a run with
-        none of them shares one constant ``extra`` and empty lists (only ever serialized)."""
-        extra = self._wire_extra(copy=False) if self.extra or self.metadata else _PLAIN_EXTRA
-        rid, trace, parent = self._id, self._trace, self._parent_id
-        run_id = str(rid)
-        sid, ref = self.session_id, self._ref
-        return [
-            run_id, run_id if trace is rid else str(trace),
-            None if parent is None else str(parent), self._dotted or self.dotted_order,
-            self.name, self.run_type, self._start_us, self.inputs, extra, self.tags or _EMPTY,
-            self.events or _EMPTY, None if sid is None else str(sid), self.session_name,
-            None if ref is None else str(ref), self._end_us, self.outputs, self.error,
-        ]
+    def _row(self) -> tuple[Any, ...]:
+        """This run as the journal's row (``ROW_COLUMNS``); see ``RunWriter._drain``, which
+        does the same for a whole batch at once."""
+        if self._dotted is None and self._parent_id is not None:
+            self._dotted = self.dotted_order
+        return ROW(self)
 
     def to_dict(self) -> dict[str, Any]:
         """The run as LangSmith's wire dict, as it stands now."""
@@ -514,6 +548,12 @@ class RunTree:
         if self.session_id is not None:
             data["session_id"] = self.session_id
         if include_children:
-            kids = sorted(self.child_runs, key=lambda r: r.dotted_order)
+            kids = sorted(self._kids or (), key=lambda r: r.dotted_order)
             data["child_runs"] = [k.to_run() for k in kids]
         return Run.model_validate(data)
+
+
+# ``RunTree._row`` without a Python step per attribute: one C call per run
+ROW = operator.attrgetter("_id", "_trace", "_parent_id", "_dotted", "name", "run_type",
+                          "_start_us", "inputs", "extra", "_meta", "_tags", "_events",
+                          "session_id", "session_name", "_ref", "_end_us", "outputs", "error")

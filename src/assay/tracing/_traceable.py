@@ -124,13 +124,24 @@ def _input_builder(fn: Callable[..., Any]) -> Callable[[tuple, dict], dict[str, 
             d.pop(drop, None)
         return d
 
+    if npos == 1 and var_pos is None and not defaults and drop is None:
+        only = pos[0]
+
+        def build_one(args: tuple, kwargs: dict) -> dict[str, Any]:
+            """The usual agent or step: one argument, given positionally."""
+            if kwargs or len(args) != 1:
+                return build(args, kwargs)
+            return {only: args[0]}
+
+        return build_one
     return build
 
 
 # -- the decorator --------------------------------------------------------------------------------
 class _Options:
     __slots__ = ("name", "run_type", "metadata", "tags", "project_name", "client",
-                 "process_inputs", "process_outputs", "reduce_fn", "enabled", "plain", "is_llm")
+                 "process_inputs", "process_outputs", "reduce_fn", "enabled", "plain", "is_llm",
+                 "recorded")
 
     def __init__(self, name: str, run_type: str, metadata: Mapping[str, Any] | None,
                  tags: Sequence[str] | None, project_name: str | None, client: Client | None,
@@ -153,6 +164,8 @@ class _Options:
         self.enabled = enabled
         self.plain = not (metadata or tags or project_name or client)
         self.is_llm = run_type == "llm"
+        # what a call's result is recorded as: with no hook, straight to the outputs dict
+        self.recorded = self.outputs if process_outputs is not None else _as_outputs
 
     def start(self, parent: RunTree | None, cfg: _Config | None, inputs: dict[str, Any]) -> RunTree:
         if self.process_inputs is not None:
@@ -164,19 +177,25 @@ class _Options:
         if self.plain and (cfg is None or not (cfg.metadata or cfg.tags)):
             if parent is not None:
                 run = RunTree._fast_child(parent, self.name, self.run_type, inputs)
+                writer = run._writer
+            elif cfg is not None:
+                run = RunTree._fast_root(self.name, self.run_type, inputs, cfg.client, None,
+                                         cfg.project_name or env_project(), None, None)
+                writer = run._writer = cfg.writer  # the context's client's, once known
             else:
-                project = (cfg.project_name if cfg is not None else None) or env_project()
-                run = RunTree._fast_root(self.name, self.run_type, inputs,
-                                         cfg.client if cfg is not None else None, None,
-                                         project, {}, None)
+                run = RunTree._fast_root(self.name, self.run_type, inputs, None, None,
+                                         env_project(), None, None)
+                writer = None
         else:
             run = _new_run(self.name, self.run_type, inputs, parent, cfg, client=self.client,
                            project_name=self.project_name, metadata=self.metadata, tags=self.tags)
-        writer = run._writer
+            writer = run._writer
         if writer is None:
             writer = run._get_writer()
+            if parent is None and cfg is not None and cfg.client is not None and self.plain:
+                cfg.writer = writer  # the next root in this context skips the look-up
         run._sent = QUEUED  # writer.post(run), inlined
-        writer._put((0, run))
+        writer._put(run)
         return run
 
     def outputs(self, value: Any) -> dict[str, Any]:
@@ -247,7 +266,7 @@ def _wrap_sync(fn: Callable[..., Any], o: _Options) -> Callable[..., Any]:
             _fail(run, exc)
             raise
         _RUN.reset(token)
-        run.outputs = o.outputs(result)
+        run.outputs = o.recorded(result)
         run._end_us = _time_ns() // 1000
         run._closed = True
         if run._sent != QUEUED:  # writer.patch(run), inlined on the hot path
@@ -276,7 +295,7 @@ def _wrap_async(fn: Callable[..., Any], o: _Options) -> Callable[..., Any]:
             _fail(run, exc)
             raise
         _reset(token, parent)
-        run.outputs = o.outputs(result)
+        run.outputs = o.recorded(result)
         run.patch()
         return result
 

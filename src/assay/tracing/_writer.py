@@ -1,13 +1,14 @@
 """One background writer per Client: traced runs reach the store in batches, off the hot path.
 
-Producers append ``(op, run)`` to a deque (atomic, ~25 ns) and return. The writer thread wakes
-when a batch is full or every ``interval`` seconds (20 ms: a fast producer fills batches first
-anyway; a slow one then leaves little for the final ``flush()`` to store), turns the queued ``RunTree`` objects into
-LangSmith wire dicts, and stores them as one batch: appended to a local store's journal (one
-row per batch, finished runs as lists of values rather than dicts, folded into ``runs`` before
-the next read; see ``store/_journal.py``), or sent
-with one ``runs.upsert(posts=..., patches=...)`` to a server. A run that has already finished
-when its start is picked up goes out as a single merged post.
+Producers append a run (its start) or ``(PATCH, run)`` (its end) to a deque (atomic, ~25 ns)
+and return. The writer thread wakes when a batch is full or every ``interval`` seconds (20 ms: a
+fast producer fills batches first anyway; a slow one then leaves little for the final
+``flush()`` to store) and stores what is queued as one batch: appended to a local store's
+journal (one row per batch, a finished run as the tuple of its own attributes, taken in one C
+call and serialized by orjson; folded into ``runs`` before the next read, see
+``store/_journal.py``), or sent as LangSmith wire dicts with one
+``runs.upsert(posts=..., patches=...)`` to a server. A run that has already finished when its
+start is picked up goes out as a single merged post.
 
 Backpressure: the queue is bounded; a producer that finds it full blocks until the writer makes
 room (at most ``block_timeout`` seconds, then the run is dropped with a logged warning and
@@ -34,13 +35,15 @@ import threading
 import weakref
 from typing import Any
 
-from ._run_tree import RunTree
+from ._run_tree import ROW, RunTree
 
 __all__ = ["RunWriter"]
 
 log = logging.getLogger("assay.tracing")
 
+# The queue holds a run (its post), ``(_PATCH, run)`` (its end) or an Event (a flush's marker)
 _POST, _PATCH = 0, 1
+_Event = threading.Event
 # RunTree._sent: 0 nothing queued or sent, QUEUED its post is queued and not yet taken,
 # 1 its post (without the end) sent, 2 sent complete
 QUEUED = 3
@@ -84,11 +87,11 @@ class RunWriter:
     def post(self, run: RunTree) -> None:
         if run._sent == 0:
             run._sent = QUEUED
-        self._put((_POST, run))
+        self._put(run)
 
     def patch(self, run: RunTree) -> None:
         """Queue the end of a closed run, unless its post is still queued: the writer sees
-        ``_closed`` when it takes the post and sends both as one (see ``_take``)."""
+        ``_closed`` when it takes the post and sends both as one (see ``_sort``)."""
         if run._sent != QUEUED:
             self._put((_PATCH, run))
 
@@ -97,7 +100,7 @@ class RunWriter:
         if len(q) >= self.max_queue and not self._wait_for_room():
             self.dropped += 1
             log.warning("assay tracing queue stayed full for %.0fs: dropped run %s",
-                        self.block_timeout, item[1]._id)
+                        self.block_timeout, getattr(item, "_id", None) or item[1]._id)
             return
         q.append(item)
         if not self._running:
@@ -215,7 +218,7 @@ class RunWriter:
                     return
 
     def _drain(self) -> None:
-        """Store everything queued when called, ``batch_size`` runs per upsert.
+        """Store everything queued when called, ``batch_size`` items per upsert.
 
         Runs queued meanwhile wait for the next round (a full batch, a flush, or the interval),
         not for another small transaction right away: while examples finish one by one, a
@@ -224,21 +227,22 @@ class RunWriter:
         if self._holds:
             self._wait_holds()
         q = self._q
-        batch = self.batch_size
-        micros = self._journal() is not None  # the local store takes epoch microseconds
+        local = self._journal() is not None  # the local store: finished runs as rows
         todo = len(q)
         while todo > 0:
-            posts: list[dict[str, Any]] = []
+            take = min(todo, self.batch_size)
+            todo -= take
+            try:
+                items = [q.popleft() for _ in range(take)]
+            except IndexError:  # cleared meanwhile (a fork)
+                return
+            posts: list[Any] = []
             patches: list[dict[str, Any]] = []
+            whole: list[RunTree] = []
             markers: list[threading.Event] = []
-            while todo > 0 and len(posts) + len(patches) < batch:
-                try:
-                    item = q.popleft()
-                except IndexError:  # cleared meanwhile (a fork)
-                    todo = 0
-                    break
-                todo -= 1
-                self._take(item, posts, patches, markers, micros)
+            self._sort(items, posts, patches, whole, markers, local)
+            if whole:
+                posts.extend(map(ROW, whole))  # one C call per run, no dict
             if posts or patches:
                 self._send(posts, patches)
             if self._waiting:
@@ -247,49 +251,72 @@ class RunWriter:
             for m in markers:
                 m.set()
 
-    def _take(self, item: Any, posts: list[dict[str, Any]], patches: list[dict[str, Any]],
-              markers: list[threading.Event], micros: bool = False) -> None:
-        """One queued item -> at most one wire dict (a post merged with its end when it can)."""
-        if item.__class__ is not tuple:
-            markers.append(item)
-            return
-        op, run = item
-        if self._dropped_sessions and run.session_id in self._dropped_sessions:
-            run._sent = 2
-            return
-        try:
-            if op == _POST:
-                if run._sent in (1, 2):
-                    return
-                # Claim the post before looking at _closed: a run closed from here on sees
-                # _sent != QUEUED and queues its own patch; one closed before is sent whole.
-                run._sent = 1
-                if run._closed:  # finished before we got to it: one merged post
-                    posts.append(run._row() if micros else run._wire(True))
+    def _sort(self, items: list[Any], posts: list[Any], patches: list[dict[str, Any]],
+              whole: list[RunTree], markers: list[threading.Event], local: bool) -> None:
+        """Queued items -> what to send: ``posts`` and ``patches`` as wire dicts, and runs that
+        go whole (finished when their post was taken, or never posted) into ``whole`` when the
+        local store takes them as rows. One loop with the per-run steps inlined: with no-op
+        spans the writer's Python per run is what tracing costs beyond the caller's."""
+        dropped = self._dropped_sessions
+        for item in items:
+            cls = item.__class__
+            if cls is tuple:
+                op, run = item
+            elif cls is _Event:
+                markers.append(item)
+                continue
+            else:
+                op, run = _POST, item
+            try:
+                if dropped and run.session_id in dropped:
                     run._sent = 2
-                else:
-                    posts.append(run._wire(False, micros))
-            elif run._sent != 2:
-                if run._sent == 0:  # never posted (e.g. OTel spans): the whole run
-                    posts.append(run._row() if micros else run._wire(True))
-                else:
-                    wire = run._wire(True, micros)
+                    continue
+                sent = run._sent
+                if op == _POST:
+                    if sent == 1 or sent == 2:
+                        continue
+                    # Claim the post before looking at _closed: a run closed from here on sees
+                    # _sent != QUEUED and queues its own patch; one closed before goes whole.
+                    run._sent = 1
+                    if not run._closed:
+                        posts.append(run._wire(False, local))
+                        continue
+                elif sent == 2:
+                    continue
+                elif sent != 0:  # its post went out without the end: the rest as a patch
+                    wire = run._wire(True, local)
                     del wire["inputs"]
                     patches.append(wire)
-                run._sent = 2
-        except Exception:  # a run that cannot even be described: report, keep the rest
-            self.failed += 1
-            log.exception("assay tracing: could not serialize run %s", getattr(run, "_id", "?"))
+                    run._sent = 2
+                    continue
+                run._sent = 2  # whole: finished before its post was taken, or never posted
+                if not local:
+                    posts.append(run._wire(True))
+                elif run.__class__ is RunTree:
+                    # Its dotted order is the fold's to derive (store/_journal.py), from its
+                    # parent's, when that parent was taken before it (so is stored first)
+                    if run._dotted is None and run._parent_id is not None:
+                        parent = run.parent
+                        if parent is None or parent._sent == 0 or parent._sent == QUEUED:
+                            run._dotted = run.dotted_order
+                    whole.append(run)
+                else:
+                    posts.append(run._row())  # a run in another form (e.g. from a Ray worker)
+            except Exception:  # a run that cannot even be described: report, keep the rest
+                self.failed += 1
+                log.exception("assay tracing: could not serialize run %s",
+                              getattr(run, "_id", "?"))
 
     def _journal(self) -> Any:
         """The local store's journal, or None when runs go to a server."""
         return getattr(getattr(self._client, "_backend", None), "journal", None)
 
-    def _send(self, posts: list[dict[str, Any]], patches: list[dict[str, Any]]) -> None:
+    def _send(self, posts: list[Any], patches: list[dict[str, Any]]) -> None:
         journal = self._journal()
         try:
             if journal is not None:  # finished runs as rows (see RunTree._row)
-                journal.append_runs(posts, patches, columns=RunTree.ROW_COLUMNS)
+                journal.append_runs(posts, patches, columns=RunTree.ROW_COLUMNS,
+                                    extra=RunTree.ROW_EXTRA)
             else:
                 self._client._backend.runs.upsert(posts=posts, patches=patches)
             self.batches += 1
