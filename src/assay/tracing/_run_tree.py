@@ -97,6 +97,30 @@ def check_run_type(run_type: str) -> str:
     return run_type
 
 
+class _OnFirstUse:
+    """A run's container attribute, kept as None in a slot of its own until first read: most
+    runs never get metadata, tags, events or children, and each empty one made up front cost
+    every traced call an allocation (the journal row and the wire dict read the slot)."""
+
+    __slots__ = ("slot", "make")
+
+    def __init__(self, slot: str, make: type) -> None:
+        self.slot = slot
+        self.make = make
+
+    def __get__(self, run: Any, owner: type | None = None) -> Any:
+        if run is None:
+            return self
+        value = getattr(run, self.slot)
+        if value is None:
+            value = self.make()
+            setattr(run, self.slot, value)
+        return value
+
+    def __set__(self, run: Any, value: Any) -> None:
+        setattr(run, self.slot, value)
+
+
 class RunTree:
     """One run in a trace. ``trace()`` and ``@traceable`` make these; integrations may too.
 
@@ -312,50 +336,11 @@ class RunTree:
     def __repr__(self) -> str:
         return f"RunTree(name={self.name!r}, run_type={self.run_type!r}, id={self._id})"
 
-    # -- made on first use (most runs have no metadata, tags, events or children) -----------
-    @property
-    def metadata(self) -> dict[str, Any]:
-        meta = self._meta
-        if meta is None:
-            meta = self._meta = {}
-        return meta
-
-    @metadata.setter
-    def metadata(self, value: dict[str, Any]) -> None:
-        self._meta = value
-
-    @property
-    def tags(self) -> list[str]:
-        tags = self._tags
-        if tags is None:
-            tags = self._tags = []
-        return tags
-
-    @tags.setter
-    def tags(self, value: list[str]) -> None:
-        self._tags = value
-
-    @property
-    def events(self) -> list[dict[str, Any]]:
-        events = self._events
-        if events is None:
-            events = self._events = []
-        return events
-
-    @events.setter
-    def events(self, value: list[dict[str, Any]]) -> None:
-        self._events = value
-
-    @property
-    def child_runs(self) -> list[RunTree]:
-        kids = self._kids
-        if kids is None:
-            kids = self._kids = []
-        return kids
-
-    @child_runs.setter
-    def child_runs(self, value: list[RunTree]) -> None:
-        self._kids = value
+    # made on first use (most runs have no metadata, tags, events or children)
+    metadata = _OnFirstUse("_meta", dict)
+    tags = _OnFirstUse("_tags", list)
+    events = _OnFirstUse("_events", list)
+    child_runs = _OnFirstUse("_kids", list)
 
     def _adopt(self, child: RunTree) -> None:
         kids = self._kids
