@@ -1,4 +1,4 @@
-"""Identifiers: the fast dotted-order segment agrees with the strftime one everywhere."""
+"""Identifiers: the fast dotted-order segment agrees with strftime's everywhere."""
 
 from __future__ import annotations
 
@@ -6,9 +6,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from assay._ids import dotted_segment, dotted_segment_us
+from assay._ids import dotted_segment_us
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def dotted_segment(start: datetime, run_id: str) -> str:
+    """LangSmith's own definition of a segment, with strftime."""
+    return start.strftime("%Y%m%dT%H%M%S%fZ") + run_id
 
 
 @pytest.mark.parametrize("us", [0, 7, 999_999, 1_000_000, 1_000_001, 123_456_789, -1, -1_500_000,

@@ -5,15 +5,14 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from datetime import datetime
 
 import uuid_utils
 import uuid_utils.compat as _uu
 
 from ._time import to_utc, utcnow
 
-__all__ = ["new_id", "new_id_text", "as_uuid", "uuid_text", "dotted_segment", "dotted_segment_us",
-           "utcnow", "to_utc"]
+__all__ = ["new_id", "new_id_text", "as_uuid", "uuid_text", "dotted_segment_us", "utcnow",
+           "to_utc"]
 
 
 def new_id() -> uuid.UUID:
@@ -50,17 +49,13 @@ def uuid_text(value: uuid.UUID | str, what: str = "id") -> str:
     return str(as_uuid(value, what))
 
 
-def dotted_segment(start_time: datetime, run_id: uuid.UUID | str) -> str:
-    """One segment of a dotted order: ``%Y%m%dT%H%M%S%fZ<uuid>``."""
-    return to_utc(start_time).strftime("%Y%m%dT%H%M%S%fZ") + str(run_id)
-
-
 _last_second: tuple[int, str] = (-1, "")  # runs come in bursts: format each second once
 
 
 def dotted_segment_us(us: int, run_id: str) -> str:
-    """``dotted_segment`` from epoch microseconds and id text, without strftime (~0.15 us):
-    what the tracing hot path and the journal's fold both use, so they agree."""
+    """One segment of LangSmith's dotted order, ``%Y%m%dT%H%M%S%fZ<id>``, from epoch
+    microseconds, without strftime (~0.15 us): the tracing writer, the journal's fold and the
+    store all derive orders with it, so they agree."""
     global _last_second
     secs = us // 1_000_000
     cached_secs, prefix = _last_second  # one tuple: read and replaced atomically

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.exc import IntegrityError
 
-from .._ids import as_uuid, dotted_segment, utcnow, uuid_text
+from .._ids import as_uuid, dotted_segment_us, utcnow, uuid_text
 from .._usage import derive_usage
 from ..errors import InvalidInputError, NotFoundError, StoreError
 from ..schemas import Run
@@ -108,7 +108,7 @@ def _finish(row: dict[str, Any]) -> dict[str, Any]:
         else:
             row["status"] = row.get("status") or "pending"
     if not row.get("dotted_order") and start is not None and row.get("parent_run_id") is None:
-        row["dotted_order"] = dotted_segment(_dt(start), row["id"])
+        row["dotted_order"] = dotted_segment_us(start, row["id"])
     return {c: row.get(c) for c in _COLUMN_ORDER}
 
 
@@ -118,12 +118,6 @@ _UPDATE = (
     .where(runs.c.id == bindparam("_id"))
     .values({c: bindparam(c, type_=runs.c[c].type) for c in _UPDATABLE})
 )
-
-
-def _dt(us: int) -> datetime:
-    from ._types import from_micros
-
-    return from_micros(us)  # type: ignore[return-value]
 
 
 def _row_to_run(row: Any) -> Run:
