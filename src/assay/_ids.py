@@ -5,14 +5,15 @@ from __future__ import annotations
 import re
 import time
 import uuid
+from datetime import datetime
 
 import uuid_utils
 import uuid_utils.compat as _uu
 
-from ._time import to_utc, utcnow
+from ._time import to_micros, to_utc, utcnow
 
-__all__ = ["new_id", "new_id_text", "as_uuid", "uuid_text", "dotted_segment_us", "utcnow",
-           "to_utc"]
+__all__ = ["new_id", "new_id_text", "as_uuid", "uuid_text", "dotted_segment",
+           "dotted_segment_us", "utcnow", "to_utc"]
 
 
 def new_id() -> uuid.UUID:
@@ -67,3 +68,8 @@ def dotted_segment_us(us: int, run_id: str) -> str:
     if us >= 1_000_000:  # after the first second of 1970: the last six digits are %f
         return f"{prefix}{str(us)[-6:]}Z{run_id}"
     return f"{prefix}{us % 1_000_000:06d}Z{run_id}"
+
+
+def dotted_segment(start_time: datetime, run_id: uuid.UUID | str) -> str:
+    """``dotted_segment_us`` for a datetime (naive: UTC) and an id of either form."""
+    return dotted_segment_us(to_micros(start_time), str(run_id))  # type: ignore[arg-type]
