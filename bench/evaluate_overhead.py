@@ -139,13 +139,14 @@ def part_memory(n: int) -> float:
 
 def _journal_rows(n: int, project_id: Any) -> list[tuple[Any, ...]]:
     from assay.tracing import RunTree
+    from assay.tracing._run_tree import ROW
 
     out = []
     for i in range(n):
         run = RunTree("target", "chain", {"x": i}, project_id=project_id,
                       reference_example_id=uuid.uuid4(), metadata={"repetition": 0})
         run.end(outputs={"y": i})
-        out.append(run._row())  # as the tracing writer journals it
+        out.append(ROW(run))  # as the tracing writer journals a finished root
     return out
 
 

@@ -217,6 +217,7 @@ def test_a_finished_run_s_journal_row_holds_its_wire_dict(tclient: Client) -> No
     (what goes to a server): metadata and the shared runtime moved into extra, None where the
     dict leaves a key out; a root's dotted order is left to the fold, which derives the same."""
     from assay.store._journal import _row_posts
+    from assay.tracing._run_tree import ROW
 
     ref, project = uuid.uuid4(), uuid.uuid4()
     root = RunTree("root", "chain", {"q": 1}, client=tclient, project_id=project,
@@ -230,7 +231,9 @@ def test_a_finished_run_s_journal_row_holds_its_wire_dict(tclient: Client) -> No
     for run in (child, root, plain):  # the child first: its row names its parent's order
         if run is not child:
             run.end(outputs={"ok": True})
-        row = run._row()
+        else:  # its parent was never queued: the writer settles its order itself (see _sort)
+            assert run.dotted_order
+        row = ROW(run)
         assert len(row) == len(RunTree.ROW_COLUMNS)
         rows.append(row)
     back = _row_posts(_as_json(rows), RunTree.ROW_COLUMNS, RunTree.ROW_EXTRA)

@@ -102,20 +102,23 @@ def _fill_orders(conn: Connection, tenant: str, posts: list[Any]) -> None:
     a child's out only when its parent was queued first, so the parent is earlier in this batch
     or already stored (in an earlier batch, folded before this one)."""
     known: dict[str, str] = {}
-    waiting: list[dict[str, Any]] = []
-    for post in posts:
+
+    def settle(post: dict[str, Any]) -> bool:
+        """Give ``post`` its order if it can be derived now; False if its parent's is unknown."""
         order = post.get("dotted_order")
         if order is None:
-            parent = post.get("parent_run_id")
-            if parent is None:
-                order = post["dotted_order"] = dotted_segment_us(post["start_time"], post["id"])
-            elif (up := known.get(parent)) is not None:
-                order = post["dotted_order"] = (
-                    f"{up}.{dotted_segment_us(post['start_time'], post['id'])}")
-            else:
-                waiting.append(post)
-                continue
-        known[post["id"]] = order
+            start, parent = post.get("start_time"), post.get("parent_run_id")
+            if start.__class__ is not int:  # not a writer's row: the store checks it as given
+                return True
+            up = "" if parent is None else known.get(parent)
+            if up is None:
+                return False
+            seg = dotted_segment_us(start, post.get("id"))
+            order = post["dotted_order"] = f"{up}.{seg}" if up else seg
+        known[post.get("id")] = order
+        return True
+
+    waiting = [post for post in posts if not settle(post)]
     if not waiting:
         return
     wanted = sorted({p["parent_run_id"] for p in waiting} - known.keys())
@@ -123,13 +126,9 @@ def _fill_orders(conn: Connection, tenant: str, posts: list[Any]) -> None:
         known.update(conn.execute(select(runs.c.id, runs.c.dotted_order).where(
             runs.c.id.in_(wanted[i : i + 500]), runs.c.tenant_id == tenant)).all())
     for post in waiting:  # in order: a child of a waiting run comes after it
-        up = known.get(post["parent_run_id"])
-        if up is None:  # its parent never reached the store: the run is kept without one
+        if not settle(post):  # its parent never reached the store: kept without an order
             log.warning("assay store: run %s: parent %s not stored, no dotted order",
                         post["id"], post["parent_run_id"])
-            continue
-        order = post["dotted_order"] = f"{up}.{dotted_segment_us(post['start_time'], post['id'])}"
-        known[post["id"]] = order
 
 
 def _unpack(data: bytes) -> bytes:
@@ -410,8 +409,7 @@ class Journal:
             posts = payload.get("posts") or []
             if columns:  # posts journaled as lists of values
                 posts = _row_posts(posts, columns, payload.get("extra"))
-                if "metadata" in columns:
-                    _fill_orders(conn, entry.tenant_id, posts)
+                _fill_orders(conn, entry.tenant_id, posts)
             runs = [(False, r) for r in posts]
             runs += [(True, r) for r in payload.get("patches") or []]
 

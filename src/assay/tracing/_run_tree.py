@@ -188,7 +188,7 @@ class RunTree:
                 self.session_name, self.session_id = parent.session_name, parent.session_id
             else:
                 self.session_name = project_name
-                self.session_id = str(as_uuid(project_id, "project_id")) if project_id else None
+                self.session_id = uuid_text(project_id, "project_id") if project_id else None
             self._ref = None
             self._client = client if client is not None else parent._client
             self._writer = parent._writer if client is None else None
@@ -202,7 +202,7 @@ class RunTree:
             self._trace = uuid_text(trace_id, "trace_id") if trace_id is not None else self._id
             self._parent_dotted = parent_dotted_order
             self.session_name = project_name
-            self.session_id = str(as_uuid(project_id, "project_id")) if project_id else None
+            self.session_id = uuid_text(project_id, "project_id") if project_id else None
             self._ref = (as_uuid(reference_example_id, "reference_example_id")
                          if reference_example_id is not None else None)
             self._client = client
@@ -511,13 +511,6 @@ class RunTree:
                    "session_name", "reference_example_id", "end_time", "outputs", "error")
     ROW_EXTRA = {"runtime": _RUNTIME}  # what every row's extra has: once per batch
 
-    def _row(self) -> tuple[Any, ...]:
-        """This run as the journal's row (``ROW_COLUMNS``); see ``RunWriter._drain``, which
-        does the same for a whole batch at once."""
-        if self._dotted is None and self._parent_id is not None:
-            self._dotted = self.dotted_order
-        return ROW(self)
-
     def to_dict(self) -> dict[str, Any]:
         """The run as LangSmith's wire dict, as it stands now."""
         return self._wire(final=True)
@@ -538,7 +531,8 @@ class RunTree:
         return Run.model_validate(data)
 
 
-# ``RunTree._row`` without a Python step per attribute: one C call per run
+# A finished run's journal row (``RunTree.ROW_COLUMNS``): one C call per run, no Python step
+# per attribute (``RunWriter._sort`` settles the dotted order first where the fold cannot)
 ROW = operator.attrgetter("_id", "_trace", "_parent_id", "_dotted", "name", "run_type",
                           "_start_us", "inputs", "extra", "_meta", "_tags", "_events",
                           "session_id", "session_name", "_ref", "_end_us", "outputs", "error")

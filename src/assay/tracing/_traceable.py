@@ -181,7 +181,12 @@ class _Options:
             elif cfg is not None:
                 run = RunTree._fast_root(self.name, self.run_type, inputs, cfg.client, None,
                                          cfg.project_name or env_project(), None, None)
-                writer = run._writer = cfg.writer  # the context's client's, once known
+                writer = cfg.writer  # the context's client's, once a root looked it up
+                if writer is None:
+                    writer = run._get_writer()
+                    if cfg.client is not None:  # (the default client may change)
+                        cfg.writer = writer
+                run._writer = writer
             else:
                 run = RunTree._fast_root(self.name, self.run_type, inputs, None, None,
                                          env_project(), None, None)
@@ -192,8 +197,6 @@ class _Options:
             writer = run._writer
         if writer is None:
             writer = run._get_writer()
-            if parent is None and cfg is not None and cfg.client is not None and self.plain:
-                cfg.writer = writer  # the next root in this context skips the look-up
         run._sent = QUEUED  # writer.post(run), inlined
         writer._put(run)
         return run
