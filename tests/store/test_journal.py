@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import subprocess
 import sys
 import threading
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,7 @@ from assay.client import Client
 from assay.errors import NotFoundError
 from assay.store import Store
 from assay.store._tables import journal, runs
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 T0 = 1_700_000_000_000_000  # epoch microseconds
 
@@ -31,6 +33,24 @@ def _run(rid: str, *, parent: str | None = None, trace: str | None = None, start
         run["outputs"] = {"a": 1}
     run.update(extra)
     return run
+
+
+@contextlib.contextmanager
+def _no_fold(store: Store) -> Iterator[None]:
+    """No fold runs inside the block: on PostgreSQL, the folders' advisory lock held (another
+    test's server folds every workspace of the shared database); a SQLite file is the test's."""
+    if store.dialect != "postgresql":
+        yield
+        return
+    from assay.store._journal import _PG_LOCK
+
+    with store.engine.connect() as conn:
+        conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _PG_LOCK})
+        try:
+            yield
+        finally:
+            conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _PG_LOCK})
+            conn.commit()
 
 
 def _same_as_recomputed(store: Store) -> None:
@@ -239,9 +259,10 @@ def test_an_id_another_workspace_stores_before_the_fold_is_dropped_loudly(
     the rest of the late batch land."""
     other = store.for_tenant(str(uuid.uuid4()))
     contested, fine = str(uuid.uuid4()), str(uuid.uuid4())
-    store.journal.admit([_run(contested, end=T0 + 5), _run(fine, end=T0 + 5)],
-                        default_project="late")
-    other.runs.upsert(posts=[_run(contested, end=T0 + 7, session_name="owner")])
+    with _no_fold(store):  # (a background folder on a shared database must not come first)
+        store.journal.admit([_run(contested, end=T0 + 5), _run(fine, end=T0 + 5)],
+                            default_project="late")
+        other.runs.upsert(posts=[_run(contested, end=T0 + 7, session_name="owner")])
     with caplog.at_level(logging.WARNING, logger="assay.store"):
         store.settle()
     # (logged by whichever folder applied it: on the shared PostgreSQL database that may be a

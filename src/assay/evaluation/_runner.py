@@ -26,9 +26,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..errors import InvalidInputError
 from ..schemas import Example
 from ..store._examples import StoredExample
-from ..tracing import RunTree
 from ..tracing._context import _RUN
-from ..tracing._run_tree import _as_outputs, _now_us
+from ..tracing._run_tree import _as_outputs, _now_us, fast_root
 from ..tracing._writer import RunWriter
 from ._evaluators import RowEvaluator, SummaryEvaluator
 from ._results import ExperimentResultRow, ExperimentResults
@@ -194,9 +193,8 @@ async def _run_unit(plan: Plan, unit: Unit) -> ExperimentResultRow | None:
     # handed to the writer once, finished (``trace()`` would also send its start): with slow
     # targets the start would be stored on its own and the end as an update, twice the store
     # work per example. Children still stream in as they happen.
-    tree = RunTree._fast_root(plan.target.name, "chain", ex.inputs, plan.client,
-                              plan.session_id, None, meta,
-                              ex.id_text if ex.__class__ is StoredExample else ex.id)
+    tree = fast_root(plan.target.name, "chain", ex.inputs, plan.client, plan.session_id, None,
+                     meta, ex.id_text if ex.__class__ is StoredExample else ex.id)
     tree._writer = plan.writer  # resolved once; children the target traces inherit it
     failed = False
     # The root is made current directly (not with tracing_context(parent=...)): the scoped

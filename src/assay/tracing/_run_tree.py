@@ -14,6 +14,7 @@ its own thread, and the writer about one more.
 from __future__ import annotations
 
 import operator
+import os
 import time
 import traceback
 import uuid
@@ -31,7 +32,8 @@ if TYPE_CHECKING:
     from ..client import Client
     from ._writer import RunWriter
 
-__all__ = ["ROW", "RUN_TYPES", "RunTree", "format_error"]
+__all__ = ["ROW", "RUN_TYPES", "SPEEDUPS", "RunTree", "fast_child", "fast_root",
+           "format_error"]
 
 _RUN_TYPES = frozenset(RUN_TYPES)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -536,3 +538,30 @@ class RunTree:
 ROW = operator.attrgetter("_id", "_trace", "_parent_id", "_dotted", "name", "run_type",
                           "_start_us", "inputs", "extra", "_meta", "_tags", "_events",
                           "session_id", "session_name", "_ref", "_end_us", "outputs", "error")
+
+
+def _compiled() -> Any:
+    """The compiled run core (``_speedups.c``) bound to ``RunTree``, or None where it was not
+    built or ``ASSAY_PURE_PYTHON`` is set (tests run both ways)."""
+    if os.environ.get("ASSAY_PURE_PYTHON"):
+        return None
+    try:
+        from . import _speedups  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+
+    def seed() -> None:  # a forked child must not make its parent's ids
+        _speedups.seed(os.urandom(32))
+
+    seed()
+    os.register_at_fork(after_in_child=seed)
+    _speedups.bind(RunTree)
+    return _speedups
+
+
+SPEEDUPS = _compiled()
+# The hot paths' constructors: RunTree._fast_child/_fast_root (and the id), made in C when built
+if SPEEDUPS is not None:
+    fast_child, fast_root, _new_id = SPEEDUPS.child, SPEEDUPS.root, SPEEDUPS.new_id
+else:
+    fast_child, fast_root = RunTree._fast_child, RunTree._fast_root

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..errors import InvalidInputError
 from ._context import _CFG, _RUN, _Config, _env_enabled, env_project
-from ._run_tree import RunTree, _as_outputs, check_run_type
+from ._run_tree import RunTree, _as_outputs, check_run_type, fast_child, fast_root
 from ._writer import QUEUED
 
 if TYPE_CHECKING:
@@ -176,10 +176,10 @@ class _Options:
                             exc_info=True)
         if self.plain and (cfg is None or not (cfg.metadata or cfg.tags)):
             if parent is not None:
-                run = RunTree._fast_child(parent, self.name, self.run_type, inputs)
+                run = fast_child(parent, self.name, self.run_type, inputs)
                 writer = run._writer
             elif cfg is not None:
-                run = RunTree._fast_root(self.name, self.run_type, inputs, cfg.client, None,
+                run = fast_root(self.name, self.run_type, inputs, cfg.client, None,
                                          cfg.project_name or env_project(), None, None)
                 writer = cfg.writer  # the context's client's, once a root looked it up
                 if writer is None:
@@ -188,7 +188,7 @@ class _Options:
                         cfg.writer = writer
                 run._writer = writer
             else:
-                run = RunTree._fast_root(self.name, self.run_type, inputs, None, None,
+                run = fast_root(self.name, self.run_type, inputs, None, None,
                                          env_project(), None, None)
                 writer = None
         else:
