@@ -70,6 +70,7 @@ def test_examples_run_while_the_row_is_written_and_nothing_names_it_early(
     def fold_meanwhile() -> None:  # another reader, folding whatever is journaled
         while not stop.is_set():
             folds.append(store.settle())
+        folds.append(store.settle())  # what came after its last look (on a busy machine)
 
     threads = [threading.Thread(target=release), threading.Thread(target=fold_meanwhile)]
     for t in threads:
