@@ -51,8 +51,9 @@ def test_c_runs_equal_python_runs_slot_for_slot() -> None:
     ref = str(uuid.uuid4())
     before = time.time_ns() // 1000
     runs = {}
-    for impl, root, child in (("py", RunTree._fast_root, RunTree._fast_child),
-                              ("c", core.root, core.child)):
+    for impl, root, child, close in (
+            ("py", RunTree._fast_root, RunTree._fast_child, RunTree._close),
+            ("c", core.root, core.child, core.close)):
         r = root("agent", "chain", inputs, client, "sess-id", "proj", meta, ref)
         r._writer = writer
         c1 = child(r, "tool", "tool", {"x": 1})
@@ -66,22 +67,26 @@ def test_c_runs_equal_python_runs_slot_for_slot() -> None:
             assert run.trace_id == r.id and run._trace == r._id
             assert run.session_id == "sess-id" and run.session_name == "proj"
         assert c1.parent_run_id == r.id and g.parent is c1 and g._parent_id == c1._id
+        c2._sent = 3  # its post still queued: close() says so, and the caller queues nothing
+        assert close(c1, {"output": 1}) == 0 and close(c2, {"output": 2}) == 3
+        assert c1._closed is True and c1.outputs == {"output": 1} and c1._end_us >= c1._start_us
     after = time.time_ns() // 1000
     for py_run, c_run in zip(runs["py"], runs["c"], strict=True):
         py, c = _slots(py_run), _slots(c_run)
-        for own in ("_id", "_trace", "_parent_id", "parent", "_kids", "_start_us"):
+        for own in ("_id", "_trace", "_parent_id", "parent", "_kids", "_start_us", "_end_us"):
             py.pop(own), c.pop(own)
         diff = {k for k in c if c[k] != py[k]}
         assert not diff, diff  # every other slot: the same value (defaults included)
         u = uuid.UUID(c_run._id)
         assert str(u) == c_run._id and u.version == 7 and u.variant == uuid.RFC_4122
-        assert before <= c_run._start_us <= after
+        assert before <= c_run._start_us <= (c_run._end_us or after) <= after
         # the id's time is the run's start: its milliseconds, and the sub-millisecond fraction
         assert int(c_run._id[:8] + c_run._id[9:13], 16) == c_run._start_us // 1000
         assert int(c_run._id[15:18], 16) == (c_run._start_us % 1000) * 4096 // 1000
         assert c_run.dotted_order.startswith(c_run.parent.dotted_order + "."
                                              if c_run.parent else "")
-        assert c_run._sent == 0 and c_run._closed is False and c_run.outputs is None
+        if c_run in (r, g):  # (not closed)
+            assert c_run._sent == 0 and c_run._closed is False and c_run.outputs is None
 
 
 @needs_core
@@ -140,6 +145,8 @@ def test_bad_calls_fail_clearly() -> None:
         core.child(object(), "x", "chain", {})
     with pytest.raises(TypeError, match=r"child\(parent"):
         core.child(None, "x")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"close\(run, outputs\)"):
+        core.close(object(), {})
     with pytest.raises(TypeError, match=r"root\(name"):
         core.root("x", "chain")  # type: ignore[call-arg]
 

@@ -2,15 +2,16 @@
 
 The hot path only records what cannot be recovered afterwards: an id (UUID v7 text; ``run.id``
 parses it when read), integer epoch microseconds, the parent object, inputs and outputs as the
-caller gave them; metadata, tags, events and the list of children are made on first use. The
-hot paths make runs with ``fast_child``/``fast_root``: the C extension ``_speedups`` where it is
-built (~0.2 us a run), else the classmethods below (~0.8 us: the id from uuid_utils, the clock
-and two dozen slot stores in bytecode). Everything else — the dotted order, datetimes, the LangSmith wire dict — comes later:
-a finished run reaches the local store's journal as the tuple of its own attributes (``ROW``,
-one C call, serialized by orjson without a Python step per value), and the dotted order of a
-root, or of a child whose parent was queued first, is derived by the store's fold (from the
-start time, the id and the parent's order). So a traced call pays under two microseconds on
-its own thread, and the writer about one more.
+caller gave them; metadata, tags, events and the list of children are made on first use. The hot
+paths make runs with ``fast_child``/``fast_root`` and end them with ``close``: the C extension
+``_speedups`` where it is built (~0.2 us a run), else the classmethods below (~0.8 us: the id
+from uuid_utils, the clock and two dozen slot stores in bytecode).
+Everything else — the dotted order, datetimes, the LangSmith wire dict — comes later: a finished
+run reaches the local store's journal as the tuple of its own attributes (``ROW``, one C call,
+serialized by orjson without a Python step per value), and the dotted order of a root, or of a
+child whose parent was queued first, is derived by the store's fold (from the start time, the id
+and the parent's order). So a traced call pays about a microsecond and a half on its own thread,
+and the writer about one more.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from ..client import Client
     from ._writer import RunWriter
 
-__all__ = ["ROW", "RUN_TYPES", "SPEEDUPS", "RunTree", "fast_child", "fast_root",
+__all__ = ["ROW", "RUN_TYPES", "SPEEDUPS", "RunTree", "close", "fast_child", "fast_root",
            "format_error"]
 
 _RUN_TYPES = frozenset(RUN_TYPES)
@@ -275,6 +276,14 @@ class RunTree:
         self._client = client
         self._writer = None
         return self
+
+    def _close(self, outputs: dict[str, Any]) -> int:
+        """The end of a traced call (``@traceable``'s hot path): outputs, end time, closed;
+        returns ``_sent`` (its end is queued unless its post still is)."""
+        self.outputs = outputs
+        self._end_us = _time_ns() // 1000
+        self._closed = True
+        return self._sent
 
     # -- identity -----------------------------------------------------------------------------
     # ids are kept as canonical text (what every writer sends): parsed only when read here
@@ -562,8 +571,9 @@ def _compiled() -> Any:
 
 
 SPEEDUPS = _compiled()
-# The hot paths' constructors: RunTree._fast_child/_fast_root (and the id), made in C when built
+# The hot paths' steps: RunTree._fast_child/_fast_root/_close (and the id), in C when built
 if SPEEDUPS is not None:
-    fast_child, fast_root, _new_id = SPEEDUPS.child, SPEEDUPS.root, SPEEDUPS.new_id
+    fast_child, fast_root, close = SPEEDUPS.child, SPEEDUPS.root, SPEEDUPS.close
+    _new_id = SPEEDUPS.new_id
 else:
-    fast_child, fast_root = RunTree._fast_child, RunTree._fast_root
+    fast_child, fast_root, close = RunTree._fast_child, RunTree._fast_root, RunTree._close

@@ -11,7 +11,9 @@
  * sort by their microsecond), 62 random bits from xoshiro256** seeded by seed() with
  * os.urandom at import and again in a forked child (_run_tree.py registers it).
  *
- * Pure-Python equivalents live in _run_tree.py (RunTree._bare/_fast_child/_fast_root) and are
+ * close() ends a traced call the same way (outputs, end time, closed: one step).
+ *
+ * Pure-Python equivalents live in _run_tree.py (RunTree._bare/_fast_child/_fast_root/_close),
  * used when this module is not built or ASSAY_PURE_PYTHON is set; tests run both. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -250,6 +252,23 @@ static PyObject *root(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     return run;
 }
 
+/* The end of a traced call: outputs, end time, closed, in one step; returns the run's _sent
+ * (the caller queues its end unless the post is still queued: see RunWriter.patch). */
+static PyObject *close_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || run_type == NULL || !PyObject_TypeCheck(args[0], run_type)) {
+        PyErr_SetString(PyExc_TypeError, "close(run, outputs) needs a RunTree");
+        return NULL;
+    }
+    PyObject *run = args[0];
+    PyObject *end = PyLong_FromLongLong(now_us());
+    if (end == NULL)
+        return NULL;
+    Py_XSETREF(SLOT(run, S_OUTPUTS), Py_NewRef(args[1]));
+    Py_XSETREF(SLOT(run, S_END_US), end);
+    Py_XSETREF(SLOT(run, S_CLOSED), Py_NewRef(Py_True));
+    return Py_NewRef(get(run, S_SENT));
+}
+
 static PyMethodDef methods[] = {
     {"bind", bind, METH_O, "Resolve RunTree's slot offsets (once, after the class is made)."},
     {"seed", seed, METH_O, "Seed the id generator with 32 random bytes."},
@@ -259,6 +278,8 @@ static PyMethodDef methods[] = {
     {"root", (PyCFunction)(void (*)(void))root, METH_FASTCALL,
      "root(name, run_type, inputs, client, session_id, session_name, metadata, ref): "
      "RunTree._fast_root"},
+    {"close", (PyCFunction)(void (*)(void))close_run, METH_FASTCALL,
+     "close(run, outputs) -> run._sent: RunTree._close"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -16,13 +16,12 @@ import functools
 import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from time import time_ns as _time_ns
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..errors import InvalidInputError
 from ._context import _CFG, _RUN, _Config, _env_enabled, env_project
-from ._run_tree import RunTree, _as_outputs, check_run_type, fast_child, fast_root
+from ._run_tree import RunTree, _as_outputs, check_run_type, close, fast_child, fast_root
 from ._writer import QUEUED
 
 if TYPE_CHECKING:
@@ -269,10 +268,7 @@ def _wrap_sync(fn: Callable[..., Any], o: _Options) -> Callable[..., Any]:
             _fail(run, exc)
             raise
         _RUN.reset(token)
-        run.outputs = o.recorded(result)
-        run._end_us = _time_ns() // 1000
-        run._closed = True
-        if run._sent != QUEUED:  # writer.patch(run), inlined on the hot path
+        if close(run, o.recorded(result)) != QUEUED:  # run.patch(), for the hot path
             run._writer._put((1, run))
         return result
 
