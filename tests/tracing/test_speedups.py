@@ -90,6 +90,27 @@ def test_c_runs_equal_python_runs_slot_for_slot() -> None:
 
 
 @needs_core
+def test_c_rows_equal_the_attrgetters() -> None:
+    """The writer's journal rows (``rows``): the same tuples as ``ROW``, for runs made every
+    way and carrying every kind of value."""
+    assert core is not None
+    root = RunTree("root", "chain", {"q": 1}, project_name="p", metadata={"m": 1}, tags=["t"],
+                   extra={"e": 2}, reference_example_id=uuid.uuid4())
+    kid = core.child(root, "kid", "llm", {"x": [1, 2]})
+    kid.add_event({"name": "new_token"})
+    core.close(kid, {"output": "hi"})
+    root.end(error=ValueError("boom"))
+    plain = core.root("plain", "tool", {}, None, None, "p", None, None)
+    runs = [root, kid, plain, RunTree._fast_root("py", "chain", {}, None, None, None, None, None)]
+    assert core.rows(runs) == list(map(rt.ROW, runs)) == rt._rows(runs)
+    assert core.rows([]) == []
+    with pytest.raises(TypeError, match="list of RunTree"):
+        core.rows([root, object()])
+    with pytest.raises(TypeError, match="list of RunTree"):
+        core.rows(tuple(runs))
+
+
+@needs_core
 def test_ids_are_unique_and_sort_by_time() -> None:
     assert core is not None
     ids = [core.new_id() for _ in range(200_000)]
@@ -154,12 +175,17 @@ def test_bad_calls_fail_clearly() -> None:
         __slots__ = ("_id",)
 
     with pytest.raises(TypeError, match="NotARun._trace is not a slot"):
-        core.bind(NotARun)
+        core.bind(NotARun, rt.ROW_SLOTS)
+    with pytest.raises(TypeError, match="RunTree.nope is not a slot"):
+        core.bind(RunTree, (*rt.ROW_SLOTS, "nope"))
+    with pytest.raises(TypeError, match="bind"):
+        core.bind(RunTree)  # type: ignore[call-arg]
     with pytest.raises(ValueError, match="32 random bytes"):
         core.seed(b"short")
     # a failed bind keeps the binding it had
     run = core.root("still", "chain", {}, None, None, "p", None, None)
     assert isinstance(run, RunTree) and run.name == "still"
+    assert core.rows([run]) == [rt.ROW(run)]
 
 
 @pytest.mark.skipif(PURE, reason="this is the pure-Python run itself")

@@ -121,35 +121,91 @@ static PyObject *new_id(PyObject *self, PyObject *unused) {
 }
 
 /* -- runs ------------------------------------------------------------------------------- */
-static PyObject *bind(PyObject *self, PyObject *cls) {
-    if (!PyType_Check(cls)) {
-        PyErr_SetString(PyExc_TypeError, "bind() needs the RunTree class");
+/* The offset of slot `name` of `cls`, or -1 with TypeError set. */
+static Py_ssize_t slot_offset(PyObject *cls, const char *name) {
+    PyObject *descr = PyObject_GetAttrString(cls, name);
+    if (descr == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+            return -1;
+        PyErr_Clear();
+        descr = Py_NewRef(Py_None);
+    }
+    Py_ssize_t offset = -1;
+    if (Py_IS_TYPE(descr, &PyMemberDescr_Type)
+            && ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX)
+        offset = ((PyMemberDescrObject *)descr)->d_member->offset;
+    Py_DECREF(descr);
+    if (offset < 0)
+        PyErr_Format(PyExc_TypeError, "%s.%s is not a slot", ((PyTypeObject *)cls)->tp_name,
+                     name);
+    return offset;
+}
+
+static Py_ssize_t *row_offsets = NULL; /* the slots rows() takes, in order */
+static Py_ssize_t row_len = 0;
+
+static PyObject *bind(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyType_Check(args[0]) || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "bind(RunTree, row_slot_names: tuple)");
         return NULL;
     }
+    PyObject *cls = args[0], *names = args[1];
     Py_ssize_t found[N_SLOTS];
-    for (int i = 0; i < N_SLOTS; i++) {
-        PyObject *descr = PyObject_GetAttrString(cls, slot_names[i]);
-        if (descr == NULL) {
-            if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-                return NULL;
-            PyErr_Clear();
-            descr = Py_NewRef(Py_None);
-        }
-        int ok = Py_IS_TYPE(descr, &PyMemberDescr_Type)
-                 && ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX;
-        if (ok)
-            found[i] = ((PyMemberDescrObject *)descr)->d_member->offset;
-        Py_DECREF(descr);
-        if (!ok) {
-            PyErr_Format(PyExc_TypeError, "%s.%s is not a slot", ((PyTypeObject *)cls)->tp_name,
-                         slot_names[i]);
+    for (int i = 0; i < N_SLOTS; i++)
+        if ((found[i] = slot_offset(cls, slot_names[i])) < 0)
+            return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
+    Py_ssize_t *row = PyMem_Malloc(sizeof(Py_ssize_t) * (n ? n : 1));
+    if (row == NULL)
+        return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const char *name = PyUnicode_Check(PyTuple_GET_ITEM(names, i))
+                           ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(names, i)) : NULL;
+        if (name == NULL || (row[i] = slot_offset(cls, name)) < 0) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "row slot names must be strings");
+            PyMem_Free(row);
             return NULL;
         }
     }
     memcpy(offsets, found, sizeof(offsets));
+    PyMem_Free(row_offsets);
+    row_offsets = row;
+    row_len = n;
     Py_INCREF(cls);
     Py_XSETREF(run_type, (PyTypeObject *)cls);
     Py_RETURN_NONE;
+}
+
+/* Each run of a list as the tuple of its row slots (what operator.attrgetter would give). */
+static PyObject *rows(PyObject *self, PyObject *runs) {
+    if (!PyList_Check(runs) || run_type == NULL) {
+        PyErr_SetString(PyExc_TypeError, "rows() needs a list of RunTree");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(runs);
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *run = PyList_GET_ITEM(runs, i);
+        if (!PyObject_TypeCheck(run, run_type)) {
+            Py_DECREF(out);
+            PyErr_SetString(PyExc_TypeError, "rows() needs a list of RunTree");
+            return NULL;
+        }
+        PyObject *row = PyTuple_New(row_len);
+        if (row == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        for (Py_ssize_t j = 0; j < row_len; j++) {
+            PyObject *v = *(PyObject **)((char *)run + row_offsets[j]);
+            PyTuple_SET_ITEM(row, j, Py_NewRef(v != NULL ? v : Py_None));
+        }
+        PyList_SET_ITEM(out, i, row);
+    }
+    return out;
 }
 
 /* A run started now with every slot at its default (None, except below); NULL on error. */
@@ -270,7 +326,9 @@ static PyObject *close_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
 }
 
 static PyMethodDef methods[] = {
-    {"bind", bind, METH_O, "Resolve RunTree's slot offsets (once, after the class is made)."},
+    {"bind", (PyCFunction)(void (*)(void))bind, METH_FASTCALL,
+     "bind(RunTree, row_slot_names): resolve the slot offsets (once, after the class is made)."},
+    {"rows", rows, METH_O, "rows(runs): each run as the tuple of its row slots (ROW)."},
     {"seed", seed, METH_O, "Seed the id generator with 32 random bytes."},
     {"new_id", new_id, METH_NOARGS, "A new UUID v7 as canonical text."},
     {"child", (PyCFunction)(void (*)(void))child, METH_FASTCALL,

@@ -179,7 +179,7 @@ class _Options:
                 writer = run._writer
             elif cfg is not None:
                 run = fast_root(self.name, self.run_type, inputs, cfg.client, None,
-                                         cfg.project_name or env_project(), None, None)
+                                cfg.project_name or env_project(), None, None)
                 writer = cfg.writer  # the context's client's, once a root looked it up
                 if writer is None:
                     writer = run._get_writer()
@@ -187,8 +187,8 @@ class _Options:
                         cfg.writer = writer
                 run._writer = writer
             else:
-                run = fast_root(self.name, self.run_type, inputs, None, None,
-                                         env_project(), None, None)
+                run = fast_root(self.name, self.run_type, inputs, None, None, env_project(),
+                                None, None)
                 writer = None
         else:
             run = _new_run(self.name, self.run_type, inputs, parent, cfg, client=self.client,

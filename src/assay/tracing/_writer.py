@@ -35,7 +35,7 @@ import threading
 import weakref
 from typing import Any
 
-from ._run_tree import ROW, RunTree
+from ._run_tree import RunTree, rows
 
 __all__ = ["RunWriter"]
 
@@ -242,7 +242,7 @@ class RunWriter:
             markers: list[threading.Event] = []
             self._sort(items, posts, patches, whole, markers, local)
             if whole:
-                posts.extend(map(ROW, whole))  # one C call per run, no dict
+                posts.extend(rows(whole))  # a tuple of its slots per run, no dict
             if posts or patches:
                 self._send(posts, patches)
             if self._waiting:
