@@ -2,7 +2,7 @@
  *
  * Making a RunTree is most of what tracing costs the traced caller: an id, a start time and
  * two dozen slots, which in Python take ~0.8 us (an id from uuid_utils via str() ~0.2, the
- * clock, one bytecode store per slot). Here the same takes ~0.1 us: the run is allocated by
+ * clock, one bytecode store per slot). Here the same takes ~0.2 us: the run is allocated by
  * its class and its slots are written at the offsets Python's own slot descriptors use (read
  * once, by bind()), so the object is an ordinary RunTree in every other respect.
  *
