@@ -90,6 +90,31 @@ def test_c_runs_equal_python_runs_slot_for_slot() -> None:
 
 
 @needs_core
+def test_close_records_results_as_python_does() -> None:
+    """``close`` makes the outputs from the call's result as ``_as_outputs`` does: a dict as it
+    is, another mapping copied into a dict, anything else under "output"."""
+    assert core is not None
+    import types
+    from collections import OrderedDict
+
+    class Obj:
+        pass
+
+    mine = {"a": 1}
+    results = [mine, OrderedDict(b=2), types.MappingProxyType({"c": 3}), None, "s", 4, 5.0,
+               True, [6], (7,), b"8", Obj(), {1, 2}]
+    for result in results:
+        runs = [core.root("r", "chain", {}, None, None, "p", None, None) for _ in range(2)]
+        core.close(runs[0], result)
+        RunTree._close(runs[1], result)
+        assert runs[0].outputs == runs[1].outputs == rt._as_outputs(result)
+        assert type(runs[0].outputs) is dict
+    run = core.root("r", "chain", {}, None, None, "p", None, None)
+    core.close(run, mine)
+    assert run.outputs is mine  # a dict result is not copied (as in Python)
+
+
+@needs_core
 def test_c_rows_equal_the_attrgetters() -> None:
     """The writer's journal rows (``rows``): the same tuples as ``ROW``, for runs made every
     way and carrying every kind of value."""
@@ -166,7 +191,7 @@ def test_bad_calls_fail_clearly() -> None:
         core.child(object(), "x", "chain", {})
     with pytest.raises(TypeError, match=r"child\(parent"):
         core.child(None, "x")  # type: ignore[call-arg]
-    with pytest.raises(TypeError, match=r"close\(run, outputs\)"):
+    with pytest.raises(TypeError, match=r"close\(run, result\)"):
         core.close(object(), {})
     with pytest.raises(TypeError, match=r"root\(name"):
         core.root("x", "chain")  # type: ignore[call-arg]

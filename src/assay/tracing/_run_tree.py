@@ -277,10 +277,11 @@ class RunTree:
         self._writer = None
         return self
 
-    def _close(self, outputs: dict[str, Any]) -> int:
-        """The end of a traced call (``@traceable``'s hot path): outputs, end time, closed;
-        returns ``_sent`` (its end is queued unless its post still is)."""
-        self.outputs = outputs
+    def _close(self, result: Any) -> int:
+        """The end of a traced call (``@traceable``'s hot path): outputs (from its result, see
+        ``_as_outputs``), end time, closed; returns ``_sent`` (its end is queued unless its
+        post still is)."""
+        self.outputs = _as_outputs(result)
         self._end_us = _time_ns() // 1000
         self._closed = True
         return self._sent

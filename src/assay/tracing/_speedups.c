@@ -11,7 +11,7 @@
  * sort by their microsecond), 62 random bits from xoshiro256** seeded by seed() with
  * os.urandom at import and again in a forked child (_run_tree.py registers it).
  *
- * close() ends a traced call the same way (outputs, end time, closed: one step).
+ * close() ends a traced call the same way (outputs from its result, end time, closed: one step).
  *
  * Pure-Python equivalents live in _run_tree.py (RunTree._bare/_fast_child/_fast_root/_close),
  * used when this module is not built or ASSAY_PURE_PYTHON is set; tests run both. */
@@ -308,18 +308,47 @@ static PyObject *root(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     return run;
 }
 
-/* The end of a traced call: outputs, end time, closed, in one step; returns the run's _sent
- * (the caller queues its end unless the post is still queued: see RunWriter.patch). */
+static PyObject *Mapping = NULL; /* collections.abc.Mapping */
+
+/* A call's result as a run's outputs (_run_tree._as_outputs): a dict as it is, another mapping
+ * copied, anything else as {"output": value}. */
+static PyObject *as_outputs(PyObject *value) {
+    if (PyDict_CheckExact(value))
+        return Py_NewRef(value);
+    PyTypeObject *t = Py_TYPE(value);
+    if (!(value == Py_None || t == &PyUnicode_Type || t == &PyLong_Type || t == &PyFloat_Type
+          || t == &PyBool_Type || t == &PyList_Type || t == &PyTuple_Type
+          || t == &PyBytes_Type)) {
+        int is_mapping = PyObject_IsInstance(value, Mapping);
+        if (is_mapping < 0)
+            return NULL;
+        if (is_mapping)
+            return PyObject_CallOneArg((PyObject *)&PyDict_Type, value);
+    }
+    PyObject *out = PyDict_New();
+    if (out != NULL && PyDict_SetItemString(out, "output", value) < 0)
+        Py_CLEAR(out);
+    return out;
+}
+
+/* The end of a traced call: outputs (from the result, as as_outputs makes them), end time,
+ * closed, in one step; returns the run's _sent (the caller queues its end unless the post is
+ * still queued: see RunWriter.patch). */
 static PyObject *close_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2 || run_type == NULL || !PyObject_TypeCheck(args[0], run_type)) {
-        PyErr_SetString(PyExc_TypeError, "close(run, outputs) needs a RunTree");
+        PyErr_SetString(PyExc_TypeError, "close(run, result) needs a RunTree");
         return NULL;
     }
     PyObject *run = args[0];
-    PyObject *end = PyLong_FromLongLong(now_us());
-    if (end == NULL)
+    PyObject *outputs = as_outputs(args[1]);
+    if (outputs == NULL)
         return NULL;
-    Py_XSETREF(SLOT(run, S_OUTPUTS), Py_NewRef(args[1]));
+    PyObject *end = PyLong_FromLongLong(now_us());
+    if (end == NULL) {
+        Py_DECREF(outputs);
+        return NULL;
+    }
+    Py_XSETREF(SLOT(run, S_OUTPUTS), outputs);
     Py_XSETREF(SLOT(run, S_END_US), end);
     Py_XSETREF(SLOT(run, S_CLOSED), Py_NewRef(Py_True));
     return Py_NewRef(get(run, S_SENT));
@@ -337,7 +366,7 @@ static PyMethodDef methods[] = {
      "root(name, run_type, inputs, client, session_id, session_name, metadata, ref): "
      "RunTree._fast_root"},
     {"close", (PyCFunction)(void (*)(void))close_run, METH_FASTCALL,
-     "close(run, outputs) -> run._sent: RunTree._close"},
+     "close(run, result) -> run._sent: RunTree._close"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -346,4 +375,15 @@ static struct PyModuleDef module = {
     "The compiled part of a traced call (see _speedups.c).", -1, methods,
 };
 
-PyMODINIT_FUNC PyInit__speedups(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__speedups(void) {
+    if (Mapping == NULL) {
+        PyObject *abc = PyImport_ImportModule("collections.abc");
+        if (abc == NULL)
+            return NULL;
+        Mapping = PyObject_GetAttrString(abc, "Mapping");
+        Py_DECREF(abc);
+        if (Mapping == NULL)
+            return NULL;
+    }
+    return PyModule_Create(&module);
+}

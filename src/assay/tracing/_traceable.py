@@ -268,7 +268,8 @@ def _wrap_sync(fn: Callable[..., Any], o: _Options) -> Callable[..., Any]:
             _fail(run, exc)
             raise
         _RUN.reset(token)
-        if close(run, o.recorded(result)) != QUEUED:  # run.patch(), for the hot path
+        hook = o.process_outputs
+        if close(run, result if hook is None else o.outputs(result)) != QUEUED:  # run.patch()
             run._writer._put((1, run))
         return result
 
