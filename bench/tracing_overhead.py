@@ -22,6 +22,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 
@@ -78,7 +79,7 @@ def main() -> None:
     tmp = tempfile.mkdtemp(prefix="assay-bench-")
     # a fresh SQLite file for every measured repetition, so each starts from the same table size
     fresh = iter([Client(database_url=os.path.join(tmp, f"bench{i}.db"))
-                  for i in range(4 * args.repeats + 2)])
+                  for i in range(4 * args.repeats + 4)])
     client = next(fresh)
 
     # -- callables --------------------------------------------------------------------------
@@ -230,7 +231,12 @@ def main() -> None:
     assert all(next(iter(c.list_runs(project_name="bench", limit=1)), None) is not None
                for c in used), "a measured run stored nothing"
     wire_us, store_us, fold_us = writer_breakdown(next(fresh), n)
+    alone = {"flat": apart(next(fresh), assay_flat_off, n),
+             "nested": apart(next(fresh), assay_nested_off, nested_spans)}
     print("where the stored cost goes (single thread, per run):")
+    for shape, (caller_us, writer_us) in alone.items():
+        print(f"  {shape + ':':7s} caller alone (writer held) {caller_us:5.2f} us/span, "
+              f"then the writer alone {writer_us:5.2f}")
     print(f"  RunTree -> journal row (writer thread)              {wire_us:7.2f} us")
     print(f"  journal append, batches of 1000 (SQLite)            {store_us:7.2f} us")
     print(f"  (later, once) fold into runs on the first read      {fold_us:7.2f} us")
@@ -245,6 +251,27 @@ def main() -> None:
     batches = sum(c._tracing_writer().batches for c in used)
     lost = sum(c._tracing_writer().failed + c._tracing_writer().dropped for c in used)
     print(f"writer: {stored} runs stored in {batches} batches, {lost} failed or dropped")
+
+
+def apart(client: Client, fn: Callable[[], None], spans: int) -> tuple[float, float]:
+    """The traced calls with the writer held (it stores nothing meanwhile, so the caller has the
+    interpreter to itself), then the writer storing that whole backlog (cold by then): us per
+    span each, the bare loop included. Stored ~ their sum plus what sharing costs."""
+    gate = threading.Event()
+    client._tracing_writer().hold(gate)
+    gc.collect()
+    gc.disable()  # as in the timed figures above
+    try:
+        t0 = time.perf_counter()
+        with tracing_context(enabled=True, client=client, project_name="bench"):
+            fn()
+        t1 = time.perf_counter()
+        gate.set()
+        client.flush()
+        t2 = time.perf_counter()
+    finally:
+        gc.enable()
+    return (t1 - t0) / spans * 1e6, (t2 - t1) / spans * 1e6
 
 
 def writer_breakdown(client: Client, n: int) -> tuple[float, float, float]:
