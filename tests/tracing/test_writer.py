@@ -243,6 +243,27 @@ def test_a_held_writer_stores_nothing_until_released_then_drops_what_it_is_told(
     assert _writer._HOLD_LIMIT > BUSY_TIMEOUT_S
 
 
+def test_a_run_of_a_runtree_subclass_is_stored_like_any_run(tclient: Client) -> None:
+    """An integration's own RunTree subclass goes to the journal as a row like RunTree's."""
+
+    class AgentRun(RunTree):
+        __slots__ = ()
+
+    parent = AgentRun("agent", client=tclient, project_name="sub", inputs={"q": 1})
+    child = AgentRun("tool", "tool", {"x": 2}, parent=parent)
+    child.end(outputs={"y": 3})
+    child.patch()  # never posted: the whole run, as a row
+    parent.end(outputs="done")
+    parent.patch()
+    tclient.flush()
+    writer = tclient._tracing_writer()
+    assert writer.failed == 0
+    stored = {r.name: r for r in tclient.list_runs(project_name="sub")}
+    assert stored["tool"].outputs == {"y": 3} and stored["tool"].parent_run_id == parent.id
+    assert stored["agent"].outputs == {"output": "done"}
+    assert stored["tool"].dotted_order == child.dotted_order
+
+
 def test_idle_writer_thread_exits_and_restarts(tclient: Client) -> None:
     writer = tclient._tracing_writer()
     writer.idle_exit, writer.interval = 0.1, 0.02

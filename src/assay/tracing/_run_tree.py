@@ -250,11 +250,7 @@ class RunTree:
         self._ref = None
         self._client = parent._client
         self._writer = parent._writer
-        kids = parent._kids  # parent._adopt(self), inlined
-        if kids is None:
-            parent._kids = [self]
-        else:
-            kids.append(self)
+        parent._adopt(self)
         return self
 
     @classmethod

@@ -139,8 +139,7 @@ def _input_builder(fn: Callable[..., Any]) -> Callable[[tuple, dict], dict[str, 
 # -- the decorator --------------------------------------------------------------------------------
 class _Options:
     __slots__ = ("name", "run_type", "metadata", "tags", "project_name", "client",
-                 "process_inputs", "process_outputs", "reduce_fn", "enabled", "plain", "is_llm",
-                 "recorded")
+                 "process_inputs", "process_outputs", "reduce_fn", "enabled", "plain", "is_llm")
 
     def __init__(self, name: str, run_type: str, metadata: Mapping[str, Any] | None,
                  tags: Sequence[str] | None, project_name: str | None, client: Client | None,
@@ -163,8 +162,6 @@ class _Options:
         self.enabled = enabled
         self.plain = not (metadata or tags or project_name or client)
         self.is_llm = run_type == "llm"
-        # what a call's result is recorded as: with no hook, straight to the outputs dict
-        self.recorded = self.outputs if process_outputs is not None else _as_outputs
 
     def start(self, parent: RunTree | None, cfg: _Config | None, inputs: dict[str, Any]) -> RunTree:
         if self.process_inputs is not None:
@@ -295,7 +292,7 @@ def _wrap_async(fn: Callable[..., Any], o: _Options) -> Callable[..., Any]:
             _fail(run, exc)
             raise
         _reset(token, parent)
-        run.outputs = o.recorded(result)
+        run.outputs = o.outputs(result)
         run.patch()
         return result
 

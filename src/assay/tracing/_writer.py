@@ -292,7 +292,7 @@ class RunWriter:
                 run._sent = 2  # whole: finished before its post was taken, or never posted
                 if not local:
                     posts.append(run._wire(True))
-                elif run.__class__ is RunTree:
+                elif isinstance(run, RunTree):  # (rows reads a subclass's slots too)
                     # Its dotted order is the fold's to derive (store/_journal.py), from its
                     # parent's, when that parent was taken before it (so is stored first)
                     if run._dotted is None and run._parent_id is not None:
@@ -314,7 +314,7 @@ class RunWriter:
     def _send(self, posts: list[Any], patches: list[dict[str, Any]]) -> None:
         journal = self._journal()
         try:
-            if journal is not None:  # finished runs as rows (see RunTree._row)
+            if journal is not None:  # finished runs as rows (ROW_COLUMNS; see _run_tree.rows)
                 journal.append_runs(posts, patches, columns=RunTree.ROW_COLUMNS,
                                     extra=RunTree.ROW_EXTRA)
             else:
