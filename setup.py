@@ -1,11 +1,13 @@
 """Only the optional C extension; everything else is in pyproject.toml.
 
-``assay.tracing._speedups`` makes a traced call's RunTree in C (see the file's header). It is
-optional: where it cannot be compiled (no C compiler or Python headers) the install goes on
-and tracing uses the same code in Python.
+``assay.tracing._speedups`` runs a sync traced call and makes its RunTree in C (see the headers
+of ``_speedups.c`` and ``_call.c``). It is optional: where it cannot be compiled (no C compiler
+or Python headers) the install goes on and tracing uses the same code in Python.
 """
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("assay.tracing._speedups", ["src/assay/tracing/_speedups.c"],
+setup(ext_modules=[Extension("assay.tracing._speedups",
+                             ["src/assay/tracing/_speedups.c", "src/assay/tracing/_call.c"],
+                             depends=["src/assay/tracing/_speedups.h"],
                              optional=True)])

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from ._writer import RunWriter
 
 __all__ = ["ROW", "ROW_SLOTS", "RUN_TYPES", "SPEEDUPS", "RunTree", "close", "fast_child",
-           "fast_root", "format_error", "rows"]
+           "fast_root", "format_error", "rows", "take"]
 
 _RUN_TYPES = frozenset(RUN_TYPES)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -66,7 +66,10 @@ def format_error(error: BaseException | str) -> str:
     """``Type: message`` followed by the traceback (the exception's own, where it was raised)."""
     if isinstance(error, str):
         return error
-    head = f"{type(error).__name__}: {error}"
+    try:
+        head = f"{type(error).__name__}: {error}"
+    except Exception:  # its __str__ raised: the traceback below says so too
+        head = f"{type(error).__name__}: <str() failed>"
     tb = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     return f"{head}\n\n{tb}"
 
@@ -574,11 +577,11 @@ def _compiled() -> Any:
 
 
 SPEEDUPS = _compiled()
-# The hot paths' steps: RunTree._fast_child/_fast_root/_close, the id and the writer's rows,
+# The hot paths' steps: RunTree._fast_child/_fast_root/_close, the id and the writer's rows
 # in C when built
 if SPEEDUPS is not None:
     fast_child, fast_root, close = SPEEDUPS.child, SPEEDUPS.root, SPEEDUPS.close
-    rows, _new_id = SPEEDUPS.rows, SPEEDUPS.new_id
+    rows, take, _new_id = SPEEDUPS.rows, SPEEDUPS.take, SPEEDUPS.new_id
 else:
     fast_child, fast_root, close = RunTree._fast_child, RunTree._fast_root, RunTree._close
-    rows = _rows
+    rows, take = _rows, None  # (the writer sorts its items in Python: RunWriter._sort)

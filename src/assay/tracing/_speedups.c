@@ -15,29 +15,20 @@
  *
  * Pure-Python equivalents live in _run_tree.py (RunTree._bare/_fast_child/_fast_root/_close),
  * used when this module is not built or ASSAY_PURE_PYTHON is set; tests run both. */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <structmember.h>
+#include "_speedups.h"
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
 
-/* The slots bind() resolves, in this order (RunTree.__slots__ must name each). */
-enum {
-    S_ID, S_TRACE, S_PARENT_ID, S_PARENT, S_PARENT_DOTTED, S_DOTTED, S_NAME, S_RUN_TYPE,
-    S_INPUTS, S_OUTPUTS, S_ERROR, S_START_US, S_END_US, S_META, S_TAGS, S_EVENTS, S_EXTRA,
-    S_SESSION_NAME, S_SESSION_ID, S_REF, S_KIDS, S_WRITER, S_CLIENT, S_CLOSED, S_SENT, N_SLOTS
-};
+/* The slots bind() resolves, in the order of the enum in _speedups.h. */
 static const char *slot_names[N_SLOTS] = {
     "_id", "_trace", "_parent_id", "parent", "_parent_dotted", "_dotted", "name", "run_type",
     "inputs", "outputs", "error", "_start_us", "_end_us", "_meta", "_tags", "_events", "extra",
     "session_name", "session_id", "_ref", "_kids", "_writer", "_client", "_closed", "_sent",
 };
 
-static Py_ssize_t offsets[N_SLOTS];
-static PyTypeObject *run_type = NULL; /* the bound class (a strong reference) */
-
-#define SLOT(obj, i) (*(PyObject **)((char *)(obj) + offsets[i]))
+Py_ssize_t offsets[N_SLOTS];
+PyTypeObject *run_type = NULL; /* the bound class (a strong reference) */
 
 /* -- ids -------------------------------------------------------------------------------- */
 static uint64_t rng[4] = {0x9E3779B97F4A7C15ULL, 0xBF58476D1CE4E5B9ULL,
@@ -122,7 +113,7 @@ static PyObject *new_id(PyObject *self, PyObject *unused) {
 
 /* -- runs ------------------------------------------------------------------------------- */
 /* The offset of slot `name` of `cls`, or -1 with TypeError set. */
-static Py_ssize_t slot_offset(PyObject *cls, const char *name) {
+Py_ssize_t slot_offset(PyObject *cls, const char *name) {
     PyObject *descr = PyObject_GetAttrString(cls, name);
     if (descr == NULL) {
         if (!PyErr_ExceptionMatches(PyExc_AttributeError))
@@ -177,6 +168,18 @@ static PyObject *bind(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     Py_RETURN_NONE;
 }
 
+/* A run's journal row: the tuple of its row slots (NULL on error). */
+static PyObject *row_of(PyObject *run) {
+    PyObject *row = PyTuple_New(row_len);
+    if (row == NULL)
+        return NULL;
+    for (Py_ssize_t j = 0; j < row_len; j++) {
+        PyObject *v = *(PyObject **)((char *)run + row_offsets[j]);
+        PyTuple_SET_ITEM(row, j, Py_NewRef(v != NULL ? v : Py_None));
+    }
+    return row;
+}
+
 /* Each run of a list as the tuple of its row slots (what operator.attrgetter would give). */
 static PyObject *rows(PyObject *self, PyObject *runs) {
     if (!PyList_Check(runs) || run_type == NULL) {
@@ -194,18 +197,76 @@ static PyObject *rows(PyObject *self, PyObject *runs) {
             PyErr_SetString(PyExc_TypeError, "rows() needs a list of RunTree");
             return NULL;
         }
-        PyObject *row = PyTuple_New(row_len);
+        PyObject *row = row_of(run);
         if (row == NULL) {
             Py_DECREF(out);
             return NULL;
         }
-        for (Py_ssize_t j = 0; j < row_len; j++) {
-            PyObject *v = *(PyObject **)((char *)run + row_offsets[j]);
-            PyTuple_SET_ITEM(row, j, Py_NewRef(v != NULL ? v : Py_None));
-        }
         PyList_SET_ITEM(out, i, row);
     }
     return out;
+}
+
+/* take(items, QUEUED, slow): the writer's queued items as journal rows, in order (the local
+ * store's RunWriter._sort and rows() in one pass). A run finished before its post was taken
+ * goes whole here (its _sent set to 2); any other item (an end, a flush marker, a run still
+ * open, one whose dotted order must be settled now) is given to slow(item), which sorts it as
+ * RunWriter._sort does and returns the run if it goes whole. */
+static PyObject *take(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyList_Check(args[0]) || run_type == NULL) {
+        PyErr_SetString(PyExc_TypeError, "take(items: list, QUEUED, slow)");
+        return NULL;
+    }
+    PyObject *items = args[0], *queued = args[1], *slow = args[2];
+    PyObject *out = PyList_New(0), *sent_whole = PyLong_FromLong(2);
+    if (out == NULL || sent_whole == NULL)
+        goto error;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+        PyObject *item = PyList_GET_ITEM(items, i), *run = NULL;
+        int fast = PyObject_TypeCheck(item, run_type) && get(item, S_CLOSED) == Py_True;
+        if (fast) {
+            PyObject *sent = get(item, S_SENT);
+            fast = sent == queued || PyObject_RichCompareBool(sent, queued, Py_EQ) == 1;
+        }
+        if (fast && get(item, S_DOTTED) == Py_None && get(item, S_PARENT_ID) != Py_None) {
+            PyObject *parent = get(item, S_PARENT); /* its dotted order: the fold's to derive */
+            fast = parent != Py_None && PyObject_TypeCheck(parent, run_type);
+            if (fast) {
+                PyObject *psent = get(parent, S_SENT);
+                fast = PyLong_CheckExact(psent) && (PyLong_AsLong(psent) == 1
+                                                    || PyLong_AsLong(psent) == 2);
+            }
+        }
+        if (PyErr_Occurred())
+            goto error;
+        if (fast) {
+            Py_XSETREF(SLOT(item, S_SENT), Py_NewRef(sent_whole));
+            run = Py_NewRef(item);
+        } else if ((run = PyObject_CallOneArg(slow, item)) == NULL) {
+            goto error;
+        } else if (run == Py_None) {
+            Py_CLEAR(run);
+        } else if (!PyObject_TypeCheck(run, run_type)) {
+            Py_DECREF(run);
+            PyErr_SetString(PyExc_TypeError, "take(): slow() must return a RunTree or None");
+            goto error;
+        }
+        if (run != NULL) {
+            PyObject *row = row_of(run);
+            Py_DECREF(run);
+            if (row == NULL || PyList_Append(out, row) < 0) {
+                Py_XDECREF(row);
+                goto error;
+            }
+            Py_DECREF(row);
+        }
+    }
+    Py_DECREF(sent_whole);
+    return out;
+error:
+    Py_XDECREF(out);
+    Py_XDECREF(sent_whole);
+    return NULL;
 }
 
 /* A run started now with every slot at its default (None, except below); NULL on error. */
@@ -241,23 +302,8 @@ static PyObject *bare(PyObject *name, PyObject *kind, PyObject *inputs) {
     return run;
 }
 
-/* A slot of another run, or None where it was never set (a borrowed reference). */
-static inline PyObject *get(PyObject *run, int i) {
-    PyObject *v = SLOT(run, i);
-    return v != NULL ? v : Py_None;
-}
-
-static PyObject *child(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "child(parent, name, run_type, inputs)");
-        return NULL;
-    }
-    PyObject *parent = args[0];
-    if (run_type == NULL || !PyObject_TypeCheck(parent, run_type)) {
-        PyErr_SetString(PyExc_TypeError, "child() needs a RunTree parent");
-        return NULL;
-    }
-    PyObject *run = bare(args[1], args[2], args[3]);
+PyObject *make_child(PyObject *parent, PyObject *name, PyObject *kind, PyObject *inputs) {
+    PyObject *run = bare(name, kind, inputs);
     if (run == NULL)
         return NULL;
     Py_SETREF(SLOT(run, S_PARENT), Py_NewRef(parent));
@@ -290,12 +336,20 @@ static PyObject *child(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
     return run;
 }
 
-static PyObject *root(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 8) {
-        PyErr_SetString(PyExc_TypeError, "root(name, run_type, inputs, client, session_id, "
-                                         "session_name, metadata, reference_example_id)");
+static PyObject *child(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "child(parent, name, run_type, inputs)");
         return NULL;
     }
+    if (run_type == NULL || !PyObject_TypeCheck(args[0], run_type)) {
+        PyErr_SetString(PyExc_TypeError, "child() needs a RunTree parent");
+        return NULL;
+    }
+    return make_child(args[0], args[1], args[2], args[3]);
+}
+
+/* args: name, run_type, inputs, client, session_id, session_name, metadata, reference id */
+PyObject *make_root(PyObject *const *args) {
     PyObject *run = bare(args[0], args[1], args[2]);
     if (run == NULL)
         return NULL;
@@ -306,6 +360,15 @@ static PyObject *root(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     Py_SETREF(SLOT(run, S_META), Py_NewRef(args[6]));
     Py_SETREF(SLOT(run, S_REF), Py_NewRef(args[7]));
     return run;
+}
+
+static PyObject *root(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "root(name, run_type, inputs, client, session_id, "
+                                         "session_name, metadata, reference_example_id)");
+        return NULL;
+    }
+    return make_root(args);
 }
 
 static PyObject *Mapping = NULL; /* collections.abc.Mapping */
@@ -334,13 +397,8 @@ static PyObject *as_outputs(PyObject *value) {
 /* The end of a traced call: outputs (from the result, as as_outputs makes them), end time,
  * closed, in one step; returns the run's _sent (the caller queues its end unless the post is
  * still queued: see RunWriter.patch). */
-static PyObject *close_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2 || run_type == NULL || !PyObject_TypeCheck(args[0], run_type)) {
-        PyErr_SetString(PyExc_TypeError, "close(run, result) needs a RunTree");
-        return NULL;
-    }
-    PyObject *run = args[0];
-    PyObject *outputs = as_outputs(args[1]);
+PyObject *end_run(PyObject *run, PyObject *result) {
+    PyObject *outputs = as_outputs(result);
     if (outputs == NULL)
         return NULL;
     PyObject *end = PyLong_FromLongLong(now_us());
@@ -354,10 +412,21 @@ static PyObject *close_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return Py_NewRef(get(run, S_SENT));
 }
 
+static PyObject *close_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || run_type == NULL || !PyObject_TypeCheck(args[0], run_type)) {
+        PyErr_SetString(PyExc_TypeError, "close(run, result) needs a RunTree");
+        return NULL;
+    }
+    return end_run(args[0], args[1]);
+}
+
 static PyMethodDef methods[] = {
     {"bind", (PyCFunction)(void (*)(void))bind, METH_FASTCALL,
      "bind(RunTree, row_slot_names): resolve the slot offsets (once, after the class is made)."},
     {"rows", rows, METH_O, "rows(runs): each run as the tuple of its row slots (ROW)."},
+    {"take", (PyCFunction)(void (*)(void))take, METH_FASTCALL,
+     "take(items, QUEUED, slow): the writer's queued items as journal rows (RunWriter._sort "
+     "and rows in one pass; slow(item) sorts the rest)."},
     {"seed", seed, METH_O, "Seed the id generator with 32 random bytes."},
     {"new_id", new_id, METH_NOARGS, "A new UUID v7 as canonical text."},
     {"child", (PyCFunction)(void (*)(void))child, METH_FASTCALL,
@@ -367,6 +436,9 @@ static PyMethodDef methods[] = {
      "RunTree._fast_root"},
     {"close", (PyCFunction)(void (*)(void))close_run, METH_FASTCALL,
      "close(run, result) -> run._sent: RunTree._close"},
+    {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL,
+     "configure(_Config, run_var, cfg_var, env_enabled, env_project, fail, QUEUED): what a "
+     "Call reads (see _call.c)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -385,5 +457,8 @@ PyMODINIT_FUNC PyInit__speedups(void) {
         if (Mapping == NULL)
             return NULL;
     }
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && add_call(m) < 0)
+        Py_CLEAR(m);
+    return m;
 }
