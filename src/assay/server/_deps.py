@@ -74,7 +74,8 @@ Parts = Annotated[list[_body.Part], Depends(multipart_body)]
 StoreDep = Annotated[Store, Depends(tenant_store)]
 
 
-def _folder(request: Request) -> Folder:
+async def _folder(request: Request) -> Folder:
+    # async: a sync dependency costs every request a hop to the thread pool and back
     return request.app.state.folder  # type: ignore[no-any-return]
 
 

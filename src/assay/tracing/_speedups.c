@@ -11,10 +11,13 @@
  * sort by their microsecond), 62 random bits from xoshiro256** seeded by seed() with
  * os.urandom at import and again in a forked child (_run_tree.py registers it).
  *
- * close() ends a traced call the same way (outputs from its result, end time, closed: one step).
+ * close() ends a traced call the same way (outputs from its result, end time, closed: one step);
+ * rows() and take() give the writer finished runs as journal rows. The traced call around all
+ * this is _call.c's.
  *
- * Pure-Python equivalents live in _run_tree.py (RunTree._bare/_fast_child/_fast_root/_close),
- * used when this module is not built or ASSAY_PURE_PYTHON is set; tests run both. */
+ * Pure-Python equivalents live in _run_tree.py (RunTree._bare/_fast_child/_fast_root/_close)
+ * and _writer.py (RunWriter._sort), used when this module is not built or ASSAY_PURE_PYTHON is
+ * set; tests run both. */
 #include "_speedups.h"
 #include <stdint.h>
 #include <string.h>
