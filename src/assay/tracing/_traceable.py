@@ -274,9 +274,12 @@ def _call_in(run: RunTree, fn: Callable[..., Any], args: tuple, kwargs: dict) ->
 # a traced call, and a helper call would add a frame to it (~30 ns, about 10% of that cost).
 # Their bodies differ where Python makes them differ: ``await``, ``yield`` and ``yield from``
 # cannot be passed to a helper.
-def _wrap_sync(fn: Callable[..., Any], o: _Options, compiled: Any = SPEEDUPS) -> Callable[..., Any]:
+def _wrap_sync(fn: Callable[..., Any], o: _Options,
+               compiled: Any = SPEEDUPS) -> Callable[..., Any]:
+    """The sync wrapper: its body in C where built (``compiled``; None gives the Python one,
+    the reference the tests compare it with)."""
     build, names, drop = _input_builder(fn)
-    if compiled is not None:  # the body of the wrapper below, in C (_call.c)
+    if compiled is not None:  # the body of the Python wrapper below, in C (_call.c)
         call = compiled.Call(fn, o, build, names, drop)
 
         @functools.wraps(fn)
