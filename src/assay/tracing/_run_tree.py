@@ -10,8 +10,9 @@ Everything else — the dotted order, datetimes, the LangSmith wire dict — com
 run reaches the local store's journal as the tuple of its own attributes (``ROW``, one C call,
 serialized by orjson without a Python step per value), and the dotted order of a root, or of a
 child whose parent was queued first, is derived by the store's fold (from the start time, the id
-and the parent's order). So a traced call pays about a microsecond and a half on its own thread,
-and the writer about one more.
+and the parent's order). So a sync traced call pays its caller about 1.2 us where the C
+extension is built (``_call.c`` runs the whole call; ~2 us in Python), and the writer about one
+more.
 """
 
 from __future__ import annotations

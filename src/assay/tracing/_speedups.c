@@ -221,6 +221,8 @@ static PyObject *take(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         return NULL;
     }
     PyObject *items = args[0], *queued = args[1], *slow = args[2];
+    /* RunTree._sent (see _writer.py): 0 nothing sent, QUEUED its post queued, 1 its post
+     * sent without the end, 2 sent whole */
     PyObject *out = PyList_New(0), *sent_whole = PyLong_FromLong(2);
     if (out == NULL || sent_whole == NULL)
         goto error;

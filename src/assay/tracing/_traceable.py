@@ -120,13 +120,11 @@ def _input_builder(fn: Callable[..., Any]) -> tuple[_Build, tuple[str, ...] | No
             var_pos = p.name
         if p.default is not P.empty and p.kind not in (P.VAR_POSITIONAL, P.VAR_KEYWORD):
             defaults[p.name] = p.default
-    drop = pos[0] if pos and pos[0] in ("self", "cls") else None
+    own = pos[0] if pos and pos[0] in ("self", "cls") else None  # left out of the inputs
     npos = len(pos)
     extra_name = var_pos or "args"
-    names = None
-    if var_pos is None and not defaults:
-        names = tuple(pos[1:]) if drop is not None else tuple(pos)
-    skip = 0 if drop is None else 1
+    drop = 0 if own is None else 1
+    names = tuple(pos[drop:]) if var_pos is None and not defaults else None
 
     def build(args: tuple, kwargs: dict) -> dict[str, Any]:
         d = dict(zip(pos, args))  # noqa: B905 - extra positionals are handled below
@@ -138,11 +136,11 @@ def _input_builder(fn: Callable[..., Any]) -> tuple[_Build, tuple[str, ...] | No
             for k, v in defaults.items():
                 if k not in d:
                     d[k] = v
-        if drop is not None:
-            d.pop(drop, None)
+        if own is not None:
+            d.pop(own, None)
         return d
 
-    if npos == 1 and var_pos is None and not defaults and drop is None:
+    if npos == 1 and var_pos is None and not defaults and own is None:
         only = pos[0]
 
         def build_one(args: tuple, kwargs: dict) -> dict[str, Any]:
@@ -151,8 +149,8 @@ def _input_builder(fn: Callable[..., Any]) -> tuple[_Build, tuple[str, ...] | No
                 return build(args, kwargs)
             return {only: args[0]}
 
-        return build_one, names, skip
-    return build, names, skip
+        return build_one, names, drop
+    return build, names, drop
 
 
 # -- the decorator --------------------------------------------------------------------------------
@@ -271,7 +269,8 @@ def _call_in(run: RunTree, fn: Callable[..., Any], args: tuple, kwargs: dict) ->
 
 # The four wrappers below open with the same few lines (two contextvar reads, the on/off check,
 # ``o.start``) written out rather than shared: with tracing off those lines are the whole cost of
-# a traced call, and a helper call would add a frame to it (~30 ns, about 10% of that cost).
+# a traced call, and a helper call would add a frame to it (~30 ns, about 10% of that cost). The
+# sync one's body runs in C where the extension is built (``_call.c``; this one is its reference).
 # Their bodies differ where Python makes them differ: ``await``, ``yield`` and ``yield from``
 # cannot be passed to a helper.
 def _wrap_sync(fn: Callable[..., Any], o: _Options,
@@ -305,8 +304,8 @@ def _wrap_sync(fn: Callable[..., Any], o: _Options,
             raise
         _RUN.reset(token)
         hook = o.process_outputs
-        if close(run, result if hook is None else o.outputs(result)) != QUEUED:  # run.patch()
-            run._writer._put((1, run))
+        if close(run, result if hook is None else o.outputs(result)) != QUEUED:
+            run._writer.patch(run)  # the writer took the post before the end (rare)
         return result
 
     return wrapper
