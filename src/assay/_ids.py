@@ -12,8 +12,17 @@ import uuid_utils.compat as _uu
 
 from ._time import to_micros, to_utc, utcnow
 
-__all__ = ["new_id", "new_id_text", "as_uuid", "uuid_text", "dotted_segment",
-           "dotted_segment_us", "utcnow", "to_utc"]
+__all__ = [
+    "as_uuid",
+    "dotted_segment",
+    "dotted_segment_us",
+    "is_canonical_uuid",
+    "new_id",
+    "new_id_text",
+    "to_utc",
+    "utcnow",
+    "uuid_text",
+]
 
 
 def new_id() -> uuid.UUID:
@@ -39,6 +48,11 @@ def as_uuid(value: uuid.UUID | str, what: str = "id") -> uuid.UUID:
 
 
 _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def is_canonical_uuid(text: str) -> bool:
+    """True for UUID text already in ``str(UUID)``'s form (lower-case, hyphenated)."""
+    return _CANONICAL_UUID.fullmatch(text) is not None
 
 
 def uuid_text(value: uuid.UUID | str, what: str = "id") -> str:

@@ -19,12 +19,13 @@ from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
+from .._ids import is_canonical_uuid
 from ..errors import StoreError
 from ..store import Store
 from ._body import Part
 from ._errors import ApiError
 from ._folder import Folder
-from ._wire import FeedbackIn, RunIn, events_in, run_dict, validate
+from ._wire import FeedbackIn, run_in, validate
 
 __all__ = ["Batch", "from_json", "from_parts", "write"]
 
@@ -46,6 +47,8 @@ class Batch:
 
 
 def _uuid(text: str, part: str) -> str:
+    if is_canonical_uuid(text):
+        return text
     try:
         return str(uuid.UUID(text))
     except ValueError:
@@ -53,37 +56,10 @@ def _uuid(text: str, part: str) -> str:
                        f"multipart part {part!r}: {text!r} is not a UUID; {_PART_HELP}") from None
 
 
-# The large free-form fields. pydantic would copy them twice (validating ``dict[str, Any]``,
-# then ``model_dump``) for nothing but a type check; when their types are right they skip the
-# model, and when not the model judges them so the error names the field as before.
-_FREE_FORM = ("inputs", "outputs", "extra", "serialized", "events")
-
-
-def _free_form(raw: dict[str, Any]) -> dict[str, Any] | None:
-    """The free-form fields of ``raw`` if all have the right type (None: let pydantic judge)."""
-    big: dict[str, Any] = {}
-    for name in _FREE_FORM:
-        if name in raw:
-            value = raw[name]
-            if value is not None:
-                if name == "events":
-                    if type(value) is not list or any(type(e) is not dict for e in value):
-                        return None
-                    value = events_in(value)
-                elif type(value) is not dict:
-                    return None
-            big[name] = value
-    return big
-
-
 def _run(raw: Any, where: str, run_id: str | None = None) -> dict[str, Any]:
-    big = _free_form(raw) if isinstance(raw, dict) else None
-    run = validate(RunIn, {k: v for k, v in raw.items() if k not in big} if big else raw, where)
-    if run_id is not None and str(run.id) != run_id:
-        raise ApiError(422, "invalid_input", f"{where}: body id {run.id} differs from {run_id}")
-    out = run_dict(run)
-    if big:
-        out.update(big)
+    out = run_in(raw, where)
+    if run_id is not None and str(out["id"]) != run_id:
+        raise ApiError(422, "invalid_input", f"{where}: body id {out['id']} differs from {run_id}")
     return out
 
 

@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from . import _ingest
 from ._deps import FolderDep, JsonBody, Parts, StoreDep, ok
 from ._errors import ApiError
-from ._wire import RunIn, RunQuery, TraceDelete, run_dict, validate
+from ._wire import RunQuery, TraceDelete, run_in, validate
 
 __all__ = ["router"]
 
@@ -36,7 +36,7 @@ def ingest_batch(store: StoreDep, body: JsonBody, folder: FolderDep) -> JSONResp
 
 @router.post("/runs", status_code=202)
 def create_run(store: StoreDep, body: JsonBody, folder: FolderDep) -> JSONResponse:
-    run = run_dict(validate(RunIn, body))
+    run = run_in(body)
     _ingest.write(store, _ingest.Batch(posts=[run]), folder)
     return ok({"id": str(run["id"])}, status=202)
 
@@ -48,7 +48,7 @@ def update_run(store: StoreDep, run_id: uuid.UUID, body: JsonBody,
         if body.get("id") not in (None, str(run_id)):
             raise ApiError(422, "invalid_input", f"body id {body['id']!r} differs from the URL")
         body = {**body, "id": str(run_id)}
-    _ingest.write(store, _ingest.Batch(patches=[run_dict(validate(RunIn, body))]), folder)
+    _ingest.write(store, _ingest.Batch(patches=[run_in(body)]), folder)
     return ok({"id": str(run_id)}, status=202)
 
 
