@@ -82,6 +82,9 @@ NOT_PLAIN = {
     "events not objects": ({"events": ["x"]}, "events"),
     "start_time a boolean": ({"start_time": True}, "start_time"),
     "start_time not a time": ({"start_time": "yesterday"}, "start_time"),
+    "start_time in ISO basic form": ({"start_time": "20260304T050607"}, "start_time"),
+    "start_time as an ISO week": ({"start_time": "2026-W10-3T05:06"}, "start_time"),
+    "start_time unix seconds text": ({"start_time": "1772600767"}, None),
     "end_time out of range": ({"end_time": 1e300}, "end_time"),
 }
 
@@ -92,7 +95,8 @@ def test_other_forms_go_to_runin(name: str) -> None:
     raw = {**make_run("odd", start=T0), **change}
     assert plain_run(raw) is None
     if field is None:  # RunIn accepts it, and gives the canonical form
-        assert run_in(raw)["id"] == uuid.UUID(raw["id"])
+        assert _clean(run_in(raw)) == _clean(run_dict(RunIn.model_validate(raw)))
+        assert str(run_in(raw)["id"]) == raw["id"].lower()
         return
     with pytest.raises(ApiError) as err:
         run_in(raw, "post[0]")

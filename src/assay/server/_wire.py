@@ -131,6 +131,10 @@ def _micros(value: Any) -> Any:
     pydantic judge it); numbers go through ``epoch_ms`` as RunIn's validator sends them."""
     try:
         if value.__class__ is str:
+            # ISO 8601's extended form only (YYYY-MM-DD...), as pydantic reads times: the basic
+            # and week forms that fromisoformat also takes go to RunIn, which refuses them
+            if value[4:5] != "-" or value[7:8] != "-":
+                return _NOT_PLAIN
             return to_micros(value)
         if value.__class__ is int or value.__class__ is float:
             return to_micros(epoch_ms(value))
@@ -141,8 +145,9 @@ def _micros(value: Any) -> Any:
 
 def plain_run(raw: dict[str, Any]) -> dict[str, Any] | None:
     """``run_dict(RunIn)`` of ``raw`` without pydantic, when every field RunIn types has its
-    plain wire form: canonical UUID text, ISO or epoch-ms times, strings, a list of strings,
-    objects, a list of event objects. None otherwise, and RunIn judges (and words the error).
+    plain wire form: canonical UUID text, ISO (extended form) or epoch-ms times, strings, a
+    list of strings, objects, a list of event objects. None otherwise, and RunIn judges (and
+    words the error).
 
     Ingest is CPU-bound on validation: pydantic parsed ids and times into objects that the
     store turned back into text and microseconds (~12 us a run). Here ids stay text and times
