@@ -42,8 +42,8 @@ def node() -> str:
     return node_bin  # type: ignore[return-value]
 
 
-def _node(node: str, script: str, ws: Workspace) -> str:
-    proc = subprocess.run([node, script], cwd=JS, env=sdk_env(ws.server, ws.key),
+def _node(node: str, script: str, ws: Workspace, *args: str) -> str:
+    proc = subprocess.run([node, script, *args], cwd=JS, env=sdk_env(ws.server, ws.key),
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return proc.stdout
@@ -78,3 +78,16 @@ def test_seed_js_snippet(node: str, ws: Workspace) -> None:
         assert run.end_time is not None and run.end_time.year == run.start_time.year
         assert 0 <= (run.end_time - run.start_time).total_seconds() < 60
         assert run.outputs == {"output": "Hello " + run.inputs["input"]}
+
+
+def test_update_feedback_with_the_official_js_client(node: str, ws: Workspace) -> None:
+    from ._wire import make_run
+
+    run = make_run("scored", session="js-fb-update")
+    assert ws.http.post("/runs", json=run).status_code == 202
+    printed = parse_printed_json(_node(node, "feedback.mjs", ws, run["id"]))
+    assert (printed["score"], printed["value"], printed["comment"]) == (1, "bad", None)
+    stored = ws.store.feedback.read(printed["id"])
+    assert stored.score == 1.0 and stored.comment is None and stored.value == "bad"
+    stats = ws.store.projects.read(project_name="js-fb-update", include_stats=True)
+    assert stats.feedback_stats["q"].n == 1 and stats.feedback_stats["q"].avg == 1.0

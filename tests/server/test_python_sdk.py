@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,27 @@ def test_streaming_llm_with_tool_in_chain(ws: Workspace) -> None:
     assert sorted(c.name for c in tree.child_runs) == ["chat", "lookup"]
     roots = list(ls.list_runs(project_name="py-agent", is_root=True))
     assert [r.name for r in roots] == ["agent"]
+
+
+def test_update_feedback_with_the_official_client(ws: Workspace) -> None:
+    from langsmith import Client as LangSmithClient
+
+    from ._wire import make_run
+
+    run = make_run("scored", session="fb-update")
+    assert ws.http.post("/runs", json=run).status_code == 202
+    ls = LangSmithClient(api_url=ws.server.url, api_key=ws.key)
+    fb = ls.create_feedback(run["id"], key="q", score=0, value="bad", comment="why")
+    ls.update_feedback(fb.id, score=1, comment=None)  # value untouched, comment cleared
+    got = ls.read_feedback(fb.id)
+    assert (got.score, got.value, got.comment) == (1, "bad", None)
+    stats = ls.read_project(project_name="fb-update", include_stats=True).feedback_stats["q"]
+    assert stats["n"] == 1 and stats["avg"] == 1.0
+
+    # what the server refuses, it names; nothing changes
+    bad = ws.http.patch(f"/feedback/{fb.id}", json={"score": {"x": 1}})
+    assert bad.status_code == 422 and "score" in bad.json()["detail"]
+    assert ws.http.patch(f"/feedback/{fb.id}", json=[1]).status_code == 422
+    missing = ws.http.patch(f"/feedback/{uuid.uuid4()}", json={"score": 1})
+    assert missing.status_code == 404
+    assert ls.read_feedback(fb.id).score == 1

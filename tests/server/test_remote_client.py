@@ -70,6 +70,8 @@ def scenario(client: Client, tmp: Path) -> dict[str, Any]:
                       start_time=start + timedelta(seconds=1))
     out["deleted"] = client.store.runs.delete_traces(project.id, trace_ids=[extra_trace])
     fb = client.create_feedback(rid, "acc", score=1, comment="c", value="right")
+    changed = client.update_feedback(fb.id, score=0, comment=None)  # value kept
+    out["feedback_updated"] = (changed.score, changed.value, changed.comment)
     client.create_feedback(key="summary", project_id=project.id, score=0.5)
     stats = client.read_project(project_name="scn-exp", include_stats=True)
     out["stats"] = {k: getattr(stats, k) for k in (
@@ -108,6 +110,8 @@ def test_remote_client_matches_local(server: Server, sqlite_url: str, tmp_path: 
     assert local["bad_index"] == 1 and local["stats"]["run_count"] == 1
     assert local["stats"]["total_tokens"] == 15 and local["stats"]["total_cost"] > 0
     assert local["feedback_stats"]["acc"]["values"] == {"right": 1}
+    assert local["feedback_stats"]["acc"]["avg"] == 0.0  # the updated score counts
+    assert local["feedback_updated"] == (0.0, "right", None)
     assert local["tree"] == ["llm"] and local["runs"] == ["root", "llm"] and local["deleted"] == 1
 
 

@@ -2,9 +2,9 @@
 
 A seeded random mix of everything that writes runs or feedback (posts, separate patches,
 patch-before-post, merged posts, errors, llm runs with usage/costs/new_token events, feedback
-before and after its run, feedback replaced by id, summary feedback, deletes, two workspaces)
-runs on each backend; at checkpoints every session's statistics from ``session_stats`` must
-equal ``recompute_session_stats`` (which scans the rows) field by field.
+before and after its run, feedback replaced by id or updated, summary feedback, deletes, two
+workspaces) runs on each backend; at checkpoints every session's statistics from
+``session_stats`` must equal ``recompute_session_stats`` (which scans the rows) field by field.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from assay.errors import InvalidInputError, NotFoundError
 from assay.store import Store
 from assay.store._stats import recompute_session_stats, session_stats
 from assay.store._tables import feedback as feedback_table
@@ -212,6 +213,22 @@ class World:
         if exists:
             st.feedback.delete(fid)
 
+    def update_feedback(self) -> None:
+        r = self.rng
+        tenant = 0 if r.random() < 0.8 else 1
+        if not self.feedback[tenant]:
+            return
+        fid = r.choice(self.feedback[tenant])
+        st = self.stores[tenant]
+        with st.read() as conn:
+            exists = conn.execute(select(feedback_table.c.id).where(
+                feedback_table.c.id == fid, feedback_table.c.tenant_id == st.tenant_id)).first()
+        if exists:  # a score, a label, both or neither change
+            fields = r.sample([("score", r.choice([None, 0, 1, r.random(), True])),
+                               ("value", r.choice([None, "A", "B", 3, {"x": 1}])),
+                               ("comment", r.choice([None, "ok"]))], r.randint(0, 3))
+            st.feedback.update(fid, **dict(fields))
+
     def delete_traces(self) -> None:
         r = self.rng
         tenant = 0 if r.random() < 0.8 else 1
@@ -244,7 +261,8 @@ class World:
 
     def step(self) -> None:
         ops = [(self.new_trace, 30), (self.deliver, 30), (self.add_feedback, 25),
-               (self.delete_feedback, 4), (self.delete_traces, 4), (self.delete_project, 1),
+               (self.delete_feedback, 4), (self.update_feedback, 5), (self.delete_traces, 4),
+               (self.delete_project, 1),
                (self.ingest_together, 4)]
         fn = self.rng.choices([f for f, _ in ops], weights=[w for _, w in ops])[0]
         fn()
@@ -320,6 +338,68 @@ def test_replaced_and_deleted_feedback_and_deleted_traces_leave_no_trace(store: 
     store.runs.delete_traces(s.id, keep=[])
     s = store.projects.read(project_name="x", include_stats=True)
     assert s.run_count == 0 and s.last_run_start_time is None and s.error_rate is None
+    _check_all([store])
+
+
+def test_updated_feedback_changes_only_what_is_given_and_the_statistics_follow(
+        store: Store) -> None:
+    rid = str(uuid.uuid4())
+    store.runs.upsert(posts=[{"id": rid, "trace_id": rid, "name": "t", "run_type": "chain",
+                              "session_name": "u", "start_time": T0,
+                              "end_time": T0 + timedelta(seconds=1)}])
+    a, b = str(uuid.uuid4()), str(uuid.uuid4())
+    store.feedback.create_many([
+        {"id": a, "run_id": rid, "key": "k", "score": 0.0, "value": "bad", "comment": "first",
+         "correction": {"want": 1}},
+        {"id": b, "run_id": rid, "key": "k", "score": 1.0, "value": "good"}])
+    before = store.feedback.read(a)
+
+    after = store.feedback.update(a, score=True)  # only the score
+    assert after.score == 1.0 and after.value == "bad" and after.comment == "first"
+    assert after.correction == {"want": 1} and after.created_at == before.created_at
+    assert after.modified_at >= before.modified_at and after.key == "k"
+    stats = store.projects.read(project_name="u", include_stats=True).feedback_stats["k"]
+    assert stats.n == 2 and stats.avg == 1.0 and stats.values == {"bad": 1, "good": 1}
+
+    store.feedback.update(a, value="good", comment=None, correction=None)  # None clears
+    after = store.feedback.read(a)
+    assert after.value == "good" and after.comment is None and after.correction is None
+    assert after.score == 1.0
+    stats = store.projects.read(project_name="u", include_stats=True).feedback_stats["k"]
+    assert stats.values == {"good": 2}
+
+    store.feedback.update(a, score=0)
+    stats = store.projects.read(project_name="u", include_stats=True).feedback_stats["k"]
+    assert stats.avg == 0.5
+    after = store.feedback.update(b, score=None)  # a cleared score leaves the average
+    assert after.score is None and after.value == "good"
+    stats = store.projects.read(project_name="u", include_stats=True).feedback_stats["k"]
+    assert stats.n == 2 and stats.avg == 0.0
+    after = store.feedback.read(a)
+
+    # bad input names what is wrong, and nothing changes
+    for changes, words in (({"key": "other"}, "'key'"), ({"score": "high"}, "score"),
+                           ({"comment": 3}, "comment")):
+        with pytest.raises(InvalidInputError, match=words):
+            store.feedback.update(a, **changes)
+    assert store.feedback.read(a) == after
+    with pytest.raises(NotFoundError):
+        store.feedback.update(str(uuid.uuid4()), score=1)
+    other = store.for_tenant(f"other-{uuid.uuid4().hex[:8]}")
+    with pytest.raises(NotFoundError):  # another workspace's feedback is not found there
+        other.feedback.update(a, score=0)
+    assert store.feedback.read(a).score == 0.0
+    _check_all([store])
+
+
+def test_feedback_updated_before_its_run_counts_as_updated(store: Store) -> None:
+    rid, fid = str(uuid.uuid4()), str(uuid.uuid4())
+    store.feedback.create_many([{"id": fid, "run_id": rid, "key": "k", "score": 0, "value": "x"}])
+    store.feedback.update(fid, score=1, value="y")
+    store.runs.upsert(posts=[{"id": rid, "trace_id": rid, "name": "t", "run_type": "chain",
+                              "session_name": "late-u", "start_time": T0}])
+    stats = store.projects.read(project_name="late-u", include_stats=True).feedback_stats["k"]
+    assert stats.n == 1 and stats.avg == 1.0 and stats.values == {"y": 1}
     _check_all([store])
 
 

@@ -141,7 +141,9 @@ def test_upgrade_to_0004_fills_the_aggregates_from_existing_rows(sqlite_url: str
         # feedback whose run was posted now names the run's project; the rest still waits
         left = conn.execute(select(feedback.c.run_id, feedback.c.tenant_id).where(
             feedback.c.session_id.is_(None))).all()
-        assert len(left) < len(waiting)
+        adopted = conn.execute(select(feedback.c.id).where(
+            feedback.c.id.in_(waiting), feedback.c.session_id.is_not(None))).scalars().all()
+        assert adopted  # and each one left has no stored run (below): nothing else waits
         for run_id, tenant in left:
             status = conn.execute(select(runs.c.status).where(
                 runs.c.id == run_id, runs.c.tenant_id == tenant)).scalar()

@@ -94,6 +94,9 @@ class ProjectMethods:
         self._backend.projects.delete(project_id=project_id, project_name=project_name)
 
 
+_UNSET: Any = object()  # update_feedback: a field not given (None clears it)
+
+
 class FeedbackMethods:
     _backend: Store
 
@@ -142,6 +145,22 @@ class FeedbackMethods:
         yield from self._backend.feedback.list(
             run_ids=run_ids, project_ids=project_ids, feedback_key=feedback_key,
             offset=offset, limit=limit)
+
+    def update_feedback(
+        self,
+        feedback_id: ID,
+        *,
+        score: float | bool | None = _UNSET,  # type: ignore[assignment]
+        value: Any = _UNSET,
+        correction: Any = _UNSET,
+        comment: str | None = _UNSET,  # type: ignore[assignment]
+    ) -> Feedback:
+        """Change only the fields given; ``None`` clears one (as LangSmith's). The project's
+        feedback statistics follow. Returns the feedback as stored now."""
+        changes = {k: v for k, v in (("score", score), ("value", value),
+                                     ("correction", correction), ("comment", comment))
+                   if v is not _UNSET}
+        return self._backend.feedback.update(feedback_id, **changes)
 
     def delete_feedback(self, feedback_id: ID) -> None:
         self._backend.feedback.delete(feedback_id)

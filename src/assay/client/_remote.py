@@ -378,6 +378,10 @@ class _Feedback:
                 return []  # an empty filter matches nothing (and must not be dropped)
         return [Feedback.model_validate(f) for f in self.http.pages("/feedback", params, offset, limit)]
 
+    def update(self, feedback_id: uuid.UUID | str, **changes: Any) -> Feedback:
+        return Feedback.model_validate(
+            self.http.request("PATCH", f"/feedback/{feedback_id}", body=changes))
+
     def delete(self, feedback_id: uuid.UUID | str) -> None:
         self.http.request("DELETE", f"/feedback/{feedback_id}")
 

@@ -1,4 +1,4 @@
-"""Feedback: create (one or a list), list, read, delete."""
+"""Feedback: create (one or a list), list, read, update, delete."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
+from ..store._feedback import UPDATABLE
 from ._deps import JsonBody, StoreDep, ok
-from ._wire import FeedbackIn, validate
+from ._wire import FeedbackIn, FeedbackPatch, validate
 
 __all__ = ["router"]
 
@@ -41,6 +42,14 @@ def list_feedback(
 @router.get("/feedback/{feedback_id}")
 def read_feedback(store: StoreDep, feedback_id: uuid.UUID) -> JSONResponse:
     return ok(store.feedback.read(feedback_id))
+
+
+@router.patch("/feedback/{feedback_id}")
+def update_feedback(store: StoreDep, feedback_id: uuid.UUID, body: JsonBody) -> JSONResponse:
+    """LangSmith's ``update_feedback``: the fields sent change (null clears), others stay."""
+    patch = validate(FeedbackPatch, body)
+    changes = {k: getattr(patch, k) for k in UPDATABLE if k in patch.model_fields_set}
+    return ok(store.feedback.update(feedback_id, **changes))
 
 
 @router.delete("/feedback/{feedback_id}")

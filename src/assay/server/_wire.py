@@ -26,6 +26,7 @@ __all__ = [
     "ExampleIn",
     "ExamplePatch",
     "FeedbackIn",
+    "FeedbackPatch",
     "RunIn",
     "RunQuery",
     "SessionIn",
@@ -225,6 +226,16 @@ class FeedbackIn(_In):
             "feedback_source": self.feedback_source, "created_at": self.created_at,
             "modified_at": self.modified_at, "extra": self.extra,
         }
+
+
+class FeedbackPatch(_In):
+    """``PATCH /feedback/{id}``: what is sent changes, null clears it (other fields, such as
+    LangSmith's ``feedback_config``, are accepted and ignored)."""
+
+    score: float | bool | None = None
+    value: Any = None
+    correction: Any = None
+    comment: str | None = None
 
 
 class DatasetIn(_In):

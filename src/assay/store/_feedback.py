@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 
     from ._base import Store
 
-__all__ = ["FeedbackRepo", "feedback_label"]
+__all__ = ["UPDATABLE", "FeedbackRepo", "feedback_label"]
+
+UPDATABLE = ("score", "value", "correction", "comment")  # what update_feedback may change
 
 
 def feedback_label(value: Any) -> str | None:
@@ -169,6 +171,38 @@ class FeedbackRepo:
             q = q.limit(limit)
         with self.store.read() as conn:
             return [_model(r) for r in conn.execute(q)]
+
+    def update(self, feedback_id: uuid.UUID | str, **changes: Any) -> Feedback:
+        """Change a feedback's ``score``, ``value``, ``correction`` or ``comment``: only the
+        fields given change, and None clears one (LangSmith's ``update_feedback``). The
+        project's feedback statistics follow in the same transaction."""
+        unknown = sorted(set(changes) - set(UPDATABLE))
+        if unknown:
+            raise InvalidInputError(f"feedback cannot change {', '.join(map(repr, unknown))}: "
+                                    f"only {', '.join(UPDATABLE)}")
+        fid = str(as_uuid(feedback_id, "feedback_id"))
+        comment = changes.get("comment")
+        if comment is not None and not isinstance(comment, str):
+            raise InvalidInputError(f"feedback {fid}: comment must be a string, got {comment!r}")
+        self.store.settle()  # a feedback still in the journal is stored first
+        with self.store.write() as conn:
+            row = conn.execute(select(feedback).where(
+                feedback.c.id == fid, feedback.c.tenant_id == self.store.tenant_id)).first()
+            if row is None:
+                raise NotFoundError(f"feedback {fid} not found")
+            new = dict(row._mapping)
+            if "score" in changes:
+                new["score"] = _score(changes["score"], fid)
+            if "value" in changes:
+                new["value"] = jsonable(changes["value"])
+                new["label"] = feedback_label(new["value"])
+            if "correction" in changes:
+                new["correction"] = jsonable(changes["correction"])
+            if "comment" in changes:
+                new["comment"] = comment
+            new["modified_at"] = utcnow()
+            self._insert(conn, [new])  # replaces the row, its statistics with it
+        return self.read(fid)
 
     def delete(self, feedback_id: uuid.UUID | str) -> None:
         fid = str(as_uuid(feedback_id, "feedback_id"))
