@@ -120,6 +120,16 @@ def test_streaming_llm_with_tool_in_chain(ws: Workspace) -> None:
     assert sorted(c.name for c in tree.child_runs) == ["chat", "lookup"]
     roots = list(ls.list_runs(project_name="py-agent", is_root=True))
     assert [r.name for r in roots] == ["agent"]
+    # LangSmith's filter language, through the official client
+    big_llm = ls.list_runs(project_name="py-agent",
+                           filter='and(eq(run_type, "llm"), gt(total_tokens, 1000))')
+    assert [r.name for r in big_llm] == ["chat"]
+    tools = ls.list_runs(project_name="py-agent", filter='eq(run_type, "tool")',
+                         trace_filter='eq(name, "agent")')
+    assert [r.name for r in tools] == ["lookup"]
+    assert [r.name for r in ls.list_runs(project_name="py-agent", query="LOOKUP")] == ["lookup"]
+    with pytest.raises(Exception, match="422.*unknown function"):
+        list(ls.list_runs(project_name="py-agent", filter='foo(name, "x")'))
 
 
 def test_update_feedback_with_the_official_client(ws: Workspace) -> None:

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from assay.client import Client
-from assay.errors import AuthError, ConflictError, ExampleValidationError, NotFoundError
+from assay.errors import (AuthError, ConflictError, ExampleValidationError, InvalidInputError,
+                          NotFoundError)
 
 from .conftest import Server
 
@@ -82,6 +83,11 @@ def scenario(client: Client, tmp: Path) -> dict[str, Any]:
     out["runs"] = [r.name for r in client.list_runs(project_name="scn-exp")]
     out["roots"] = [r.name for r in client.list_runs(project_id=project.id, is_root=True)]
     out["llm_runs"] = [r.total_tokens for r in client.list_runs(project_name="scn-exp", run_type="llm")]
+    out["filtered"] = [r.name for r in client.list_runs(
+        project_name="scn-exp", filter='and(eq(run_type, "llm"), gt(total_tokens, 10))',
+        trace_filter='eq(name, "root")')]
+    with pytest.raises(InvalidInputError, match="unknown attribute 'colour'"):
+        list(client.list_runs(project_name="scn-exp", filter='eq(colour, "red")'))
     tree = client.read_run(rid, load_child_runs=True)
     out["tree"] = [c.name for c in tree.child_runs or []]
     out["updated"] = client.update_project(project.id, description="done",
@@ -113,6 +119,7 @@ def test_remote_client_matches_local(server: Server, sqlite_url: str, tmp_path: 
     assert local["feedback_stats"]["acc"]["avg"] == 0.0  # the updated score counts
     assert local["feedback_updated"] == (0.0, "right", None)
     assert local["tree"] == ["llm"] and local["runs"] == ["root", "llm"] and local["deleted"] == 1
+    assert local["filtered"] == ["llm"]
 
 
 def test_remote_client_from_env_and_auth_errors(server: Server, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -327,12 +327,16 @@ class _Runs:
              is_root: bool | None = None, error: bool | None = None,
              reference_example_ids: Sequence[uuid.UUID | str] | None = None,
              run_ids: Sequence[uuid.UUID | str] | None = None, start_time: datetime | str | None = None,
+             filter: str | None = None, trace_filter: str | None = None,
+             tree_filter: str | None = None, query: str | None = None,
              order: str = "asc", offset: int = 0, limit: int | None = None) -> list[Run]:
         body: dict[str, Any] = {
             "session": _ids(project_ids), "run_type": run_type, "trace": trace_id,
             "parent_run": parent_run_id, "is_root": is_root, "error": error,
             "reference_example": _ids(reference_example_ids), "id": _ids(run_ids),
-            "start_time": start_time, "order": order, "cursor": str(offset) if offset else None,
+            "start_time": start_time, "filter": filter, "trace_filter": trace_filter,
+            "tree_filter": tree_filter, "query": query, "order": order,
+            "cursor": str(offset) if offset else None,
         }
         body = {k: v for k, v in body.items() if v is not None}
         out: list[Run] = []

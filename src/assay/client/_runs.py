@@ -67,15 +67,28 @@ class RunMethods:
         parent_run_id: ID | None = None,
         error: bool | None = None,
         run_ids: Sequence[ID] | None = None,
+        start_time: datetime | str | None = None,
+        filter: str | None = None,
+        trace_filter: str | None = None,
+        tree_filter: str | None = None,
+        query: str | None = None,
         limit: int | None = None,
         offset: int = 0,
         order: str = "asc",
         **_: Any,
     ) -> Iterator[Run]:
-        """Runs matching every given filter (a trace's runs come in execution order)."""
+        """Runs matching every given filter (a trace's runs come in execution order).
+
+        ``filter`` / ``trace_filter`` / ``tree_filter`` take LangSmith's filter language, on
+        the run, the root of its trace, or any run of its trace: ``and(eq(run_type, "llm"),
+        gt(latency, "2s"))``, ``and(eq(feedback_key, "correctness"), eq(feedback_score, 1))``,
+        ``has(tags, "beta")``, ``search("refund")``; ``query`` searches the name, error,
+        inputs and outputs. ``start_time``: runs that started at or after it.
+        """
         yield from self._backend.runs.list(
             project_ids=self._project_ids(project_id, project_name), run_type=run_type,
             trace_id=trace_id, parent_run_id=parent_run_id, is_root=is_root, error=error,
             reference_example_ids=[reference_example_id] if reference_example_id else None,
-            run_ids=run_ids, order=order, offset=offset, limit=limit,
+            run_ids=run_ids, start_time=start_time, filter=filter, trace_filter=trace_filter,
+            tree_filter=tree_filter, query=query, order=order, offset=offset, limit=limit,
         )

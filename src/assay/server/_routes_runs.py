@@ -80,11 +80,6 @@ def _offset(cursor: str | None) -> int:
 @router.post("/runs/query")
 def query_runs(store: StoreDep, body: JsonBody) -> JSONResponse:
     q = validate(RunQuery, body)
-    for name in ("query", "filter", "trace_filter", "tree_filter"):
-        if getattr(q, name):
-            raise ApiError(422, "unsupported", f"'{name}' is not supported by this server: use "
-                           "session, id, trace, parent_run, run_type, is_root, error, "
-                           "reference_example or start_time")
     if q.order not in (None, "asc", "desc"):
         raise ApiError(422, "invalid_input", "order must be 'asc' or 'desc'")
     offset = _offset(q.cursor)
@@ -93,7 +88,9 @@ def query_runs(store: StoreDep, body: JsonBody) -> JSONResponse:
         project_ids=[str(s) for s in q.session] if q.session is not None else None,
         run_type=q.run_type, trace_id=q.trace, parent_run_id=q.parent_run, is_root=q.is_root,
         error=q.error, reference_example_ids=q.reference_example, run_ids=q.id,
-        start_time=q.start_time, order=q.order or "desc", offset=offset, limit=page + 1)
+        start_time=q.start_time, filter=q.filter, trace_filter=q.trace_filter,
+        tree_filter=q.tree_filter, query=q.query, order=q.order or "desc", offset=offset,
+        limit=page + 1)
     more = len(found) > page
     return ok({"runs": [r.model_dump(mode="json") for r in found[:page]],
                "cursors": {"next": str(offset + page) if more else None}})

@@ -28,6 +28,7 @@ from ._aggregates import (
     adopt_pending_feedback,
 )
 from ._bulk import insert_many
+from ._run_filter import compile_filter, text_search
 from ._tables import runs
 from ._types import to_micros
 
@@ -304,12 +305,38 @@ class RunRepo:
         reference_example_ids: Sequence[uuid.UUID | str] | None = None,
         run_ids: Sequence[uuid.UUID | str] | None = None,
         start_time: datetime | str | None = None,
+        filter: str | None = None,
+        trace_filter: str | None = None,
+        tree_filter: str | None = None,
+        query: str | None = None,
         order: str = "asc",
         offset: int = 0,
         limit: int | None = None,
     ) -> list[Run]:
-        """Runs matching every filter; ``start_time``: runs that started at or after it."""
-        q = select(runs).where(runs.c.tenant_id == self.store.tenant_id)
+        """Runs matching every filter; ``start_time``: runs that started at or after it.
+
+        ``filter`` is LangSmith's filter language (``_run_filter``) on the run itself,
+        ``trace_filter`` on the root of its trace, ``tree_filter`` on any run of its trace;
+        ``query`` is a case-insensitive text search of the name, error, inputs and outputs.
+        """
+        tenant = self.store.tenant_id
+        dialect = self.store.engine.dialect.name
+        q = select(runs).where(runs.c.tenant_id == tenant)
+        if query is not None:
+            if not isinstance(query, str):
+                raise InvalidInputError(f"query must be a string, got {type(query).__name__}")
+            q = q.where(text_search(query, runs))
+        if filter is not None:
+            q = q.where(compile_filter(filter, runs, dialect))
+        if trace_filter is not None:
+            root = runs.alias("trace_root")
+            q = q.where(runs.c.trace_id.in_(select(root.c.id).where(
+                root.c.tenant_id == tenant, root.c.is_root.is_(True),
+                compile_filter(trace_filter, root, dialect))))
+        if tree_filter is not None:
+            other = runs.alias("tree_run")
+            q = q.where(runs.c.trace_id.in_(select(other.c.trace_id).where(
+                other.c.tenant_id == tenant, compile_filter(tree_filter, other, dialect))))
         if start_time is not None:
             q = q.where(runs.c.start_time >= _timestamp(start_time, "start_time", "filter"))
         if project_ids is not None:
