@@ -127,8 +127,9 @@ def list_(
     console.print(table)
 
 
-def _rows(client: Any, experiment_id: Any, limit: int) -> list[dict[str, Any]]:
-    roots = list(client.list_runs(project_id=experiment_id, is_root=True))
+def _rows(client: Any, experiment_id: Any, limit: int,
+          filter_: str | None = None) -> list[dict[str, Any]]:
+    roots = list(client.list_runs(project_id=experiment_id, is_root=True, filter=filter_))
     feedback: dict[str, dict[str, Any]] = {}
     for fb in client.list_feedback(project_ids=[experiment_id]):
         if fb.run_id is not None:
@@ -154,6 +155,9 @@ def show(
     name: Annotated[str, typer.Argument(help="Experiment name or id.")],
     db: DbOption = None,
     limit: Annotated[int, typer.Option(min=0, help="Show at most this many runs.")] = 20,
+    filter_: Annotated[str | None, typer.Option(
+        "--filter", "-f", help="Only the rows whose run matches: "
+        'and(eq(feedback_key, "correct"), eq(feedback_score, 0)).')] = None,
     json_out: JsonOption = False,
 ) -> None:
     """Show one experiment: its statistics, what it ran on, and its runs."""
@@ -166,7 +170,7 @@ def show(
         except ValueError:
             key = {"project_name": name}
         stats = client.read_project(include_stats=True, **key)
-        rows = _rows(client, stats.id, limit)
+        rows = _rows(client, stats.id, limit, filter_)
     if json_out:
         emit_json({"experiment": stats.model_dump(), "runs": rows})
         return
