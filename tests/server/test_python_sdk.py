@@ -154,3 +154,26 @@ def test_update_feedback_with_the_official_client(ws: Workspace) -> None:
     missing = ws.http.patch(f"/feedback/{uuid.uuid4()}", json={"score": 1})
     assert missing.status_code == 404
     assert ls.read_feedback(fb.id).score == 1
+
+
+def test_dataset_splits_with_the_official_client(ws: Workspace) -> None:
+    from langsmith import Client as LangSmithClient
+
+    ls = LangSmithClient(api_url=ws.server.url, api_key=ws.key)
+    ds = ls.create_dataset("split-me")
+    ls.create_examples(dataset_id=ds.id, examples=[
+        {"inputs": {"q": i}, "outputs": {"a": i}, "split": "train"} for i in range(3)])
+    ids = sorted(str(e.id) for e in ls.list_examples(dataset_id=ds.id))
+    assert ls.list_dataset_splits(dataset_id=ds.id) == ["train"]
+    # the SDK tries the newer bulk metadata route first, then falls back to PUT .../splits
+    ls.update_dataset_splits(dataset_id=ds.id, split_name="hard", example_ids=ids[:2])
+    assert ls.list_dataset_splits(dataset_id=ds.id) == ["hard", "train"]
+    assert sorted(str(e.id) for e in ls.list_examples(dataset_id=ds.id, splits=["hard"])) == ids[:2]
+    ls.update_dataset_splits(dataset_id=ds.id, split_name="hard", example_ids=ids[:1],
+                             remove=True)
+    assert [str(e.id) for e in ws.store.examples.list(dataset_id=ds.id, splits=["hard"])] == [ids[1]]
+    bad = ws.http.put(f"/datasets/{ds.id}/splits", json={"split_name": "", "examples": ids})
+    assert bad.status_code == 422 and "split_name" in bad.json()["detail"]
+    gone = ws.http.put(f"/datasets/{ds.id}/splits",
+                       json={"split_name": "x", "examples": [str(uuid.uuid4())]})
+    assert gone.status_code == 404

@@ -36,6 +36,9 @@ def scenario(client: Client, tmp: Path) -> dict[str, Any]:
     client.update_dataset_tag(dataset_id=ds.id, as_of=v1.as_of, tag="v1")
     test = list(client.list_examples(dataset_name="scn", splits=["test"]))
     out["test_split"] = [e.inputs["q"] for e in test]
+    client.update_dataset_splits(dataset_name="scn", split_name="hard", example_ids=[test[0].id])
+    out["splits"] = (client.list_dataset_splits(dataset_id=ds.id),
+                     client.list_dataset_splits(dataset_name="scn", as_of="v1"))
     client.update_example(test[0].id, outputs={"a": -1})
     client.delete_example(test[1].id)
     out["now"] = sorted((e.inputs["q"], e.outputs["a"]) for e in client.list_examples(dataset_id=ds.id))
@@ -120,6 +123,7 @@ def test_remote_client_matches_local(server: Server, sqlite_url: str, tmp_path: 
     assert local["feedback_updated"] == (0.0, "right", None)
     assert local["tree"] == ["llm"] and local["runs"] == ["root", "llm"] and local["deleted"] == 1
     assert local["filtered"] == ["llm"]
+    assert local["splits"] == (["hard", "test", "train"], ["test", "train"])
 
 
 def test_remote_client_from_env_and_auth_errors(server: Server, monkeypatch: pytest.MonkeyPatch) -> None:

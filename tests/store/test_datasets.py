@@ -273,3 +273,39 @@ def test_a_dataset_streams_in_index_order_without_sorting_it_first(sqlite_url: s
     plan = plan_of(statement, params)
     assert "COVERING INDEX ix_examples_dataset_live" in plan and "TEMP B-TREE" not in plan, plan
     store.close()
+
+
+def test_dataset_splits_listed_and_updated_as_new_versions(client: Client) -> None:
+    ds = _make(client, n=4)  # train x3, test x1
+    assert client.list_dataset_splits(dataset_id=ds.id) == ["test", "train"]
+    client.update_dataset_tag(dataset_id=ds.id, tag="before")
+    first, second, *_ = list(client.list_examples(dataset_id=ds.id))
+
+    client.update_dataset_splits(dataset_id=ds.id, split_name="hard",
+                                 example_ids=[first.id, second.id, first.id])
+    assert client.list_dataset_splits(dataset_name=ds.name) == ["hard", "test", "train"]
+    assert client.read_example(first.id).split == ["train", "hard"]
+    assert {e.id for e in client.list_examples(dataset_id=ds.id, splits=["hard"])} == \
+        {first.id, second.id}
+    assert client.list_dataset_splits(dataset_id=ds.id, as_of="before") == ["test", "train"]
+
+    client.update_dataset_splits(dataset_id=ds.id, split_name="train", example_ids=[first.id],
+                                 remove=True)
+    assert client.read_example(first.id).split == ["hard"]
+    client.update_dataset_splits(dataset_id=ds.id, split_name="hard", example_ids=[first.id],
+                                 remove=True)
+    assert client.read_example(first.id).split == ["base"]  # in no split: base, as new ones
+    versions = len(list(client.list_dataset_versions(dataset_id=ds.id)))
+    client.update_dataset_splits(dataset_id=ds.id, split_name="hard", example_ids=[second.id])
+    assert len(list(client.list_dataset_versions(dataset_id=ds.id))) == versions  # no change
+
+    other = _make(client, "Other", n=1)
+    stranger = next(iter(client.list_examples(dataset_id=other.id)))
+    with pytest.raises(NotFoundError, match=str(stranger.id)):  # all or nothing
+        client.update_dataset_splits(dataset_id=ds.id, split_name="x",
+                                     example_ids=[second.id, stranger.id])
+    assert "x" not in client.read_example(second.id).split
+    with pytest.raises(InvalidInputError, match="split_name"):
+        client.update_dataset_splits(dataset_id=ds.id, split_name=" ", example_ids=[second.id])
+    with pytest.raises(NotFoundError):
+        client.list_dataset_splits(dataset_name="nope")

@@ -208,6 +208,20 @@ class DatasetMethods:
         ds_id = self._backend.datasets.resolve_id(dataset_id, dataset_name)
         yield from self._backend.datasets.list_versions(ds_id)
 
+    def list_dataset_splits(self, *, dataset_id: ID | None = None,
+                            dataset_name: str | None = None,
+                            as_of: datetime | str | None = None) -> list[str]:
+        """The names of the splits the dataset's examples are in (at ``as_of``: a time or tag)."""
+        return self._backend.examples.splits(dataset_id=dataset_id, dataset_name=dataset_name,
+                                             as_of=as_of)
+
+    def update_dataset_splits(self, *, dataset_id: ID | None = None,
+                              dataset_name: str | None = None, split_name: str,
+                              example_ids: Sequence[ID], remove: bool = False) -> None:
+        """Put the examples in split ``split_name`` (``remove=True``: take them out)."""
+        self._backend.examples.update_splits(split_name, example_ids, dataset_id=dataset_id,
+                                             dataset_name=dataset_name, remove=remove)
+
     def update_dataset_tag(
         self,
         *,

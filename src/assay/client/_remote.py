@@ -184,6 +184,21 @@ class _Examples:
                 for r in rows]
         return [Example.model_validate(e) for e in self.http.request("POST", "/examples/bulk", body=body)]
 
+    def splits(self, *, dataset_id: uuid.UUID | str | None = None,
+               dataset_name: str | None = None, as_of: datetime | str | None = None) -> list[str]:
+        ds_id = self.datasets.resolve_id(dataset_id, dataset_name)
+        return list(self.http.request("GET", f"/datasets/{ds_id}/splits",
+                                      params={"as_of": as_of}))
+
+    def update_splits(self, split_name: str, example_ids: Sequence[uuid.UUID | str], *,
+                      dataset_id: uuid.UUID | str | None = None,
+                      dataset_name: str | None = None, remove: bool = False) -> list[Example]:
+        ds_id = self.datasets.resolve_id(dataset_id, dataset_name)
+        body = {"split_name": split_name, "examples": [str(i) for i in example_ids],
+                "remove": remove}
+        return [Example.model_validate(e) for e in
+                self.http.request("PUT", f"/datasets/{ds_id}/splits", body=body)]
+
     def list(self, *, dataset_id: uuid.UUID | str | None = None, dataset_name: str | None = None,
              example_ids: Sequence[uuid.UUID | str] | None = None, splits: Sequence[str] | None = None,
              metadata: Mapping[str, Any] | None = None, as_of: datetime | str | None = None,

@@ -16,7 +16,7 @@ from ._body import Part
 from ._deps import JsonBody, Parts, StoreDep, ok
 from ._deps import json_query as _json_query
 from ._errors import ApiError
-from ._wire import DatasetIn, DatasetPatch, ExampleIn, ExamplePatch, TagIn, validate
+from ._wire import DatasetIn, DatasetPatch, ExampleIn, ExamplePatch, SplitsIn, TagIn, validate
 
 __all__ = ["router"]
 
@@ -91,6 +91,19 @@ def read_version(store: StoreDep, dataset_id: uuid.UUID, as_of: str | None = Non
 def tag_version(store: StoreDep, dataset_id: uuid.UUID, body: JsonBody) -> JSONResponse:
     tag = validate(TagIn, body)
     return ok(store.datasets.tag(dataset_id, tag.tag, tag.as_of))
+
+
+@router.get("/datasets/{dataset_id}/splits")
+def list_splits(store: StoreDep, dataset_id: uuid.UUID, as_of: str | None = None) -> JSONResponse:
+    return ok(store.examples.splits(dataset_id=dataset_id, as_of=as_of))
+
+
+@router.put("/datasets/{dataset_id}/splits")
+def update_splits(store: StoreDep, dataset_id: uuid.UUID, body: JsonBody) -> JSONResponse:
+    """LangSmith's ``update_dataset_splits``: examples into a split, or out of it."""
+    upd = validate(SplitsIn, body)
+    return ok(store.examples.update_splits(upd.split_name, upd.examples, dataset_id=dataset_id,
+                                           remove=upd.remove))
 
 
 # -- examples (JSON) ----------------------------------------------------------------------------

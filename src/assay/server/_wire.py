@@ -31,6 +31,7 @@ __all__ = [
     "RunQuery",
     "SessionIn",
     "SessionPatch",
+    "SplitsIn",
     "TagIn",
     "Timestamp",
     "TraceDelete",
@@ -253,6 +254,14 @@ class DatasetIn(_In):
             return self.metadata
         inner = (self.extra or {}).get("metadata")
         return inner if isinstance(inner, dict) else None
+
+
+class SplitsIn(_In):
+    """``PUT /datasets/{id}/splits``: ``update_dataset_splits``."""
+
+    split_name: str = Field(min_length=1)
+    examples: list[uuid.UUID]
+    remove: bool = False
 
 
 class DatasetPatch(_In):

@@ -511,6 +511,36 @@ class ExampleRepo:
                 conn.execute(update(datasets).where(datasets.c.id == ds_id).values(modified_at=now))
         return len(rows)
 
+    def splits(self, *, dataset_id: uuid.UUID | str | None = None,
+               dataset_name: str | None = None, as_of: datetime | str | None = None) -> list[str]:
+        """The names of the splits a dataset's examples are in (at ``as_of``), sorted."""
+        found = self.list(dataset_id=dataset_id, dataset_name=dataset_name, as_of=as_of)
+        return sorted({name for ex in found for name in ex.split or ()})
+
+    def update_splits(self, split_name: str, example_ids: Sequence[uuid.UUID | str], *,
+                      dataset_id: uuid.UUID | str | None = None,
+                      dataset_name: str | None = None, remove: bool = False) -> list[Example]:
+        """Put examples of one dataset in split ``split_name`` (or take them out): a new
+        version of each example whose splits change, in one transaction. An example left in no
+        split is in ``base``, as a new one is."""
+        if not isinstance(split_name, str) or not split_name.strip():
+            raise InvalidInputError("split_name must be a non-empty string")
+        ids = list(dict.fromkeys(str(as_uuid(i, "example id")) for i in example_ids))
+        with self.store.transaction():
+            current = {str(e.id): e for e in self.list(
+                dataset_id=dataset_id, dataset_name=dataset_name, example_ids=ids)} if ids else {}
+            missing = [i for i in ids if i not in current]
+            if missing:
+                raise NotFoundError(f"example(s) not in the dataset: {', '.join(missing)}")
+            updates = []
+            for ex_id in ids:
+                now = list(current[ex_id].split or ())
+                new = ([s for s in now if s != split_name] if remove
+                       else now + ([split_name] if split_name not in now else []))
+                if new != now:
+                    updates.append({"id": ex_id, "split": new or ["base"]})
+            return self.update_many(updates)
+
     def count(self, dataset_id: uuid.UUID | str, *, as_of: datetime | str | None = None) -> int:
         return len(self.list(dataset_id=dataset_id, as_of=as_of))
 
