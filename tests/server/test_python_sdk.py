@@ -177,3 +177,51 @@ def test_dataset_splits_with_the_official_client(ws: Workspace) -> None:
     gone = ws.http.put(f"/datasets/{ds.id}/splits",
                        json={"split_name": "x", "examples": [str(uuid.uuid4())]})
     assert gone.status_code == 404
+
+
+def test_get_experiment_results_with_the_official_client(ws: Workspace) -> None:
+    from langsmith import Client as LangSmithClient
+    from langsmith import evaluate
+
+    ls = LangSmithClient(api_url=ws.server.url, api_key=ws.key)
+    ds = ls.create_dataset("results-by-example")
+    ls.create_examples(dataset_id=ds.id, examples=[
+        {"inputs": {"q": q}, "outputs": {"a": q.upper()}} for q in ("a", "b", "c")])
+
+    def target(inputs: dict) -> dict:
+        return {"a": inputs["q"].upper() if inputs["q"] != "c" else "?"}
+
+    def exact(outputs: dict, reference_outputs: dict) -> bool:
+        return outputs["a"] == reference_outputs["a"]
+
+    res = evaluate(target, data=ds.name, evaluators=[exact], num_repetitions=2, client=ls)
+    ls.flush()
+    got = ls.get_experiment_results(name=res.experiment_name)
+    assert got["run_stats"]["run_count"] == 6 and got["feedback_stats"]["exact"]["n"] == 6
+    rows = {e.inputs["q"]: e for e in got["examples_with_runs"]}
+    assert sorted(rows) == ["a", "b", "c"]
+    for q, example in rows.items():
+        assert len(example.runs) == 2  # one per repetition
+        for run in example.runs:
+            assert run.reference_example_id == example.id
+            assert run.feedback_stats["exact"]["avg"] == (0.0 if q == "c" else 1.0)
+
+    # a page, and a filter per experiment, over HTTP
+    session = ws.store.projects.read(project_name=res.experiment_name)
+    page = ws.http.post(f"/datasets/{ds.id}/runs", json={
+        "session_ids": [str(session.id)], "limit": 2, "offset": 1,
+        "filters": {str(session.id): ['eq(feedback_key, "exact")', "eq(feedback_score, 0)"]}})
+    assert page.status_code == 200, page.text
+    body = page.json()
+    assert len(body) == 2
+    assert {len(e["runs"]) for e in body if e["inputs"]["q"] != "c"} <= {0}
+    assert all(len(e["runs"]) == 2 for e in body if e["inputs"]["q"] == "c")
+    for bad, words in (({"session_ids": []}, "session_ids"),
+                       ({"session_ids": [str(session.id)], "filters": {str(uuid.uuid4()): []}},
+                        "not in session_ids"),
+                       ({"session_ids": [str(session.id)],
+                         "filters": {str(session.id): ["eq(colour, 1)"]}}, "colour")):
+        answer = ws.http.post(f"/datasets/{ds.id}/runs", json=bad)
+        assert answer.status_code == 422 and words in answer.json()["detail"], answer.text
+    other = ws.http.post(f"/datasets/{uuid.uuid4()}/runs", json={"session_ids": [str(session.id)]})
+    assert other.status_code in (404, 422)

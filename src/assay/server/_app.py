@@ -83,7 +83,8 @@ def create_app(
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
 
-    from . import _routes_datasets, _routes_feedback, _routes_runs, _routes_sessions
+    from . import (_routes_datasets, _routes_feedback, _routes_results, _routes_runs,
+                   _routes_sessions)
 
     @app.get("/info")
     def info() -> JSONResponse:
@@ -93,7 +94,8 @@ def create_app(
     def health() -> JSONResponse:
         return JSONResponse({"ok": True})
 
-    for module in (_routes_datasets, _routes_sessions, _routes_runs, _routes_feedback):
+    for module in (_routes_datasets, _routes_sessions, _routes_runs, _routes_feedback,
+                   _routes_results):
         app.include_router(module.router)
     from ..ui import StoreFromKey, create_ui_router  # the web UI at / and /ui/... (issue 7)
     app.include_router(create_ui_router(StoreFromKey(base, auth=auth)))

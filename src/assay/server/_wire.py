@@ -24,6 +24,7 @@ __all__ = [
     "DatasetIn",
     "DatasetPatch",
     "ExampleIn",
+    "ExamplesWithRunsIn",
     "ExamplePatch",
     "FeedbackIn",
     "FeedbackPatch",
@@ -254,6 +255,17 @@ class DatasetIn(_In):
             return self.metadata
         inner = (self.extra or {}).get("metadata")
         return inner if isinstance(inner, dict) else None
+
+
+class ExamplesWithRunsIn(_In):
+    """``POST /datasets/{id}/runs``: examples with the runs of experiments on them."""
+
+    session_ids: list[uuid.UUID] = Field(min_length=1, max_length=50)
+    offset: int = Field(default=0, ge=0)
+    limit: int = Field(default=100, ge=1, le=100)
+    preview: bool = False  # LangSmith shortens inputs and outputs then; they come whole here
+    comparative_experiment_id: uuid.UUID | None = None
+    filters: dict[uuid.UUID, list[str]] | None = None  # per session, LangSmith's filter language
 
 
 class SplitsIn(_In):

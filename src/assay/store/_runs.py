@@ -369,6 +369,15 @@ class RunRepo:
         with self.store.read() as conn:
             return [_row_to_run(r) for r in conn.execute(q)]
 
+    def feedback_stats(self, run_ids: Sequence[uuid.UUID | str]) -> dict[str, dict[str, Any]]:
+        """Each run's feedback per key: ``{run id: {key: {n, avg, stdev, values}}}``."""
+        from ._stats import feedback_stats_by_run
+
+        ids = [str(as_uuid(i, "run id")) for i in run_ids]
+        self.store.settle()
+        with self.store.read() as conn:
+            return feedback_stats_by_run(conn, self.store.tenant_id, ids)
+
     def delete_traces(
         self,
         project_id: uuid.UUID | str,
