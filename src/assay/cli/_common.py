@@ -14,7 +14,8 @@ from rich.console import Console
 from .._json import jsonable
 from ..errors import AssayError, InvalidInputError, NotFoundError
 
-__all__ = ["console", "err_console", "DbOption", "JsonOption", "emit_json", "handle_errors", "open_client"]
+__all__ = ["DbOption", "JsonOption", "console", "emit_json", "err_console", "handle_errors",
+           "money", "open_client", "secs"]
 
 console = Console()
 err_console = Console(stderr=True)
@@ -30,6 +31,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 # exit codes: 0 ok, 1 failed check (e.g. regression), 2 bad input, 3 not found, 4 other assay error
 EXIT_INPUT, EXIT_NOT_FOUND, EXIT_ERROR = 2, 3, 4
+
+
+def secs(value: float | None) -> str:
+    """A duration for a table cell: milliseconds under a second."""
+    if value is None:
+        return "-"
+    return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.3f} s"
+
+
+def money(value: float | None) -> str:
+    return "-" if value is None else f"${value:.6f}"
 
 
 def emit_json(data: Any) -> None:

@@ -12,21 +12,12 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from ._common import DbOption, JsonOption, console, emit_json, handle_errors, open_client
+from ._common import (DbOption, JsonOption, console, emit_json, handle_errors, money,
+                      open_client, secs)
 
 __all__ = ["app", "feedback_summary", "stats_table"]
 
 app = typer.Typer(help="List and inspect experiments and their statistics.", no_args_is_help=True)
-
-
-def _secs(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.3f} s"
-
-
-def _money(value: float | None) -> str:
-    return "-" if value is None else f"${value:.6f}"
 
 
 def _rate(value: float | None) -> str:
@@ -69,15 +60,15 @@ def stats_table(stats: Any, title: str | None = None) -> Table:
         ("experiment", stats.name),
         ("runs", str(stats.run_count)),
         ("error rate", _rate(stats.error_rate)),
-        ("latency p50 / p99", f"{_secs(stats.latency_p50)} / {_secs(stats.latency_p99)}"),
+        ("latency p50 / p99", f"{secs(stats.latency_p50)} / {secs(stats.latency_p99)}"),
         ("first token p50 / p99",
-         f"{_secs(stats.first_token_p50)} / {_secs(stats.first_token_p99)}"),
+         f"{secs(stats.first_token_p50)} / {secs(stats.first_token_p99)}"),
         ("streaming rate", _rate(stats.streaming_rate)),
         ("tokens (prompt / completion)",
          f"{stats.total_tokens or 0} ({stats.prompt_tokens or 0} / {stats.completion_tokens or 0})"),
         ("cost (prompt / completion)",
-         f"{_money(stats.total_cost)} ({_money(stats.prompt_cost)} / "
-         f"{_money(stats.completion_cost)})"),
+         f"{money(stats.total_cost)} ({money(stats.prompt_cost)} / "
+         f"{money(stats.completion_cost)})"),
     ]
     for key, fs in sorted((stats.feedback_stats or {}).items()):
         value = "-" if fs.avg is None else f"{fs.avg:.3f}"
@@ -121,8 +112,8 @@ def list_(
         table.add_column(header)
     for p in items:
         table.add_row(p.name, names.get(str(p.reference_dataset_id), "-"), str(p.run_count),
-                      f"{_secs(p.latency_p50)} / {_secs(p.latency_p99)}", _rate(p.error_rate),
-                      _money(p.total_cost), feedback_summary(p.feedback_stats),
+                      f"{secs(p.latency_p50)} / {secs(p.latency_p99)}", _rate(p.error_rate),
+                      money(p.total_cost), feedback_summary(p.feedback_stats),
                       p.start_time.strftime("%Y-%m-%d %H:%M"))
     console.print(table)
 
@@ -190,7 +181,7 @@ def show(
     table = Table("rep", "inputs", "outputs", "error", "latency", *keys)
     for r in rows:
         table.add_row(str(r["repetition"]), _brief(r["inputs"]), _brief(r["outputs"]),
-                      (r["error"] or "")[:40], _secs(r["latency"]),
+                      (r["error"] or "")[:40], secs(r["latency"]),
                       *[_score(r["feedback"].get(k)) for k in keys])
     console.print(table)
 

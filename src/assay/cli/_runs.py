@@ -14,7 +14,8 @@ import typer
 from rich.table import Table
 from rich.tree import Tree
 
-from ._common import DbOption, JsonOption, console, emit_json, handle_errors, open_client
+from ._common import (DbOption, JsonOption, console, emit_json, handle_errors, money,
+                      open_client, secs)
 
 __all__ = ["app"]
 
@@ -23,10 +24,7 @@ app = typer.Typer(help="Find runs (LangSmith's filter language) and read their t
 
 
 def _secs(run: Any) -> str:
-    if run.latency is None:
-        return "-"
-    value = run.latency.total_seconds()
-    return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.3f} s"
+    return secs(run.latency.total_seconds() if run.latency is not None else None)
 
 
 def _error(run: Any, width: int = 50) -> str:
@@ -41,7 +39,7 @@ def _tokens(run: Any) -> str:
 
 
 def _cost(run: Any) -> str:
-    return f"${float(run.total_cost):.6f}" if run.total_cost else ""
+    return money(float(run.total_cost)) if run.total_cost else ""
 
 
 def _project(value: str | None) -> dict[str, Any]:
