@@ -196,3 +196,26 @@ def test_long_experiments_are_paged(local: Any) -> None:
     cmp = http.get(f"/ui/compare?ids={a.id},{b.id}&offset=200").text
     assert 'rel="prev"' in cmp and "rows 201–205 of 205" in cmp
     assert cmp.count('<tr data-key=') == 5
+
+
+def test_experiment_rows_by_the_filter_language(local: Any) -> None:
+    store, http = local
+    ds, examples = make_dataset(store, "where", 12)
+    exp = add_experiment(store, ds.id, examples, "w", lambda i, ex, r: Outcome(
+        latency=0.5 + i, scores={"s": float(i % 3 == 0)},
+        error="ValueError: bad" if i == 5 else None))
+    page = http.get(f"/ui/experiments/{exp.id}", params={"where": 'gt(latency, "8s")'}).text
+    assert "showing 4 of 12 examples" in page and page.count("<tr data-key=") == 4
+    assert "a run matching <code>gt(latency, &#34;8s&#34;)</code>" in page \
+        or "a run matching <code>gt(latency, &quot;8s&quot;)</code>" in page
+    # with the other filters: the rows both pick
+    both = http.get(f"/ui/experiments/{exp.id}", params={
+        "where": 'and(eq(feedback_key, "s"), eq(feedback_score, 1))', "errors": "true"}).text
+    assert "showing 0 of 12" in both  # the one error's run scored 0
+    scored = http.get(f"/ui/experiments/{exp.id}", params={
+        "where": 'and(eq(feedback_key, "s"), eq(feedback_score, 1))'}).text
+    assert "showing 4 of 12" in scored
+    assert "showing 12 of 12" in http.get(f"/ui/experiments/{exp.id}?where=").text
+    bad = http.get(f"/ui/experiments/{exp.id}", params={"where": "gt(latency, <script>)"})
+    assert bad.status_code == 400 and "unexpected character" in bad.text
+    assert "<script>)" not in bad.text and "&lt;script&gt;" in bad.text  # escaped

@@ -94,9 +94,10 @@ def create_ui_router(
     @router.get("/ui/experiments/{project_id}", response_class=HTMLResponse)
     def experiment(request: Request, store: StoreDep, project_id: str,
                    failing: str | None = None, errors: bool = False,
-                   threshold: float = 0.5, offset: int = 0) -> Any:
+                   threshold: float = 0.5, offset: int = 0, where: str | None = None) -> Any:
         return show(request, store, "experiment.html", lambda s: _views.experiment_page(
-            s, project_id, failing=failing, errors=errors, threshold=threshold, offset=offset))
+            s, project_id, failing=failing, errors=errors, threshold=threshold, offset=offset,
+            where=where))
 
     @router.get("/ui/runs/{run_id}", response_class=HTMLResponse)
     def run(request: Request, store: StoreDep, run_id: str) -> Any:

@@ -91,7 +91,10 @@ class Row:
 
 
 def experiment_page(store: Store, project_id: str, *, failing: str | None, errors: bool,
-                    threshold: float, offset: int = 0) -> dict[str, Any]:
+                    threshold: float, offset: int = 0, where: str | None = None
+                    ) -> dict[str, Any]:
+    """``failing`` / ``errors`` pick rows by their scores and errors; ``where`` (LangSmith's
+    filter language) keeps the rows with a root run that matches it; both apply together."""
     data = load_experiment(store, project_id)
     if failing and failing != "any" and failing not in data.score_keys:
         known = ", ".join(data.score_keys) or "none"
@@ -102,6 +105,11 @@ def experiment_page(store: Store, project_id: str, *, failing: str | None, error
     if failing or errors:
         shown = [r for r in rows if (errors and r.result.error) or (
             failing and (r.failing if failing == "any" else failing in r.failing))]
+    where = (where or "").strip() or None
+    if where is not None:
+        matched = {r.id for r in store.runs.list(project_ids=[str(data.project.id)],
+                                                 is_root=True, filter=where)}
+        shown = [r for r in shown if any(i in matched for i in r.result.run_ids)]
     charts = [histogram_svg([r.latency for r in data.rows if r.latency is not None],
                             title="latency (s)", fmt=lambda v: f"{v:.2f}")]
     for key in data.score_keys:
@@ -114,12 +122,13 @@ def experiment_page(store: Store, project_id: str, *, failing: str | None, error
         dataset = store.datasets.read(dataset_id=data.project.reference_dataset_id)
     offset = max(offset, 0)
     pages = _pages({"failing": failing, "errors": "true" if errors else None,
-                    "threshold": threshold if threshold != 0.5 else None},
+                    "threshold": threshold if threshold != 0.5 else None, "where": where},
                    offset, len(shown), ROWS_PER_PAGE)
     return {"data": data, "project": data.project, "dataset": dataset,
             "rows": shown[offset: offset + ROWS_PER_PAGE], "matching": len(shown),
             "total": len(rows), "failing": failing or "", "errors": errors, "pages": pages,
-            "threshold": threshold, "charts": charts, "filtered": bool(failing or errors)}
+            "threshold": threshold, "charts": charts, "where": where or "",
+            "filtered": bool(failing or errors or where)}
 
 
 @dataclass
