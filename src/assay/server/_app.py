@@ -84,7 +84,7 @@ def create_app(
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
 
     from . import (_routes_datasets, _routes_feedback, _routes_results, _routes_runs,
-                   _routes_sessions)
+                   _routes_runs_v2, _routes_sessions)
 
     @app.get("/info")
     def info() -> JSONResponse:
@@ -95,7 +95,7 @@ def create_app(
         return JSONResponse({"ok": True})
 
     for module in (_routes_datasets, _routes_sessions, _routes_runs, _routes_feedback,
-                   _routes_results):
+                   _routes_results, _routes_runs_v2):
         app.include_router(module.router)
     from ..ui import StoreFromKey, create_ui_router  # the web UI at / and /ui/... (issue 7)
     app.include_router(create_ui_router(StoreFromKey(base, auth=auth)))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
@@ -30,6 +30,8 @@ __all__ = [
     "FeedbackPatch",
     "RunIn",
     "RunQuery",
+    "RunQueryV2",
+    "RunSelect",
     "SessionIn",
     "SessionPatch",
     "SplitsIn",
@@ -369,6 +371,45 @@ class RunQuery(_In):
     filter: str | None = None
     trace_filter: str | None = None
     tree_filter: str | None = None
+
+
+RunSelect = Literal[
+    "ID", "NAME", "RUN_TYPE", "STATUS", "START_TIME", "END_TIME", "LATENCY_SECONDS",
+    "FIRST_TOKEN_TIME", "ERROR", "ERROR_PREVIEW", "EXTRA", "METADATA", "EVENTS", "INPUTS",
+    "INPUTS_PREVIEW", "OUTPUTS", "OUTPUTS_PREVIEW", "MANIFEST", "PARENT_RUN_IDS", "PROJECT_ID",
+    "TRACE_ID", "THREAD_ID", "DOTTED_ORDER", "IS_ROOT", "REFERENCE_EXAMPLE_ID",
+    "REFERENCE_DATASET_ID", "TOTAL_TOKENS", "PROMPT_TOKENS", "COMPLETION_TOKENS", "TOTAL_COST",
+    "PROMPT_COST", "COMPLETION_COST", "PROMPT_TOKEN_DETAILS", "COMPLETION_TOKEN_DETAILS",
+    "PROMPT_COST_DETAILS", "COMPLETION_COST_DETAILS", "PRICE_MODEL_ID", "TAGS", "APP_PATH",
+    "ATTACHMENTS", "THREAD_EVALUATION_TIME", "IS_IN_DATASET", "LAST_QUEUED_AT", "SHARE_URL",
+    "FEEDBACK_STATS", "LS_USER_ID",
+]
+
+
+class RunQueryV2(_In):
+    """``POST /api/v2/runs/query`` (``client.runs.query``); see ``_routes_runs_v2``."""
+
+    project_ids: list[uuid.UUID] | None = None
+    reference_dataset_id: uuid.UUID | None = None
+    filter: str | None = None
+    trace_filter: str | None = None
+    tree_filter: str | None = None
+    has_error: bool | None = None
+    ids: list[uuid.UUID] | None = None
+    is_root: bool | None = None
+    reference_examples: list[uuid.UUID] | None = None
+    run_type: str | None = None
+    trace_id: uuid.UUID | None = None
+    min_start_time: Timestamp | None = None
+    max_start_time: Timestamp | None = None
+    page_size: int = Field(default=100, ge=1, le=1000)
+    selects: list[RunSelect] | None = None
+    include_subtree_usage: bool = False
+    cursor: str | None = None
+    ai_search: str | None = None
+    sem_filter: str | None = None
+    min_feedback_modified_at: Timestamp | None = None
+    max_feedback_modified_at: Timestamp | None = None
 
 
 class TraceDelete(_In):

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import and_, bindparam, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from .._ids import as_uuid, dotted_segment_us, utcnow, uuid_text
@@ -30,7 +30,7 @@ from ._aggregates import (
 from ._bulk import insert_many
 from ._run_filter import compile_filter, text_search
 from ._tables import runs
-from ._types import to_micros
+from ._types import from_micros, to_micros
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -47,6 +47,8 @@ RUN_FIELDS = (
 _IDENTITY = ("name", "run_type", "start_time", "trace_id", "parent_run_id", "dotted_order")
 _ID_FIELDS = ("id", "trace_id", "parent_run_id", "reference_example_id")
 _ORPHAN = ORPHAN  # a patch stored before its post arrived
+_USAGE_COLUMNS = ("prompt_tokens", "completion_tokens", "total_tokens", "prompt_cost",
+                  "completion_cost", "total_cost")
 _COLUMN_ORDER = tuple(sorted(c.name for c in runs.columns))
 _COLUMNS = frozenset(_COLUMN_ORDER)
 
@@ -305,6 +307,7 @@ class RunRepo:
         reference_example_ids: Sequence[uuid.UUID | str] | None = None,
         run_ids: Sequence[uuid.UUID | str] | None = None,
         start_time: datetime | str | None = None,
+        start_before: datetime | str | None = None,
         filter: str | None = None,
         trace_filter: str | None = None,
         tree_filter: str | None = None,
@@ -313,7 +316,8 @@ class RunRepo:
         offset: int = 0,
         limit: int | None = None,
     ) -> list[Run]:
-        """Runs matching every filter; ``start_time``: runs that started at or after it.
+        """Runs matching every filter; ``start_time``: runs that started at or after it,
+        ``start_before``: at or before it.
 
         ``filter`` is LangSmith's filter language (``_run_filter``) on the run itself,
         ``trace_filter`` on the root of its trace, ``tree_filter`` on any run of its trace;
@@ -339,6 +343,8 @@ class RunRepo:
                 other.c.tenant_id == tenant, compile_filter(tree_filter, other, dialect))))
         if start_time is not None:
             q = q.where(runs.c.start_time >= _timestamp(start_time, "start_time", "filter"))
+        if start_before is not None:
+            q = q.where(runs.c.start_time <= _timestamp(start_before, "start_before", "filter"))
         if project_ids is not None:
             q = q.where(runs.c.session_id.in_([str(p) for p in project_ids]))
         if run_type is not None:
@@ -377,6 +383,36 @@ class RunRepo:
         self.store.settle()
         with self.store.read() as conn:
             return feedback_stats_by_run(conn, self.store.tenant_id, ids)
+
+    def subtree_usage(self, run_ids: Sequence[uuid.UUID | str]) -> dict[str, dict[str, Any]]:
+        """Tokens and cost of the llm runs in each run's subtree (itself included), and its
+        earliest first token: ``{run id: {prompt_tokens, completion_tokens, total_tokens,
+        prompt_cost, completion_cost, total_cost, first_token_time}}``. A chain's own row
+        carries none of these; LangSmith shows them summed over what it called."""
+        ids = [str(as_uuid(i, "run id")) for i in run_ids]
+        top, below = runs.alias("top"), runs.alias("below")
+        sums = [func.sum(below.c[c]).label(c) for c in _USAGE_COLUMNS]
+        out: dict[str, dict[str, Any]] = {}
+        self.store.settle()
+        with self.store.read() as conn:
+            for i in range(0, len(ids), 500):
+                q = select(top.c.id, *sums, func.min(below.c.first_token_time).label("first")
+                           ).select_from(top.join(below, and_(
+                               below.c.trace_id == top.c.trace_id,
+                               below.c.tenant_id == top.c.tenant_id,
+                               or_(below.c.id == top.c.id,
+                                   below.c.dotted_order.startswith(top.c.dotted_order + ".")))
+                           )).where(top.c.id.in_(ids[i:i + 500]),
+                                    top.c.tenant_id == self.store.tenant_id,
+                                    below.c.run_type == "llm").group_by(top.c.id)
+                for row in conn.execute(q):
+                    m = row._mapping
+                    usage: dict[str, Any] = {  # PostgreSQL sums integers as numeric
+                        c: None if m[c] is None else (float(m[c]) if c.endswith("cost")
+                                                      else int(m[c])) for c in _USAGE_COLUMNS}
+                    usage["first_token_time"] = from_micros(m["first"])
+                    out[str(row.id)] = usage
+        return out
 
     def delete_traces(
         self,

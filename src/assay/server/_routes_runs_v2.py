@@ -1,0 +1,179 @@
+"""``POST /api/v2/runs/query``: the run query of the SDKs' generated clients
+(``client.runs.query(...)`` in Python, which ``list_runs`` gives way to).
+
+Differences from ``/runs/query`` that a client sees: a start-time window (by default the last
+day, or from the first experiment on a dataset when ``reference_dataset_id`` is given), the
+properties named in ``selects`` (only ``id`` by default) with LangSmith's names (``STATUS`` is
+upper-case, ``LATENCY_SECONDS`` a number, ``METADATA`` the run's metadata), an opaque cursor,
+and ``include_subtree_usage``, which gives a chain the tokens and cost of the llm calls under
+it. A semantic or natural-language search (``sem_filter``, ``ai_search``) is refused: it needs
+a model this server does not run.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import datetime, timedelta
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from .._ids import utcnow
+from ..schemas import Run
+from ..store import Store
+from ._deps import JsonBody, StoreDep
+from ._errors import ApiError
+from ._wire import RunQueryV2, validate
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+_USAGE = ("PROMPT_TOKENS", "COMPLETION_TOKENS", "TOTAL_TOKENS", "PROMPT_COST", "COMPLETION_COST",
+          "TOTAL_COST", "FIRST_TOKEN_TIME")
+_PREVIEW = 200  # characters of an error, inputs or outputs preview
+_THREAD_KEYS = ("thread_id", "session_id", "conversation_id")  # LangSmith's thread metadata
+
+
+def _cursor(text: str | None) -> int:
+    if text is None:
+        return 0
+    try:
+        offset = json.loads(base64.urlsafe_b64decode(text.encode()))["offset"]
+        if isinstance(offset, int) and offset >= 0:
+            return offset
+    except (ValueError, TypeError, KeyError):
+        pass
+    raise ApiError(422, "invalid_input", f"cursor {text[:60]!r} is not one this server issued")
+
+
+def _next_cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"offset": offset}).encode()).decode()
+
+
+def _sessions(store: Store, q: RunQueryV2) -> tuple[list[str], datetime | None]:
+    """The projects to search, and the earliest start of their runs' window (dataset case)."""
+    if (q.project_ids is None) == (q.reference_dataset_id is None):
+        raise ApiError(422, "invalid_input",
+                       "give exactly one of project_ids and reference_dataset_id")
+    if q.project_ids is not None:
+        if not q.project_ids:
+            raise ApiError(422, "invalid_input", "project_ids must not be empty")
+        return [str(store.projects.read(project_id=p, settle=False).id)
+                for p in q.project_ids], None
+    store.datasets.read(dataset_id=q.reference_dataset_id)  # 404 for an unknown dataset
+    found = store.projects.list(reference_dataset_id=q.reference_dataset_id)
+    return [str(p.id) for p in found], min((p.start_time for p in found), default=None)
+
+
+def _preview(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
+
+
+def _parents(run: Run) -> list[str]:
+    """Ancestor ids from the trace's root down to the parent, read off the dotted order."""
+    if not run.dotted_order:
+        return [str(run.parent_run_id)] if run.parent_run_id else []
+    return [segment[-36:] for segment in run.dotted_order.split(".")[:-1]]
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _item(run: Run, selects: list[str], extra: dict[str, Any]) -> dict[str, Any]:
+    meta = run.metadata
+    usage = extra.get("usage", {})
+    values: dict[str, Any] = {
+        "ID": str(run.id), "NAME": run.name, "RUN_TYPE": run.run_type,
+        "STATUS": (run.status or "pending").upper(), "START_TIME": _iso(run.start_time),
+        "END_TIME": _iso(run.end_time),
+        "LATENCY_SECONDS": run.latency.total_seconds() if run.latency is not None else None,
+        "FIRST_TOKEN_TIME": _iso(usage.get("first_token_time", run.first_token_time)),
+        "ERROR": run.error, "ERROR_PREVIEW": _preview(run.error), "EXTRA": run.extra,
+        "METADATA": meta, "EVENTS": run.events, "INPUTS": run.inputs,
+        "INPUTS_PREVIEW": _preview(run.inputs), "OUTPUTS": run.outputs,
+        "OUTPUTS_PREVIEW": _preview(run.outputs), "MANIFEST": run.serialized,
+        "PARENT_RUN_IDS": _parents(run),
+        "PROJECT_ID": str(run.session_id) if run.session_id else None,
+        "TRACE_ID": str(run.trace_id),
+        "THREAD_ID": next((str(meta[k]) for k in _THREAD_KEYS if meta.get(k)), None),
+        "DOTTED_ORDER": run.dotted_order, "IS_ROOT": run.parent_run_id is None,
+        "REFERENCE_EXAMPLE_ID": str(run.reference_example_id) if run.reference_example_id
+        else None,
+        "REFERENCE_DATASET_ID": extra.get("dataset_id"),
+        "TAGS": run.tags or [], "ATTACHMENTS": {},
+        "IS_IN_DATASET": run.reference_example_id is not None,
+        "FEEDBACK_STATS": extra.get("feedback_stats", {}),
+    }
+    for name in _USAGE[:-1]:
+        values[name] = usage.get(name.lower(), getattr(run, name.lower()))
+    return {name.lower(): values.get(name) for name in selects}
+
+
+def _feedback_stats(store: Store, run_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Per run and key: n, avg, min, max, sample stdev, label counts, comments (the v2 shape)."""
+    import statistics
+
+    out: dict[str, dict[str, Any]] = {}
+    for fb in store.feedback.list(run_ids=run_ids):
+        entry = out.setdefault(str(fb.run_id), {}).setdefault(fb.key, {
+            "n": 0, "scores": [], "values": {}, "comments": [], "errors": 0})
+        entry["n"] += 1
+        if fb.score is not None:
+            entry["scores"].append(fb.score)
+        if isinstance(fb.value, (str, bool)):
+            label = str(fb.value).lower() if isinstance(fb.value, bool) else fb.value
+            entry["values"][label] = entry["values"].get(label, 0) + 1
+        if fb.comment:
+            entry["comments"].append(fb.comment)
+    for per_key in out.values():
+        for entry in per_key.values():
+            scores = entry.pop("scores")
+            entry.update(avg=statistics.fmean(scores) if scores else None,
+                         min=min(scores, default=None), max=max(scores, default=None),
+                         stdev=statistics.stdev(scores) if len(scores) > 1 else None)
+    return out
+
+
+@router.post("/api/v2/runs/query")
+def query_runs_v2(store: StoreDep, body: JsonBody) -> JSONResponse:
+    q = validate(RunQueryV2, body)
+    for name in ("ai_search", "sem_filter", "min_feedback_modified_at",
+                 "max_feedback_modified_at"):
+        if getattr(q, name) is not None:
+            raise ApiError(422, "unsupported", f"'{name}' is not supported by this server")
+    store.settle()
+    sessions, first = _sessions(store, q)
+    end = q.max_start_time or utcnow()
+    start = q.min_start_time or first or end - timedelta(days=1)
+    offset = _cursor(q.cursor)
+    found = store.runs.list(
+        project_ids=sessions, run_type=q.run_type, trace_id=q.trace_id, is_root=q.is_root,
+        error=q.has_error, reference_example_ids=q.reference_examples, run_ids=q.ids,
+        start_time=start, start_before=end, filter=q.filter, trace_filter=q.trace_filter,
+        tree_filter=q.tree_filter, order="desc", offset=offset,
+        limit=q.page_size + 1) if sessions else []
+    page = found[: q.page_size]
+    selects = list(dict.fromkeys(q.selects or ["ID"]))
+    ids = [str(r.id) for r in page]
+    usage = (store.runs.subtree_usage([str(r.id) for r in page if r.run_type != "llm"])
+             if q.include_subtree_usage and any(s in _USAGE for s in selects) else {})
+    stats = _feedback_stats(store, ids) if "FEEDBACK_STATS" in selects and ids else {}
+    datasets: dict[str, str | None] = {}
+    if "REFERENCE_DATASET_ID" in selects:
+        examples = {str(r.reference_example_id) for r in page if r.reference_example_id}
+        if examples:
+            datasets = {str(e.id): str(e.dataset_id)
+                        for e in store.examples.list(example_ids=sorted(examples))}
+    items = [_item(r, selects, {
+        "usage": usage.get(str(r.id), {}), "feedback_stats": stats.get(str(r.id), {}),
+        "dataset_id": datasets.get(str(r.reference_example_id))}) for r in page]
+    more = len(found) > q.page_size
+    return JSONResponse({"items": items,
+                         "next_cursor": _next_cursor(offset + q.page_size) if more else None})
