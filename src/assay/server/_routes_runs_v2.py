@@ -86,34 +86,47 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def _item(run: Run, selects: list[str], extra: dict[str, Any]) -> dict[str, Any]:
+def _thread(run: Run) -> str | None:
     meta = run.metadata
-    usage = extra.get("usage", {})
-    values: dict[str, Any] = {
-        "ID": str(run.id), "NAME": run.name, "RUN_TYPE": run.run_type,
-        "STATUS": (run.status or "pending").upper(), "START_TIME": _iso(run.start_time),
-        "END_TIME": _iso(run.end_time),
-        "LATENCY_SECONDS": run.latency.total_seconds() if run.latency is not None else None,
-        "FIRST_TOKEN_TIME": _iso(usage.get("first_token_time", run.first_token_time)),
-        "ERROR": run.error, "ERROR_PREVIEW": _preview(run.error), "EXTRA": run.extra,
-        "METADATA": meta, "EVENTS": run.events, "INPUTS": run.inputs,
-        "INPUTS_PREVIEW": _preview(run.inputs), "OUTPUTS": run.outputs,
-        "OUTPUTS_PREVIEW": _preview(run.outputs), "MANIFEST": run.serialized,
-        "PARENT_RUN_IDS": _parents(run),
-        "PROJECT_ID": str(run.session_id) if run.session_id else None,
-        "TRACE_ID": str(run.trace_id),
-        "THREAD_ID": next((str(meta[k]) for k in _THREAD_KEYS if meta.get(k)), None),
-        "DOTTED_ORDER": run.dotted_order, "IS_ROOT": run.parent_run_id is None,
-        "REFERENCE_EXAMPLE_ID": str(run.reference_example_id) if run.reference_example_id
-        else None,
-        "REFERENCE_DATASET_ID": extra.get("dataset_id"),
-        "TAGS": run.tags or [], "ATTACHMENTS": {},
-        "IS_IN_DATASET": run.reference_example_id is not None,
-        "FEEDBACK_STATS": extra.get("feedback_stats", {}),
-    }
-    for name in _USAGE[:-1]:
-        values[name] = usage.get(name.lower(), getattr(run, name.lower()))
-    return {name.lower(): values.get(name) for name in selects}
+    return next((str(meta[k]) for k in _THREAD_KEYS if meta.get(k)), None)
+
+
+def _id(value: Any) -> str | None:
+    return str(value) if value is not None else None
+
+
+# select -> its value from (run, what the page looked up); only the selected ones are computed
+_FIELDS: dict[str, Any] = {
+    "ID": lambda r, x: str(r.id), "NAME": lambda r, x: r.name,
+    "RUN_TYPE": lambda r, x: r.run_type,
+    "STATUS": lambda r, x: (r.status or "pending").upper(),
+    "START_TIME": lambda r, x: _iso(r.start_time), "END_TIME": lambda r, x: _iso(r.end_time),
+    "LATENCY_SECONDS": lambda r, x: r.latency.total_seconds() if r.latency is not None else None,
+    "FIRST_TOKEN_TIME": lambda r, x: _iso(x["usage"].get("first_token_time",
+                                                         r.first_token_time)),
+    "ERROR": lambda r, x: r.error, "ERROR_PREVIEW": lambda r, x: _preview(r.error),
+    "EXTRA": lambda r, x: r.extra, "METADATA": lambda r, x: r.metadata,
+    "EVENTS": lambda r, x: r.events, "INPUTS": lambda r, x: r.inputs,
+    "INPUTS_PREVIEW": lambda r, x: _preview(r.inputs), "OUTPUTS": lambda r, x: r.outputs,
+    "OUTPUTS_PREVIEW": lambda r, x: _preview(r.outputs), "MANIFEST": lambda r, x: r.serialized,
+    "PARENT_RUN_IDS": lambda r, x: _parents(r), "PROJECT_ID": lambda r, x: _id(r.session_id),
+    "TRACE_ID": lambda r, x: str(r.trace_id), "THREAD_ID": lambda r, x: _thread(r),
+    "DOTTED_ORDER": lambda r, x: r.dotted_order, "IS_ROOT": lambda r, x: r.parent_run_id is None,
+    "REFERENCE_EXAMPLE_ID": lambda r, x: _id(r.reference_example_id),
+    "REFERENCE_DATASET_ID": lambda r, x: x["dataset_id"],
+    "TAGS": lambda r, x: r.tags or [], "ATTACHMENTS": lambda r, x: {},
+    "IS_IN_DATASET": lambda r, x: r.reference_example_id is not None,
+    "FEEDBACK_STATS": lambda r, x: x["feedback_stats"],
+    **{name: (lambda field: lambda r, x: x["usage"].get(field, getattr(r, field)))(name.lower())
+       for name in _USAGE[:-1]},
+}
+
+
+def _item(run: Run, selects: list[str], extra: dict[str, Any]) -> dict[str, Any]:
+    """The selected properties of ``run``, by their lower-case names (null where this server
+    keeps nothing of the kind: token details, price model, share URL, ...)."""
+    return {name.lower(): (_FIELDS[name](run, extra) if name in _FIELDS else None)
+            for name in selects}
 
 
 def _feedback_stats(store: Store, run_ids: list[str]) -> dict[str, dict[str, Any]]:
