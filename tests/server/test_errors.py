@@ -59,6 +59,10 @@ def test_malformed_and_mistyped_bodies(ws: Workspace) -> None:
     _expect(h.post("/runs/query", json={"filter": 'eq(name, "x"'}), 422, "filter")
     _expect(h.post("/runs/query", json={"trace_filter": 'gt(latency, "soon")'}), 422, "latency")
     _expect(h.post("/runs/query", json={"filter": 5}), 422, "filter")
+    many = [str(uuid.uuid4()) for _ in range(10_001)]  # past what one statement may bind
+    _expect(h.post("/runs/query", json={"id": many}), 422, "id")
+    _expect(h.post("/api/v2/runs/query", json={"ids": many, "project_ids": many[:1]}), 422, "ids")
+    assert h.post("/runs/query", json={"id": many[:10_000]}).status_code == 200
     _expect(h.post("/runs/query", json={"cursor": "abc"}), 422, "cursor")
     _expect(h.get("/sessions", params={"limit": "many"}), 422, "limit")
     _expect(h.get("/datasets/not-a-uuid"), 422, "dataset_id")

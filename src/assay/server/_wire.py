@@ -24,6 +24,8 @@ __all__ = [
     "DatasetIn",
     "DatasetPatch",
     "ExampleIn",
+    "IdList",
+    "MAX_QUERY_IDS",
     "ExamplesWithRunsIn",
     "ExamplePatch",
     "FeedbackIn",
@@ -351,17 +353,23 @@ class TagIn(_In):
     as_of: Timestamp | str | None = None
 
 
+# ids a query may name at once: each is one bound parameter (SQLite allows 32,766, PostgreSQL
+# 65,535 in a statement); past that a clear 422 instead of the database's error
+MAX_QUERY_IDS = 10_000
+IdList = Annotated[list[uuid.UUID], Field(max_length=MAX_QUERY_IDS)]
+
+
 class RunQuery(_In):
     """``POST /runs/query``; filters the store cannot apply are refused, never ignored."""
 
-    session: list[uuid.UUID] | None = None
-    id: list[uuid.UUID] | None = None
+    session: IdList | None = None
+    id: IdList | None = None
     trace: uuid.UUID | None = None
     parent_run: uuid.UUID | None = None
     run_type: str | None = None
     is_root: bool | None = None
     error: bool | None = None
-    reference_example: list[uuid.UUID] | None = None
+    reference_example: IdList | None = None
     start_time: Timestamp | None = None
     select: list[str] | None = None
     limit: int | None = Field(default=None, ge=1)
@@ -389,15 +397,15 @@ RunSelect = Literal[
 class RunQueryV2(_In):
     """``POST /api/v2/runs/query`` (``client.runs.query``); see ``_routes_runs_v2``."""
 
-    project_ids: list[uuid.UUID] | None = None
+    project_ids: IdList | None = None
     reference_dataset_id: uuid.UUID | None = None
     filter: str | None = None
     trace_filter: str | None = None
     tree_filter: str | None = None
     has_error: bool | None = None
-    ids: list[uuid.UUID] | None = None
+    ids: IdList | None = None
     is_root: bool | None = None
-    reference_examples: list[uuid.UUID] | None = None
+    reference_examples: IdList | None = None
     run_type: str | None = None
     trace_id: uuid.UUID | None = None
     min_start_time: Timestamp | None = None
