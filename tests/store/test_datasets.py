@@ -309,3 +309,30 @@ def test_dataset_splits_listed_and_updated_as_new_versions(client: Client) -> No
         client.update_dataset_splits(dataset_id=ds.id, split_name=" ", example_ids=[second.id])
     with pytest.raises(NotFoundError):
         client.list_dataset_splits(dataset_name="nope")
+
+
+def test_langsmith_arguments_assay_cannot_honour_are_refused_by_name(client: Client) -> None:
+    ds = _make(client, n=2)
+    client.update_dataset_tag(dataset_id=ds.id, tag="t")
+    # arguments that would change what is returned or stored: refused, never dropped
+    for call, words in (
+        (lambda: list(client.list_examples(dataset_id=ds.id, filter='exists(metadata, "x")')),
+         r"list_examples\(\) in assay does not support filter="),
+        (lambda: client.create_dataset("x", transformations=[{"path": ["a"]}]), "transformations="),
+        (lambda: list(client.list_datasets(data_type="chat")), "data_type="),
+        (lambda: list(client.list_projects(dataset_version="latest")), "dataset_version="),
+        (lambda: list(client.list_feedback(feedback_source_type="model")),
+         "feedback_source_type="),
+        (lambda: client.update_examples(updates=[], example_ids=["x"], inputs=[{}]),
+         "example_ids=, inputs="),
+        (lambda: list(client.list_runs(project_name="p", thread_id="t")), "thread_id="),
+    ):
+        with pytest.raises(InvalidInputError, match=words):
+            call()
+    assert [d.name for d in client.list_datasets()] == [ds.name]  # nothing was created
+    # arguments that only shape the answer pass; None is as if not given
+    assert len(list(client.list_examples(dataset_id=ds.id, include_attachments=True))) == 2
+    client.create_project("runs-here")
+    assert list(client.list_runs(project_name="runs-here", select=["id"], filter=None)) == []
+    assert len(list(client.list_dataset_versions(dataset_id=ds.id))) >= 1
+    assert len(list(client.list_dataset_versions(dataset_id=ds.id, limit=1))) == 1

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInputError, NotFoundError
 from ..schemas import Dataset, DatasetVersion, Example
+from ._args import refuse_unknown
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -32,8 +33,9 @@ class DatasetMethods:
         inputs_schema: Mapping[str, Any] | None = None,
         outputs_schema: Mapping[str, Any] | None = None,
         metadata: Mapping[str, Any] | None = None,
-        **_: Any,
+        **unknown: Any,
     ) -> Dataset:
+        refuse_unknown("create_dataset", unknown)
         return self._backend.datasets.create(
             dataset_name, description=description, data_type=data_type, metadata=metadata,
             inputs_schema=inputs_schema, outputs_schema=outputs_schema,
@@ -58,8 +60,9 @@ class DatasetMethods:
         metadata: Mapping[str, Any] | None = None,
         limit: int | None = None,
         offset: int = 0,
-        **_: Any,
+        **unknown: Any,
     ) -> Iterator[Dataset]:
+        refuse_unknown("list_datasets", unknown)
         yield from self._backend.datasets.list(
             dataset_ids=dataset_ids, dataset_name=dataset_name,
             dataset_name_contains=dataset_name_contains, metadata=metadata,
@@ -94,8 +97,9 @@ class DatasetMethods:
         split: str | list[str] | None = None,
         example_id: ID | None = None,
         source_run_id: ID | None = None,
-        **_: Any,
+        **unknown: Any,
     ) -> Example:
+        refuse_unknown("create_example", unknown)
         item = {"inputs": inputs if inputs is not None else {}, "outputs": outputs,
                 "metadata": metadata, "split": split, "id": example_id,
                 "source_run_id": source_run_id}
@@ -113,9 +117,11 @@ class DatasetMethods:
         metadata: Sequence[Mapping[str, Any] | None] | None = None,
         splits: Sequence[str | list[str] | None] | None = None,
         ids: Sequence[ID | None] | None = None,
-        **_: Any,
+        **unknown: Any,
     ) -> dict[str, Any]:
         """Store all examples or none; LangSmith's return shape ``{"example_ids", "count"}``."""
+        refuse_unknown("create_examples", unknown,
+                       ("max_concurrency", "dangerously_allow_filesystem"))
         if examples is not None and inputs is not None:
             raise InvalidInputError("give either examples=[...] or inputs=[...], not both")
         if examples is None:
@@ -154,8 +160,9 @@ class DatasetMethods:
         offset: int = 0,
         limit: int | None = None,
         metadata: Mapping[str, Any] | None = None,
-        **_: Any,
+        **unknown: Any,
     ) -> Iterator[Example]:
+        refuse_unknown("list_examples", unknown, ("include_attachments",))
         yield from self._backend.examples.list(
             dataset_id=dataset_id, dataset_name=dataset_name, example_ids=example_ids,
             splits=splits, metadata=metadata, as_of=as_of, offset=offset, limit=limit,
@@ -169,8 +176,9 @@ class DatasetMethods:
         outputs: Mapping[str, Any] | None = None,
         metadata: Mapping[str, Any] | None = None,
         split: str | list[str] | None = None,
-        **_: Any,
+        **unknown: Any,
     ) -> Example:
+        refuse_unknown("update_example", unknown, ("dataset_id",))
         upd: dict[str, Any] = {"id": example_id}
         for key, value in (("inputs", inputs), ("outputs", outputs), ("metadata", metadata),
                            ("split", split)):
@@ -178,7 +186,8 @@ class DatasetMethods:
                 upd[key] = value
         return self._backend.examples.update_many([upd])[0]
 
-    def update_examples(self, *, updates: Sequence[Mapping[str, Any]], **_: Any) -> dict[str, Any]:
+    def update_examples(self, *, updates: Sequence[Mapping[str, Any]], **unknown: Any) -> dict[str, Any]:
+        refuse_unknown("update_examples", unknown, ("dataset_id", "dataset_name"))
         changed = self._backend.examples.update_many(updates)
         return {"message": f"{len(changed)} examples updated", "count": len(changed)}
 
@@ -203,10 +212,14 @@ class DatasetMethods:
         return self._backend.datasets.version(ds_id, as_of if as_of is not None else tag)
 
     def list_dataset_versions(
-        self, *, dataset_id: ID | None = None, dataset_name: str | None = None, **_: Any
+        self, *, dataset_id: ID | None = None, dataset_name: str | None = None,
+        limit: int | None = None, **unknown: Any
     ) -> Iterator[DatasetVersion]:
+        """The dataset's versions, newest first (``limit``: at most that many)."""
+        refuse_unknown("list_dataset_versions", unknown)
         ds_id = self._backend.datasets.resolve_id(dataset_id, dataset_name)
-        yield from self._backend.datasets.list_versions(ds_id)
+        versions = self._backend.datasets.list_versions(ds_id)
+        yield from versions if limit is None else versions[:max(limit, 0)]
 
     def list_dataset_splits(self, *, dataset_id: ID | None = None,
                             dataset_name: str | None = None,
@@ -289,7 +302,8 @@ class DatasetMethods:
         *,
         name: str | None = None,
         description: str | None = None,
-        **_: Any,
+        **unknown: Any,
     ) -> Dataset:
+        refuse_unknown("upload_csv", unknown)
         return self.import_dataset(csv_file, dataset_name=name, description=description,
                                    format="csv", input_keys=input_keys, output_keys=output_keys)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import NotFoundError
 from ..schemas import Feedback, TracerSession
+from ._args import refuse_unknown
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -30,8 +31,9 @@ class ProjectMethods:
         upsert: bool = False,
         project_extra: Mapping[str, Any] | None = None,
         reference_dataset_id: ID | None = None,
-        **_: Any,
+        **unknown: Any,
     ) -> TracerSession:
+        refuse_unknown("create_project", unknown)
         return self._backend.projects.create(
             project_name, description=description, metadata=metadata, extra=project_extra,
             reference_dataset_id=reference_dataset_id, upsert=upsert,
@@ -67,8 +69,9 @@ class ProjectMethods:
         limit: int | None = None,
         metadata: Mapping[str, Any] | None = None,
         offset: int = 0,
-        **_: Any,
+        **unknown: Any,
     ) -> Iterator[TracerSession]:
+        refuse_unknown("list_projects", unknown)
         yield from self._backend.projects.list(
             project_ids=project_ids, name=name, name_contains=name_contains,
             reference_dataset_id=reference_dataset_id,
@@ -140,8 +143,9 @@ class FeedbackMethods:
         project_ids: Sequence[ID] | None = None,
         limit: int | None = None,
         offset: int = 0,
-        **_: Any,
+        **unknown: Any,
     ) -> Iterator[Feedback]:
+        refuse_unknown("list_feedback", unknown)
         yield from self._backend.feedback.list(
             run_ids=run_ids, project_ids=project_ids, feedback_key=feedback_key,
             offset=offset, limit=limit)

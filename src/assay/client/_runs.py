@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._ids import new_id, utcnow
 from ..schemas import Run
+from ._args import refuse_unknown
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -75,7 +76,7 @@ class RunMethods:
         limit: int | None = None,
         offset: int = 0,
         order: str = "asc",
-        **_: Any,
+        **unknown: Any,
     ) -> Iterator[Run]:
         """Runs matching every given filter (a trace's runs come in execution order).
 
@@ -85,6 +86,7 @@ class RunMethods:
         ``has(tags, "beta")``, ``search("refund")``; ``query`` searches the name, error,
         inputs and outputs. ``start_time``: runs that started at or after it.
         """
+        refuse_unknown("list_runs", unknown, ("select",))
         yield from self._backend.runs.list(
             project_ids=self._project_ids(project_id, project_name), run_type=run_type,
             trace_id=trace_id, parent_run_id=parent_run_id, is_root=is_root, error=error,
