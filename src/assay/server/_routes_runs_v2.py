@@ -129,31 +129,6 @@ def _item(run: Run, selects: list[str], extra: dict[str, Any]) -> dict[str, Any]
             for name in selects}
 
 
-def _feedback_stats(store: Store, run_ids: list[str]) -> dict[str, dict[str, Any]]:
-    """Per run and key: n, avg, min, max, sample stdev, label counts, comments (the v2 shape)."""
-    import statistics
-
-    out: dict[str, dict[str, Any]] = {}
-    for fb in store.feedback.list(run_ids=run_ids):
-        entry = out.setdefault(str(fb.run_id), {}).setdefault(fb.key, {
-            "n": 0, "scores": [], "values": {}, "comments": [], "errors": 0})
-        entry["n"] += 1
-        if fb.score is not None:
-            entry["scores"].append(fb.score)
-        if isinstance(fb.value, (str, bool)):
-            label = str(fb.value).lower() if isinstance(fb.value, bool) else fb.value
-            entry["values"][label] = entry["values"].get(label, 0) + 1
-        if fb.comment:
-            entry["comments"].append(fb.comment)
-    for per_key in out.values():
-        for entry in per_key.values():
-            scores = entry.pop("scores")
-            entry.update(avg=statistics.fmean(scores) if scores else None,
-                         min=min(scores, default=None), max=max(scores, default=None),
-                         stdev=statistics.stdev(scores) if len(scores) > 1 else None)
-    return out
-
-
 @router.post("/api/v2/runs/query")
 def query_runs_v2(store: StoreDep, body: JsonBody) -> JSONResponse:
     q = validate(RunQueryV2, body)
@@ -177,7 +152,7 @@ def query_runs_v2(store: StoreDep, body: JsonBody) -> JSONResponse:
     ids = [str(r.id) for r in page]
     usage = (store.runs.subtree_usage([str(r.id) for r in page if r.run_type != "llm"])
              if q.include_subtree_usage and any(s in _USAGE for s in selects) else {})
-    stats = _feedback_stats(store, ids) if "FEEDBACK_STATS" in selects and ids else {}
+    stats = store.runs.feedback_stats(ids) if "FEEDBACK_STATS" in selects and ids else {}
     datasets: dict[str, str | None] = {}
     if "REFERENCE_DATASET_ID" in selects:
         examples = {str(r.reference_example_id) for r in page if r.reference_example_id}

@@ -376,13 +376,34 @@ class RunRepo:
             return [_row_to_run(r) for r in conn.execute(q)]
 
     def feedback_stats(self, run_ids: Sequence[uuid.UUID | str]) -> dict[str, dict[str, Any]]:
-        """Each run's feedback per key: ``{run id: {key: {n, avg, stdev, values}}}``."""
-        from ._stats import feedback_stats_by_run
+        """Each run's feedback per key, as LangSmith's run answers carry it: ``{run id: {key:
+        {n, avg, min, max, stdev, values, comments}}}``; ``stdev`` is the sample deviation
+        (None under two scores), ``values`` counts the labels ``read_project`` counts."""
+        import statistics
 
-        ids = [str(as_uuid(i, "run id")) for i in run_ids]
-        self.store.settle()
-        with self.store.read() as conn:
-            return feedback_stats_by_run(conn, self.store.tenant_id, ids)
+        from ._feedback import feedback_label
+
+        out: dict[str, dict[str, Any]] = {}
+        scores: dict[tuple[str, str], list[float]] = {}
+        for fb in self.store.feedback.list(run_ids=list(run_ids)):
+            rid = str(fb.run_id)
+            entry = out.setdefault(rid, {}).setdefault(fb.key, {
+                "n": 0, "values": {}, "comments": []})
+            entry["n"] += 1
+            if fb.score is not None:
+                scores.setdefault((rid, fb.key), []).append(fb.score)
+            label = feedback_label(fb.value)
+            if label is not None:
+                entry["values"][label] = entry["values"].get(label, 0) + 1
+            if fb.comment:
+                entry["comments"].append(fb.comment)
+        for rid, per_key in out.items():
+            for key, entry in per_key.items():
+                got = scores.get((rid, key), [])
+                entry.update(avg=statistics.fmean(got) if got else None,
+                             min=min(got, default=None), max=max(got, default=None),
+                             stdev=statistics.stdev(got) if len(got) > 1 else None)
+        return out
 
     def subtree_usage(self, run_ids: Sequence[uuid.UUID | str]) -> dict[str, dict[str, Any]]:
         """Tokens and cost of the llm runs in each run's subtree (itself included), and its

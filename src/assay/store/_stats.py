@@ -24,7 +24,6 @@ Meanings:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import and_, distinct, func, literal_column, or_, select
@@ -41,7 +40,7 @@ from ._tables import (
 )
 from ._types import from_micros, to_micros
 
-__all__ = ["feedback_stats_by_run", "percentile", "recompute_session_stats", "session_stats"]
+__all__ = ["percentile", "recompute_session_stats", "session_stats"]
 
 # Inline literals, not bound parameters: the planners can then use the partial indexes
 # (``WHERE run_type = 'llm'``, ``first_token_us IS NOT NULL``) that match these terms.
@@ -91,27 +90,6 @@ def _feedback_stats(conn: Connection, where: Any) -> dict[str, dict[str, Any]]:
     for key, label, n in conn.execute(labels):
         out.setdefault(key, {"n": 0, "avg": None, "stdev": None, "values": {}})
         out[key]["values"][label] = int(n)
-    return out
-
-
-def feedback_stats_by_run(conn: Connection, tenant: str,
-                          run_ids: Sequence[str]) -> dict[str, dict[str, dict[str, Any]]]:
-    """Each run's feedback per key, ``{run id: {key: {n, avg, stdev, values}}}`` (a run's
-    ``feedback_stats`` in LangSmith's answers)."""
-    out: dict[str, dict[str, dict[str, Any]]] = {}
-    for i in range(0, len(run_ids), 500):
-        chunk = list(run_ids[i:i + 500])
-        where = and_(feedback.c.tenant_id == tenant, feedback.c.run_id.in_(chunk))
-        q = select(feedback.c.run_id, feedback.c.key, func.count(), func.count(feedback.c.score),
-                   func.sum(feedback.c.score), func.sum(feedback.c.score * feedback.c.score)
-                   ).where(where).group_by(feedback.c.run_id, feedback.c.key)
-        for run_id, key, n, n_scored, total, total_sq in conn.execute(q):
-            out.setdefault(str(run_id), {})[key] = _key_stats(n, n_scored, total, total_sq)
-        labels = select(feedback.c.run_id, feedback.c.key, feedback.c.label, func.count()).where(
-            where, feedback.c.label.is_not(None)
-        ).group_by(feedback.c.run_id, feedback.c.key, feedback.c.label)
-        for run_id, key, label, n in conn.execute(labels):
-            out[str(run_id)][key]["values"][label] = int(n)
     return out
 
 
