@@ -35,7 +35,9 @@ def db(sqlite_url: str) -> tuple[str, dict[str, str]]:
         "ls_provider": "openai", "ls_model_name": "gpt-4o-mini",
         "usage_metadata": {"input_tokens": 900, "output_tokens": 100, "total_tokens": 1000}}})
     tool = _run("search_docs", "tool", 2.7, 0.2, parent=good)
-    bad = _run("agent", "chain", 10, 0.5, error="Traceback...\nTimeoutError: upstream")
+    bad = _run("agent", "chain", 10, 0.5, error=(  # as other SDKs send it: a bare traceback
+        'Traceback (most recent call last):\n  File "agent.py", line 3, in run\n'
+        "TimeoutError: upstream\n"))
     with Store.open(sqlite_url) as store:
         store.runs.upsert(posts=[good, llm, tool, bad])
         store.feedback.create_many([{"run_id": good["id"], "key": "correct", "score": 1},
@@ -116,3 +118,18 @@ def test_experiment_rows_filtered(db: tuple[str, dict[str, str]]) -> None:
     everything = CliRunner().invoke(app, ["experiments", "show", "support-bot", "--db", url,
                                           "--json"])
     assert {r["id"] for r in json.loads(everything.output)["runs"]} == {ids["good"], ids["bad"]}
+
+
+def test_the_error_line_for_either_layout() -> None:
+    from assay.cli._common import error_line
+    from assay.tracing._run_tree import format_error
+
+    try:
+        raise LookupError("no city named 'Atlantis'")
+    except LookupError as exc:
+        ours = format_error(exc)  # "Type: message", then the traceback
+    assert error_line(ours) == "LookupError: no city named 'Atlantis'"
+    bare = 'Traceback (most recent call last):\n  File "a.py", line 1\nValueError: bad\n'
+    assert error_line(bare) == "ValueError: bad"
+    assert error_line("plain message") == "plain message"
+    assert error_line(None) is None and error_line("  \n ") is None

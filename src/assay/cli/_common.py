@@ -14,8 +14,8 @@ from rich.console import Console
 from .._json import jsonable
 from ..errors import AssayError, InvalidInputError, NotFoundError
 
-__all__ = ["DbOption", "JsonOption", "console", "emit_json", "err_console", "handle_errors",
-           "money", "open_client", "secs"]
+__all__ = ["DbOption", "JsonOption", "console", "emit_json", "err_console", "error_line",
+           "handle_errors", "money", "open_client", "secs"]
 
 console = Console()
 err_console = Console(stderr=True)
@@ -38,6 +38,15 @@ def secs(value: float | None) -> str:
     if value is None:
         return "-"
     return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.3f} s"
+
+
+def error_line(error: str | None) -> str | None:
+    """The line of an error that names it: assay writes ``Type: message`` first, a bare
+    Python traceback (as other SDKs send it) ends with that line."""
+    lines = [ln.strip() for ln in (error or "").strip().splitlines() if ln.strip()]
+    if not lines:
+        return None
+    return lines[-1] if lines[0].startswith("Traceback (most recent call last)") else lines[0]
 
 
 def money(value: float | None) -> str:

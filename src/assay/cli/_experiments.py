@@ -12,8 +12,8 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from ._common import (DbOption, JsonOption, console, emit_json, handle_errors, money,
-                      open_client, secs)
+from ._common import (DbOption, JsonOption, console, emit_json, error_line, handle_errors,
+                      money, open_client, secs)
 
 __all__ = ["app", "feedback_summary", "stats_table"]
 
@@ -134,7 +134,7 @@ def _rows(client: Any, experiment_id: Any, limit: int,
             "repetition": run.metadata.get("repetition"),
             "inputs": run.inputs,
             "outputs": run.outputs,
-            "error": run.error.splitlines()[0] if run.error else None,
+            "error": error_line(run.error),
             "latency": run.latency.total_seconds() if run.latency is not None else None,
             "feedback": feedback.get(str(run.id), {}),
         })

@@ -14,8 +14,8 @@ import typer
 from rich.table import Table
 from rich.tree import Tree
 
-from ._common import (DbOption, JsonOption, console, emit_json, handle_errors, money,
-                      open_client, secs)
+from ._common import (DbOption, JsonOption, console, emit_json, error_line, handle_errors,
+                      money, open_client, secs)
 
 __all__ = ["app"]
 
@@ -28,9 +28,7 @@ def _secs(run: Any) -> str:
 
 
 def _error(run: Any, width: int = 50) -> str:
-    if not run.error:
-        return ""
-    line = run.error.strip().splitlines()[-1] if run.error.strip() else ""
+    line = error_line(run.error) or ""
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
