@@ -13,6 +13,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from ._agent import MODEL, PROVIDER, agent
+from ._scripted import ScriptedModelServer, ScriptedReply
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -22,6 +23,8 @@ __all__ = [
     "DATASET_NAME",
     "MODEL",
     "PROVIDER",
+    "ScriptedModelServer",
+    "ScriptedReply",
     "agent",
     "ensure_dataset",
     "evaluators",

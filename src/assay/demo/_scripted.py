@@ -1,0 +1,380 @@
+"""A scripted OpenAI-compatible chat model on 127.0.0.1: real agent frameworks, no API key.
+
+``assay demo --framework ...`` and the framework tests run the real packages (LangGraph,
+the OpenAI Agents SDK, pydantic-ai, Upsonic, ...) against this server through their own
+``openai`` clients, so what assay traces is what those frameworks really send and receive.
+It is the standard library's threading HTTP server (no extra needed for the demo) speaking
+``POST /v1/chat/completions`` (JSON and SSE streams) and ``GET /v1/models``.
+
+It plays a tool-using model, deterministically:
+
+* tools offered and no tool result yet for the last user turn: it calls a tool (the first tool
+  whose name appears in the user's text, else the first tool offered), with arguments made from
+  the tool's JSON schema (a string from the user's text: its last capitalised word or quoted
+  phrase; numbers from the text; booleans true). Tools named in the text are called in the
+  order they appear there, one per turn, each once;
+* then a final answer that quotes the tool results (``"Answer: <result>; <result>"``); with no
+  tools, an entry of ``answers`` whose key the question contains, else ``"You asked: <text>"``;
+* a request for structured output (``response_format`` json_schema/json_object) or one about
+  ``evaluation_data`` gets a judge verdict: score 9 when the expected output's words all appear
+  in the generated output, else 3;
+* usage: prompt tokens = words in the messages, completion tokens = words in the reply; streams
+  send a usage chunk when ``stream_options.include_usage`` is set (as OpenAI does) and wait
+  ``first_token_delay`` before the first content chunk, so first-token time is measurable.
+
+Faults on demand: ``fail_next(status, times=, retry_after=)``; ``script(reply)`` queues a reply of
+your own (malformed tool arguments, an unknown tool, empty ``choices``, a slow reply). Every
+request body is kept in ``requests``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["ScriptedModelServer", "ScriptedReply"]
+
+
+@dataclass
+class ScriptedReply:
+    """One reply of your own, served before the scripted behaviour.
+
+    ``content`` and/or ``tool_calls`` (``[{"name": ..., "arguments": str | dict}]``) make an
+    ordinary completion; ``status``/``body`` an arbitrary answer (``body`` JSON or text);
+    ``delay`` seconds are waited first (a reply past the client's timeout); ``headers`` are sent.
+    """
+
+    content: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+    return "" if content is None else str(content)
+
+
+def _last_user_turn(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """The last user message's text and the messages after it."""
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].get("role") == "user":
+            return _text(messages[i].get("content")), messages[i + 1:]
+    return "", messages
+
+
+def _tool_name(tool: Mapping[str, Any]) -> str:
+    fn = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
+    return str(fn.get("name", ""))
+
+
+def _value_for(schema: Mapping[str, Any], name: str, text: str) -> Any:
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    if "enum" in schema and schema["enum"]:
+        return schema["enum"][0]
+    if kind in ("number", "integer"):
+        found = re.findall(r"-?\d+(?:\.\d+)?", text)
+        value = float(found[0]) if found else 2.0
+        return int(value) if kind == "integer" else value
+    if kind == "boolean":
+        return True
+    if kind == "array":
+        return []
+    if kind == "object":
+        return {}
+    quoted = re.findall(r"['\"]([^'\"]+)['\"]", text)
+    if quoted:
+        return quoted[-1]
+    capitalised = re.findall(r"\b([A-Z][\w-]*)\b", text)
+    capitalised = [w for w in capitalised if w.lower() not in ("what", "use", "the", "is", "how")]
+    return capitalised[-1] if capitalised else text.strip() or name
+
+
+def tool_arguments(tool: Mapping[str, Any], text: str) -> dict[str, Any]:
+    """Arguments for ``tool`` made from its JSON schema and the user's text."""
+    fn = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
+    params = fn.get("parameters") or {}
+    props = params.get("properties") or {}
+    required = params.get("required") or list(props)
+    return {name: _value_for(props.get(name) or {}, name, text) for name in required}
+
+
+class _Brain:
+    """What the model answers: a pure function of the request (plus the queued faults)."""
+
+    def __init__(self, answers: Mapping[str, str]) -> None:
+        self.answers = dict(answers)
+
+    def reply(self, body: Mapping[str, Any]) -> tuple[str | None, list[dict[str, Any]]]:
+        messages = list(body.get("messages") or [])
+        text, after = _last_user_turn(messages)
+        if self._wants_verdict(body, messages):
+            return self._verdict(messages), []
+        tools = [t for t in body.get("tools") or [] if isinstance(t, Mapping)]
+        called = {str((c.get("function") or {}).get("name")) for m in after
+                  if m.get("role") == "assistant" for c in (m.get("tool_calls") or [])}
+        results = [_text(m.get("content")) for m in after if m.get("role") == "tool"]
+        if tools:
+            named = sorted((text.find(_tool_name(t)), i, t) for i, t in enumerate(tools)
+                           if _tool_name(t) and _tool_name(t) in text)
+            order = [t for _, _, t in named] or ([tools[0]] if not results else [])
+            todo = [t for t in order if _tool_name(t) not in called]
+            if todo:
+                tool = todo[0]
+                return None, [{"name": _tool_name(tool), "arguments": tool_arguments(tool, text)}]
+        if results:
+            return "Answer: " + "; ".join(results), []
+        for key, answer in self.answers.items():
+            if key.lower() in text.lower():
+                return answer, []
+        return f"You asked: {text}", []
+
+    @staticmethod
+    def _wants_verdict(body: Mapping[str, Any], messages: list[dict[str, Any]]) -> bool:
+        fmt = body.get("response_format")
+        if isinstance(fmt, Mapping) and fmt.get("type") in ("json_schema", "json_object"):
+            return True
+        return any("evaluation_data" in _text(m.get("content")) for m in messages)
+
+    @staticmethod
+    def _verdict(messages: list[dict[str, Any]]) -> str:
+        blob = " ".join(_text(m.get("content")) for m in messages)
+        data: dict[str, Any] = {}
+        match = re.search(r"\{.*\}", blob, re.S)
+        if match:
+            try:
+                data = json.loads(match.group(0))
+            except ValueError:
+                data = {}
+        expected = str(data.get("expected_output", "")).lower()
+        generated = str(data.get("generated_output", "")).lower()
+        words = re.findall(r"\w+", expected)
+        good = bool(words) and all(w in generated for w in words)
+        score = 9 if good else 3
+        return json.dumps({
+            "reasoning": "The generated output " + ("contains" if good else "lacks")
+                         + " the facts of the expected output.",
+            "critique": "No improvements needed." if good else "Give the expected facts.",
+            "score": score, "is_met": good})
+
+
+class ScriptedModelServer:
+    """The scripted model, served on 127.0.0.1 from a background thread.
+
+    ``with ScriptedModelServer() as srv: OpenAI(base_url=srv.base_url, api_key="scripted")``.
+    """
+
+    def __init__(self, *, answers: Mapping[str, str] | None = None, model: str = "gpt-4o-mini",
+                 first_token_delay: float = 0.01, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.model = model
+        self.first_token_delay = first_token_delay
+        self.requests: list[dict[str, Any]] = []
+        self._brain = _Brain(answers or {})
+        self._queue: deque[ScriptedReply] = deque()
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer((host, port), _handler(self))
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    # -- life cycle ---------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def base_url(self) -> str:
+        """What an OpenAI client takes as ``base_url``."""
+        return self.url + "/v1"
+
+    def start(self) -> ScriptedModelServer:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._httpd.serve_forever,
+                                            name="assay-scripted-model", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join(5)
+            self._thread = None
+        self._httpd.server_close()
+
+    def __enter__(self) -> ScriptedModelServer:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    # -- scripting ----------------------------------------------------------------------------
+    def script(self, *replies: ScriptedReply) -> None:
+        """Serve these replies (in order) before going back to the scripted behaviour."""
+        with self._lock:
+            self._queue.extend(replies)
+
+    def fail_next(self, status: int = 500, *, times: int = 1, retry_after: float | None = None,
+                  message: str = "scripted failure") -> None:
+        headers = {"retry-after": f"{retry_after:g}"} if retry_after is not None else {}
+        body = {"error": {"message": message, "type": "server_error", "code": str(status)}}
+        self.script(*(ScriptedReply(status=status, body=body, headers=dict(headers))
+                      for _ in range(times)))
+
+    def reset(self) -> None:
+        with self._lock:
+            self._queue.clear()
+            self.requests.clear()
+
+    def _next_scripted(self) -> ScriptedReply | None:
+        with self._lock:
+            return self._queue.popleft() if self._queue else None
+
+    # -- answers ------------------------------------------------------------------------------
+    def completion(self, body: Mapping[str, Any], scripted: ScriptedReply | None
+                   ) -> tuple[str | None, list[dict[str, Any]], dict[str, int]]:
+        if scripted is not None and (scripted.content is not None or scripted.tool_calls):
+            content, calls = scripted.content, list(scripted.tool_calls or [])
+        else:
+            content, calls = self._brain.reply(body)
+        prompt = sum(_words(_text(m.get("content"))) for m in body.get("messages") or [])
+        out = _words(content or "") + sum(_words(json.dumps(c.get("arguments"))) for c in calls)
+        usage = {"prompt_tokens": max(prompt, 1), "completion_tokens": max(out, 1)}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        return content, calls, usage
+
+
+def _wire_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for i, call in enumerate(calls):
+        args = call.get("arguments")
+        out.append({"index": i, "id": call.get("id") or f"call_{uuid.uuid4().hex[:12]}",
+                    "type": "function",
+                    "function": {"name": call["name"],
+                                 "arguments": args if isinstance(args, str) else json.dumps(args)}})
+    return out
+
+
+def _handler(srv: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # quiet
+            pass
+
+        def _send(self, status: int, payload: Any, headers: Mapping[str, str] | None = None
+                  ) -> None:
+            data = payload if isinstance(payload, bytes) else (
+                payload.encode() if isinstance(payload, str) else json.dumps(payload).encode())
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            if self.path.rstrip("/").endswith("/models"):
+                self._send(200, {"object": "list", "data": [
+                    {"id": srv.model, "object": "model", "created": 0, "owned_by": "assay"}]})
+            else:
+                self._send(404, {"error": {"message": f"no route {self.path}"}})
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body = json.loads(raw or b"{}")
+            except ValueError:
+                self._send(400, {"error": {"message": "request body is not JSON"}})
+                return
+            with srv._lock:
+                srv.requests.append(body)
+            if not self.path.rstrip("/").endswith("/chat/completions"):
+                self._send(404, {"error": {"message": f"no route {self.path}"}})
+                return
+            scripted = srv._next_scripted()
+            if scripted is not None and scripted.delay:
+                time.sleep(scripted.delay)
+            if scripted is not None and (scripted.status != 200 or scripted.body is not None):
+                self._send(scripted.status, scripted.body if scripted.body is not None else {},
+                           scripted.headers)
+                return
+            content, calls, usage = srv.completion(body, scripted)
+            model = str(body.get("model") or srv.model)
+            cid = f"chatcmpl-{uuid.uuid4().hex[:16]}"
+            if body.get("stream"):
+                include = bool((body.get("stream_options") or {}).get("include_usage"))
+                self._stream(cid, model, content, calls, usage if include else None)
+                return
+            message: dict[str, Any] = {"role": "assistant", "content": content}
+            if calls:
+                message["tool_calls"] = [{k: v for k, v in c.items() if k != "index"}
+                                         for c in _wire_calls(calls)]
+            self._send(200, {
+                "id": cid, "object": "chat.completion", "created": int(time.time()),
+                "model": model, "usage": usage,
+                "choices": [{"index": 0, "message": message,
+                             "finish_reason": "tool_calls" if calls else "stop"}]})
+
+        def _stream(self, cid: str, model: str, content: str | None,
+                    calls: list[dict[str, Any]], usage: dict[str, int] | None) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("cache-control", "no-cache")
+            self.send_header("connection", "close")
+            self.end_headers()
+            self.close_connection = True
+
+            def chunk(delta: dict[str, Any] | None, finish: str | None = None,
+                      extra: dict[str, Any] | None = None) -> None:
+                event = {"id": cid, "object": "chat.completion.chunk",
+                         "created": int(time.time()), "model": model,
+                         "choices": [] if delta is None else [
+                             {"index": 0, "delta": delta, "finish_reason": finish}]}
+                if extra:
+                    event.update(extra)
+                self.wfile.write(b"data: " + json.dumps(event).encode() + b"\n\n")
+                self.wfile.flush()
+
+            chunk({"role": "assistant", "content": ""})
+            time.sleep(srv.first_token_delay)
+            if content:
+                words = content.split(" ")
+                for i, word in enumerate(words):
+                    chunk({"content": word if i == 0 else " " + word})
+            for call in _wire_calls(calls):
+                args = call["function"]["arguments"]
+                half = len(args) // 2
+                chunk({"tool_calls": [{"index": call["index"], "id": call["id"],
+                                       "type": "function",
+                                       "function": {"name": call["function"]["name"],
+                                                    "arguments": args[:half]}}]})
+                chunk({"tool_calls": [{"index": call["index"],
+                                       "function": {"arguments": args[half:]}}]})
+            chunk({}, "tool_calls" if calls else "stop")
+            if usage is not None:
+                chunk(None, extra={"usage": usage})
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+
+    return Handler

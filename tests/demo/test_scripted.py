@@ -1,0 +1,92 @@
+"""The scripted model server behind `assay demo --framework` and the framework tests, driven by
+the official ``openai`` client over real HTTP."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import openai
+import pytest
+
+from assay.demo import ScriptedModelServer, ScriptedReply
+
+TOOLS = [
+    {"type": "function", "function": {"name": "lookup_city", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+    {"type": "function", "function": {"name": "calculator", "parameters": {
+        "type": "object", "properties": {"expression": {"type": "string"},
+                                         "places": {"type": "integer"}},
+        "required": ["expression", "places"]}}},
+]
+
+
+@pytest.fixture(scope="module")
+def srv() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer(answers={"capital of France": "Paris"}) as server:
+        yield server
+
+
+@pytest.fixture
+def client(srv: ScriptedModelServer) -> openai.OpenAI:
+    srv.reset()
+    return openai.OpenAI(base_url=srv.base_url, api_key="scripted", max_retries=0)
+
+
+def test_calls_the_named_tools_in_order_then_answers_with_their_results(client: openai.OpenAI
+                                                                        ) -> None:
+    msgs: list[dict] = [{"role": "user", "content": "use calculator on 3 then lookup_city 'Lima'"}]
+    seen = []
+    for result in ("6", "9.9 million"):
+        reply = client.chat.completions.create(model="gpt-4o-mini", messages=msgs, tools=TOOLS)
+        call = reply.choices[0].message.tool_calls[0]
+        seen.append((call.function.name, json.loads(call.function.arguments)))
+        assert reply.choices[0].finish_reason == "tool_calls"
+        msgs += [reply.choices[0].message.model_dump(exclude_none=True),
+                 {"role": "tool", "tool_call_id": call.id, "content": result}]
+    assert seen == [("calculator", {"expression": "Lima", "places": 3}),
+                    ("lookup_city", {"city": "Lima"})]
+    final = client.chat.completions.create(model="gpt-4o-mini", messages=msgs, tools=TOOLS)
+    assert final.choices[0].message.content == "Answer: 6; 9.9 million"
+    assert final.usage.prompt_tokens > 0 and final.usage.completion_tokens == 4
+
+
+def test_streams_with_usage_only_when_asked(client: openai.OpenAI) -> None:
+    def chunks(**kw: object) -> list:
+        return list(client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "capital of France?"}], stream=True,
+            **kw))
+    with_usage = chunks(stream_options={"include_usage": True})
+    text = "".join(c.choices[0].delta.content or "" for c in with_usage if c.choices)
+    assert text == "Paris"
+    assert with_usage[-1].usage is not None and with_usage[-1].usage.completion_tokens == 1
+    assert all(c.usage is None for c in chunks())
+
+
+def test_verdicts_compare_expected_and_generated(client: openai.OpenAI) -> None:
+    def verdict(expected: str, generated: str) -> dict:
+        data = json.dumps({"expected_output": expected, "generated_output": generated})
+        reply = client.chat.completions.create(model="m", response_format={"type": "json_object"},
+                                               messages=[{"role": "user", "content": data}])
+        return json.loads(reply.choices[0].message.content)
+    assert verdict("Paris", "It is Paris.")["score"] == 9
+    wrong = verdict("Paris", "Berlin")
+    assert wrong["score"] == 3 and wrong["is_met"] is False
+
+
+def test_faults_and_scripted_replies_come_first(srv: ScriptedModelServer,
+                                                client: openai.OpenAI) -> None:
+    srv.fail_next(429, retry_after=0.5)
+    srv.script(ScriptedReply(body={"id": "x", "object": "chat.completion", "created": 0,
+                                   "model": "m", "choices": []}),
+               ScriptedReply(tool_calls=[{"name": "nope", "arguments": "{bad json"}]))
+    msgs = [{"role": "user", "content": "hi"}]
+    with pytest.raises(openai.RateLimitError) as err:
+        client.chat.completions.create(model="m", messages=msgs)
+    assert err.value.response.headers["retry-after"] == "0.5"
+    assert client.chat.completions.create(model="m", messages=msgs).choices == []
+    bad = client.chat.completions.create(model="m", messages=msgs).choices[0].message
+    assert bad.tool_calls[0].function.arguments == "{bad json"
+    assert client.chat.completions.create(model="m", messages=msgs).choices[0].message.content \
+        == "You asked: hi"
+    assert len(srv.requests) == 4
