@@ -1,0 +1,137 @@
+"""The end of a pytest session: each experiment's statistics, and the gate against a baseline.
+
+``--assay-baseline NAME`` (an experiment name or id, or ``previous``: the latest other pytest
+experiment on the same dataset) compares each metric per example with the paired bootstrap of
+``assay experiments compare``; ``--assay-fail-on-regression`` turns a significant regression
+into a failed session, naming the metric and the examples that got worse.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..client import Client
+
+__all__ = ["Report", "summarize"]
+
+# A latency change is a regression worth failing CI only when it is large in practice too:
+# sub-millisecond tests differ "significantly" from run to run on any busy machine.
+LATENCY_MIN_SECONDS = 0.010
+LATENCY_MIN_RATIO = 0.20
+_MAX_NAMED = 10
+
+
+@dataclass
+class Report:
+    lines: list[str] = field(default_factory=list)
+    regressions: list[str] = field(default_factory=list)
+
+
+def _fmt(value: Any, unit: str = "") -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}{unit}"
+    return f"{value}{unit}"
+
+
+def _secs(value: Any) -> float:
+    return float(value.total_seconds() if hasattr(value, "total_seconds") else value)
+
+
+def _stats_line(stats: Any) -> str:
+    parts = [f"{stats.run_count} test runs"]
+    if stats.latency_p50 is not None:
+        parts.append(f"latency p50 {_secs(stats.latency_p50):.3f}s "
+                     f"p99 {_secs(stats.latency_p99):.3f}s")
+    if stats.total_tokens:
+        parts.append(f"tokens {stats.total_tokens:,}")
+    if stats.total_cost is not None:
+        parts.append(f"cost ${float(stats.total_cost):.4f}")
+    for key, fb in sorted((stats.feedback_stats or {}).items()):
+        avg = fb.get("avg") if isinstance(fb, dict) else getattr(fb, "avg", None)
+        if avg is not None:
+            parts.append(f"{key} {avg:.3g}")
+    return " | ".join(parts)
+
+
+def _baseline_id(client: Client, current: Any, baseline: str) -> str | None:
+    if baseline != "previous":
+        return baseline
+    candidates = [p for p in client.list_projects(
+        reference_dataset_id=current.reference_dataset_id)
+        if str(p.id) != str(current.id) and isinstance(p.extra, dict)
+        and "pytest" in ((p.extra or {}).get("metadata") or {})
+        and p.start_time <= current.start_time]
+    if not candidates:
+        return None
+    return str(max(candidates, key=lambda p: p.start_time).id)
+
+
+def summarize(client: Client, experiments: dict[str, str], *, baseline: str | None,
+              fail_on_regression: bool) -> Report:
+    """The report of this session's experiments (and their regressions against a baseline)."""
+    report = Report()
+    for suite, project_id in sorted(experiments.items()):
+        stats = client.read_project(project_id=project_id, include_stats=True)
+        report.lines.append(f"assay: {stats.name} (suite {suite}): {_stats_line(stats)}")
+        if baseline is None:
+            continue
+        base = _baseline_id(client, stats, baseline)
+        if base is None:
+            report.lines.append("  baseline: no earlier pytest experiment on this dataset")
+            continue
+        from ..analysis import compare_experiments
+
+        comparison, loaded = compare_experiments(client.store, [base, project_id])
+        report.lines.append(f"  against {comparison.baseline.name}:")
+        for d in comparison.diffs:
+            if d.diff is None:
+                continue
+            report.lines.append(
+                f"    {d.metric}: {_fmt(d.baseline_mean)} -> {_fmt(d.candidate_mean)} "
+                f"(diff {d.diff:+.4g}, {d.confidence:.0%} CI [{d.ci_low:+.4g}, {d.ci_high:+.4g}],"
+                f" n={d.n}) {d.status}")
+        base_rows = loaded[0].by_key
+        for d in comparison.regressions:
+            if d.kind == "latency" and not _large(d):
+                continue
+            metric = f"feedback:{d.metric}" if d.kind == "feedback" else d.metric
+            worse = []
+            for row in loaded[1].rows:
+                other = base_rows.get(row.key)
+                x = other.metric(metric) if other else None
+                y = row.metric(metric)
+                if x is None or y is None:
+                    continue
+                if (y > x) if d.better == "lower" else (y < x):
+                    worse.append(_nodeid(client, row) or row.key)
+            named = ", ".join(worse[:_MAX_NAMED]) or "-"
+            if len(worse) > _MAX_NAMED:
+                named += f" and {len(worse) - _MAX_NAMED} more"
+            report.regressions.append(
+                f"{d.metric} regressed in {stats.name} against {comparison.baseline.name} "
+                f"({_fmt(d.baseline_mean)} -> {_fmt(d.candidate_mean)}); worse: {named}")
+    if report.regressions:
+        report.lines.append("assay: significant regressions:" if fail_on_regression
+                            else "assay: significant regressions (not failing the session):")
+        report.lines.extend(f"  {r}" for r in report.regressions)
+    return report
+
+
+def _large(d: Any) -> bool:
+    """A latency regression large enough in practice (see LATENCY_MIN_*), judged by the
+    interval's conservative end, not its middle."""
+    base = d.baseline_mean or 0.0
+    return (d.ci_low or 0.0) >= max(LATENCY_MIN_SECONDS, LATENCY_MIN_RATIO * base)
+
+
+def _nodeid(client: Client, row: Any) -> str | None:
+    if row.example_id is None:
+        return None
+    try:
+        return (client.read_example(row.example_id).metadata or {}).get("pytest_nodeid")
+    except Exception:
+        return None

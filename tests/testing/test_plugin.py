@@ -1,0 +1,244 @@
+"""The pytest plugin, run the way users run it: pytester runs real test files in a subprocess
+(the plugin loaded through its ``pytest11`` entry point) against a real SQLite store, and we
+read what the store holds afterwards."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from assay import Client
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.fixture
+def db(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "store" / "assay.db"
+    monkeypatch.setenv("ASSAY_DATABASE_URL", f"sqlite:///{path}")
+    monkeypatch.delenv("ASSAY_API_URL", raising=False)
+    monkeypatch.delenv("ASSAY_TRACING", raising=False)
+    pytester.makeini("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n")
+    return path
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+
+
+def experiments(path: Path) -> list:
+    return list(Client(database_url=f"sqlite:///{path}").list_projects())
+
+
+SUITE = '''
+import asyncio
+import pytest
+from assay import testing as t
+from assay.tracing import traceable
+from assay.evals import ReliabilityEvaluator
+
+@traceable(run_type="tool")
+def lookup(city):
+    return city.upper()
+
+@pytest.mark.assay(test_suite_name="agent-suite", output_keys=["expected"])
+@pytest.mark.parametrize("city, expected", [("paris", "PARIS"), ("lima", "LIMA"), ("oslo", "nope")])
+def test_lookup(city, expected):
+    got = lookup(city)
+    t.log_outputs({"answer": got})
+    t.log_feedback(key="length", score=len(got))
+    assert got == expected
+
+@pytest.mark.assay(test_suite_name="agent-suite")
+async def test_async_tool_calls():
+    t.log_inputs({"question": "two tools"})
+    await asyncio.sleep(0)
+    lookup("a"); lookup("b")
+    ReliabilityEvaluator(["lookup", "search"]).run(["lookup", "lookup"]).assert_passed()
+
+@pytest.mark.assay(test_suite_name="agent-suite")
+def test_expect():
+    t.expect(3).to_equal(3)
+    t.expect.edit_distance("hello", "helo").to_be_less_than(0.5)
+    t.expect.score(0.8, key="relevance").to_be_greater_than(0.5)
+    t.expect("abc").to_contain("z")
+
+def test_unmarked():
+    assert True
+'''
+
+
+def test_marked_tests_become_an_experiment_of_examples_runs_and_feedback(
+        pytester: pytest.Pytester, db: Path) -> None:
+    pytester.makepyfile(test_suite=SUITE)
+    result = run(pytester)
+    result.assert_outcomes(passed=3, failed=3)  # the suite's own outcome, unchanged
+    result.stdout.fnmatch_lines(["*assay: agent-suite:* (suite agent-suite): 5 test runs*"])
+    client = Client(database_url=f"sqlite:///{db}")
+    [exp] = experiments(db)
+    ds = client.read_dataset(dataset_name="agent-suite")
+    assert exp.reference_dataset_id == ds.id
+    assert exp.end_time is not None and exp.extra["metadata"]["pytest"]["run_id"]
+    examples = {e.metadata["pytest_nodeid"].split("::")[1]: e
+                for e in client.list_examples(dataset_id=ds.id)}
+    assert set(examples) == {"test_lookup[paris-PARIS]", "test_lookup[lima-LIMA]",
+                             "test_lookup[oslo-nope]", "test_async_tool_calls", "test_expect"}
+    assert examples["test_lookup[oslo-nope]"].inputs == {"city": "oslo"}
+    assert examples["test_lookup[oslo-nope]"].outputs == {"expected": "nope"}
+    assert examples["test_async_tool_calls"].inputs == {"question": "two tools"}
+    roots = {r.name: r for r in client.list_runs(project_id=exp.id, is_root=True)}
+    assert len(list(client.list_runs(project_id=exp.id, is_root=True))) == 5
+    tools = list(client.list_runs(project_id=exp.id, run_type="tool"))
+    assert len(tools) == 3 + 2  # lookup once per parametrized case, twice in the async test
+    async_root = roots["test_async_tool_calls"]
+    assert {t.parent_run_id for t in tools if t.trace_id == async_root.id} == {async_root.id}
+    assert "AssertionError" in (async_root.error or "")
+    by_run: dict = {}
+    for fb in client.list_feedback(project_ids=[exp.id]):
+        by_run.setdefault(fb.run_id, {}).setdefault(fb.key, []).append(fb)
+    assert by_run[async_root.id]["pass"][0].score == 0
+    assert by_run[async_root.id]["reliability"][0].score == 0  # the evaluator's own result
+    expect_fb = by_run[roots["test_expect"].id]
+    assert sorted(f.score for f in expect_fb["expectation"]) == [0, 1, 1, 1]
+    assert 0 < expect_fb["edit_distance"][0].score < 0.5
+    assert expect_fb["relevance"][0].score == 0.8
+    passed = [by_run[r.id]["pass"][0].score for r in client.list_runs(project_id=exp.id,
+                                                                         is_root=True)]
+    assert sorted(passed) == [0, 0, 0, 1, 1]
+    stats = client.read_project(project_id=exp.id, include_stats=True)
+    assert stats.run_count == 5 and stats.feedback_stats["pass"].avg == 0.4
+
+    # the next session finds the same examples (no duplicates) and is a new experiment
+    run(pytester).assert_outcomes(passed=3, failed=3)
+    assert len(list(client.list_examples(dataset_id=ds.id))) == 5
+    assert len(experiments(db)) == 2
+
+
+def test_a_suite_without_marked_tests_writes_nothing(pytester: pytest.Pytester, db: Path) -> None:
+    pytester.makepyfile(test_plain="def test_a():\n    assert 1\n")
+    result = run(pytester)
+    result.assert_outcomes(passed=1)
+    assert "assay:" not in result.stdout.str() and "= assay =" not in result.stdout.str()
+    assert not db.parent.exists() and not (pytester.path / ".assay").exists()
+
+
+def test_bad_use_is_named_and_tracking_problems_never_change_outcomes(
+        pytester: pytest.Pytester, db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_bad='''
+import pytest
+from assay import testing as t
+
+@pytest.mark.assay(suite="x")
+def test_unknown_marker_argument():
+    pass
+
+def test_log_outside_a_marked_test():
+    t.log_outputs({"a": 1})
+''')
+    result = run(pytester)
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines([
+        "*@pytest.mark.assay got unknown argument(s) suite; it takes keyword arguments only*",
+        "*log_outputs() was called outside a test marked @pytest.mark.assay*"])
+
+    pytester.makepyfile(test_bad='''
+import pytest
+from assay import testing as t
+
+@pytest.mark.assay
+def test_fine():
+    t.log_outputs({"a": 1})
+    t.log_feedback(key="k", score=1)
+''')
+    monkeypatch.setenv("ASSAY_DATABASE_URL", "postgresql://nobody@127.0.0.1:1/none")
+    result = run(pytester)
+    result.assert_outcomes(passed=1)
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*assay: tracking problem (tests unaffected): could not*"])
+
+
+def test_langsmith_marker_is_an_alias(pytester: pytest.Pytester, db: Path) -> None:
+    pytester.makepyfile(test_ls='''
+import pytest
+from assay import testing as t
+
+@pytest.mark.langsmith(test_suite_name="ls-suite", output_keys=["b"])
+@pytest.mark.parametrize("a, b", [(1, 2)])
+def test_x(a, b):
+    t.log_outputs({"sum": a + b})
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+@pytest.mark.anyio
+@pytest.mark.langsmith(test_suite_name="ls-suite")
+async def test_anyio():
+    t.log_outputs({"anyio": True})
+''')
+    run(pytester, "-o", "asyncio_mode=strict").assert_outcomes(passed=2)
+    client = Client(database_url=f"sqlite:///{db}")
+    examples = {e.metadata["pytest_nodeid"]: e
+                for e in client.list_examples(dataset_name="ls-suite")}
+    example = examples["test_ls.py::test_x[1-2]"]
+    assert example.inputs == {"a": 1} and example.outputs == {"b": 2}
+    roots = {r.name: r for r in client.list_runs(project_id=experiments(db)[0].id)}
+    assert roots["test_x[1-2]"].outputs == {"sum": 3}
+    assert roots["test_anyio"].outputs == {"anyio": True}
+
+
+def test_xdist_workers_write_one_experiment(pytester: pytest.Pytester, db: Path) -> None:
+    cases = ", ".join(str(i) for i in range(12))
+    pytester.makepyfile(test_many=f'''
+import pytest
+from assay import testing as t
+
+@pytest.mark.assay(test_suite_name="many")
+@pytest.mark.parametrize("i", [{cases}])
+def test_i(i):
+    t.log_feedback(key="half", score=i % 2)
+    assert i != 5
+''')
+    result = run(pytester, "-n", "2")
+    result.assert_outcomes(passed=11, failed=1)
+    [exp] = experiments(db)
+    client = Client(database_url=f"sqlite:///{db}")
+    assert len(list(client.list_runs(project_id=exp.id, is_root=True))) == 12
+    assert len(list(client.list_examples(dataset_name="many"))) == 12
+    fb = list(client.list_feedback(project_ids=[exp.id]))
+    assert sorted(f.key for f in fb) == ["half"] * 12 + ["pass"] * 12
+    result.stdout.fnmatch_lines(["*assay: many:* (suite many): 12 test runs*"])
+
+
+def test_the_gate_fails_a_session_on_a_significant_regression(pytester: pytest.Pytester,
+                                                              db: Path) -> None:
+    def suite(quality: str) -> None:
+        pytester.makepyfile(test_gate=textwrap.dedent(f'''
+            import pytest
+            from assay import testing as t
+
+            @pytest.mark.assay(test_suite_name="gate")
+            @pytest.mark.parametrize("i", range(8))
+            def test_q(i):
+                t.log_feedback(key="quality", score={quality})
+        '''))
+    suite("1.0")
+    good = run(pytester)
+    assert good.ret == 0
+    [baseline] = experiments(db)
+    suite("1.0 if i < 2 else 0.0")
+    gated = run(pytester, "--assay-baseline", "previous", "--assay-fail-on-regression")
+    gated.assert_outcomes(passed=8)
+    assert gated.ret == 1
+    gated.stdout.fnmatch_lines(["*quality: 1 -> 0.25 (diff -0.75*regression*",
+                                "*assay: significant regressions:*"])
+    out = gated.stdout.str()
+    assert "quality regressed" in out and "test_gate.py::test_q[7]" in out
+    assert "test_gate.py::test_q[0]" not in out.split("quality regressed")[1]
+    assert "latency regressed" not in out  # sub-millisecond noise never fails the gate
+    lenient = run(pytester, "--assay-baseline", baseline.name)
+    assert lenient.ret == 0
+    lenient.stdout.fnmatch_lines([f"*against {baseline.name}:*",
+                                  "*significant regressions (not failing the session)*"])
