@@ -97,6 +97,9 @@ def create_app(
     for module in (_routes_datasets, _routes_sessions, _routes_runs, _routes_feedback,
                    _routes_results, _routes_runs_v2):
         app.include_router(module.router)
+    from . import _routes_otel  # OTLP/HTTP traces from any OpenTelemetry exporter (issue 25)
+
+    app.include_router(_routes_otel.router)
     from ..ui import StoreFromKey, create_ui_router  # the web UI at / and /ui/... (issue 7)
     app.include_router(create_ui_router(StoreFromKey(base, auth=auth)))
     return app

@@ -42,8 +42,10 @@ class ApiError(Exception):
         super().__init__(detail)
 
 
-def error_response(status: int, kind: str, detail: str, **extra: Any) -> JSONResponse:
-    headers = {"WWW-Authenticate": "ApiKey"} if status == 401 else None
+def error_response(status: int, kind: str, detail: str, *,
+                   headers: dict[str, str] | None = None, **extra: Any) -> JSONResponse:
+    if status == 401:
+        headers = {**(headers or {}), "WWW-Authenticate": "ApiKey"}
     return JSONResponse({"error": kind, "detail": detail, **extra}, status_code=status,
                         headers=headers)
 

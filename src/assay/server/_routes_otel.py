@@ -1,0 +1,95 @@
+"""``POST /otel/v1/traces``: OTLP/HTTP from any OpenTelemetry-instrumented application.
+
+Point an exporter at it with two environment variables (as for LangSmith)::
+
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://host:1984/otel/v1/traces
+    OTEL_EXPORTER_OTLP_HEADERS="x-api-key=<key>,Langsmith-Project=<project>"
+
+Protobuf (``application/x-protobuf``) and JSON (``application/json``) bodies, gzip or not,
+authenticated like every route. The project is the ``Langsmith-Project`` header, else the span's
+``langsmith.trace.session_name``, else the resource's ``langsmith.project`` /
+``openinference.project.name``, else ``default``. The answer is an ``ExportTraceServiceResponse``
+in the request's encoding, with ``partial_success`` naming the spans it rejected. Under overload
+(more exports in flight than the server takes at once) it answers 503 with ``Retry-After``, which
+OTLP exporters honour by retrying; a span sent again is stored once.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+
+from ..store._spans import store_spans
+from . import _body
+from ._deps import StoreDep, _settings
+from ._errors import ApiError, error_response
+from ._otlp import Decoded, decode_json, decode_protobuf, to_span_runs
+
+__all__ = ["MAX_IN_FLIGHT", "router"]
+
+router = APIRouter()
+
+MAX_IN_FLIGHT = 8  # exports stored at once; more wait up to _WAIT seconds, then get a 503
+_WAIT = 2.0
+_slots = threading.BoundedSemaphore(MAX_IN_FLIGHT)
+_PROTOBUF = ("application/x-protobuf", "application/protobuf")
+
+
+def _answer(rejected: list[str], as_json: bool) -> Response:
+    message = "; ".join(rejected[:20]) + (f"; and {len(rejected) - 20} more"
+                                          if len(rejected) > 20 else "")
+    if as_json:
+        body: dict[str, Any] = {}
+        if rejected:
+            body["partialSuccess"] = {"rejectedSpans": str(len(rejected)),
+                                      "errorMessage": message}
+        return Response(json.dumps(body), media_type="application/json")
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceResponse,
+    )
+
+    resp = ExportTraceServiceResponse()
+    if rejected:
+        resp.partial_success.rejected_spans = len(rejected)
+        resp.partial_success.error_message = message
+    return Response(resp.SerializeToString(), media_type="application/x-protobuf")
+
+
+async def _decode(request: Request) -> tuple[Decoded, bool]:
+    kind = (request.headers.get("content-type") or "").split(";")[0].strip().lower()
+    if kind not in (*_PROTOBUF, "application/json"):
+        raise ApiError(415, "unsupported_media_type",
+                       f"content type {kind or '(none)'!r}: OTLP/HTTP takes "
+                       "application/x-protobuf or application/json")
+    limit = _settings(request).max_body_bytes
+    raw = _body.decode(await request.body(), request.headers.get("content-encoding"), limit)
+    if kind == "application/json":
+        return decode_json(_body.loads(raw, "OTLP/JSON body")), True
+    return decode_protobuf(raw), False
+
+
+@router.post("/otel/v1/traces")
+async def export_traces(request: Request, store: StoreDep) -> Response:
+    decoded, as_json = await _decode(request)
+    project = request.headers.get("langsmith-project") or None
+    items = list(to_span_runs(str(store.tenant_id), decoded.spans, project))
+    if items:
+        from .._sync import offload
+
+        def write() -> bool:
+            if not _slots.acquire(timeout=_WAIT):
+                return False
+            try:
+                store_spans(store, items)
+            finally:
+                _slots.release()
+            return True
+
+        if not await offload(write):
+            return error_response(503, "overloaded", "too many OTLP exports at once: retry "
+                                  "after the Retry-After delay", headers={"Retry-After": "1"})
+    return _answer(decoded.rejected, as_json)

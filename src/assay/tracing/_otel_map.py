@@ -1,0 +1,383 @@
+"""One mapping from OpenTelemetry spans to runs, for spans made in-process and spans sent over OTLP.
+
+``AssaySpanProcessor`` (in-process SDK spans) and the server's ``/otel/v1/traces`` (decoded OTLP)
+both describe a span as a ``SpanView`` and call ``span_fields``, so a span maps to the same run
+whichever way it arrives. The conventions understood, tried in this order for the run type:
+
+- LangSmith's own OTel mode: ``langsmith.span.kind``, ``langsmith.trace.name``,
+  ``langsmith.metadata.*``, ``langsmith.span.tags``, ``langsmith.trace.session_name``;
+- OpenInference (Arize Phoenix): ``openinference.span.kind`` (LLM, TOOL, CHAIN, AGENT,
+  RETRIEVER, EMBEDDING, ...), ``llm.token_count.*``, ``llm.model_name``, ``llm.provider``,
+  ``llm.input_messages.<i>.message.*``, ``input.value``/``output.value``, ``tool.name``;
+- OpenLLMetry (Traceloop): ``traceloop.span.kind`` (workflow, task, agent, tool),
+  ``llm.request.type``, ``gen_ai.prompt.<i>.*``/``gen_ai.completion.<i>.*``,
+  ``llm.usage.total_tokens``, ``traceloop.entity.input``/``output``,
+  ``traceloop.association.properties.*``;
+- the OTel GenAI semantic conventions: ``gen_ai.operation.name`` (chat, text_completion,
+  generate_content, embeddings, execute_tool, invoke_agent), ``gen_ai.request.model``,
+  ``gen_ai.usage.input_tokens``/``output_tokens``, ``gen_ai.system``/``gen_ai.provider.name``,
+  messages in ``gen_ai.input.messages``/``gen_ai.output.messages`` or in events,
+  ``gen_ai.tool.name`` with ``gen_ai.tool.call.arguments``/``result``.
+
+Tokens, model and provider go where the store reads them (``usage_metadata``, ``ls_model_name``,
+``ls_provider``: genai-prices then prices the run); a first-token event (``gen_ai.content.
+first_token`` or ``first_token``), or ``gen_ai.client.operation.time_to_first_chunk``, becomes a
+``new_token`` event; status ERROR becomes the run's error (from its ``exception`` event). What no
+convention consumes is kept under ``metadata["otel_attributes"]``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+__all__ = ["SpanEvent", "SpanView", "span_fields"]
+
+
+@dataclass
+class SpanEvent:
+    name: str
+    time_ns: int
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SpanView:
+    """A span as both sources can describe it (ids as lowercase hex)."""
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None
+    name: str
+    start_ns: int
+    end_ns: int | None
+    attributes: Mapping[str, Any]
+    events: Sequence[SpanEvent] = ()
+    error: bool = False
+    status_message: str | None = None
+    resource: Mapping[str, Any] = field(default_factory=dict)
+    scope: str | None = None
+
+
+_LLM_OPS = frozenset({"chat", "text_completion", "generate_content", "completion"})
+_LS_TYPES = frozenset({"llm", "chain", "tool", "retriever", "embedding", "prompt", "parser"})
+_OI_TYPES = {"LLM": "llm", "TOOL": "tool", "CHAIN": "chain", "AGENT": "chain",
+             "RETRIEVER": "retriever", "EMBEDDING": "embedding", "RERANKER": "retriever",
+             "GUARDRAIL": "chain", "EVALUATOR": "chain", "PROMPT": "prompt"}
+_TL_TYPES = {"workflow": "chain", "task": "chain", "agent": "chain", "tool": "tool"}
+_TL_REQUEST = {"chat": "llm", "completion": "llm", "embedding": "embedding",
+               "rerank": "retriever"}
+_FIRST_TOKEN_EVENTS = frozenset({"gen_ai.content.first_token", "first_token",
+                                 "llm.first_token", "new_token"})
+_MESSAGE_EVENTS = {"gen_ai.system.message": "system", "gen_ai.user.message": "user",
+                   "gen_ai.assistant.message": "assistant", "gen_ai.tool.message": "tool"}
+_INDEXED = re.compile(r"^(llm\.input_messages|llm\.output_messages|gen_ai\.prompt|"
+                      r"gen_ai\.completion)\.(\d+)\.(.+)$")
+
+# consumed by the mapping: not copied into metadata["otel_attributes"]
+_CONSUMED = frozenset({
+    "gen_ai.operation.name", "gen_ai.input.messages", "gen_ai.output.messages",
+    "gen_ai.system_instructions", "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
+    "gen_ai.usage.prompt_tokens", "gen_ai.usage.completion_tokens", "gen_ai.usage.total_tokens",
+    "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_creation.input_tokens",
+    "gen_ai.request.model", "gen_ai.response.model", "gen_ai.provider.name", "gen_ai.system",
+    "gen_ai.tool.name", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result",
+    "tool_arguments", "tool_response", "gen_ai.client.operation.time_to_first_chunk",
+    "operation.cost", "final_result", "logfire.json_schema", "logfire.msg",
+    "model_request_parameters", "pydantic_ai.all_messages", "gen_ai.prompt", "gen_ai.completion",
+    "input.value", "output.value", "input.mime_type", "output.mime_type",
+    "openinference.span.kind", "llm.token_count.prompt", "llm.token_count.completion",
+    "llm.token_count.total", "llm.model_name", "llm.provider", "llm.system", "tool.name",
+    "tool.parameters", "tool.description", "metadata", "tag.tags",
+    "traceloop.span.kind", "traceloop.entity.name", "traceloop.entity.input",
+    "traceloop.entity.output", "llm.request.type", "llm.usage.total_tokens",
+    "langsmith.span.kind", "langsmith.trace.name", "langsmith.span.tags",
+    "langsmith.trace.session_name", "langsmith.trace.session_id",
+})
+
+
+def parse_json(value: Any) -> Any:
+    """Attribute values that hold JSON (messages, arguments) back to data."""
+    if isinstance(value, str) and value[:1] in ("{", "["):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    if isinstance(value, tuple):
+        return [parse_json(v) for v in value]
+    return value
+
+
+def _as_dict(value: Any, key: str) -> dict[str, Any]:
+    value = parse_json(value)
+    return value if isinstance(value, dict) else {key: value}
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _int(value: Any) -> int | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _iso(ns: int) -> str:
+    return datetime.fromtimestamp(ns / 1e9, tz=UTC).isoformat()
+
+
+def _indexed(attrs: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
+    """``<prefix>.<i>.<rest>`` attributes as a list of dicts (OpenInference / OpenLLMetry
+    messages), ``message.`` and ``tool_call.`` prefixes folded into nested keys."""
+    items: dict[int, dict[str, Any]] = {}
+    for key, value in attrs.items():
+        m = _INDEXED.match(key)
+        if m is None or m.group(1) != prefix:
+            continue
+        rest = m.group(3).removeprefix("message.")
+        slot = items.setdefault(int(m.group(2)), {})
+        if rest.startswith("tool_calls."):
+            parts = rest.split(".")  # tool_calls.<j>.tool_call.function.name
+            if len(parts) >= 3 and parts[1].isdigit():
+                calls = slot.setdefault("tool_calls", {})
+                call = calls.setdefault(int(parts[1]), {})
+                leaf = ".".join(p for p in parts[2:] if p != "tool_call")
+                call[leaf] = parse_json(value)
+            continue
+        slot[rest] = parse_json(value)
+    out = []
+    for i in sorted(items):
+        msg = items[i]
+        if isinstance(msg.get("tool_calls"), dict):
+            msg["tool_calls"] = [
+                {"id": c.get("id"), "type": "function",
+                 "function": {"name": c.get("function.name") or c.get("name"),
+                              "arguments": c.get("function.arguments") or c.get("arguments")}}
+                for _, c in sorted(msg["tool_calls"].items())]
+        out.append(msg)
+    return out
+
+
+def _prefixed(attrs: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    n = len(prefix)
+    return {k[n:]: parse_json(v) for k, v in attrs.items() if k.startswith(prefix)}
+
+
+def _run_type(attrs: Mapping[str, Any]) -> str:
+    kind = attrs.get("langsmith.span.kind")
+    if isinstance(kind, str) and kind.lower() in _LS_TYPES:
+        return kind.lower()
+    kind = attrs.get("openinference.span.kind")
+    if isinstance(kind, str) and kind.upper() in _OI_TYPES:
+        return _OI_TYPES[kind.upper()]
+    request = attrs.get("llm.request.type")
+    if isinstance(request, str) and request.lower() in _TL_REQUEST:
+        return _TL_REQUEST[request.lower()]
+    kind = attrs.get("traceloop.span.kind")
+    if isinstance(kind, str) and kind.lower() in _TL_TYPES:
+        return _TL_TYPES[kind.lower()]
+    op = attrs.get("gen_ai.operation.name")
+    if op in _LLM_OPS:
+        return "llm"
+    if op == "execute_tool":
+        return "tool"
+    if op == "embeddings":
+        return "embedding"
+    if "gen_ai.tool.name" in attrs:
+        return "tool"
+    return "chain"
+
+
+def _usage(attrs: Mapping[str, Any]) -> dict[str, Any] | None:
+    inp = _int(attrs.get("gen_ai.usage.input_tokens"))
+    if inp is None:
+        inp = _int(attrs.get("gen_ai.usage.prompt_tokens"))
+    if inp is None:
+        inp = _int(attrs.get("llm.token_count.prompt"))
+    out = _int(attrs.get("gen_ai.usage.output_tokens"))
+    if out is None:
+        out = _int(attrs.get("gen_ai.usage.completion_tokens"))
+    if out is None:
+        out = _int(attrs.get("llm.token_count.completion"))
+    total = (_int(attrs.get("gen_ai.usage.total_tokens")) or _int(attrs.get("llm.usage.total_tokens"))
+             or _int(attrs.get("llm.token_count.total")))
+    if inp is None and out is None and total is None:
+        return None
+    usage: dict[str, Any] = {"input_tokens": inp or 0, "output_tokens": out or 0,
+                             "total_tokens": total if total is not None else (inp or 0) + (out or 0)}
+    details = {k: _int(attrs[a]) for k, a in (
+        ("cache_read", "gen_ai.usage.cache_read.input_tokens"),
+        ("cache_creation", "gen_ai.usage.cache_creation.input_tokens")) if attrs.get(a)}
+    if details:
+        usage["input_token_details"] = details
+    if attrs.get("operation.cost") is not None:
+        try:
+            usage["total_cost"] = float(attrs["operation.cost"])
+        except (TypeError, ValueError):
+            pass
+    return usage
+
+
+def _error(span: SpanView) -> str | None:
+    if not span.error:
+        return None
+    for event in span.events:
+        if event.name == "exception":
+            a = event.attributes or {}
+            head = f"{a.get('exception.type', 'Exception')}: {a.get('exception.message', '')}"
+            trace_text = a.get("exception.stacktrace")
+            return f"{head}\n\n{trace_text}" if trace_text else head
+    return span.status_message or "error"
+
+
+def _event_messages(span: SpanView) -> tuple[list[dict[str, Any]], list[Any]]:
+    """GenAI messages sent as span events (the older semantic conventions)."""
+    inputs: list[dict[str, Any]] = []
+    choices: list[Any] = []
+    for event in span.events:
+        a = event.attributes or {}
+        role = _MESSAGE_EVENTS.get(event.name)
+        if role is not None:
+            msg = {"role": a.get("role", role), "content": parse_json(a.get("content"))}
+            if a.get("tool_calls") is not None:
+                msg["tool_calls"] = parse_json(a.get("tool_calls"))
+            inputs.append(msg)
+        elif event.name == "gen_ai.choice":
+            choices.append({k: parse_json(v) for k, v in a.items()})
+    return inputs, choices
+
+
+def _llm_io(attrs: Mapping[str, Any], span: SpanView, out: dict[str, Any]) -> None:
+    inputs: dict[str, Any] = {}
+    if "gen_ai.system_instructions" in attrs:
+        inputs["system"] = parse_json(attrs["gen_ai.system_instructions"])
+    event_in, event_choices = _event_messages(span)
+    if "gen_ai.input.messages" in attrs:
+        inputs["messages"] = parse_json(attrs["gen_ai.input.messages"])
+    elif any(k.startswith("llm.input_messages.") for k in attrs):
+        inputs["messages"] = _indexed(attrs, "llm.input_messages")
+    elif any(k.startswith("gen_ai.prompt.") for k in attrs):
+        inputs["messages"] = _indexed(attrs, "gen_ai.prompt")
+    elif "gen_ai.prompt" in attrs:
+        inputs.update(_as_dict(attrs["gen_ai.prompt"], "prompt"))
+    elif event_in:
+        inputs["messages"] = event_in
+    elif "input.value" in attrs:
+        inputs.update(_as_dict(attrs["input.value"], "input"))
+    out["inputs"] = inputs
+    if "gen_ai.output.messages" in attrs:
+        out["outputs"] = {"messages": parse_json(attrs["gen_ai.output.messages"])}
+    elif any(k.startswith("llm.output_messages.") for k in attrs):
+        out["outputs"] = {"messages": _indexed(attrs, "llm.output_messages")}
+    elif any(k.startswith("gen_ai.completion.") for k in attrs):
+        out["outputs"] = {"messages": _indexed(attrs, "gen_ai.completion")}
+    elif "gen_ai.completion" in attrs:
+        out["outputs"] = _as_dict(attrs["gen_ai.completion"], "output")
+    elif event_choices:
+        out["outputs"] = {"choices": event_choices}
+    elif "output.value" in attrs:
+        out["outputs"] = _as_dict(attrs["output.value"], "output")
+
+
+def _generic_io(attrs: Mapping[str, Any], out: dict[str, Any]) -> None:
+    for key, into in (("traceloop.entity.input", "inputs"), ("input.value", "inputs"),
+                      ("gen_ai.prompt", "inputs")):
+        if key in attrs and not out["inputs"]:
+            out["inputs"] = _as_dict(attrs[key], "input")
+    if "gen_ai.input.messages" in attrs and not out["inputs"]:
+        out["inputs"] = {"messages": parse_json(attrs["gen_ai.input.messages"])}
+    for key in ("final_result", "traceloop.entity.output", "output.value", "gen_ai.completion"):
+        if key in attrs and out["outputs"] is None:
+            value = parse_json(attrs[key])
+            out["outputs"] = value if isinstance(value, dict) and key != "final_result" else {
+                "output": value}
+    if "gen_ai.output.messages" in attrs and out["outputs"] is None:
+        out["outputs"] = {"messages": parse_json(attrs["gen_ai.output.messages"])}
+
+
+def span_fields(span: SpanView) -> dict[str, Any]:
+    """The run fields a finished span maps to: name, run_type, inputs, outputs, error, events,
+    tags, metadata, and ``project`` when the span names one."""
+    attrs = span.attributes or {}
+    run_type = _run_type(attrs)
+    name = (attrs.get("langsmith.trace.name") or attrs.get("traceloop.entity.name")
+            or span.name or "span")
+    out: dict[str, Any] = {"name": str(name), "run_type": run_type, "inputs": {},
+                           "outputs": None, "metadata": {}, "events": [], "tags": [],
+                           "error": _error(span), "project": None}
+    meta: dict[str, Any] = out["metadata"]
+    if run_type == "llm":
+        _llm_io(attrs, span, out)
+        model = (attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model")
+                 or attrs.get("llm.model_name"))
+        provider = (attrs.get("gen_ai.provider.name") or attrs.get("gen_ai.system")
+                    or attrs.get("llm.provider") or attrs.get("llm.system"))
+        if model:
+            meta["ls_model_name"] = str(model)
+        if provider:
+            meta["ls_provider"] = str(provider).lower()
+        usage = _usage(attrs)
+        if usage is not None:
+            meta["usage_metadata"] = usage
+    elif run_type == "tool":
+        out["name"] = str(attrs.get("gen_ai.tool.name") or attrs.get("tool.name") or out["name"])
+        args = attrs.get("gen_ai.tool.call.arguments", attrs.get("tool_arguments"))
+        if args is None:
+            args = attrs.get("tool.parameters", attrs.get("input.value",
+                                                          attrs.get("traceloop.entity.input")))
+        out["inputs"] = _as_dict(args, "input") if args is not None else {}
+        result = attrs.get("gen_ai.tool.call.result", attrs.get("tool_response"))
+        if result is None:
+            result = attrs.get("output.value", attrs.get("traceloop.entity.output"))
+        if result is not None:
+            value = parse_json(result)
+            out["outputs"] = {"output": value}
+        if attrs.get("gen_ai.tool.call.id"):
+            meta["tool_call_id"] = attrs["gen_ai.tool.call.id"]
+    else:
+        _generic_io(attrs, out)
+    ttfc = attrs.get("gen_ai.client.operation.time_to_first_chunk")
+    first = next((e.time_ns for e in span.events if e.name in _FIRST_TOKEN_EVENTS), None)
+    if first is None and ttfc is not None:
+        try:
+            first = span.start_ns + int(float(ttfc) * 1e9)
+        except (TypeError, ValueError):
+            first = None
+    if first is not None:
+        out["events"].append({"name": "new_token", "time": _iso(first)})
+    op = attrs.get("gen_ai.operation.name")
+    if op:
+        meta["gen_ai.operation.name"] = op
+    meta.update(_prefixed(attrs, "langsmith.metadata."))
+    meta.update(_prefixed(attrs, "traceloop.association.properties."))
+    if isinstance(parse_json(attrs.get("metadata")), dict):  # OpenInference
+        meta.update(parse_json(attrs["metadata"]))
+    tags = attrs.get("langsmith.span.tags", attrs.get("tag.tags"))
+    if isinstance(tags, str):
+        tags = [t.strip() for t in tags.split(",") if t.strip()]
+    if isinstance(tags, (list, tuple)):
+        out["tags"] = [str(t) for t in tags]
+    project = attrs.get("langsmith.trace.session_name")
+    if isinstance(project, str) and project:
+        out["project"] = project
+    meta["otel_trace_id"] = span.trace_id
+    meta["otel_span_id"] = span.span_id
+    if span.scope:
+        meta["otel_scope"] = span.scope
+    rest = {k: _plain(v) for k, v in attrs.items()
+            if k not in _CONSUMED and not k.startswith(("langsmith.metadata.",
+                                                         "traceloop.association.properties.",
+                                                         "llm.input_messages.",
+                                                         "llm.output_messages.",
+                                                         "gen_ai.prompt.", "gen_ai.completion."))}
+    if rest:
+        meta["otel_attributes"] = rest
+    return out

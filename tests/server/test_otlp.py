@@ -1,0 +1,322 @@
+"""``POST /otel/v1/traces`` with the real OpenTelemetry exporter and real instrumentations.
+
+Spans are made by the OpenTelemetry SDK and sent by ``opentelemetry-exporter-otlp-proto-http``
+(protobuf; its JSON form is the same request encoded by the exporter's own encoder and written
+as OTLP/JSON), by OpenInference's OpenAI instrumentor around the official ``openai`` client
+talking to the scripted model on 127.0.0.1, by pydantic-ai's own instrumentation, and by the
+official ``langsmith`` SDK in its OTel mode. What the store holds is checked against what was
+sent, on SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from google.protobuf import json_format
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Status, StatusCode
+
+from assay.demo import ScriptedModelServer
+from assay.store import Store
+
+from .conftest import Server
+
+ENDPOINT = "/otel/v1/traces"
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer() as srv:
+        yield srv
+
+
+def _exporter(server: Server, key: str, project: str | None = "otlp-app") -> OTLPSpanExporter:
+    headers = {"x-api-key": key}
+    if project:
+        headers["Langsmith-Project"] = project
+    return OTLPSpanExporter(endpoint=server.url + ENDPOINT, headers=headers)
+
+
+def _agent_spans(provider: TracerProvider, *, fail_tool: bool = False) -> None:
+    """An agent turn as GenAI semantic conventions describe it: chat, tool, chat."""
+    tracer = provider.get_tracer("agent-app")
+    with tracer.start_as_current_span("invoke_agent weather", attributes={
+            "gen_ai.operation.name": "invoke_agent", "input.value": '{"question": "Paris?"}'}):
+        with tracer.start_as_current_span("chat gpt-4o-mini", attributes={
+                "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini",
+                "gen_ai.system": "openai", "gen_ai.usage.input_tokens": 1000,
+                "gen_ai.usage.output_tokens": 200,
+                "gen_ai.input.messages": json.dumps([{"role": "user", "content": "Paris?"}])}):
+            time.sleep(0.002)
+        with tracer.start_as_current_span("execute_tool lookup", attributes={
+                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup",
+                "gen_ai.tool.call.arguments": '{"city": "Paris"}',
+                "gen_ai.tool.call.result": "2.1 million"}) as tool:
+            if fail_tool:
+                tool.record_exception(LookupError("no such city"))
+                tool.set_status(Status(StatusCode.ERROR, "no such city"))
+        with tracer.start_as_current_span("chat gpt-4o-mini", attributes={
+                "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini",
+                "gen_ai.system": "openai", "gen_ai.usage.input_tokens": 1200,
+                "gen_ai.usage.output_tokens": 30}):
+            pass
+
+
+def _check_tree(store: Store, project: str) -> list:
+    [proj] = [p for p in store.projects.list() if p.name == project]
+    runs = store.runs.list(project_ids=[str(proj.id)])
+    by_id = {r.id: r for r in runs}
+    for r in runs:
+        if r.parent_run_id is None:
+            assert r.trace_id == r.id and "." not in r.dotted_order
+        else:  # every child sits below its parent, whatever order the spans arrived in
+            parent = by_id[r.parent_run_id]
+            assert r.dotted_order.startswith(parent.dotted_order + ".")
+            assert r.trace_id == parent.trace_id
+    return runs
+
+
+def test_the_real_exporter_stores_a_tree_with_tokens_cost_and_errors(server: Server) -> None:
+    key, store = server.new_key()
+    provider = TracerProvider(resource=Resource.create({"service.name": "weather-agent"}))
+    provider.add_span_processor(SimpleSpanProcessor(_exporter(server, key)))  # child spans first
+    _agent_spans(provider)
+    _agent_spans(provider, fail_tool=True)
+    provider.shutdown()
+    runs = _check_tree(store, "otlp-app")
+    assert len(runs) == 8
+    llm = [r for r in runs if r.run_type == "llm"]
+    assert sorted(r.prompt_tokens for r in llm) == [1000, 1000, 1200, 1200]
+    assert all(r.extra["metadata"]["ls_model_name"] == "gpt-4o-mini" for r in llm)
+    assert all(r.total_cost and r.total_cost > 0 for r in llm)  # priced by genai-prices
+    assert llm[0].inputs.get("messages") or llm[1].inputs.get("messages")
+    tools = [r for r in runs if r.run_type == "tool"]
+    assert {t.name for t in tools} == {"lookup"}
+    assert all(t.inputs == {"city": "Paris"} for t in tools)
+    assert sorted((t.error or "")[:24] for t in tools) == ["", "LookupError: no such cit"]
+    roots = [r for r in runs if r.parent_run_id is None]
+    assert len(roots) == 2 and all(r.inputs == {"question": "Paris?"} for r in roots)
+    assert roots[0].extra["runtime"]["service"] == "weather-agent"
+    [proj] = [p for p in store.projects.list() if p.name == "otlp-app"]
+    stats = store.projects.read(project_id=proj.id, include_stats=True)
+    assert stats.run_count == 2
+    assert stats.prompt_tokens == 4400 and stats.completion_tokens == 460
+    assert stats.total_cost == pytest.approx(sum(r.total_cost for r in llm))
+
+
+def _request(spans: list[ReadableSpan]) -> bytes:
+    return encode_spans(spans).SerializeToString()
+
+
+def _json_body(spans: list[ReadableSpan]) -> dict:
+    """The exporter's own request as OTLP/JSON (ids in hex, as the OTLP spec says)."""
+    data = json_format.MessageToDict(encode_spans(spans))
+    for rs in data["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            for s in ss["spans"]:
+                for k in ("traceId", "spanId", "parentSpanId"):
+                    if k in s:
+                        s[k] = base64.b64decode(s[k]).hex()
+    return data
+
+
+def _spans() -> list[ReadableSpan]:
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    _agent_spans(provider)
+    return list(memory.get_finished_spans())  # children first, root last
+
+
+def test_json_and_gzip_bodies_and_any_arrival_order(server: Server) -> None:
+    key, store = server.new_key()
+    headers = {"x-api-key": key, "Langsmith-Project": "json-app"}
+    spans = _spans()
+    root = spans[-1]
+    with httpx.Client(base_url=server.url, headers=headers) as http:
+        # the second child alone, then the first as gzipped JSON, then the root, then all again
+        r = http.post(ENDPOINT, content=_request(spans[1:2]),
+                      headers={"content-type": "application/x-protobuf"})
+        assert r.status_code == 200 and r.headers["content-type"] == "application/x-protobuf"
+        body = gzip.compress(json.dumps(_json_body(spans[:1])).encode())
+        r = http.post(ENDPOINT, content=body, headers={"content-type": "application/json",
+                                                         "content-encoding": "gzip"})
+        assert r.status_code == 200 and r.json() == {}
+        [orphans] = [p for p in store.projects.list() if p.name == "json-app"]
+        visible = store.runs.list(project_ids=[str(orphans.id)])
+        assert len(visible) == 2  # a trace whose root has not arrived is visible already
+        http.post(ENDPOINT, content=_request([root]),
+                  headers={"content-type": "application/x-protobuf"})
+        http.post(ENDPOINT, json=_json_body(spans))  # a retrying exporter: stored once
+    runs = _check_tree(store, "json-app")
+    assert len(runs) == 4
+    [top] = [r for r in runs if r.parent_run_id is None]
+    assert top.name == "invoke_agent weather"
+    assert {r.parent_run_id for r in runs if r.id != top.id} == {top.id}
+
+
+def test_bad_input_is_refused_clearly_and_nothing_else_is_lost(server: Server) -> None:
+    key, store = server.new_key()
+    headers = {"x-api-key": key, "Langsmith-Project": "bad-app"}
+    good = _request(_spans())
+    with httpx.Client(base_url=server.url, headers=headers) as http:
+        r = http.post(ENDPOINT, content=good[: len(good) // 2],
+                      headers={"content-type": "application/x-protobuf"})
+        assert r.status_code == 400 and "ExportTraceServiceRequest" in r.json()["detail"]
+        r = http.post(ENDPOINT, content=b"<xml/>", headers={"content-type": "text/xml"})
+        assert r.status_code == 415 and "application/x-protobuf" in r.json()["detail"]
+        r = http.post(ENDPOINT, content=b"\0" * (2 * 1024 * 1024),
+                      headers={"content-type": "application/x-protobuf"})
+        assert r.status_code == 413
+        r = httpx.post(server.url + ENDPOINT, content=good,
+                       headers={"content-type": "application/x-protobuf"})
+        assert r.status_code == 401
+        data = _json_body(_spans())
+        spans = data["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        spans[0]["spanId"] = "abcd"  # wrong length
+        spans[1]["startTimeUnixNano"] = str(int((time.time() + 10 * 86400) * 1e9))
+        spans[2]["attributes"].append({"key": "gen_ai.usage.input_tokens",
+                                       "value": {"stringValue": "many"}})  # wrong type: kept
+        r = http.post(ENDPOINT, json=data)
+        assert r.status_code == 200
+        partial = r.json()["partialSuccess"]
+        assert partial["rejectedSpans"] == "2"
+        assert "span abcd" in partial["errorMessage"]
+        assert "more than a day in the future" in partial["errorMessage"]
+        r = http.post(ENDPOINT, content=good, headers={"content-type": "application/x-protobuf"})
+        assert r.status_code == 200
+    runs = _check_tree(store, "bad-app")
+    # the good request's four spans, and the two accepted spans of the partial one (its
+    # second chat, whose token count was not a number, kept without tokens; and its root)
+    assert len(runs) == 6
+    assert sorted(r.prompt_tokens or 0 for r in runs if r.run_type == "llm") == [0, 1000, 1200]
+
+
+def test_openinference_instrumented_openai_client(server: Server, model: ScriptedModelServer
+                                                  ) -> None:
+    import openai
+    from openinference.instrumentation.openai import OpenAIInstrumentor
+
+    key, store = server.new_key()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(_exporter(server, key, "oi-app")))
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        client = openai.OpenAI(base_url=model.base_url, api_key="scripted", max_retries=0)
+        tracer = provider.get_tracer("app")
+        with tracer.start_as_current_span("answer", attributes={
+                "openinference.span.kind": "CHAIN", "input.value": "capital?"}):
+            client.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": "capital of Peru?"}])
+    finally:
+        instrumentor.uninstrument()
+        provider.shutdown()
+    runs = _check_tree(store, "oi-app")
+    [llm] = [r for r in runs if r.run_type == "llm"]
+    [chain] = [r for r in runs if r.run_type == "chain"]
+    assert llm.parent_run_id == chain.id and chain.inputs == {"input": "capital?"}
+    assert llm.extra["metadata"]["ls_model_name"].startswith("gpt-4o-mini")
+    assert llm.prompt_tokens == 3 and llm.completion_tokens == 5  # the scripted usage
+    assert llm.inputs["messages"][0]["content"] == "capital of Peru?"
+    assert "You asked" in json.dumps(llm.outputs)
+    assert llm.total_cost and llm.total_cost > 0
+
+
+def test_pydantic_ai_instrumentation(server: Server, model: ScriptedModelServer) -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    key, store = server.new_key()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(_exporter(server, key, "pai-app")))
+    llm_model = OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(
+        base_url=model.base_url, api_key="scripted"))
+    agent = Agent(llm_model)
+    agent.instrument = InstrumentationSettings(tracer_provider=provider)  # this agent only
+
+    @agent.tool_plain
+    def lookup_city(city: str) -> str:
+        return f"{city}: 2.1 million people"
+
+    result = agent.run_sync("use lookup_city for 'Paris'")
+    provider.shutdown()
+    assert "2.1 million" in result.output
+    runs = _check_tree(store, "pai-app")
+    assert sum(r.run_type == "llm" for r in runs) == 2
+    [tool] = [r for r in runs if r.run_type == "tool"]
+    assert tool.name == "lookup_city" and tool.inputs == {"city": "Paris"}
+    assert all(r.prompt_tokens for r in runs if r.run_type == "llm")
+    assert len([r for r in runs if r.parent_run_id is None]) == 1
+
+
+def test_the_langsmith_sdk_in_otel_mode(server: Server) -> None:
+    key, store = server.new_key()
+    script = textwrap.dedent('''
+        from langsmith import traceable
+
+        @traceable(run_type="tool")
+        def lookup(city: str) -> str:
+            return city.upper()
+
+        @traceable(name="agent", metadata={"team": "geo"}, tags=["otel"])
+        def agent(question: str) -> str:
+            return lookup(question)
+
+        agent("paris")
+        from langsmith.run_trees import get_cached_client
+        get_cached_client().flush()
+        from opentelemetry import trace
+        trace.get_tracer_provider().shutdown()
+    ''')
+    env = {**os.environ, "LANGSMITH_OTEL_ENABLED": "true", "LANGSMITH_OTEL_ONLY": "true",
+           "LANGSMITH_TRACING": "true", "LANGSMITH_ENDPOINT": server.url,
+           "LANGSMITH_API_KEY": key, "LANGSMITH_PROJECT": "ls-otel"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    runs = _check_tree(store, "ls-otel")
+    by_name = {r.name: r for r in runs}
+    assert set(by_name) == {"agent", "lookup"}
+    assert by_name["lookup"].run_type == "tool"
+    assert by_name["lookup"].parent_run_id == by_name["agent"].id
+    assert by_name["agent"].extra["metadata"]["team"] == "geo"
+    assert "otel" in by_name["agent"].tags
+
+
+def test_overload_answers_503_with_retry_after(server: Server, monkeypatch: pytest.MonkeyPatch
+                                               ) -> None:
+    from assay.server import _routes_otel
+
+    key, store = server.new_key()
+    held = 0
+    while _routes_otel._slots.acquire(blocking=False):  # every slot busy
+        held += 1
+    monkeypatch.setattr(_routes_otel, "_WAIT", 0.05)
+    try:
+        r = httpx.post(server.url + ENDPOINT, content=_request(_spans()),
+                       headers={"x-api-key": key, "content-type": "application/x-protobuf"})
+        assert r.status_code == 503 and r.headers["retry-after"] == "1"
+    finally:
+        for _ in range(held):
+            _routes_otel._slots.release()
+    exporter = _exporter(server, key, "after-overload")
+    assert exporter.export(_spans()) is SpanExportResult.SUCCESS
+    assert len(_check_tree(store, "after-overload")) == 4
