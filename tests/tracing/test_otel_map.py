@@ -1,0 +1,93 @@
+"""The span -> run mapping shared by AssaySpanProcessor and /otel/v1/traces, convention by
+convention (attribute sets as the instrumentations write them)."""
+
+from __future__ import annotations
+
+import json
+
+from assay.tracing._otel_map import SpanEvent, SpanView, span_fields
+
+T0 = 1_700_000_000_000_000_000
+
+
+def view(attrs: dict, events: list[SpanEvent] | None = None, **kw: object) -> SpanView:
+    return SpanView(trace_id="ab" * 16, span_id="cd" * 8, parent_span_id=None,
+                    name=str(kw.pop("name", "span")), start_ns=T0, end_ns=T0 + 10**9,
+                    attributes=attrs, events=events or [], **kw)  # type: ignore[arg-type]
+
+
+def test_openinference_llm_with_indexed_messages_and_tool_calls() -> None:
+    out = span_fields(view({
+        "openinference.span.kind": "LLM", "llm.model_name": "gpt-4o-mini",
+        "llm.provider": "OpenAI", "llm.token_count.prompt": 11,
+        "llm.token_count.completion": 7, "llm.token_count.total": 18,
+        "llm.input_messages.0.message.role": "system",
+        "llm.input_messages.0.message.content": "be brief",
+        "llm.input_messages.1.message.role": "user",
+        "llm.input_messages.1.message.content": "weather?",
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "weather",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments":
+            '{"city": "Lima"}',
+        "metadata": json.dumps({"user": "u1"}), "tag.tags": ("beta",), "session.id": "s1"}))
+    assert out["run_type"] == "llm"
+    assert out["inputs"]["messages"] == [{"role": "system", "content": "be brief"},
+                                         {"role": "user", "content": "weather?"}]
+    [msg] = out["outputs"]["messages"]
+    assert msg["tool_calls"][0]["function"] == {"name": "weather", "arguments": {"city": "Lima"}}
+    meta = out["metadata"]
+    assert meta["usage_metadata"] == {"input_tokens": 11, "output_tokens": 7, "total_tokens": 18}
+    assert meta["ls_model_name"] == "gpt-4o-mini" and meta["ls_provider"] == "openai"
+    assert meta["user"] == "u1" and out["tags"] == ["beta"]
+    assert meta["otel_attributes"] == {"session.id": "s1"}
+
+
+def test_openllmetry_workflow_tool_and_chat() -> None:
+    chat = span_fields(view({
+        "llm.request.type": "chat", "gen_ai.system": "Anthropic",
+        "gen_ai.request.model": "claude-3-5-haiku-latest", "gen_ai.usage.prompt_tokens": 30,
+        "gen_ai.usage.completion_tokens": 4, "llm.usage.total_tokens": 34,
+        "gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": "hi",
+        "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.content": "hello",
+        "traceloop.association.properties.customer": "acme"}))
+    assert chat["run_type"] == "llm"
+    assert chat["inputs"] == {"messages": [{"role": "user", "content": "hi"}]}
+    assert chat["outputs"] == {"messages": [{"role": "assistant", "content": "hello"}]}
+    assert chat["metadata"]["usage_metadata"]["total_tokens"] == 34
+    assert chat["metadata"]["ls_provider"] == "anthropic"
+    assert chat["metadata"]["customer"] == "acme"
+    tool = span_fields(view({"traceloop.span.kind": "tool", "traceloop.entity.name": "search",
+                             "traceloop.entity.input": '{"q": "x"}',
+                             "traceloop.entity.output": '"found"'}))
+    assert (tool["run_type"], tool["name"]) == ("tool", "search")
+    assert tool["inputs"] == {"q": "x"} and tool["outputs"] == {"output": '"found"'}
+    flow = span_fields(view({"traceloop.span.kind": "workflow", "traceloop.entity.name": "plan",
+                             "traceloop.entity.input": '{"goal": 1}'}))
+    assert (flow["run_type"], flow["name"], flow["inputs"]) == ("chain", "plan", {"goal": 1})
+
+
+def test_langsmith_otel_mode_round_trips_inputs_outputs_metadata_and_project() -> None:
+    out = span_fields(view({
+        "langsmith.span.kind": "retriever", "langsmith.trace.name": "docs",
+        "langsmith.trace.session_name": "prod", "langsmith.metadata.team": "geo",
+        "langsmith.span.tags": "a, b", "gen_ai.prompt": json.dumps({"query": "q"}),
+        "gen_ai.completion": json.dumps({"documents": [1, 2]})}))
+    assert (out["run_type"], out["name"], out["project"]) == ("retriever", "docs", "prod")
+    assert out["inputs"] == {"query": "q"} and out["outputs"] == {"documents": [1, 2]}
+    assert out["metadata"]["team"] == "geo" and out["tags"] == ["a", "b"]
+
+
+def test_genai_errors_first_token_and_event_messages() -> None:
+    events = [SpanEvent("gen_ai.user.message", T0, {"content": "hi"}),
+              SpanEvent("gen_ai.content.first_token", T0 + 250_000_000, {}),
+              SpanEvent("gen_ai.choice", T0 + 10**9, {"index": 0, "message": '{"content": "yo"}'}),
+              SpanEvent("exception", T0 + 10**9, {"exception.type": "TimeoutError",
+                                                  "exception.message": "slow"})]
+    out = span_fields(view({"gen_ai.operation.name": "chat", "gen_ai.request.model": "m",
+                            "gen_ai.usage.input_tokens": "not a number"}, events,
+                           error=True, status_message="slow"))
+    assert out["inputs"] == {"messages": [{"role": "user", "content": "hi"}]}
+    assert out["outputs"] == {"choices": [{"index": 0, "message": {"content": "yo"}}]}
+    assert out["events"] == [{"name": "new_token", "time": "2023-11-14T22:13:20.250000+00:00"}]
+    assert out["error"].startswith("TimeoutError: slow")
+    assert "usage_metadata" not in out["metadata"]  # a token count that is not a number
