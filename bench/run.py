@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/run.py [--quick] [--only NAME[,NAME]] [--repeats 3]
 
-Measurements (``--only`` names): harness, concurrency, tracing, stats, ingest, startup.
+Measurements (``--only`` names): harness, concurrency, tracing, stats, ingest, startup, fold.
 Prints figures, ratios and where each goal of issue 8 stands; writes the results as JSON to
 ``bench/results/`` (gitignored). Peers run in their own virtual environments under
 ``bench/.venvs/`` (created on first use with pip; everything measured runs offline).
@@ -30,7 +30,7 @@ sys.path.insert(0, str(HERE.parent / "src"))
 from measures._common import (RESULTS, Context, apply_offline_env, fmt_value,  # noqa: E402
                               loadavg)
 
-ORDER = ["harness", "concurrency", "tracing", "stats", "ingest", "startup"]
+ORDER = ["harness", "concurrency", "tracing", "stats", "ingest", "startup", "fold"]
 
 
 def _print_result(name: str, title: str, res: dict) -> None:

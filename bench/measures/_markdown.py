@@ -47,6 +47,7 @@ def render(report: dict[str, Any]) -> str:
         "stats": "`read_project(include_stats=True)` latency",
         "ingest": "Server ingest (`/runs/multipart`, zstd)",
         "startup": "Import time and memory",
+        "fold": "Traced runs to queryable (journal fold, end to end)",
     }
     for name, res in m.items():
         lines += ["", f"### {titles.get(name, name)}", ""]

@@ -51,7 +51,9 @@ def matches(outputs: dict, reference_outputs: dict) -> bool:
 
 
 def test_examples_run_while_the_row_is_written_and_nothing_names_it_early(
-        sqlite_url: str) -> None:
+        sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the other reader below folds, not this process's background folder
+    monkeypatch.setenv("ASSAY_BACKGROUND_FOLD", "0")
     store, client, _, path = _setup(sqlite_url)
     all_called = threading.Event()
     lock = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -163,9 +165,11 @@ def test_a_cancelled_experiment_still_gets_its_row_and_its_runs(sqlite_url: str)
 
 
 def test_an_earlier_experiment_is_folded_before_the_next_one_s_first_example(
-        sqlite_url: str) -> None:
+        sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Its fold must not run beside the next experiment's examples (it would slow them and
-    skew the latencies that experiment measures)."""
+    skew the latencies that experiment measures): what is left of it is folded first. (With
+    the background folder off, so that something is left.)"""
+    monkeypatch.setenv("ASSAY_BACKGROUND_FOLD", "0")
     store, client, _, _ = _setup(sqlite_url)
     evaluate(lambda inputs: {"y": inputs["x"]}, data="d", evaluators=[matches], client=client)
     assert store.journal.pending() > 0  # the first experiment's runs wait to be folded

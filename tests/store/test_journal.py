@@ -24,6 +24,13 @@ from sqlalchemy import func, select, text
 T0 = 1_700_000_000_000_000  # epoch microseconds
 
 
+@pytest.fixture(autouse=True)
+def _reads_fold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests pin what appends leave and what reads fold: no background folder in this
+    process or the ones it starts (tests/store/test_fold_background.py tests that one)."""
+    monkeypatch.setenv("ASSAY_BACKGROUND_FOLD", "0")
+
+
 def _run(rid: str, *, parent: str | None = None, trace: str | None = None, start: int = T0,
          end: int | None = None, run_type: str = "chain", **extra: object) -> dict:
     run = {"id": rid, "trace_id": trace or rid, "parent_run_id": parent, "name": run_type,

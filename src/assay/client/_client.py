@@ -9,12 +9,13 @@ from typing import Any
 from ..store import Store
 from ._datasets import DatasetMethods
 from ._projects import FeedbackMethods, ProjectMethods
+from ._queues import QueueMethods
 from ._runs import RunMethods
 
 __all__ = ["Client", "get_default_client"]
 
 
-class Client(DatasetMethods, ProjectMethods, FeedbackMethods, RunMethods):
+class Client(DatasetMethods, ProjectMethods, FeedbackMethods, QueueMethods, RunMethods):
     """Datasets, examples, projects, runs and feedback, with LangSmith's names and keywords.
 
     ``Client()`` opens the embedded store (``ASSAY_DATABASE_URL`` or ``.assay/assay.db``);
@@ -59,21 +60,26 @@ class Client(DatasetMethods, ProjectMethods, FeedbackMethods, RunMethods):
         return self._remote
 
     def _tracing_writer(self) -> Any:
-        """The background writer that stores this client's traced runs (made on first use)."""
+        """The background writer that stores this client's traced runs (made on first use):
+        one per store per process, shared by every client of that store (``writer_for``)."""
         writer = self.__dict__.get("_run_writer")
         if writer is None:
-            from ..tracing._writer import RunWriter
+            from ..tracing._writer import writer_for
 
             with _writer_lock:
                 writer = self.__dict__.get("_run_writer")
                 if writer is None:
-                    writer = self.__dict__["_run_writer"] = RunWriter(self)
+                    writer = self.__dict__["_run_writer"] = writer_for(self)
         return writer
 
     def flush(self, timeout: float | None = None) -> None:
-        """Wait until every run traced so far is stored (durable; a local store indexes it on
-        the next read, see ``assay.store`` journal)."""
+        """Wait until every run traced so far in this process toward this client's store (by
+        any client of it, the default one included) is stored and readable."""
         writer = self.__dict__.get("_run_writer")
+        if writer is None:
+            from ..tracing._writer import writer_for
+
+            writer = writer_for(self, create=False)
         if writer is not None and not writer.flush(timeout):
             from ..errors import StoreError
 

@@ -1,7 +1,8 @@
 """The server's background fold: ingest journals batches; this indexes them soon after.
 
-Reads fold the journal themselves (``Store.settle``), so correctness never waits for this
-thread; it keeps the journal short while nobody reads, so the first page of the web UI after a
+It stands in for the store's own background folder (``store/_background.py``) for the
+server's engine. Reads fold the journal themselves (``Store.settle``), so correctness never
+waits for this thread; it keeps the journal short while nobody reads, so the first page of the web UI after a
 burst of ingest does not pay for the whole burst.
 
 Folding and accepting compete for one write lock and one interpreter lock, so the folder works
@@ -17,7 +18,7 @@ import logging
 import threading
 import time
 
-from ..store import Store
+from ..store import Store, _background
 
 __all__ = ["Folder"]
 
@@ -35,14 +36,19 @@ class Folder:
         self._last_ingest = 0.0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # this engine's appends are this folder's to fold, paced against requests, not the
+        # store's own background folder's (``store/_background.py``)
+        _background.claim(store.engine, self.ingested)
 
     def start(self) -> None:
+        _background.claim(self.store.engine, self.ingested)
         if self._thread is None:
             self._stop.clear()
             self._thread = threading.Thread(target=self._run, name="assay-fold", daemon=True)
             self._thread.start()
 
     def stop(self, timeout: float = 10.0) -> None:
+        _background.release(self.store.engine)
         thread, self._thread = self._thread, None
         if thread is not None:
             self._stop.set()

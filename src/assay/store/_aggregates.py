@@ -289,9 +289,10 @@ def adopt_pending_feedback(conn: Connection, tenant_id: str, by_session: Mapping
     ``UPDATE .. WHERE session_id IS NULL .. RETURNING``: each row is adopted exactly once even
     when two writers race for it.
     """
-    if conn.execute(select(literal(1)).where(
-            feedback.c.tenant_id == tenant_id, feedback.c.session_id.is_(None)).limit(1)
-    ).first() is None:  # nothing waits (the common case): one probe of a small index
+    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    if conn.exec_driver_sql(  # SQL text: no statement to build and look up per batch
+            f"SELECT 1 FROM feedback WHERE tenant_id = {mark} AND session_id IS NULL LIMIT 1",
+            (tenant_id,)).first() is None:  # nothing waits (the common case): one probe
         return
     for sid, run_ids in sorted(by_session.items()):
         run_ids = sorted(run_ids)

@@ -12,8 +12,10 @@ of ~470 KB, which also spares SQLite's WAL a checkpoint every few batches. ``fol
 applies the journal in order through the same code as a direct write (``RunRepo._upsert``,
 ``FeedbackRepo._insert``) and deletes what it applied, in one transaction per chunk.
 
-Every read of runs, feedback, projects or statistics calls ``settle`` first, which folds when
-the journal is not empty (one indexed probe when it is). So readers always see what was
+Each append wakes a folder thread of the process for its database (``_background``), so the
+fold starts as soon as batches arrive, off the readers' path. Every read of runs, feedback,
+projects or statistics still calls ``settle`` first, which folds what is left when the journal
+is not empty (one indexed probe when it is). So readers always see what was
 appended before they asked, whichever process appended it; a process killed between append and
 fold leaves its batches for the next reader. Folds are serialized (SQLite's write lock, a
 PostgreSQL advisory lock), so a batch is applied exactly once.
@@ -26,6 +28,7 @@ fails is dropped, with a logged warning and a count in ``dropped``; the journal 
 from __future__ import annotations
 
 import logging
+import weakref
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -39,6 +42,8 @@ from .._gc import relaxed_gc
 from .._ids import dotted_segment_us, uuid_text
 from .._time import to_micros, utcnow
 from ..errors import ConflictError, InvalidInputError, NotFoundError
+from ._background import appended, appending
+from ._fold_rows import insert_new, score_rows
 from ._tables import feedback as feedback_table
 from ._tables import journal, runs, sessions
 
@@ -79,21 +84,35 @@ def from_values(items: Sequence[Any], columns: Sequence[str],
 def _row_posts(posts: Sequence[Any], columns: Sequence[str],
                extra: Mapping[str, Any] | None) -> list[Any]:
     """The tracing writer's rows back as LangSmith posts (see ``Journal.append_runs``)."""
+    return _row_posts_common(posts, columns, extra)[0]
+
+
+def _row_posts_common(posts: Sequence[Any], columns: Sequence[str],
+                      extra: Mapping[str, Any] | None) -> tuple[list[Any], Any]:
+    """``_row_posts``, and the one ``extra`` object every post without metadata or extra of
+    its own shares (the fold serializes it once per batch; nothing changes it), or None."""
     out = from_values(posts, columns)
     if "metadata" not in columns:
-        return out  # rows of earlier versions: extra as the post has it
+        return out, None  # rows of earlier versions: extra as the post has it
     shared = extra or {}
+    common: dict[str, Any] | None = None
     for post, given in zip(out, posts, strict=True):
         if given.__class__ is list:
             own = post.get("extra")
             meta = post.pop("metadata") or {}
-            post["extra"] = ({**shared, **own, "metadata": meta} if own
-                             else {**shared, "metadata": meta})
+            if own:
+                post["extra"] = {**shared, **own, "metadata": meta}
+            elif meta:
+                post["extra"] = {**shared, "metadata": meta}
+            else:
+                if common is None:
+                    common = {**shared, "metadata": {}}
+                post["extra"] = common
             if post.get("tags") is None:  # a run's lists are made on first use: none, empty
                 post["tags"] = []
             if post.get("events") is None:
                 post["events"] = []
-    return out
+    return out, common
 
 
 def _fill_orders(conn: Connection, tenant: str, posts: list[Any]) -> None:
@@ -131,12 +150,30 @@ def _fill_orders(conn: Connection, tenant: str, posts: list[Any]) -> None:
                         post["id"], post["parent_run_id"])
 
 
+def _patch_id(patch: Any) -> Any:
+    """A patch's run id as the fold compares it (canonical text when it can be)."""
+    rid = patch.get("id") if isinstance(patch, Mapping) else None
+    try:
+        return uuid_text(rid, "run id")
+    except Exception:  # noqa: BLE001 - the general path reports it
+        return rid
+
+
 def _unpack(data: bytes) -> bytes:
     """A payload as JSON: zstd-compressed, or as older versions wrote it, zlib-compressed (its
     header byte is ``x``) or plain JSON (``{``)."""
     if data[:4] == _ZSTD_MAGIC:
         return zstandard.ZstdDecompressor().decompress(data)
     return zlib.decompress(data) if data[:1] == b"x" else data
+
+
+def _payload(data: bytes) -> Any:
+    """A batch's JSON; one with lone surrogates (``\\ud800`` escapes, see ``_json.dumpb``),
+    which pydantic-core refuses, through ``json``."""
+    try:
+        return pydantic_core.from_json(data)
+    except ValueError:
+        return _json.loads(data)
 
 
 def _taken_elsewhere(conn: Connection, tenant: str, table: Any, ids: Sequence[str]) -> str | None:
@@ -197,6 +234,9 @@ def _halves(kind: str, payload: dict[str, Any]) -> list[tuple[str, dict[str, Any
             (FEEDBACK, {**payload, "items": items[:mid]})]
 
 
+_DROPPED: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+
+
 class Journal:
     # A batch whose JSON passes this is split in halves (one transaction still): a thousand runs
     # with large inputs would otherwise make one value past what the database takes (1 GB) and
@@ -205,7 +245,16 @@ class Journal:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.dropped = 0  # items a fold could not apply (logged)
+
+    @property
+    def dropped(self) -> int:
+        """Items a fold in this process could not apply (logged), on this database: counted
+        per engine, since the fold may be the background folder's (``_background``)."""
+        return _DROPPED.get(self.store.engine, 0)
+
+    @dropped.setter
+    def dropped(self, value: int) -> None:
+        _DROPPED[self.store.engine] = value
 
     # -- append (assay's own writers) ---------------------------------------------------------
     def append_runs(self, posts: Sequence[Mapping[str, Any] | Sequence[Any]] = (),
@@ -345,8 +394,12 @@ class Journal:
         if conn is not None:
             conn.execute(insert(journal), rows)
         else:
-            with self.store.write() as own:
+            with appending(self.store), self.store.write() as own:
                 own.execute(insert(journal), rows)
+        # folded from now on in the background, not by the first reader (``_background``; a
+        # batch in the caller's still open transaction, the server's ``admit``, goes to the
+        # server's own folder, which looks again after each request)
+        appended(self.store)
         return sum(r["items"] for r in rows)
 
     # -- fold -----------------------------------------------------------------------------
@@ -398,7 +451,7 @@ class Journal:
     def _apply(self, conn: Connection, entry: Any) -> int:
         store = self.store.for_tenant(entry.tenant_id)
         try:
-            payload = pydantic_core.from_json(_unpack(entry.payload))
+            payload = _payload(_unpack(entry.payload))
         except (ValueError, zlib.error, zstandard.ZstdError) as exc:  # not retried
             self.dropped += entry.items
             log.warning("assay store: journal entry %s is not JSON (%s): dropped", entry.seq, exc)
@@ -407,28 +460,44 @@ class Journal:
             project = payload.get("default_project") or "default"
             columns = payload.get("columns")
             posts = payload.get("posts") or []
+            common = None
             if columns:  # posts journaled as lists of values
-                posts = _row_posts(posts, columns, payload.get("extra"))
+                posts, common = _row_posts_common(posts, columns, payload.get("extra"))
                 _fill_orders(conn, entry.tenant_id, posts)
             runs = [(False, r) for r in posts]
             runs += [(True, r) for r in payload.get("patches") or []]
 
             clean = payload.get("clean") is True  # from admit(): cleaned already
+            # new plain runs straight to rows (_fold_rows): the tracing writer's, the server's
+            fast = clean or bool(columns)
 
             def apply(batch: list[tuple[bool, Any]]) -> int:
-                return store.runs._apply(conn, [r for patch, r in batch if not patch],
-                                         [r for patch, r in batch if patch], project,
-                                         clean=clean)
+                posts = [r for patch, r in batch if not patch]
+                patches = [r for patch, r in batch if patch]
+                done = 0
+                if fast and posts:
+                    patched = {_patch_id(r) for r in patches}
+                    done, posts = insert_new(store.runs, conn, posts, patched, project,
+                                             clean=clean, shared_extra=common)
+                if posts or patches:
+                    done += store.runs._apply(conn, posts, patches, project, clean=clean)
+                return done
 
             return self._whole_or_each(conn, "runs", runs, apply, lambda item: item[1])
         if entry.kind == FEEDBACK:
             created = payload.get("created_at")
             items = payload.get("items") or []
             columns = payload.get("columns")
+            whole = None
             if columns:  # items journaled as lists of values (see append_feedback)
+                # evaluate()'s plain scores: rows made once, not item by item (_fold_rows)
+                whole = score_rows(store.feedback, items, columns, payload.get("defaults"),
+                                   created)
                 items = from_values(items, columns, payload.get("defaults"))
 
             def add(batch: list[Any]) -> int:
+                if whole is not None and batch is items:
+                    return store.feedback._insert(conn, whole)
                 rows = []
                 for item in batch:
                     if isinstance(item, dict) and created is not None:

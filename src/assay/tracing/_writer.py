@@ -1,12 +1,18 @@
-"""One background writer per Client: traced runs reach the store in batches, off the hot path.
+"""One background writer per store per process: traced runs reach the store in batches, off the
+hot path.
+
+Every ``Client`` of the same store (same database URL and workspace; remote: same server URL and
+key), the default client included, shares one writer (``writer_for``): ``@traceable`` writes
+through the default client, and a ``flush()`` on the user's own ``Client()`` must wait for those
+runs too, or the statistics read right after it are silently partial.
 
 Producers append a run (its start) or ``(PATCH, run)`` (its end) to a deque (atomic, ~25 ns)
 and return. The writer thread wakes when a batch is full or every ``interval`` seconds (20 ms: a
 fast producer fills batches first anyway; a slow one then leaves little for the final
 ``flush()`` to store) and stores what is queued as one batch: appended to a local store's
 journal (one row per batch, a finished run as the tuple of its own attributes, taken in one C
-call and serialized by orjson; folded into ``runs`` before the next read, see
-``store/_journal.py``), or sent as LangSmith wire dicts with one
+call and serialized by orjson; folded into ``runs`` by the store's background folder as soon
+as it is appended, and by any read before it answers, see ``store/_journal.py``), or sent as LangSmith wire dicts with one
 ``runs.upsert(posts=..., patches=...)`` to a server. A run that has already finished when its
 start is picked up goes out as a single merged post.
 
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import hashlib
 import logging
 import os
 import threading
@@ -37,7 +44,7 @@ from typing import Any
 
 from ._run_tree import RunTree, rows, take
 
-__all__ = ["RunWriter"]
+__all__ = ["RunWriter", "store_key", "writer_for"]
 
 log = logging.getLogger("assay.tracing")
 
@@ -49,6 +56,34 @@ _Event = threading.Event
 QUEUED = 3
 _HOLD_LIMIT = 120.0  # seconds a hold is waited for at most (see _wait_holds)
 _writers: weakref.WeakSet[RunWriter] = weakref.WeakSet()
+# store key -> its writer while any client (or its running thread) holds it
+_shared: weakref.WeakValueDictionary[tuple[str, ...], RunWriter] = weakref.WeakValueDictionary()
+_shared_lock = threading.Lock()
+
+
+def store_key(client: Any) -> tuple[str, ...]:
+    """What makes two clients write to the same place: a local store's full database URL and
+    workspace, or a server's URL and (hashed) API key."""
+    if getattr(client, "_remote", False):
+        http = client._backend.http
+        key = http.client.headers.get("x-api-key") or ""
+        return ("remote", http.api_url, hashlib.sha256(key.encode()).hexdigest())
+    store = client._store
+    url = store.engine.url
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+        # one file however it was named (relative, through a symlink)
+        return ("sqlite", os.path.realpath(url.database), store.tenant_id)
+    return ("local", url.render_as_string(hide_password=False), store.tenant_id)
+
+
+def writer_for(client: Any, *, create: bool = True) -> RunWriter | None:
+    """The process's writer toward ``client``'s store (made for it when ``create``)."""
+    key = store_key(client)
+    with _shared_lock:
+        writer = _shared.get(key)
+        if writer is None and create:
+            writer = _shared[key] = RunWriter(client)
+    return writer
 
 
 class RunWriter:
@@ -165,7 +200,9 @@ class RunWriter:
 
     # -- flushing -----------------------------------------------------------------------------
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until every run queued before this call is stored; False on timeout."""
+        """Wait until every run queued before this call is stored (journaled: every read
+        sees it); False on timeout. Every client of the store shares this writer, so this
+        covers the runs they all traced."""
         if not self._q and not self._running:
             return True
         if self._on_writer_thread():
@@ -369,7 +406,14 @@ def flush_all(timeout: float | None = 30.0) -> None:
 
 
 def _after_fork_in_child() -> None:
+    global _shared_lock
+    _shared_lock = threading.Lock()
     for writer in list(_writers):
+        engine = getattr(getattr(writer._client, "_store", None), "engine", None)
+        if engine is not None and hasattr(engine, "dispose"):
+            # the parent's pooled connections stay the parent's: a SQLite handle or a
+            # PostgreSQL socket used from both sides of a fork corrupts both
+            engine.dispose(close=False)
         writer._q.clear()  # the parent stores these; storing them again would duplicate
         writer._lock = threading.Lock()
         writer._room = threading.Condition(threading.Lock())

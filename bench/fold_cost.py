@@ -1,0 +1,144 @@
+"""What a traced run costs from the journal to queryable: the fold, per run, SQLite and PostgreSQL.
+
+    .venv/bin/python bench/fold_cost.py [--n 20000] [--pg-url URL] [--profile]
+
+Traces ``n`` root runs with one child each (``@traceable``, the README's pattern) into a fresh
+store with the background fold off, flushes (the journal-only figure), then times the fold
+alone (``Store.settle``; wall and CPU time, per run). Then the same again with the background
+fold on: flush, then the first ``read_project`` (the end-to-end figure: traced run to
+queryable per span, and the first read after all of them). ``--profile`` runs the fold under
+pyinstrument and prints where it goes. Prints figures, never asserts them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+import uuid
+
+PG_DEFAULT = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+
+
+def _fresh_pg(admin: str) -> tuple[str, object]:
+    import psycopg
+
+    name = f"assay_fold_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+    plain = admin.replace("postgresql+psycopg://", "postgresql://")
+    conn = psycopg.connect(plain, autocommit=True)
+    conn.execute(f'CREATE DATABASE "{name}"')
+    base, _, _ = admin.rpartition("/")
+    return f"{base}/{name}", (conn, name)
+
+
+def _drop_pg(handle: object) -> None:
+    conn, name = handle  # type: ignore[misc]
+    conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    conn.close()
+
+
+def _trace(client: object, n: int, project: str) -> None:
+    from assay.tracing import traceable, tracing_context
+
+    @traceable
+    def child(i: int) -> int:
+        return i
+
+    @traceable
+    def root(i: int) -> int:
+        return child(i)
+
+    with tracing_context(enabled=True, client=client, project_name=project):
+        for i in range(n):
+            root(i)
+
+
+def measure(url: str, n: int, profile: bool) -> dict[str, float]:
+    from assay.client import Client
+    from assay.store import Store
+
+    out: dict[str, float] = {}
+    spans = 2 * n
+    # 1. journal only, then the fold alone
+    os.environ["ASSAY_BACKGROUND_FOLD"] = "0"
+    store = Store.open(url)
+    client = Client(store=store)
+    t0 = time.perf_counter()
+    _trace(client, n, "journal-only")
+    client.flush()
+    out["journal_us_per_span"] = (time.perf_counter() - t0) / spans * 1e6
+    w0, c0 = time.perf_counter(), time.process_time()
+    if profile:
+        from pyinstrument import Profiler
+
+        prof = Profiler(interval=0.0005)
+        prof.start()
+        store.settle()
+        prof.stop()
+        print(prof.output_text(unicode=True, color=False, show_all=False))
+    else:
+        store.settle()
+    out["fold_us_per_run"] = (time.perf_counter() - w0) / spans * 1e6
+    out["fold_cpu_us_per_run"] = (time.process_time() - c0) / spans * 1e6
+    # 2. end to end: the background fold on, flush, first read
+    os.environ["ASSAY_BACKGROUND_FOLD"] = "1"
+    t0 = time.perf_counter()
+    _trace(client, n, "end-to-end")
+    t1 = time.perf_counter()
+    client.flush()
+    t2 = time.perf_counter()
+    stats = client.read_project(project_name="end-to-end", include_stats=True)
+    t3 = time.perf_counter()
+    assert stats.run_count == n, (stats.run_count, n)  # a figure for a partial read is no figure
+    out["trace_us_per_span"] = (t1 - t0) / spans * 1e6
+    out["flush_s"] = t2 - t1
+    out["first_read_s"] = t3 - t2
+    out["queryable_us_per_span"] = (t3 - t0) / spans * 1e6
+    store.close()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=20_000, help="root runs (each with one child)")
+    ap.add_argument("--pg-url", default=os.environ.get("ASSAY_BENCH_PG_URL", PG_DEFAULT))
+    ap.add_argument("--only", choices=["sqlite", "postgres"], default=None)
+    ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--json", action="store_true", help="print the figures as one JSON line")
+    args = ap.parse_args()
+    results: dict[str, dict[str, float]] = {}
+    print(f"{args.n:,} root runs + {args.n:,} children = {2 * args.n:,} spans; "
+          f"load average {os.getloadavg()}", flush=True)
+    for backend in ("sqlite", "postgres"):
+        if args.only and backend != args.only:
+            continue
+        handle = None
+        with tempfile.TemporaryDirectory() as tmp:
+            if backend == "sqlite":
+                url = f"sqlite:///{tmp}/fold.db"
+            else:
+                try:
+                    url, handle = _fresh_pg(args.pg_url)
+                except Exception as exc:  # noqa: BLE001 - no server: say so, measure the rest
+                    print(f"postgres: skipped ({exc.__class__.__name__}: {exc})")
+                    continue
+            try:
+                r = results[backend] = measure(url, args.n, args.profile)
+            finally:
+                if handle is not None:
+                    _drop_pg(handle)
+        print(f"{backend:8s} journal only {r['journal_us_per_span']:6.2f} us/span | fold alone "
+              f"{r['fold_us_per_run']:6.2f} us/run wall, {r['fold_cpu_us_per_run']:6.2f} CPU "
+              f"(goal <= 10) | end to end: traced {r['trace_us_per_span']:5.2f} us/span, flush "
+              f"{r['flush_s']:.3f} s, first read {r['first_read_s']:.3f} s, traced run to "
+              f"queryable {r['queryable_us_per_span']:6.2f} us/span (goal <= 15)", flush=True)
+    if args.json:
+        print(json.dumps({"n": args.n, "spans": 2 * args.n, "results": results}))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,210 @@
+"""Folding off the readers' path: a thread per local database folds the journal as it grows.
+
+Appending a batch to the journal is cheap and durable, but a run is queryable only once the
+fold has written it into ``runs`` and the aggregates. Left to the first read, the fold of a large
+experiment or trace burst is paid by whoever reads first (seconds after 100,000 runs). So every
+append wakes this process's folder for that database (``appended``): a daemon thread that folds
+what is journaled, a few rows per transaction so appends and reads get the write lock between
+them, and exits after ``IDLE_EXIT`` seconds without work. A read still settles first
+(``Journal.settle``) and so waits only for what is not folded yet, and still sees everything
+appended before it asked. Folds stay serialized (SQLite's write lock, PostgreSQL's advisory
+lock) and transactional, so a process killed mid-fold leaves its rows for the next folder.
+
+A server registers its own folder for its engine (``claim``): it paces folding against the
+requests it accepts. ``ASSAY_BACKGROUND_FOLD=0`` turns the thread off (reads fold, as before).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from ._base import Store
+
+__all__ = ["appended", "appending", "claim", "release", "wait_idle"]
+
+log = logging.getLogger("assay.store")
+
+IDLE_EXIT = 2.0  # seconds without an append before the thread exits
+CHUNK = 1  # journal rows (a writer's batch of up to 1,000 runs each) per fold transaction
+YIELD_MAX = 0.05  # seconds the folder lets appends of this process go first, at most
+
+# engine -> its running folder (present only while the thread runs: no engine is kept alive)
+_running: dict[Engine, _Folder] = {}
+# engine -> what to call instead (a server's own folder), held weakly by engine
+_claimed: weakref.WeakKeyDictionary[Engine, Callable[[], None]] = weakref.WeakKeyDictionary()
+_guard = threading.Lock()
+_stopping = False
+# engine -> appends of this process under way: the folder lets them take the write lock first
+# (a flush() waits for appends, never for the fold)
+_appending: dict[Engine, int] = {}
+
+
+def _enabled() -> bool:
+    return os.environ.get("ASSAY_BACKGROUND_FOLD", "1").strip().lower() not in (
+        "0", "false", "no", "off")
+
+
+def claim(engine: Engine, on_append: Callable[[], None]) -> None:
+    """Let ``on_append`` (a server's folder) handle this engine's appends instead."""
+    _claimed[engine] = on_append
+
+
+def release(engine: Engine) -> None:
+    _claimed.pop(engine, None)
+
+
+@contextlib.contextmanager
+def appending(store: Store) -> Iterator[None]:
+    """Around an append: the background folder of this database waits for it to finish
+    before its next fold transaction."""
+    engine = store.engine
+    _appending[engine] = _appending.get(engine, 0) + 1
+    try:
+        yield
+    finally:
+        left = _appending.get(engine, 1) - 1
+        if left > 0:
+            _appending[engine] = left
+        else:
+            _appending.pop(engine, None)
+
+
+def appended(store: Store) -> None:
+    """A batch was just committed to ``store``'s journal: have it folded soon."""
+    engine = store.engine
+    hook = _claimed.get(engine)
+    if hook is not None:
+        hook()
+        return
+    if _stopping or not _enabled():
+        return
+    with _guard:
+        folder = _running.get(engine)
+        if folder is None:
+            from ._base import Store as _Store
+
+            folder = _running[engine] = _Folder(_Store(engine))
+            folder.wake.set()
+            try:
+                folder.start()
+            except RuntimeError:  # interpreter shutting down: the next read folds
+                del _running[engine]
+            return
+    folder.wake.set()
+
+
+def wait_idle(store: Store, timeout: float = 30.0) -> bool:
+    """Wait until this process's folder for ``store``'s database has nothing left (tests,
+    benchmarks); True when it is idle or not running."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        folder = _running.get(store.engine)
+        if folder is None or (not folder.busy and not folder.wake.is_set()):
+            return True
+        time.sleep(0.005)
+    return False
+
+
+class _Folder:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.wake = threading.Event()
+        self.busy = False
+        self.thread = threading.Thread(target=self._run, name="assay-fold", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def _run(self) -> None:
+        from .._gc import relaxed_gc
+
+        journal = self.store.journal
+        engine = self.store.engine
+        while True:
+            if not self.wake.wait(IDLE_EXIT) or _stopping:
+                with _guard:
+                    if self.wake.is_set() and not _stopping:
+                        continue  # an append came just now
+                    _running.pop(engine, None)
+                    return
+            self.busy = True  # before the clear: wait_idle never sees neither
+            self.wake.clear()
+            try:
+                with relaxed_gc():
+                    while not _stopping and _enabled():  # switched off: stop at once
+                        # appends first (bounded, so a steady writer does not starve this)
+                        deadline = time.monotonic() + YIELD_MAX
+                        while _appending.get(engine) and time.monotonic() < deadline:
+                            time.sleep(0.0005)
+                        _, more = journal.fold_some(CHUNK)
+                        if not more:
+                            break
+                        # a writer or reader waiting for the write lock gets it now
+                        time.sleep(0.0005)
+            except Exception as exc:  # noqa: BLE001 - the database went away, say: reads fold
+                log.warning("assay store: background fold failed (%s); reads will fold", exc)
+            finally:
+                self.busy = False
+
+
+def _stop_at_exit() -> None:
+    """Stop folding at exit (after the tracing writers' last flush, registered earlier): what
+    is left stays journaled, durable, for the next reader; a fold in progress finishes."""
+    global _stopping
+    _stopping = True
+    for folder in list(_running.values()):
+        folder.wake.set()
+        folder.thread.join(5.0)
+
+
+_held_at_fork: list[threading.RLock] = []
+
+
+def _before_fork() -> None:
+    """Fork with no SQLite write transaction open in this process: SQLite keeps its locks'
+    state in process memory, which the child inherits with the lock of a transaction its
+    parent's thread (this folder, a tracing writer) had open, and then waits on forever.
+    So the forking thread takes every database's write lock first (bounded: never a hang)."""
+    from . import _base
+
+    with _base._LOCKS_GUARD:
+        locks = list(_base._SQLITE_WRITE_LOCKS.values())
+    for lock in locks:
+        if lock.acquire(timeout=_base.BUSY_TIMEOUT_S):
+            _held_at_fork.append(lock)
+
+
+def _after_fork_in_parent() -> None:
+    while _held_at_fork:
+        _held_at_fork.pop().release()
+
+
+def _after_fork_in_child() -> None:
+    global _guard
+    _guard = threading.Lock()
+    _running.clear()  # the parent's threads do not exist here
+    _held_at_fork.clear()
+    # the write locks the fork was made holding (``_before_fork``) are the parent's: the
+    # child starts with locks of its own (its connections are its own too, see the tracing
+    # writer's fork hook)
+    from . import _base
+
+    _base._SQLITE_WRITE_LOCKS = weakref.WeakKeyDictionary()
+    _base._LOCKS_GUARD = threading.Lock()
+
+
+atexit.register(_stop_at_exit)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                        after_in_child=_after_fork_in_child)

@@ -1,0 +1,175 @@
+"""The background fold: appends are folded without a read, reads still see everything, and a
+fold or a process killed at any point leaves every run readable exactly once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+
+import pytest
+from sqlalchemy import func, select, text
+
+from assay.client import Client
+from assay.store import Store
+from assay.store._background import wait_idle
+from assay.store._journal import _PG_LOCK
+from assay.store._tables import runs
+from assay.tracing import RunTree
+
+from .test_aggregates import _check_all
+
+T0 = 1_700_000_000_000_000
+COLUMNS = RunTree.ROW_COLUMNS
+
+
+def _rows(n: int, project: str, start: int = 0) -> list[list]:
+    out = []
+    for i in range(n):
+        rid = str(uuid.uuid4())
+        values = {"id": rid, "trace_id": rid, "name": "r", "run_type": "chain",
+                  "start_time": T0 + start + i, "end_time": T0 + start + i + 5,
+                  "inputs": {"i": i}, "outputs": {"o": i}, "session_name": project}
+        out.append([values.get(c) for c in COLUMNS])
+    return out
+
+
+def _stored(store: Store) -> int:
+    """Runs in the indexed table of this workspace, read without folding anything."""
+    with store.read() as conn:
+        return int(conn.execute(select(func.count()).select_from(runs).where(
+            runs.c.tenant_id == store.tenant_id)).scalar() or 0)
+
+
+@pytest.fixture
+def background(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ASSAY_BACKGROUND_FOLD", "1")
+
+
+def test_appends_are_folded_without_a_read(store: Store, background: None) -> None:
+    for b in range(5):
+        store.journal.append_runs(_rows(200, "bg", b * 1000), columns=COLUMNS,
+                                  extra=RunTree.ROW_EXTRA)
+    deadline = time.monotonic() + 60
+    while _stored(store) < 1000 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert wait_idle(store)
+    assert _stored(store) == 1000  # no read asked for it
+    assert store.projects.read(project_name="bg", include_stats=True).run_count == 1000
+    assert _check_all([store]) == 1
+
+
+def test_reads_while_folding_in_the_background_see_every_append(store: Store,
+                                                                background: None) -> None:
+    for b in range(20):
+        store.journal.append_runs(_rows(100, "live", b * 1000), columns=COLUMNS,
+                                  extra=RunTree.ROW_EXTRA)
+        # folded by the background thread or by this read, whichever comes first; once
+        project = store.projects.read(project_name="live", include_stats=True)
+        assert project.run_count == (b + 1) * 100
+    assert len(store.runs.list(project_ids=[project.id])) == 2000
+    assert _check_all([store]) == 1
+
+
+BACKGROUND_KILLED = r"""
+import os, sys
+from assay.client import Client
+from assay.tracing import traceable, tracing_context
+client = Client(database_url=sys.argv[1])
+
+@traceable
+def child(i):
+    return i
+
+@traceable
+def root(i):
+    return child(i)
+
+with tracing_context(enabled=True, client=client, project_name=sys.argv[2]):
+    for i in range(3000):
+        root(i)
+client.flush()   # durable; the background folder is at work on it
+os._exit(0)      # killed with it: a fold in progress is never committed
+"""
+
+
+def test_a_process_killed_while_folding_in_the_background_loses_nothing(
+        store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ASSAY_BACKGROUND_FOLD", "1")
+    project = f"killed-{uuid.uuid4().hex[:8]}"
+    proc = subprocess.run([sys.executable, "-c", BACKGROUND_KILLED, store_url, project],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    client = Client(database_url=store_url)
+    stats = client.read_project(project_name=project, include_stats=True)
+    assert stats.run_count == 3000
+    got = list(client.list_runs(project_name=project))
+    assert len(got) == len({r.id for r in got}) == 6000
+    client.store.close()
+
+
+FOLD_THEN_KILLED = textwrap.dedent(r"""
+    import os, sys, threading, time, uuid
+    from assay.store import Store
+    from assay.tracing import RunTree
+    store = Store.open(sys.argv[1]).for_tenant(sys.argv[2])
+    T0 = 1_700_000_000_000_000
+    for b in range(60):
+        rows = []
+        for i in range(200):
+            rid = str(uuid.uuid4())
+            v = {"id": rid, "trace_id": rid, "name": "r", "run_type": "chain",
+                 "start_time": T0 + b * 1000 + i, "end_time": T0 + b * 1000 + i + 5,
+                 "inputs": {"i": i}, "outputs": {"o": i}, "session_name": "midway"}
+            rows.append([v.get(c) for c in RunTree.ROW_COLUMNS])
+        store.journal.append_runs(rows, columns=RunTree.ROW_COLUMNS, extra=RunTree.ROW_EXTRA)
+    print("appended", flush=True)
+    sys.stdin.readline()        # the parent says when to fold
+    store.settle()              # killed by the parent while this runs
+    print("finished", flush=True)
+    time.sleep(60)
+""")
+
+
+def test_a_fold_killed_midway_on_postgresql_leaves_every_run_once(
+        pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The folding process is SIGKILLed while its fold transaction is open (seen from outside:
+    it holds the folders' advisory lock): the next reader applies every batch, once."""
+    monkeypatch.setenv("ASSAY_BACKGROUND_FOLD", "0")  # this process folds only when it reads
+    store = Store.open(pg_url).for_tenant(str(uuid.uuid4()))
+    child = subprocess.Popen([sys.executable, "-c", FOLD_THEN_KILLED, pg_url, store.tenant_id],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdin is not None
+        assert child.stdout.readline().strip() == "appended"
+        assert store.journal.pending() == 12_000
+        hi, lo = _PG_LOCK >> 32, _PG_LOCK & 0xFFFFFFFF
+        held = text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
+                    "AND classid = :hi AND objid = :lo AND database = "
+                    "(SELECT oid FROM pg_database WHERE datname = current_database())")
+        child.stdin.write("\n")
+        child.stdin.flush()
+        deadline = time.monotonic() + 60
+        with store.engine.connect() as conn:
+            while not conn.execute(held, {"hi": hi, "lo": lo}).scalar():
+                assert time.monotonic() < deadline and child.poll() is None
+                conn.rollback()
+                time.sleep(0.002)
+        os.kill(child.pid, signal.SIGKILL)  # inside the fold's transaction
+        child.wait(30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(30)
+    left = store.journal.pending()
+    assert 0 < left <= 12_000  # the killed fold's chunk was not committed
+    project = store.projects.read(project_name="midway", include_stats=True)
+    assert project.run_count == 12_000
+    assert len(store.runs.list(project_ids=[project.id])) == 12_000
+    assert store.journal.pending() == 0
+    assert _check_all([store]) == 1
+    store.close()
