@@ -1,14 +1,31 @@
-"""JSON encoding used for stored fields: tolerant of datetimes, UUIDs, pydantic models, sets."""
+"""JSON encoding used for stored fields: tolerant of datetimes, UUIDs, pydantic models, sets.
+
+Stored JSON reads back exactly as it was written, including what the databases refuse: lone
+UTF-16 surrogates (JSON allows ``"\\ud800"``; the JS SDK sends them, Python's ``json`` reads
+them into ``str``) cannot be encoded as UTF-8, and PostgreSQL's JSONB refuses ``\\u0000``. Such
+strings are stored escaped (``escape``): each of NUL, a lone surrogate and the escape character
+U+FDD0 (a Unicode noncharacter, reserved for internal use) becomes U+FDD0 and one more
+character; ``unescape`` (the engines' JSON deserializer) undoes it on every read. Strings
+without them, nearly all, are stored as they are and only cost a substring search.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import orjson
 import pydantic_core
 
-__all__ = ["dumps", "dumpb", "loads", "jsonable"]
+__all__ = ["dumpb", "dumps", "dumps_column", "escape", "escape_text", "from_json_column", "jsonable",
+           "loads", "loads_column", "unescape", "unescape_text"]
+
+_ESC = "\ufdd0"
+_ESC_UTF8 = _ESC.encode()
+_SPECIAL = re.compile("[\x00\ud800-\udfff\ufdd0]")
+_ESCAPED = re.compile("\ufdd0(.)", re.DOTALL)
+_SURROGATE_BASE, _PRIVATE_BASE = 0xD800, 0xE000  # a surrogate's stand-in: U+E000 + its offset
 
 
 def _fallback(value: Any) -> Any:
@@ -22,11 +39,112 @@ def jsonable(value: Any) -> Any:
     """Turn arbitrary Python values (models, dataclasses, datetimes...) into plain JSON data."""
     if value.__class__ in _SCALARS:  # the common case: nothing to convert
         return value
-    return pydantic_core.to_jsonable_python(value, fallback=_fallback, serialize_unknown=True)
+    try:
+        return pydantic_core.to_jsonable_python(value, fallback=_fallback, serialize_unknown=True)
+    except UnicodeEncodeError:  # a key with a lone surrogate: containers by hand
+        if isinstance(value, dict):
+            return {k if isinstance(k, str) else str(jsonable(k)): jsonable(v)
+                    for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [jsonable(v) for v in value]
+        raise
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    char = match.group()
+    if char == "\x00":
+        return _ESC + "0"
+    if char == _ESC:
+        return _ESC + _ESC
+    return _ESC + chr(ord(char) - _SURROGATE_BASE + _PRIVATE_BASE)
+
+
+def escape_text(text: str) -> str:
+    """``text`` in its storable form (itself unless it holds NUL, lone surrogates or U+FDD0)."""
+    return _SPECIAL.sub(_escape_char, text)
+
+
+def _unescape_char(match: re.Match[str]) -> str:
+    char = match.group(1)
+    if char == "0":
+        return "\x00"
+    if char == _ESC:
+        return _ESC
+    code = ord(char) - _PRIVATE_BASE
+    return chr(_SURROGATE_BASE + code) if 0 <= code < 0x800 else match.group()
+
+
+def unescape_text(text: str) -> str:
+    return _ESCAPED.sub(_unescape_char, text) if _ESC in text else text
+
+
+def escape(value: Any) -> Any:
+    """``value`` with every string (keys too) in its storable form (see the module doc)."""
+    if isinstance(value, str):
+        return escape_text(value)
+    if isinstance(value, dict):
+        return {escape(k) if isinstance(k, str) else k: escape(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [escape(v) for v in value]
+    return value
+
+
+def unescape(value: Any) -> Any:
+    if isinstance(value, str):
+        return unescape_text(value)
+    if isinstance(value, dict):
+        return {unescape_text(k) if isinstance(k, str) else k: unescape(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [unescape(v) for v in value]
+    return value
+
+
+def _to_json(value: Any) -> bytes:
+    return pydantic_core.to_json(value, fallback=_fallback, serialize_unknown=True)
 
 
 def dumps(value: Any) -> str:
-    return pydantic_core.to_json(value, fallback=_fallback, serialize_unknown=True).decode()
+    """JSON text of ``value``; lone surrogates as ``\\ud800`` escapes (``json`` reads them
+    back), which pydantic-core cannot write."""
+    try:
+        return _to_json(value).decode()
+    except pydantic_core.PydanticSerializationError as exc:
+        if "surrogates not allowed" not in str(exc):
+            raise
+        return json.dumps(value, default=jsonable, ensure_ascii=True)
+
+
+def dumps_column(value: Any) -> str:
+    """JSON text of ``value`` as stored in a JSON column (the engines' serializer): strings
+    holding NUL, lone surrogates or U+FDD0 in their ``escape``d form."""
+    try:
+        out = _to_json(value)
+    except pydantic_core.PydanticSerializationError as exc:
+        if "surrogates not allowed" not in str(exc):
+            raise
+        return _to_json(escape(value)).decode()
+    if b"\\u0000" in out or (not out.isascii() and _ESC_UTF8 in out):
+        out = _to_json(escape(value))
+    return out.decode()
+
+
+def loads_column(data: str | bytes) -> Any:
+    """A JSON column's value as it was written (the engines' deserializer; see
+    ``dumps_column``)."""
+    value = json.loads(data)
+    if _ESC in data if isinstance(data, str) else _ESC_UTF8 in data:
+        value = unescape(value)
+    return value
+
+
+def from_json_column(data: str | bytes) -> Any:
+    """``loads_column`` with pydantic-core's parser, for JSON text read by raw SQL (which
+    bypasses the engines' deserializer): stored text holds no lone surrogate to refuse."""
+    value = pydantic_core.from_json(data)
+    if _ESC in data if isinstance(data, str) else _ESC_UTF8 in data:
+        value = unescape(value)
+    return value
 
 
 def dumpb(value: Any) -> bytes:
@@ -34,11 +152,18 @@ def dumpb(value: Any) -> bytes:
 
     orjson first (about twice as fast on run dicts), with ``jsonable`` for the types it does not
     know; what it refuses outright (integers past 64 bits, non-string keys) goes through
-    pydantic-core as ``dumps`` does."""
+    pydantic-core as ``dumps`` does, and lone surrogates through ``json`` (as ``\\ud800``
+    escapes, which ``loads`` reads back; they are escaped where they are stored).
+    """
     try:
         return orjson.dumps(value, default=jsonable)
     except TypeError:  # orjson.JSONEncodeError is a TypeError
-        return pydantic_core.to_json(value, fallback=_fallback, serialize_unknown=True)
+        try:
+            return _to_json(value)
+        except pydantic_core.PydanticSerializationError as exc:
+            if "surrogates not allowed" not in str(exc):
+                raise
+            return json.dumps(value, default=jsonable, ensure_ascii=True).encode()
 
 
 def loads(text: str | bytes) -> Any:

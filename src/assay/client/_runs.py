@@ -94,3 +94,41 @@ class RunMethods:
             run_ids=run_ids, start_time=start_time, filter=filter, trace_filter=trace_filter,
             tree_filter=tree_filter, query=query, order=order, offset=offset, limit=limit,
         )
+
+    def get_run_stats(
+        self,
+        *,
+        id: Sequence[ID] | None = None,
+        trace: ID | None = None,
+        parent_run: ID | None = None,
+        run_type: str | None = None,
+        project_names: Sequence[str] | None = None,
+        project_ids: Sequence[ID] | None = None,
+        reference_example_ids: Sequence[ID] | None = None,
+        start_time: datetime | str | None = None,
+        end_time: datetime | str | None = None,
+        error: bool | None = None,
+        query: str | None = None,
+        filter: str | None = None,
+        trace_filter: str | None = None,
+        tree_filter: str | None = None,
+        is_root: bool | None = None,
+        data_source_type: str | None = None,
+    ) -> dict[str, Any]:
+        """Statistics of the runs ``list_runs`` would give for the same filters (LangSmith's
+        ``get_run_stats``): run_count, latency and first-token percentiles (seconds), tokens
+        and costs (each run counting its subtree's llm calls), error_rate, feedback_stats...
+        ``end_time``: runs that started at or before it. ``data_source_type`` (a LangSmith
+        storage tier) changes nothing."""
+        del data_source_type
+        ids = [*(project_ids or ())]
+        if not ids and not project_names:
+            raise ValueError("At least one of project_names or project_ids must be provided.")
+        projects = self._project_ids(ids or None, list(project_names) if project_names else None)
+        return self._backend.runs.stats(
+            project_ids=projects, run_ids=list(id) if id is not None else None, trace_id=trace,
+            parent_run_id=parent_run, run_type=run_type,
+            reference_example_ids=(list(reference_example_ids)
+                                   if reference_example_ids is not None else None),
+            start_time=start_time, start_before=end_time, error=error, query=query,
+            filter=filter, trace_filter=trace_filter, tree_filter=tree_filter, is_root=is_root)

@@ -180,17 +180,6 @@ def _finite(text: str) -> float:
     return value
 
 
-def _scrub(value: Any) -> Any:
-    """NUL characters cannot be stored by PostgreSQL; replace them (U+FFFD) instead of failing."""
-    if isinstance(value, str):
-        return value.replace("\x00", "\ufffd")
-    if isinstance(value, list):
-        return [_scrub(v) for v in value]
-    if isinstance(value, dict):
-        return {_scrub(k): _scrub(v) for k, v in value.items()}
-    return value
-
-
 def loads(data: bytes | str, what: str = "request body") -> Any:
     """Strict JSON (no NaN/Infinity); the error names ``what`` and the position.
 
@@ -212,8 +201,6 @@ def loads(data: bytes | str, what: str = "request body") -> Any:
             raise ApiError(400, "malformed_json", f"{what} is not UTF-8: {exc.reason}") from None
         except ValueError as exc:
             raise ApiError(400, "malformed_json", f"{what} is not valid JSON: {exc}") from None
-    if b"\\u0000" in raw:
-        value = _scrub(value)
     return value
 
 

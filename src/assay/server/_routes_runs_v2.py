@@ -6,7 +6,8 @@ day, or from the first experiment on a dataset when ``reference_dataset_id`` is 
 properties named in ``selects`` (only ``id`` by default) with LangSmith's names (``STATUS`` is
 upper-case, ``LATENCY_SECONDS`` a number, ``METADATA`` the run's metadata), an opaque cursor,
 and ``include_subtree_usage``, which gives a chain the tokens and cost of the llm calls under
-it. A semantic or natural-language search (``sem_filter``, ``ai_search``) is refused: it needs
+it. ``GET /api/v2/runs/{id}`` (``client.runs.retrieve``) gives one run's selects. A semantic or
+natural-language search (``sem_filter``, ``ai_search``) is refused: it needs
 a model this server does not run.
 """
 
@@ -14,20 +15,21 @@ from __future__ import annotations
 
 import base64
 import json
+import uuid
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Annotated, Any, get_args
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
 from .._ids import utcnow
 from ..schemas import Run
 from ..store import Store
-from ._deps import JsonBody, StoreDep
+from ._deps import JsonBody, JsonResponse, StoreDep
 from ._errors import ApiError
-from ._wire import RunQueryV2, validate
+from ._wire import RunQueryV2, RunSelect, validate
 
-__all__ = ["router"]
+__all__ = ["cursor_offset", "next_cursor", "router", "select_items"]
 
 router = APIRouter()
 
@@ -37,7 +39,7 @@ _PREVIEW = 200  # characters of an error, inputs or outputs preview
 _THREAD_KEYS = ("thread_id", "session_id", "conversation_id")  # LangSmith's thread metadata
 
 
-def _cursor(text: str | None) -> int:
+def cursor_offset(text: str | None) -> int:
     if text is None:
         return 0
     try:
@@ -49,7 +51,7 @@ def _cursor(text: str | None) -> int:
     raise ApiError(422, "invalid_input", f"cursor {text[:60]!r} is not one this server issued")
 
 
-def _next_cursor(offset: int) -> str:
+def next_cursor(offset: int) -> str:
     return base64.urlsafe_b64encode(json.dumps({"offset": offset}).encode()).decode()
 
 
@@ -129,6 +131,25 @@ def _item(run: Run, selects: list[str], extra: dict[str, Any]) -> dict[str, Any]
             for name in selects}
 
 
+def select_items(store: Store, page: list[Run], selects: list[str], *,
+                 subtree_usage: bool = False) -> list[dict[str, Any]]:
+    """The ``selects`` of each run of ``page`` (what the v2 run, trace and experiment-run
+    queries return), looking up only what the selects need."""
+    ids = [str(r.id) for r in page]
+    usage = (store.runs.subtree_usage([str(r.id) for r in page if r.run_type != "llm"])
+             if subtree_usage and any(s in _USAGE for s in selects) else {})
+    stats = store.runs.feedback_stats(ids) if "FEEDBACK_STATS" in selects and ids else {}
+    datasets: dict[str, str | None] = {}
+    if "REFERENCE_DATASET_ID" in selects:
+        examples = {str(r.reference_example_id) for r in page if r.reference_example_id}
+        if examples:
+            datasets = {str(e.id): str(e.dataset_id)
+                        for e in store.examples.list(example_ids=sorted(examples))}
+    return [_item(r, selects, {
+        "usage": usage.get(str(r.id), {}), "feedback_stats": stats.get(str(r.id), {}),
+        "dataset_id": datasets.get(str(r.reference_example_id))}) for r in page]
+
+
 @router.post("/api/v2/runs/query")
 def query_runs_v2(store: StoreDep, body: JsonBody) -> JSONResponse:
     q = validate(RunQueryV2, body)
@@ -140,7 +161,7 @@ def query_runs_v2(store: StoreDep, body: JsonBody) -> JSONResponse:
     sessions, first = _sessions(store, q)
     end = q.max_start_time or utcnow()
     start = q.min_start_time or first or end - timedelta(days=1)
-    offset = _cursor(q.cursor)
+    offset = cursor_offset(q.cursor)
     found = store.runs.list(
         project_ids=sessions, run_type=q.run_type, trace_id=q.trace_id, is_root=q.is_root,
         error=q.has_error, reference_example_ids=q.reference_examples, run_ids=q.ids,
@@ -148,20 +169,30 @@ def query_runs_v2(store: StoreDep, body: JsonBody) -> JSONResponse:
         tree_filter=q.tree_filter, order="desc", offset=offset,
         limit=q.page_size + 1) if sessions else []
     page = found[: q.page_size]
-    selects = list(dict.fromkeys(q.selects or ["ID"]))
-    ids = [str(r.id) for r in page]
-    usage = (store.runs.subtree_usage([str(r.id) for r in page if r.run_type != "llm"])
-             if q.include_subtree_usage and any(s in _USAGE for s in selects) else {})
-    stats = store.runs.feedback_stats(ids) if "FEEDBACK_STATS" in selects and ids else {}
-    datasets: dict[str, str | None] = {}
-    if "REFERENCE_DATASET_ID" in selects:
-        examples = {str(r.reference_example_id) for r in page if r.reference_example_id}
-        if examples:
-            datasets = {str(e.id): str(e.dataset_id)
-                        for e in store.examples.list(example_ids=sorted(examples))}
-    items = [_item(r, selects, {
-        "usage": usage.get(str(r.id), {}), "feedback_stats": stats.get(str(r.id), {}),
-        "dataset_id": datasets.get(str(r.reference_example_id))}) for r in page]
+    items = select_items(store, page, list(dict.fromkeys(q.selects or ["ID"])),
+                         subtree_usage=q.include_subtree_usage)
     more = len(found) > q.page_size
-    return JSONResponse({"items": items,
-                         "next_cursor": _next_cursor(offset + q.page_size) if more else None})
+    return JsonResponse({"items": items,
+                         "next_cursor": next_cursor(offset + q.page_size) if more else None})
+
+
+_SELECTS = get_args(RunSelect)
+
+
+@router.get("/api/v2/runs/{run_id}")
+def retrieve_run_v2(store: StoreDep, run_id: uuid.UUID, project_id: uuid.UUID,
+                    selects: Annotated[list[str] | None, Query()] = None,
+                    start_time: str | None = None) -> JSONResponse:
+    """One run of a project (``client.runs.retrieve``, which replaces ``read_run``): the
+    ``selects`` named (only ``id`` by default), as ``/api/v2/runs/query`` gives them.
+    ``start_time`` narrows LangSmith's scan; here the id finds the run anyway."""
+    del start_time
+    chosen = list(dict.fromkeys(selects or ["ID"]))
+    bad = [s for s in chosen if s not in _SELECTS]
+    if bad:
+        raise ApiError(422, "invalid_input",
+                       f"unknown selects {bad}: expected some of {', '.join(_SELECTS)}")
+    run = store.runs.read(run_id)
+    if run.session_id != project_id:
+        raise ApiError(404, "not_found", f"run {run_id} not found in project {project_id}")
+    return JsonResponse(select_items(store, [run], chosen)[0])

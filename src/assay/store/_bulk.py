@@ -62,7 +62,7 @@ def insert_many(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]
         return
     sql, getter, json_at, time_at = _plan(table, tuple(sorted(rows[0])), dialect.paramstyle,
                                           dialect.identifier_preparer.quote)
-    dumps = _json.dumps
+    dumps = _json.dumps_column  # the engines' serializer: NUL and lone surrogates escaped
     params = []
     for row in rows:
         values = list(getter(row))

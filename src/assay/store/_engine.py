@@ -68,7 +68,8 @@ def make_engine(url: str, *, pool_size: int = 5) -> Engine:
             Path(db).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(
             parsed,
-            json_serializer=_json.dumps,
+            json_serializer=_json.dumps_column,
+            json_deserializer=_json.loads_column,
             connect_args={"timeout": BUSY_TIMEOUT_S, "check_same_thread": False},
             poolclass=NullPool if db in (None, "", ":memory:") else None,
         )
@@ -81,7 +82,8 @@ def make_engine(url: str, *, pool_size: int = 5) -> Engine:
         require("psycopg", "postgres", "A PostgreSQL store")
         return create_engine(
             parsed,
-            json_serializer=_json.dumps,
+            json_serializer=_json.dumps_column,
+            json_deserializer=_json.loads_column,
             pool_size=pool_size,
             max_overflow=10,
             pool_pre_ping=True,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import or_, select
 
 from .._ids import as_uuid, new_id_text, utcnow, uuid_text
-from .._json import jsonable
+from .._json import escape_text, jsonable, unescape_text
 from ..errors import InvalidInputError, NotFoundError
 from ..schemas import Feedback
 from ._aggregates import FEEDBACK_RETURNING, FeedbackDeltas
@@ -48,10 +48,17 @@ def _score(value: Any, fid: str) -> float | None:
     raise InvalidInputError(f"feedback {fid}: score must be a number or bool, got {value!r}")
 
 
+def _storable(text: Any) -> Any:
+    """Text as a text column can hold it: NUL and lone surrogates escaped (``assay._json``)."""
+    return escape_text(text) if isinstance(text, str) else text
+
+
 def _model(row: Any) -> Feedback:
     data = dict(row._mapping)
     data.pop("tenant_id", None)
     data.pop("label", None)
+    if data.get("comment"):
+        data["comment"] = unescape_text(data["comment"])
     return Feedback.model_validate(data)
 
 
@@ -84,8 +91,8 @@ class FeedbackRepo:
             "key": key,
             "score": _score(item.get("score"), fid),
             "value": value,
-            "label": feedback_label(value),
-            "comment": item.get("comment"),
+            "label": _storable(feedback_label(value)),
+            "comment": _storable(item.get("comment")),
             "correction": jsonable(item.get("correction")),
             "feedback_source": jsonable(source) if source is not None else None,
             "extra": jsonable(item.get("extra")) if item.get("extra") else None,
@@ -195,11 +202,11 @@ class FeedbackRepo:
                 new["score"] = _score(changes["score"], fid)
             if "value" in changes:
                 new["value"] = jsonable(changes["value"])
-                new["label"] = feedback_label(new["value"])
+                new["label"] = _storable(feedback_label(new["value"]))
             if "correction" in changes:
                 new["correction"] = jsonable(changes["correction"])
             if "comment" in changes:
-                new["comment"] = comment
+                new["comment"] = _storable(comment)
             new["modified_at"] = utcnow()
             self._insert(conn, [new])  # replaces the row, its statistics with it
         return self.read(fid)

@@ -16,6 +16,7 @@ from sqlalchemy import and_, bindparam, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from .._ids import as_uuid, dotted_segment_us, utcnow, uuid_text
+from .._json import escape_text, unescape_text
 from .._usage import derive_usage
 from ..errors import InvalidInputError, NotFoundError, StoreError
 from ..schemas import Run
@@ -49,6 +50,7 @@ _ID_FIELDS = ("id", "trace_id", "parent_run_id", "reference_example_id")
 _ORPHAN = ORPHAN  # a patch stored before its post arrived
 _USAGE_COLUMNS = ("prompt_tokens", "completion_tokens", "total_tokens", "prompt_cost",
                   "completion_cost", "total_cost")
+_TEXT_FIELDS = ("name", "error")  # free text in text columns (the rest is JSON or ids)
 _COLUMN_ORDER = tuple(sorted(c.name for c in runs.columns))
 _COLUMNS = frozenset(_COLUMN_ORDER)
 
@@ -86,6 +88,10 @@ def _clean(raw: Mapping[str, Any]) -> dict[str, Any]:
             )
     if "error" in out and not isinstance(out["error"], str):
         out["error"] = str(out["error"])
+    for key in _TEXT_FIELDS:  # NUL and lone surrogates as JSON columns store them (_json)
+        value = out.get(key)
+        if value.__class__ is str and ("\x00" in value or not value.isascii()):
+            out[key] = escape_text(value)
     if "run_type" in out and not isinstance(out["run_type"], str):
         raise InvalidInputError(f"run {run_id}: run_type must be a string")
     return out
@@ -128,6 +134,10 @@ def _row_to_run(row: Any) -> Run:
     for k in ("is_root", "latency_us", "first_token_us", "tenant_id"):
         data.pop(k, None)
     data["inputs"] = data.get("inputs") or {}
+    for key in _TEXT_FIELDS:
+        value = data.get(key)
+        if value:
+            data[key] = unescape_text(value)
     if data.get("status") == _ORPHAN:
         data["status"] = "pending"
     return Run.model_validate(data)
@@ -295,6 +305,66 @@ class RunRepo:
                 _attach(run, desc)
         return run
 
+    def conditions(
+        self,
+        *,
+        project_ids: Sequence[str] | None = None,
+        run_type: str | None = None,
+        trace_id: uuid.UUID | str | None = None,
+        parent_run_id: uuid.UUID | str | None = None,
+        is_root: bool | None = None,
+        error: bool | None = None,
+        reference_example_ids: Sequence[uuid.UUID | str] | None = None,
+        run_ids: Sequence[uuid.UUID | str] | None = None,
+        start_time: datetime | str | None = None,
+        start_before: datetime | str | None = None,
+        filter: str | None = None,
+        trace_filter: str | None = None,
+        tree_filter: str | None = None,
+        query: str | None = None,
+    ) -> list[Any]:
+        """The WHERE terms on ``runs`` of ``list``'s filters (``stats`` shares them)."""
+        tenant = self.store.tenant_id
+        dialect = self.store.engine.dialect.name
+        conds: list[Any] = [runs.c.tenant_id == tenant]
+        if query is not None:
+            if not isinstance(query, str):
+                raise InvalidInputError(f"query must be a string, got {type(query).__name__}")
+            conds.append(text_search(query, runs))
+        if filter is not None:
+            conds.append(compile_filter(filter, runs, dialect))
+        if trace_filter is not None:
+            root = runs.alias("trace_root")
+            conds.append(runs.c.trace_id.in_(select(root.c.id).where(
+                root.c.tenant_id == tenant, root.c.is_root.is_(True),
+                compile_filter(trace_filter, root, dialect))))
+        if tree_filter is not None:
+            other = runs.alias("tree_run")
+            conds.append(runs.c.trace_id.in_(select(other.c.trace_id).where(
+                other.c.tenant_id == tenant, compile_filter(tree_filter, other, dialect))))
+        if start_time is not None:
+            conds.append(runs.c.start_time >= _timestamp(start_time, "start_time", "filter"))
+        if start_before is not None:
+            conds.append(runs.c.start_time <= _timestamp(start_before, "start_before", "filter"))
+        if project_ids is not None:
+            conds.append(runs.c.session_id.in_([str(p) for p in project_ids]))
+        if run_type is not None:
+            conds.append(runs.c.run_type == run_type)
+        if trace_id is not None:
+            conds.append(runs.c.trace_id == str(as_uuid(trace_id, "trace_id")))
+        if parent_run_id is not None:
+            conds.append(runs.c.parent_run_id == str(as_uuid(parent_run_id, "parent_run_id")))
+        if is_root is not None:
+            conds.append(runs.c.is_root.is_(bool(is_root)))
+        if error is not None:
+            conds.append(runs.c.error.is_not(None) if error else runs.c.error.is_(None))
+        if reference_example_ids is not None:
+            conds.append(runs.c.reference_example_id.in_(
+                [str(as_uuid(i, "reference_example_id")) for i in reference_example_ids]))
+        if run_ids is not None:
+            conds.append(runs.c.id.in_([str(as_uuid(i, "run id")) for i in run_ids]))
+        return conds
+
     def list(
         self,
         *,
@@ -323,45 +393,12 @@ class RunRepo:
         ``trace_filter`` on the root of its trace, ``tree_filter`` on any run of its trace;
         ``query`` is a case-insensitive text search of the name, error, inputs and outputs.
         """
-        tenant = self.store.tenant_id
-        dialect = self.store.engine.dialect.name
-        q = select(runs).where(runs.c.tenant_id == tenant)
-        if query is not None:
-            if not isinstance(query, str):
-                raise InvalidInputError(f"query must be a string, got {type(query).__name__}")
-            q = q.where(text_search(query, runs))
-        if filter is not None:
-            q = q.where(compile_filter(filter, runs, dialect))
-        if trace_filter is not None:
-            root = runs.alias("trace_root")
-            q = q.where(runs.c.trace_id.in_(select(root.c.id).where(
-                root.c.tenant_id == tenant, root.c.is_root.is_(True),
-                compile_filter(trace_filter, root, dialect))))
-        if tree_filter is not None:
-            other = runs.alias("tree_run")
-            q = q.where(runs.c.trace_id.in_(select(other.c.trace_id).where(
-                other.c.tenant_id == tenant, compile_filter(tree_filter, other, dialect))))
-        if start_time is not None:
-            q = q.where(runs.c.start_time >= _timestamp(start_time, "start_time", "filter"))
-        if start_before is not None:
-            q = q.where(runs.c.start_time <= _timestamp(start_before, "start_before", "filter"))
-        if project_ids is not None:
-            q = q.where(runs.c.session_id.in_([str(p) for p in project_ids]))
-        if run_type is not None:
-            q = q.where(runs.c.run_type == run_type)
-        if trace_id is not None:
-            q = q.where(runs.c.trace_id == str(as_uuid(trace_id, "trace_id")))
-        if parent_run_id is not None:
-            q = q.where(runs.c.parent_run_id == str(as_uuid(parent_run_id, "parent_run_id")))
-        if is_root is not None:
-            q = q.where(runs.c.is_root.is_(bool(is_root)))
-        if error is not None:
-            q = q.where(runs.c.error.is_not(None) if error else runs.c.error.is_(None))
-        if reference_example_ids is not None:
-            q = q.where(runs.c.reference_example_id.in_(
-                [str(as_uuid(i, "reference_example_id")) for i in reference_example_ids]))
-        if run_ids is not None:
-            q = q.where(runs.c.id.in_([str(as_uuid(i, "run id")) for i in run_ids]))
+        q = select(runs).where(*self.conditions(
+            project_ids=project_ids, run_type=run_type, trace_id=trace_id,
+            parent_run_id=parent_run_id, is_root=is_root, error=error,
+            reference_example_ids=reference_example_ids, run_ids=run_ids, start_time=start_time,
+            start_before=start_before, filter=filter, trace_filter=trace_filter,
+            tree_filter=tree_filter, query=query))
         if trace_id is not None:
             q = q.order_by(runs.c.dotted_order)
         elif order == "desc":
@@ -374,6 +411,16 @@ class RunRepo:
         self.store.settle()
         with self.store.read() as conn:
             return [_row_to_run(r) for r in conn.execute(q)]
+
+    def stats(self, **filters: Any) -> dict[str, Any]:
+        """Statistics of the runs ``list(**filters)`` would return (``_run_stats``), as
+        LangSmith's ``get_run_stats`` answers them."""
+        from ._run_stats import run_stats
+
+        where = and_(*self.conditions(**filters))
+        self.store.settle()
+        with self.store.read() as conn:
+            return run_stats(conn, where, self.store.tenant_id)
 
     def feedback_stats(self, run_ids: Sequence[uuid.UUID | str]) -> dict[str, dict[str, Any]]:
         """Each run's feedback per key, as LangSmith's run answers carry it: ``{run id: {key:

@@ -1,0 +1,70 @@
+"""Stored JSON reads back exactly as written, on SQLite and PostgreSQL: strings outside the BMP,
+lone surrogates (which UTF-8 cannot encode), NUL (which PostgreSQL refuses) and the store's own
+escape character, in keys and values, through direct writes and the journal's fold."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from assay import _json
+from assay.store import Store
+
+HARD = ["a😀b", "x\ud800y", "\udfff", "a\x00b", "😀\udc00\x00", "\ufdd0", "\ufdd0\ufdd00",
+        "\ue400 private use", "plain", ""]
+
+
+def _value(tag: str) -> dict[str, Any]:
+    return {"tag": tag, "list": HARD, "nested": {s: s for s in HARD}, "n": [1, 2.5, None]}
+
+
+@pytest.mark.parametrize("text", HARD)
+def test_codec_round_trips_each_string(text: str) -> None:
+    value = {text: [text, {"k": text}]}
+    stored = _json.dumps_column(value)
+    assert "\x00" not in stored and "\\u0000" not in stored
+    stored.encode()  # no lone surrogate: storable as UTF-8 anywhere
+    assert _json.loads_column(stored) == value
+    assert _json.loads_column(stored.encode()) == value
+    assert _json.unescape_text(_json.escape_text(text)) == text
+    assert _json.loads(_json.dumps(value)) == value  # the wire form: \ud800 escapes
+    assert _json.loads(_json.dumpb(value)) == value  # the journal's
+
+
+def test_plain_json_is_stored_as_is() -> None:
+    value = {"a": "é😀", "b": [1, 2.5, True, None]}
+    assert _json.dumps_column(value) == _json.dumps(value)
+
+
+def test_runs_feedback_and_examples_keep_hard_strings(store: Store) -> None:
+    direct, journaled = str(uuid.uuid4()), str(uuid.uuid4())
+    run = {"name": "n\x00\ud800😀", "run_type": "chain", "start_time": "2026-01-01T00:00:00Z",
+           "inputs": _value("in"), "outputs": _value("out"), "error": "boom\x00\udc00",
+           "extra": {"metadata": _value("meta")}, "tags": HARD, "session_name": "hard"}
+    store.runs.upsert(posts=[{**run, "id": direct}])
+    store.journal.append_runs([{**run, "id": journaled}], default_project="hard")
+    for rid in (direct, journaled):
+        got = store.runs.read(rid)
+        assert got.name == run["name"] and got.error == run["error"]
+        assert got.inputs == _value("in") and got.outputs == _value("out")
+        assert got.metadata == _value("meta") and got.tags == HARD
+    assert {r.name for r in store.runs.list(project_ids=[str(got.session_id)])} == {run["name"]}
+
+    fb = store.feedback.create(run_id=direct, key="k", value=HARD[4], comment=HARD[3],
+                               correction=_value("fix"))
+    again = store.feedback.read(fb.id)
+    assert (again.value, again.comment, again.correction) == (HARD[4], HARD[3], _value("fix"))
+    store.feedback.update(fb.id, comment=HARD[1], value=HARD[1])
+    assert (store.feedback.read(fb.id).comment, store.feedback.read(fb.id).value) == (
+        HARD[1], HARD[1])
+
+    ds = store.datasets.create("hard-ds")
+    made = store.examples.create_many([{"inputs": _value("ex-in"), "outputs": _value("ex-out"),
+                                        "metadata": _value("ex-meta")}], dataset_id=ds.id)
+    ex = store.examples.read(made[0].id)
+    assert ex.inputs == _value("ex-in") and ex.outputs == _value("ex-out")
+    assert {k: v for k, v in ex.metadata.items() if k != "dataset_split"} == _value("ex-meta")
+    listed = store.examples.list(dataset_id=ds.id)  # the raw-SQL page reader
+    assert listed[0].inputs == _value("ex-in") and listed[0].outputs == _value("ex-out")
