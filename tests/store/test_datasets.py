@@ -316,8 +316,8 @@ def test_langsmith_arguments_assay_cannot_honour_are_refused_by_name(client: Cli
     client.update_dataset_tag(dataset_id=ds.id, tag="t")
     # arguments that would change what is returned or stored: refused, never dropped
     for call, words in (
-        (lambda: list(client.list_examples(dataset_id=ds.id, filter='exists(metadata, "x")')),
-         r"list_examples\(\) in assay does not support filter="),
+        (lambda: list(client.list_examples(dataset_id=ds.id, foo=1)),
+         r"list_examples\(\) in assay does not support foo="),
         (lambda: client.create_dataset("x", transformations=[{"path": ["a"]}]), "transformations="),
         (lambda: list(client.list_datasets(data_type="chat")), "data_type="),
         (lambda: list(client.list_projects(dataset_version="latest")), "dataset_version="),

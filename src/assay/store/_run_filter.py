@@ -63,7 +63,7 @@ class _Null:
 NULL: Any = _Null()
 
 _TOKEN = re.compile(r"""\s*(?:
-    (?P<name>[A-Za-z_][A-Za-z0-9_]*)
+    (?P<name>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)  # dotted: metadata.foo (examples)
   | (?P<num>-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
   | (?P<str>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')
   | (?P<punct>[(),\[\]])

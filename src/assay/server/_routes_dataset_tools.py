@@ -1,0 +1,98 @@
+"""Dataset endpoints beside the CRUD ones: ``POST /datasets/upload`` (the SDK's
+``upload_csv``) and ``GET /datasets/{id}/versions/diff`` (``diff_dataset_versions``)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import uuid
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from ..errors import ExampleValidationError
+from ._deps import Parts, StoreDep, ok
+from ._errors import ApiError
+
+__all__ = ["parse_csv_upload", "router"]
+
+router = APIRouter()
+
+_FIELDS = ("name", "description", "data_type", "id")
+
+
+def _text(data: bytes, what: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ApiError(422, "invalid_input", f"{what} is not UTF-8 text: {exc}") from None
+
+
+def parse_csv_upload(parts: list[Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(dataset fields, examples) of the SDK's multipart CSV upload; 422 naming what is wrong
+    (a missing part or column, a row with too many cells, a file that is not CSV text)."""
+    fields: dict[str, Any] = {}
+    keys: dict[str, list[str]] = {"input_keys": [], "output_keys": []}
+    file = None
+    for part in parts:
+        if part.name == "file":
+            if file is not None:
+                raise ApiError(422, "invalid_input", "send one 'file' part")
+            file = part
+        elif part.name in keys:
+            keys[part.name].append(_text(part.data, f"part {part.name!r}"))
+        elif part.name in _FIELDS:
+            fields[part.name] = _text(part.data, f"part {part.name!r}")
+        else:
+            raise ApiError(422, "invalid_input", f"unknown part {part.name!r} in a CSV upload: "
+                           "send file, input_keys, output_keys, name, description, data_type")
+    if file is None:
+        raise ApiError(422, "invalid_input", "a CSV upload needs a 'file' part")
+    if not keys["input_keys"]:
+        raise ApiError(422, "invalid_input", "a CSV upload needs at least one input_keys part")
+    name = fields.get("name") or (file.filename or "").rsplit("/", 1)[-1]
+    if not name:
+        raise ApiError(422, "invalid_input", "give the dataset a name (or the file a filename)")
+    fields["name"] = name
+    text = _text(file.data, f"CSV file {file.filename or ''}".strip())
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        columns = reader.fieldnames or []
+        wanted = keys["input_keys"] + keys["output_keys"]
+        missing = [k for k in wanted if k not in columns]
+        if missing:
+            raise ApiError(422, "invalid_input", f"CSV file {file.filename or ''} has no "
+                           f"column(s) {missing} (its columns: {columns})")
+        examples: list[dict[str, Any]] = []
+        for lineno, row in enumerate(reader, 2):
+            if None in row:
+                raise ExampleValidationError(len(examples), f"CSV line {lineno}: more cells "
+                                             "than columns")
+            examples.append({
+                "inputs": {k: row[k] for k in keys["input_keys"]},
+                "outputs": {k: row[k] for k in keys["output_keys"]} or None})
+    except csv.Error as exc:
+        raise ApiError(422, "invalid_input", f"CSV file {file.filename or ''}: {exc}") from None
+    return fields, examples
+
+
+@router.post("/datasets/upload")
+def upload_csv(store: StoreDep, parts: Parts) -> JSONResponse:
+    """A dataset from a CSV file, created with all its examples or not at all."""
+    fields, examples = parse_csv_upload(parts)
+    try:
+        ds_id = uuid.UUID(fields["id"]) if fields.get("id") else None
+    except ValueError:
+        raise ApiError(422, "invalid_input", f"id {fields['id']!r} is not a UUID") from None
+    with store.transaction():
+        ds = store.datasets.create(fields["name"], description=fields.get("description"),
+                                   data_type=fields.get("data_type") or "kv", id=ds_id)
+        store.examples.create_many(examples, dataset_id=ds.id)
+    return ok(store.datasets.read(dataset_id=ds.id))
+
+
+@router.get("/datasets/{dataset_id}/versions/diff")
+def diff_versions(store: StoreDep, dataset_id: uuid.UUID, from_version: str,
+                  to_version: str) -> JSONResponse:
+    return ok(store.datasets.diff_versions(dataset_id, from_version, to_version))
