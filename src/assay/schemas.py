@@ -76,6 +76,10 @@ class Example(Record):
     created_at: datetime
     modified_at: datetime | None = None
     attachment_urls: dict[str, Any] | None = None
+    # LangSmith's shape: {name: {"presigned_url", "mime_type", "reader"}}; filled by the local
+    # Client's read_example (and list_examples(include_attachments=True)). Never on the wire:
+    # the SDK builds it from ``attachment_urls`` and refuses a second one.
+    attachments: dict[str, Any] | None = Field(default=None, exclude=True)
 
 
 class TracerSession(Record):

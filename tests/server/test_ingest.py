@@ -24,11 +24,12 @@ def test_multipart_post_then_patch_with_feedback(ws: Workspace, encoding: str | 
         (f"post.{rid}.inputs", inputs),
         (f"post.{rid}.extra", extra),
         (f"post.{rid}.events", []),
-        (f"attachment.{rid}.image", b"\x89PNG..."),
+        (f"attachment.{rid}.notes", b'{"seen": true}'),  # stored (issue 23): JSON as declared
     ], encoding=encoding)
     resp = ws.http.post("/runs/multipart", content=body, headers=headers)
     assert resp.status_code == 202, resp.text
-    assert resp.json()["ingested"] == {"post": 1, "patch": 0, "feedback": 0, "ignored_attachments": 1}
+    assert resp.json()["ingested"] == {"post": 1, "patch": 0, "feedback": 0, "attachments": 1}
+    assert list(ws.store.attachments.of_runs([rid])[rid]) == ["notes"]
     stored = ws.store.runs.read(rid)
     assert stored.status == "pending" and stored.inputs == inputs and stored.extra == extra
 

@@ -8,16 +8,32 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
 from ..errors import InvalidInputError, NotFoundError
 from ..schemas import Dataset, DatasetVersion, Example
 from ._args import refuse_unknown
+from ._attach import (
+    create_with_attachments,
+    update_with_attachments,
+    with_attachments,
+    with_attachments_paged,
+)
 
 if TYPE_CHECKING:
     from ..store import Store
 
-__all__ = ["DatasetMethods"]
+__all__ = ["DatasetDiffInfo", "DatasetMethods"]
 
 ID = uuid.UUID | str
+
+
+class DatasetDiffInfo(BaseModel):
+    """What changed between two versions of a dataset (LangSmith's ``DatasetDiffInfo``)."""
+
+    examples_modified: list[uuid.UUID]
+    examples_added: list[uuid.UUID]
+    examples_removed: list[uuid.UUID]
 
 
 class DatasetMethods:
@@ -77,10 +93,14 @@ class DatasetMethods:
         name: str | None = None,
         description: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        inputs_schema: Mapping[str, Any] | None = None,
+        outputs_schema: Mapping[str, Any] | None = None,
     ) -> Dataset:
+        """Change what is given; a new schema must hold for the current examples."""
         ds_id = self._backend.datasets.resolve_id(dataset_id, dataset_name)
         return self._backend.datasets.update(ds_id, name=name, description=description,
-                                             metadata=metadata)
+                                             metadata=metadata, inputs_schema=inputs_schema,
+                                             outputs_schema=outputs_schema)
 
     def delete_dataset(self, *, dataset_id: ID | None = None, dataset_name: str | None = None) -> None:
         self._backend.datasets.delete(dataset_id=dataset_id, dataset_name=dataset_name)
@@ -97,14 +117,18 @@ class DatasetMethods:
         split: str | list[str] | None = None,
         example_id: ID | None = None,
         source_run_id: ID | None = None,
+        attachments: Mapping[str, Any] | None = None,
+        dangerously_allow_filesystem: bool = False,
         **unknown: Any,
     ) -> Example:
+        """``attachments``: ``{name: (mime_type, bytes)}`` as in LangSmith."""
         refuse_unknown("create_example", unknown)
         item = {"inputs": inputs if inputs is not None else {}, "outputs": outputs,
                 "metadata": metadata, "split": split, "id": example_id,
-                "source_run_id": source_run_id}
-        return self._backend.examples.create_many(
-            [item], dataset_id=dataset_id, dataset_name=dataset_name)[0]
+                "source_run_id": source_run_id, "attachments": attachments}
+        return create_with_attachments(self._backend, [item], dataset_id=dataset_id,
+                                       dataset_name=dataset_name,
+                                       allow_filesystem=dangerously_allow_filesystem)[0]
 
     def create_examples(
         self,
@@ -117,11 +141,13 @@ class DatasetMethods:
         metadata: Sequence[Mapping[str, Any] | None] | None = None,
         splits: Sequence[str | list[str] | None] | None = None,
         ids: Sequence[ID | None] | None = None,
+        attachments: Sequence[Mapping[str, Any] | None] | None = None,
+        dangerously_allow_filesystem: bool = False,
         **unknown: Any,
     ) -> dict[str, Any]:
-        """Store all examples or none; LangSmith's return shape ``{"example_ids", "count"}``."""
-        refuse_unknown("create_examples", unknown,
-                       ("max_concurrency", "dangerously_allow_filesystem"))
+        """Store all examples or none; LangSmith's return shape ``{"example_ids", "count"}``.
+        Each example may carry ``attachments`` (``{name: (mime_type, bytes)}``)."""
+        refuse_unknown("create_examples", unknown, ("max_concurrency",))
         if examples is not None and inputs is not None:
             raise InvalidInputError("give either examples=[...] or inputs=[...], not both")
         if examples is None:
@@ -129,7 +155,7 @@ class DatasetMethods:
                 raise InvalidInputError("give examples=[...] (or inputs=[...])")
             n = len(inputs)
             for name, seq in (("outputs", outputs), ("metadata", metadata), ("splits", splits),
-                              ("ids", ids)):
+                              ("ids", ids), ("attachments", attachments)):
                 if seq is not None and len(seq) != n:
                     raise InvalidInputError(f"{name} has {len(seq)} items but inputs has {n}")
             examples = [
@@ -137,16 +163,20 @@ class DatasetMethods:
                  "outputs": outputs[i] if outputs is not None else None,
                  "metadata": metadata[i] if metadata is not None else None,
                  "split": splits[i] if splits is not None else None,
-                 "id": ids[i] if ids is not None else None}
+                 "id": ids[i] if ids is not None else None,
+                 "attachments": attachments[i] if attachments is not None else None}
                 for i in range(n)
             ]
-        created = self._backend.examples.create_many(
-            examples, dataset_id=dataset_id, dataset_name=dataset_name)
+        created = create_with_attachments(self._backend, examples, dataset_id=dataset_id,
+                                          dataset_name=dataset_name,
+                                          allow_filesystem=dangerously_allow_filesystem)
         return {"example_ids": [str(e.id) for e in created], "count": len(created),
                 "examples": created}
 
     def read_example(self, example_id: ID, *, as_of: datetime | str | None = None) -> Example:
-        return self._backend.examples.read(example_id, as_of=as_of)
+        """The example (at ``as_of``), with its ``attachments`` of that version."""
+        return with_attachments(self._backend, [self._backend.examples.read(example_id,
+                                                                            as_of=as_of)], as_of)[0]
 
     def list_examples(
         self,
@@ -160,13 +190,21 @@ class DatasetMethods:
         offset: int = 0,
         limit: int | None = None,
         metadata: Mapping[str, Any] | None = None,
+        filter: str | None = None,
         **unknown: Any,
     ) -> Iterator[Example]:
-        refuse_unknown("list_examples", unknown, ("include_attachments",))
-        yield from self._backend.examples.list(
+        """``filter``: LangSmith's filter language on examples, e.g.
+        ``and(exists(metadata, "tenant"), eq(metadata.lang, "en"))``."""
+        include_attachments = bool(unknown.pop("include_attachments", False))
+        refuse_unknown("list_examples", unknown)
+        found = self._backend.examples.list(
             dataset_id=dataset_id, dataset_name=dataset_name, example_ids=example_ids,
             splits=splits, metadata=metadata, as_of=as_of, offset=offset, limit=limit,
+            filter=filter,
         )
+        if include_attachments:  # as LangSmith: files are read only when asked for
+            found = with_attachments_paged(self._backend, found, as_of)
+        yield from found
 
     def update_example(
         self,
@@ -176,19 +214,27 @@ class DatasetMethods:
         outputs: Mapping[str, Any] | None = None,
         metadata: Mapping[str, Any] | None = None,
         split: str | list[str] | None = None,
+        attachments: Mapping[str, Any] | None = None,
+        attachments_operations: Mapping[str, Any] | None = None,
+        dangerously_allow_filesystem: bool = False,
         **unknown: Any,
     ) -> Example:
+        """A new version of the example. ``attachments`` adds or replaces files;
+        ``attachments_operations`` (``{"retain": [...], "rename": {old: new}}``) says which
+        existing ones it keeps (without it: all)."""
         refuse_unknown("update_example", unknown, ("dataset_id",))
         upd: dict[str, Any] = {"id": example_id}
         for key, value in (("inputs", inputs), ("outputs", outputs), ("metadata", metadata),
-                           ("split", split)):
+                           ("split", split), ("attachments", attachments),
+                           ("attachments_operations", attachments_operations)):
             if value is not None:
                 upd[key] = value
-        return self._backend.examples.update_many([upd])[0]
+        return update_with_attachments(self._backend, [upd],
+                                       allow_filesystem=dangerously_allow_filesystem)[0]
 
     def update_examples(self, *, updates: Sequence[Mapping[str, Any]], **unknown: Any) -> dict[str, Any]:
         refuse_unknown("update_examples", unknown, ("dataset_id", "dataset_name"))
-        changed = self._backend.examples.update_many(updates)
+        changed = update_with_attachments(self._backend, updates)
         return {"message": f"{len(changed)} examples updated", "count": len(changed)}
 
     def delete_example(self, example_id: ID) -> None:
@@ -198,6 +244,19 @@ class DatasetMethods:
         self._backend.examples.delete_many(example_ids)
 
     # -- versions ---------------------------------------------------------------------------
+    def diff_dataset_versions(
+        self,
+        dataset_id: ID | None = None,
+        *,
+        dataset_name: str | None = None,
+        from_version: str | datetime,
+        to_version: str | datetime,
+    ) -> DatasetDiffInfo:
+        """Examples added, modified and removed between two versions (times or tags)."""
+        ds_id = self._backend.datasets.resolve_id(dataset_id, dataset_name)
+        return DatasetDiffInfo.model_validate(
+            self._backend.datasets.diff_versions(ds_id, from_version, to_version))
+
     def read_dataset_version(
         self,
         *,
@@ -302,8 +361,12 @@ class DatasetMethods:
         *,
         name: str | None = None,
         description: str | None = None,
+        data_type: str | None = "kv",
         **unknown: Any,
     ) -> Dataset:
         refuse_unknown("upload_csv", unknown)
+        if data_type not in (None, "kv") and getattr(data_type, "value", None) != "kv":
+            raise InvalidInputError(f"upload_csv(): data_type {data_type!r} is not supported: "
+                                    "assay datasets are key-value ('kv')")
         return self.import_dataset(csv_file, dataset_name=name, description=description,
                                    format="csv", input_keys=input_keys, output_keys=output_keys)

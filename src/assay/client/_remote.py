@@ -145,8 +145,12 @@ class _Datasets:
         return [Dataset.model_validate(d) for d in self.http.pages("/datasets", params, offset, limit)]
 
     def update(self, dataset_id: uuid.UUID | str, *, name: str | None = None,
-               description: str | None = None, metadata: Mapping[str, Any] | None = None) -> Dataset:
-        body = {"name": name, "description": description, "metadata": metadata}
+               description: str | None = None, metadata: Mapping[str, Any] | None = None,
+               inputs_schema: Mapping[str, Any] | None = None,
+               outputs_schema: Mapping[str, Any] | None = None) -> Dataset:
+        body = {"name": name, "description": description, "metadata": metadata,
+                "inputs_schema_definition": inputs_schema,
+                "outputs_schema_definition": outputs_schema}
         return Dataset.model_validate(self.http.request("PATCH", f"/datasets/{dataset_id}", body=body))
 
     def delete(self, *, dataset_id: uuid.UUID | str | None = None, dataset_name: str | None = None) -> None:
@@ -160,6 +164,12 @@ class _Datasets:
     def tag(self, dataset_id: uuid.UUID | str, tag: str, as_of: datetime | str | None = None) -> DatasetVersion:
         data = self.http.request("PUT", f"/datasets/{dataset_id}/tags", body={"tag": tag, "as_of": as_of})
         return DatasetVersion.model_validate(data)
+
+    def diff_versions(self, dataset_id: uuid.UUID | str, from_version: datetime | str,
+                      to_version: datetime | str) -> dict[str, list[str]]:
+        return self.http.request(  # type: ignore[no-any-return]
+            "GET", f"/datasets/{dataset_id}/versions/diff",
+            params={"from_version": from_version, "to_version": to_version})
 
     def list_versions(self, dataset_id: uuid.UUID | str) -> list[DatasetVersion]:
         return [DatasetVersion.model_validate(v)
@@ -202,7 +212,8 @@ class _Examples:
     def list(self, *, dataset_id: uuid.UUID | str | None = None, dataset_name: str | None = None,
              example_ids: Sequence[uuid.UUID | str] | None = None, splits: Sequence[str] | None = None,
              metadata: Mapping[str, Any] | None = None, as_of: datetime | str | None = None,
-             offset: int = 0, limit: int | None = None) -> list[Example]:
+             offset: int = 0, limit: int | None = None, filter: str | None = None
+             ) -> list[Example]:
         if dataset_id is None and dataset_name is not None:
             dataset_id = self.datasets.resolve_id(None, dataset_name)
         if dataset_id is None and example_ids is None:
@@ -210,7 +221,8 @@ class _Examples:
         if example_ids is not None and not example_ids:
             return []
         params = {"dataset": dataset_id, "id": _ids(example_ids), "splits": list(splits) if splits else None,
-                  "metadata": _json.dumps(metadata) if metadata else None, "as_of": as_of}
+                  "metadata": _json.dumps(metadata) if metadata else None, "as_of": as_of,
+                  "filter": filter}
         return [Example.model_validate(e) for e in self.http.pages("/examples", params, offset, limit)]
 
     def read(self, example_id: uuid.UUID | str, *, as_of: datetime | str | None = None) -> Example:
@@ -367,6 +379,30 @@ class _Runs:
         return out[:limit] if limit is not None else out
 
 
+    def stats(self, *, project_ids: Sequence[str] | None = None,
+              run_ids: Sequence[uuid.UUID | str] | None = None,
+              trace_id: uuid.UUID | str | None = None,
+              parent_run_id: uuid.UUID | str | None = None, run_type: str | None = None,
+              reference_example_ids: Sequence[uuid.UUID | str] | None = None,
+              start_time: datetime | str | None = None, start_before: datetime | str | None = None,
+              error: bool | None = None, is_root: bool | None = None, query: str | None = None,
+              filter: str | None = None, trace_filter: str | None = None,
+              tree_filter: str | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "session": _ids(project_ids), "id": _ids(run_ids), "trace": trace_id,
+            "parent_run": parent_run_id, "run_type": run_type,
+            "reference_example": _ids(reference_example_ids), "start_time": start_time,
+            "end_time": start_before, "error": error, "is_root": is_root, "query": query,
+            "filter": filter, "trace_filter": trace_filter, "tree_filter": tree_filter,
+        }
+        out = self.http.request("POST", "/runs/stats",
+                                body={k: v for k, v in body.items() if v is not None})
+        last = out.get("last_run_start_time")
+        if isinstance(last, str):  # the local store's type
+            out["last_run_start_time"] = datetime.fromisoformat(last)
+        return out
+
+
 class _Feedback:
     def __init__(self, http: _Http) -> None:
         self.http = http
@@ -415,6 +451,13 @@ class RemoteBackend:
         self.projects = _Projects(self.http, self.datasets)
         self.runs = _Runs(self.http)
         self.feedback = _Feedback(self.http)
+        from ._remote_attachments import RemoteAttachments  # issue 23: example attachments
+
+        self.attachments = RemoteAttachments(self.http, self.datasets)
+        from ._queues import RemoteFeedbackConfigs, RemoteQueues  # issue 23
+
+        self.queues = RemoteQueues(self.http)
+        self.feedback_configs = RemoteFeedbackConfigs(self.http)
 
     @property
     def url(self) -> str:

@@ -59,18 +59,20 @@ def _parse_as_of(as_of: datetime | str | None) -> tuple[datetime | None, str | N
 def load_dataset(
     client: Client, dataset_id: str, *, as_of: datetime | str | None,
     splits: Sequence[str] | None, stream: bool = False, checked: bool = False,
+    attachments: bool = False,
 ) -> ResolvedData:
     """The dataset's examples at one pinned version (the current one by default).
 
     ``stream``: from a local store, read them in the background (``ExampleStream``) so a fresh
     experiment can start on the first ones; ``checked``: ``dataset_id`` was just resolved
-    (``dataset_id_of``), not looked up again."""
+    (``dataset_id_of``), not looked up again; ``attachments``: read the examples' files too
+    (a target or evaluator asks for them), which streaming does not."""
     when, tag = _parse_as_of(as_of)
     if when is None and tag is None:
         tag = "latest"
     split_list = [splits] if isinstance(splits, str) else (list(splits) if splits else None)
     backend = getattr(client, "_backend", None)
-    if stream and isinstance(backend, Store):
+    if stream and isinstance(backend, Store) and not attachments:
         at, count, names, pages = backend.examples.stream(
             dataset_id, version=when if when is not None else tag, splits=split_list,
             checked=checked)
@@ -83,7 +85,8 @@ def load_dataset(
         examples: Sequence[Example] = []
     else:
         at = client.read_dataset_version(dataset_id=dataset_id, as_of=when, tag=tag).as_of
-        examples = list(client.list_examples(dataset_id=dataset_id, as_of=at, splits=split_list))
+        examples = list(client.list_examples(dataset_id=dataset_id, as_of=at, splits=split_list,
+                                             include_attachments=attachments))
     if not examples:
         where = f" in split(s) {split_list}" if split_list else ""
         raise InvalidInputError(

@@ -19,6 +19,7 @@ from .._ids import to_utc
 from ..errors import require
 from ..schemas import Example, Run
 from ..store._examples import StoredExample
+from ._attachments import fresh_attachments
 from ._schemas import EvaluationResults, as_result
 
 if TYPE_CHECKING:
@@ -92,7 +93,9 @@ class ExperimentResultRow(Mapping[str, Any]):
 
     @property
     def attachments(self) -> dict[str, Any]:
-        return {}
+        """The example's files (read only when the target or an evaluator asks for them)."""
+        ex = self._example
+        return {} if ex.__class__ is StoredExample else fresh_attachments(ex)
 
     def __getitem__(self, key: str) -> Any:
         if key == "run":

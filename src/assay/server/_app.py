@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any
 
 from fastapi import FastAPI
@@ -52,17 +53,21 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     batch_size_limit: int = 100,
     auth: bool = True,
+    max_attachment_bytes: int | None = None,
 ) -> FastAPI:
     """A LangSmith-compatible server over the store at ``store_url`` (or an open ``store``).
 
     ``max_body_bytes`` caps each request body, on the wire and after decompression; bigger
     requests get a 413 with a JSON error. ``auth=False`` (a one-person server on a laptop)
     serves the default workspace to every request without an API key.
+    ``max_attachment_bytes`` caps one example or run attachment (413 naming it).
     """
     if max_body_bytes < 1024:
         raise ValueError("max_body_bytes must be at least 1024")
     settings = Settings(max_body_bytes=max_body_bytes, batch_size_limit=batch_size_limit,
                         auth=auth)
+    if max_attachment_bytes is not None:  # attachments (issue 23)
+        settings = replace(settings, max_attachment_bytes=max_attachment_bytes)
     base = store if store is not None else Store.open(store_url)
     folder = Folder(base)
 
@@ -97,6 +102,24 @@ def create_app(
     for module in (_routes_datasets, _routes_sessions, _routes_runs, _routes_feedback,
                    _routes_results, _routes_runs_v2):
         app.include_router(module.router)
+    from . import (  # issue 23: dataset tools, annotation queues, feedback configs, evaluators
+        _routes_dataset_tools,
+        _routes_evaluators,
+        _routes_feedback_configs,
+        _routes_queue_items,
+        _routes_queues,
+    )
+
+    for module in (_routes_dataset_tools, _routes_queues, _routes_queue_items,
+                   _routes_feedback_configs, _routes_evaluators):
+        app.include_router(module.router)
+    from . import _routes_attachments  # example attachments, downloads (issue 23)
+
+    app.include_router(_routes_attachments.router)
+    from . import _routes_run_stats, _routes_traces_v2  # run stats, v2 traces (issue 23)
+
+    app.include_router(_routes_run_stats.router)
+    app.include_router(_routes_traces_v2.router)
     from . import _routes_otel  # OTLP/HTTP traces from any OpenTelemetry exporter (issue 25)
 
     app.include_router(_routes_otel.router)
@@ -109,6 +132,7 @@ def app_from_env() -> FastAPI:
     """Factory for ``uvicorn --factory`` / several workers: settings from ``ASSAY_*`` env vars."""
     limit = os.environ.get("ASSAY_MAX_BODY_BYTES")
     no_auth = os.environ.get("ASSAY_SERVER_NO_AUTH", "").lower() in ("1", "true", "yes")
+    attach = os.environ.get("ASSAY_MAX_ATTACHMENT_BYTES")
     return create_app(os.environ.get("ASSAY_DATABASE_URL") or None,
                       max_body_bytes=int(limit) if limit else DEFAULT_MAX_BODY_BYTES,
-                      auth=not no_auth)
+                      auth=not no_auth, max_attachment_bytes=int(attach) if attach else None)

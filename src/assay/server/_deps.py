@@ -18,7 +18,7 @@ from ..store import Store
 from . import _body
 from ._folder import Folder
 
-__all__ = ["FolderDep", "JsonBody", "Parts", "Settings", "StoreDep", "dump", "json_body", "json_query",
+__all__ = ["FolderDep", "JsonBody", "JsonResponse", "Parts", "Settings", "StoreDep", "dump", "json_body", "json_query",
            "multipart_body", "ok", "tenant_store"]
 
 
@@ -27,6 +27,7 @@ class Settings:
     """Server options (``create_app`` keywords, ``assay serve`` flags)."""
 
     max_body_bytes: int = 64 * 1024 * 1024
+    max_attachment_bytes: int = 32 * 1024 * 1024  # one attachment (413 over it)
     batch_size_limit: int = 100
     auth: bool = True
 
@@ -103,5 +104,19 @@ def dump(value: Any) -> Any:
     return value
 
 
+class JsonResponse(JSONResponse):
+    """Starlette's JSON answer, which cannot encode a lone surrogate as UTF-8: those (stored
+    as sent, see ``assay._json``) go out as ``\\ud800`` escapes, as the SDKs sent them."""
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except UnicodeEncodeError:
+            import json
+
+            return json.dumps(content, ensure_ascii=True, allow_nan=False,
+                              separators=(",", ":")).encode()
+
+
 def ok(value: Any, status: int = 200) -> JSONResponse:
-    return JSONResponse(dump(value), status_code=status)
+    return JsonResponse(dump(value), status_code=status)

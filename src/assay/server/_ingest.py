@@ -5,7 +5,10 @@ Multipart part names (both SDKs):
     post.<run id>             the run (without its large fields)       patch.<run id> likewise
     post.<run id>.<field>     inputs | outputs | events | extra | error | serialized
     feedback.<feedback id>    a feedback object (JS sends them with the runs)
-    attachment.<run id>.<n>   a run attachment: accepted and not stored (counted in the answer)
+    attachment.<run id>.<n>   a run attachment (stored with the batch: store/_attachments.py)
+
+Run and feedback parts are JSON (``application/json``, or no Content-Type); a part of another
+type is refused with a 422, as LangSmith does.
 
 Everything is parsed and validated first; then runs and feedback are checked and journaled in
 ONE transaction, so a bad part anywhere leaves nothing behind.
@@ -22,6 +25,8 @@ from sqlalchemy.exc import IntegrityError
 from .._ids import is_canonical_uuid
 from ..errors import StoreError
 from ..store import Store
+from ..store._attachments import DEFAULT_MAX_ATTACHMENT_BYTES, Upload
+from ._attachments import upload_from_part
 from ._body import Part
 from ._errors import ApiError
 from ._folder import Folder
@@ -39,11 +44,12 @@ class Batch:
     posts: list[dict[str, Any]] = field(default_factory=list)
     patches: list[dict[str, Any]] = field(default_factory=list)
     feedback: list[dict[str, Any]] = field(default_factory=list)
-    ignored_attachments: int = 0
+    attachments: dict[str, list[Upload]] = field(default_factory=dict)  # by run id
 
     def counts(self) -> dict[str, int]:
         return {"post": len(self.posts), "patch": len(self.patches),
-                "feedback": len(self.feedback), "ignored_attachments": self.ignored_attachments}
+                "feedback": len(self.feedback),
+                "attachments": sum(len(a) for a in self.attachments.values())}
 
 
 def _uuid(text: str, part: str) -> str:
@@ -63,7 +69,21 @@ def _run(raw: Any, where: str, run_id: str | None = None) -> dict[str, Any]:
     return out
 
 
-def from_parts(parts: list[Part]) -> Batch:
+def _json_part(part: Part) -> Part:
+    """A run or feedback part must be JSON, as LangSmith requires (422 otherwise): a part sent
+    as text or bytes is a client bug, not something to parse anyway."""
+    raw = part.headers.get("content-type")
+    if raw is None or raw == "application/json" or raw.startswith("application/json;"):
+        return part
+    ctype = part.content_type
+    if ctype != "application/json" and not ctype.endswith("+json"):
+        raise ApiError(422, "invalid_input", f"multipart part {part.name!r} has Content-Type "
+                       f"{ctype!r}: run and feedback parts must be application/json")
+    return part
+
+
+def from_parts(parts: list[Part], max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES
+               ) -> Batch:
     batch = Batch()
     runs: dict[tuple[str, str], dict[str, Any]] = {}
     fields: dict[tuple[str, str], dict[str, Any]] = {}
@@ -72,6 +92,7 @@ def from_parts(parts: list[Part]) -> Batch:
     for part in parts:
         kind, _, rest = part.name.partition(".")
         if kind in ("post", "patch"):
+            _json_part(part)
             run_text, _, fname = rest.partition(".")
             run_id = ids.get(run_text)
             if run_id is None:
@@ -95,6 +116,7 @@ def from_parts(parts: list[Part]) -> Batch:
                 raise ApiError(422, "unknown_part",
                                f"unknown multipart part {part.name!r}: {_PART_HELP}")
         elif kind == "feedback":
+            _json_part(part)
             _uuid(rest, part.name)
             fb = validate(FeedbackIn, part.json(), f"multipart part {part.name!r}")
             if fb.id is not None and str(fb.id) != str(uuid.UUID(rest)):
@@ -103,11 +125,14 @@ def from_parts(parts: list[Part]) -> Batch:
             batch.feedback.append({**fb.item(), "id": fb.id or uuid.UUID(rest)})
         elif kind == "attachment":
             run_text, _, name = rest.partition(".")
-            _uuid(run_text, part.name)
+            run_id = _uuid(run_text, part.name)
             if not name:
                 raise ApiError(422, "unknown_part", f"multipart part {part.name!r} has no "
                                "attachment name")
-            batch.ignored_attachments += 1
+            files = batch.attachments.setdefault(run_id, [])
+            if any(u.name == name for u in files):
+                raise ApiError(422, "invalid_input", f"multipart part {part.name!r} appears twice")
+            files.append(upload_from_part(part, name, max_attachment_bytes, f"run {run_id}"))
         else:
             raise ApiError(422, "unknown_part", f"unknown multipart part {part.name!r}: {_PART_HELP}")
     orphans = [k for k in fields if k not in runs]
@@ -156,7 +181,12 @@ def write(store: Store, batch: Batch, folder: Folder | None = None, *, attempts:
     """
     for attempt in range(attempts):
         try:
-            store.journal.admit(batch.posts, batch.patches, batch.feedback)
+            if batch.attachments:  # in the batch's transaction: all or nothing
+                with store.transaction():
+                    store.attachments.set_runs(batch.attachments)
+                    store.journal.admit(batch.posts, batch.patches, batch.feedback)
+            else:
+                store.journal.admit(batch.posts, batch.patches, batch.feedback)
             if folder is not None:
                 folder.ingested()  # the background fold waits for a gap in requests
             return

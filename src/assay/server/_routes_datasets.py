@@ -6,14 +6,14 @@ import uuid
 from collections.abc import Iterator, Sequence
 from typing import Annotated, Any, TypeVar
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
-from ..errors import ExampleValidationError, InvalidInputError, NotFoundError
+from ..errors import ExampleValidationError, InvalidInputError
 from ..store import Store
 from ..store._examples import normalize_example
-from ._body import Part
-from ._deps import JsonBody, Parts, StoreDep, ok
+from ._attachments import with_attachment_urls
+from ._deps import JsonBody, StoreDep, ok
 from ._deps import json_query as _json_query
 from ._errors import ApiError
 from ._wire import DatasetIn, DatasetPatch, ExampleIn, ExamplePatch, SplitsIn, TagIn, validate
@@ -59,8 +59,11 @@ def read_dataset(store: StoreDep, dataset_id: uuid.UUID) -> JSONResponse:
 @router.patch("/datasets/{dataset_id}")
 def update_dataset(store: StoreDep, dataset_id: uuid.UUID, body: JsonBody) -> JSONResponse:
     patch = validate(DatasetPatch, body)
+    extra = patch.model_extra or {}  # LangSmith's names for the dataset's JSON Schemas
     return ok(store.datasets.update(dataset_id, name=patch.name, description=patch.description,
-                                    metadata=patch.metadata))
+                                    metadata=patch.metadata,
+                                    inputs_schema=extra.get("inputs_schema_definition"),
+                                    outputs_schema=extra.get("outputs_schema_definition")))
 
 
 @router.delete("/datasets/{dataset_id}")
@@ -169,6 +172,7 @@ def create_examples(store: StoreDep, body: JsonBody) -> JSONResponse:
 
 @router.get("/examples")
 def list_examples(
+    request: Request,
     store: StoreDep,
     dataset: uuid.UUID | None = None,
     id: Ids = None,
@@ -178,20 +182,24 @@ def list_examples(
     filter: str | None = None,
     offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=10000)] = 100,
+    select: Annotated[list[str] | None, Query()] = None,
 ) -> JSONResponse:
-    if filter:
-        raise ApiError(422, "unsupported", "the 'filter' query parameter is not supported by "
-                       "this server: use dataset, id, splits, metadata or as_of")
     if dataset is None and not id:
         raise ApiError(422, "invalid_input", "give the dataset or id query parameter")
-    return ok(store.examples.list(
+    found = store.examples.list(
         dataset_id=dataset, example_ids=id, as_of=as_of, splits=splits,
-        metadata=_json_query(metadata, "metadata"), offset=offset, limit=limit))
+        metadata=_json_query(metadata, "metadata"), offset=offset, limit=limit,
+        filter=filter or None)  # LangSmith's filter language on examples
+    if select and "attachment_urls" in select:  # the SDK's include_attachments=True
+        return ok(with_attachment_urls(request, store, found, as_of))
+    return ok(found)
 
 
 @router.get("/examples/{example_id}")
-def read_example(store: StoreDep, example_id: uuid.UUID, as_of: str | None = None) -> JSONResponse:
-    return ok(store.examples.read(example_id, as_of=as_of))
+def read_example(request: Request, store: StoreDep, example_id: uuid.UUID,
+                 as_of: str | None = None) -> JSONResponse:
+    return ok(with_attachment_urls(request, store, [store.examples.read(example_id, as_of=as_of)],
+                                   as_of)[0])
 
 
 @router.patch("/examples/bulk")
@@ -221,89 +229,4 @@ def delete_examples(store: StoreDep, example_ids: Annotated[list[uuid.UUID], Que
     return ok({"example_ids": [str(i) for i in example_ids], "count": n})
 
 
-# -- examples (multipart) -----------------------------------------------------------------------
-_EXAMPLE_FIELDS = ("inputs", "outputs", "attachments_operations")
-
-
-def _example_parts(parts: list[Part]) -> list[tuple[str, dict[str, Any]]]:
-    """Group ``<id>``, ``<id>.inputs``, ``<id>.outputs`` parts into (id, fields) in order."""
-    order: list[str] = []
-    found: dict[str, dict[str, Any]] = {}
-    for part in parts:
-        ex_id, _, field = part.name.partition(".")
-        try:
-            uuid.UUID(ex_id)
-        except ValueError:
-            raise ApiError(422, "unknown_part", f"multipart part {part.name!r}: expected "
-                           "'<example id>', '<example id>.inputs' or '<example id>.outputs'") from None
-        if field.startswith("attachment"):
-            raise ApiError(422, "unsupported", f"multipart part {part.name!r}: example "
-                           "attachments are not supported by this server")
-        if field and field not in _EXAMPLE_FIELDS:
-            raise ApiError(422, "unknown_part", f"unknown multipart part {part.name!r}: expected "
-                           "'<example id>', '<example id>.inputs' or '<example id>.outputs'")
-        if ex_id not in found:
-            order.append(ex_id)
-            found[ex_id] = {}
-        key = field or "_body"
-        if key in found[ex_id]:
-            raise ApiError(422, "invalid_input", f"multipart part {part.name!r} appears twice")
-        found[ex_id][key] = part.json()
-    out = []
-    for ex_id in order:
-        fields = found[ex_id]
-        body = fields.pop("_body", {})
-        if not isinstance(body, dict):
-            raise ApiError(422, "invalid_input", f"multipart part {ex_id!r} must be a JSON object")
-        out.append((ex_id, {**body, **fields, "id": ex_id}))
-    return out
-
-
-@router.post("/v1/platform/datasets/{dataset_id}/examples", status_code=201)
-def upload_examples(store: StoreDep, dataset_id: uuid.UUID,
-                    parts: Parts) -> JSONResponse:
-    items = []
-    for i, (ex_id, fields) in enumerate(_example_parts(parts)):
-        ex = validate(ExampleIn, fields, f"example {ex_id}")
-        if ex.dataset_id is not None and ex.dataset_id != dataset_id:
-            raise ApiError(422, "invalid_input", f"example {ex_id}: dataset_id differs from the URL")
-        items.append((str(dataset_id), _with_source_run(store, ex, ex.item())))
-    made = _create_grouped(store, items)
-    as_of = store.datasets.version(dataset_id).as_of if made else None
-    return ok({"example_ids": [str(e.id) for e in made], "count": len(made),
-               "as_of": as_of.isoformat() if as_of else None}, status=201)
-
-
-@router.patch("/v1/platform/datasets/{dataset_id}/examples")
-def patch_examples(store: StoreDep, dataset_id: uuid.UUID,
-                   parts: Parts) -> JSONResponse:
-    updates = []
-    for ex_id, fields in _example_parts(parts):
-        patch = validate(ExamplePatch, fields, f"example {ex_id}")
-        updates.append(patch.update(ex_id))
-    with store.transaction():
-        changed = store.examples.update_many(updates)
-        wrong = [str(e.id) for e in changed if e.dataset_id != dataset_id]
-        if wrong:
-            raise NotFoundError(f"example(s) {', '.join(wrong)} not in dataset {dataset_id}")
-    return ok({"example_ids": [str(e.id) for e in changed], "count": len(changed)})
-
-
-@router.post("/v1/platform/examples/multipart", status_code=201)
-def upsert_examples(store: StoreDep, parts: Parts) -> JSONResponse:
-    """Create or update examples of any of the caller's datasets (``dataset_id`` per example)."""
-    creates: list[tuple[str, dict[str, Any]]] = []
-    updates: list[dict[str, Any]] = []
-    for ex_id, fields in _example_parts(parts):
-        ex = validate(ExampleIn, fields, f"example {ex_id}")
-        if ex.dataset_id is None:
-            raise ApiError(422, "invalid_input", f"example {ex_id}: dataset_id is required")
-        if store.examples.list(example_ids=[ex_id]):
-            updates.append(ExamplePatch.model_validate(fields).update(ex_id))
-        else:
-            creates.append((str(ex.dataset_id), _with_source_run(store, ex, ex.item())))
-    with store.transaction():
-        made = _create_grouped(store, creates) if creates else []
-        changed = store.examples.update_many(updates) if updates else []
-    ids = [str(e.id) for e in made] + [str(e.id) for e in changed]
-    return ok({"example_ids": ids, "count": len(ids)}, status=201)
+# -- examples (multipart, with attachments): _routes_attachments.py ----------------------------

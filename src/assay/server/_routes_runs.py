@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from ..schemas import Run
 from . import _ingest
+from ._attachments import with_run_attachment_urls
 from ._deps import FolderDep, JsonBody, Parts, StoreDep, ok
 from ._errors import ApiError
 from ._wire import RunQuery, TraceDelete, run_in, validate
@@ -21,8 +24,9 @@ _PAGE = 100
 
 
 @router.post("/runs/multipart", status_code=202)
-def ingest_multipart(store: StoreDep, parts: Parts, folder: FolderDep) -> JSONResponse:
-    batch = _ingest.from_parts(parts)
+def ingest_multipart(request: Request, store: StoreDep, parts: Parts,
+                     folder: FolderDep) -> JSONResponse:
+    batch = _ingest.from_parts(parts, request.app.state.settings.max_attachment_bytes)
     _ingest.write(store, batch, folder)
     return ok({"ingested": batch.counts()}, status=202)
 
@@ -60,9 +64,27 @@ def delete_traces(store: StoreDep, body: JsonBody) -> JSONResponse:
     return ok({"deleted": n})
 
 
+def derived_fields(run: Run, out: dict[str, Any],
+                   feedback_stats: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Add to a run's wire JSON the fields LangSmith answers and its SDKs read that the record
+    derives: ``parent_run_ids`` (root first), ``in_dataset``, ``feedback_stats``; child runs'
+    too."""
+    out["parent_run_ids"] = ([segment[-36:] for segment in run.dotted_order.split(".")[:-1]]
+                             if run.dotted_order else
+                             [str(run.parent_run_id)] if run.parent_run_id else [])
+    out["in_dataset"] = run.reference_example_id is not None
+    out["feedback_stats"] = feedback_stats
+    for child, child_out in zip(run.child_runs or (), out.get("child_runs") or (), strict=True):
+        derived_fields(child, child_out)
+    return out
+
+
 @router.get("/runs/{run_id}")
-def read_run(store: StoreDep, run_id: uuid.UUID, load_child_runs: bool = False) -> JSONResponse:
-    return ok(store.runs.read(run_id, load_child_runs=load_child_runs))
+def read_run(request: Request, store: StoreDep, run_id: uuid.UUID,
+             load_child_runs: bool = False) -> JSONResponse:
+    run = store.runs.read(run_id, load_child_runs=load_child_runs)
+    stats = store.runs.feedback_stats([str(run.id)]).get(str(run.id))
+    return ok(derived_fields(run, with_run_attachment_urls(request, store, run), stats))
 
 
 def _offset(cursor: str | None) -> int:
@@ -78,7 +100,7 @@ def _offset(cursor: str | None) -> int:
 
 
 @router.post("/runs/query")
-def query_runs(store: StoreDep, body: JsonBody) -> JSONResponse:
+def query_runs(request: Request, store: StoreDep, body: JsonBody) -> JSONResponse:
     q = validate(RunQuery, body)
     if q.order not in (None, "asc", "desc"):
         raise ApiError(422, "invalid_input", "order must be 'asc' or 'desc'")
@@ -92,5 +114,8 @@ def query_runs(store: StoreDep, body: JsonBody) -> JSONResponse:
         tree_filter=q.tree_filter, query=q.query, order=q.order or "desc", offset=offset,
         limit=page + 1)
     more = len(found) > page
-    return ok({"runs": [r.model_dump(mode="json") for r in found[:page]],
+    runs = (with_run_attachment_urls(request, store, found[:page])  # list_runs selects it
+            if "s3_urls" in (q.select or ()) else [r.model_dump(mode="json") for r in found[:page]])
+    runs = [derived_fields(r, out) for r, out in zip(found[:page], runs, strict=True)]
+    return ok({"runs": runs,
                "cursors": {"next": str(offset + page) if more else None}})

@@ -319,8 +319,9 @@ class ExampleIn(_In):
 
     def item(self) -> dict[str, Any]:
         if self.attachments:
-            raise ApiError(422, "unsupported", f"example {self.id}: attachments are not "
-                           "supported by this server")
+            raise ApiError(422, "unsupported", f"example {self.id}: attachments in a JSON body "
+                           "are not supported: send them as '<example id>.attachment.<name>' "
+                           "parts to POST /v1/platform/datasets/{dataset_id}/examples")
         return {"id": self.id, "inputs": self.inputs if self.inputs is not None else {},
                 "outputs": self.outputs, "metadata": self.metadata, "split": self.split,
                 "source_run_id": self.source_run_id}
@@ -338,8 +339,9 @@ class ExamplePatch(_In):
     def update(self, example_id: Any) -> dict[str, Any]:
         if self.attachments or (self.attachments_operations and any(
                 self.attachments_operations.values())):
-            raise ApiError(422, "unsupported", f"example {example_id}: attachments are not "
-                           "supported by this server")
+            raise ApiError(422, "unsupported", f"example {example_id}: attachments in a JSON "
+                           "body are not supported: send them (and attachments_operations) as "
+                           "multipart parts to PATCH /v1/platform/datasets/{dataset_id}/examples")
         upd: dict[str, Any] = {"id": example_id}
         for key in ("inputs", "outputs", "metadata", "split"):
             value = getattr(self, key)

@@ -21,11 +21,14 @@ from ._journal import Journal  # every bulk write goes through it: not imported 
 from ._tables import DEFAULT_TENANT_ID
 
 if TYPE_CHECKING:
+    from ._attachments import AttachmentRepo
     from ._datasets import DatasetRepo
     from ._examples import ExampleRepo
     from ._feedback import FeedbackRepo
+    from ._feedback_configs import FeedbackConfigRepo
     from ._keys import KeyRepo
     from ._projects import ProjectRepo
+    from ._queues import QueueRepo
     from ._runs import RunRepo
 
 __all__ = ["Store", "open_store"]
@@ -196,6 +199,24 @@ class Store:
         from ._keys import KeyRepo
 
         return KeyRepo(self)
+
+    @cached_property
+    def queues(self) -> QueueRepo:
+        from ._queues import QueueRepo
+
+        return QueueRepo(self)
+
+    @cached_property
+    def feedback_configs(self) -> FeedbackConfigRepo:
+        from ._feedback_configs import FeedbackConfigRepo
+
+        return FeedbackConfigRepo(self)
+
+    @cached_property
+    def attachments(self) -> AttachmentRepo:
+        from ._attachments import AttachmentRepo
+
+        return AttachmentRepo(self)
 
 
 @contextmanager

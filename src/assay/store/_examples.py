@@ -12,12 +12,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from pydantic_core import from_json
 from sqlalchemy import BigInteger, Text, and_, case, func, or_, select, text, type_coerce, update
 
 from .._ids import as_uuid, new_id_text, utcnow
+from .._json import from_json_column
 from ..errors import ExampleValidationError, InvalidInputError, NotFoundError
 from ..schemas import Example
+from ._attachments import AttachmentRepo
 from ._tables import datasets, examples
 from ._types import Micros, from_micros, to_micros
 
@@ -138,6 +139,9 @@ _PAGES_SQL = text(
     " ORDER BY created_at, id")
 
 
+from_json = from_json_column  # raw SQL bypasses the engine's JSON deserializer (NUL, surrogates)
+
+
 def _json_value(value: Any) -> Any:
     return from_json(value) if value.__class__ is str else value
 
@@ -191,6 +195,7 @@ def example_model(row: Sequence[Any], inputs: Any, outputs: Any,
         "created_at": created_at,
         "modified_at": modified_at,
         "attachment_urls": None,
+        "attachments": None,
     })
     setattr_(ex, "__pydantic_fields_set__", set(_EXAMPLE_SET))
     setattr_(ex, "__pydantic_extra__", {})
@@ -256,6 +261,10 @@ class ExampleRepo:
             ds_id = self.store.datasets._resolve(conn, dataset_id, dataset_name)
             if not rows:
                 return []
+            check = self.store.datasets.schema_check(conn, ds_id)  # inputs/outputs_schema
+            if check:
+                for i, r in enumerate(rows):
+                    check.example(i, r["id"], r["inputs"], r["outputs"])
             existing = set()
             for chunk in _chunks(ids, 500):
                 existing |= set(
@@ -409,7 +418,19 @@ class ExampleRepo:
         as_of: datetime | str | None = None,
         offset: int = 0,
         limit: int | None = None,
+        filter: str | None = None,
     ) -> list[Example]:
+        """``filter``: LangSmith's filter language on examples (``_example_filter``), applied
+        to the examples the other arguments select, before ``offset``/``limit``."""
+        if filter is not None:
+            from ._example_filter import compile_example_filter
+
+            keep = compile_example_filter(filter)  # a bad filter fails before any read
+            found = [e for e in self.list(
+                dataset_id=dataset_id, dataset_name=dataset_name, example_ids=example_ids,
+                splits=splits, metadata=metadata, as_of=as_of) if keep(e)]
+            start = max(offset, 0)
+            return found[start:] if limit is None else found[start:start + max(limit, 0)]
         with self.store.read() as conn:
             ds_id = None
             if dataset_id is not None or dataset_name is not None:
@@ -455,6 +476,7 @@ class ExampleRepo:
             return []
         with self.store.write() as conn:
             changed: list[str] = []
+            checks: dict[str, Any] = {}
             for i, upd in enumerate(updates):
                 if not isinstance(upd, Mapping) or "id" not in upd:
                     raise ExampleValidationError(i, "an update needs the example 'id'")
@@ -475,12 +497,16 @@ class ExampleRepo:
                     "source_run_id": cur.source_run_id,
                 }
                 row = normalize_example(merged, i)
+                if cur.dataset_id not in checks:  # the dataset's inputs/outputs_schema
+                    checks[cur.dataset_id] = self.store.datasets.schema_check(conn, cur.dataset_id)
+                checks[cur.dataset_id].example(i, ex_id, row["inputs"], row["outputs"])
                 now = now_us(conn, cur.dataset_id)
                 conn.execute(
                     update(examples).where(examples.c.row_id == cur.row_id).values(valid_to=now)
                 )
                 row.update(dataset_id=cur.dataset_id, created_at=cur.created_at, modified_at=now)
-                conn.execute(examples.insert().values(**row))
+                new_row = conn.execute(examples.insert().values(**row)).inserted_primary_key[0]
+                AttachmentRepo.copy_example(conn, cur.row_id, new_row)  # kept unless changed
                 conn.execute(
                     update(datasets).where(datasets.c.id == cur.dataset_id).values(modified_at=now)
                 )

@@ -17,7 +17,7 @@ from ..errors import StoreError
 
 __all__ = ["HEAD", "current_revision", "upgrade"]
 
-HEAD = "0007"
+HEAD = "0009"
 _MIGRATIONS = Path(__file__).parent / "migrations"
 _PG_LOCK = 0x617373617900  # "assay\0"
 

@@ -24,6 +24,7 @@ from sqlalchemy import (
     BigInteger,
     LargeBinary,
     UniqueConstraint,
+    false,
     text,
 )
 
@@ -44,6 +45,13 @@ __all__ = [
     "feedback_aggregates",
     "feedback_label_counts",
     "journal",
+    "blobs",
+    "example_attachments",
+    "run_attachments",
+    "signing_keys",
+    "annotation_queues",
+    "annotation_queue_runs",
+    "feedback_configs",
     "DEFAULT_TENANT_ID",
 ]
 
@@ -298,4 +306,100 @@ journal = Table(
     Column("items", BigInteger, nullable=False),
     Column("payload", LargeBinary, nullable=False),  # JSON, zlib-compressed (see _journal)
     Column("created_at", Micros, nullable=False),
+)
+
+
+# Added by migration 0009 (attachments, see _attachments.py). Blobs are content-addressed per
+# workspace (sha256) and live in the database: written in the same transaction as the example
+# version that names them, served to every server process of a team on PostgreSQL.
+blobs = Table(
+    "blobs",
+    metadata,
+    Column("tenant_id", ID, primary_key=True),
+    Column("sha256", String(64), primary_key=True),
+    Column("size", BigInteger, nullable=False),
+    Column("data", LargeBinary, nullable=False),
+    Column("created_at", Micros, nullable=False),
+)
+
+# One row per attachment of one example VERSION (examples.row_id): as_of reads the attachments
+# of the row it reads; an update copies the references (not the bytes) to the new row.
+example_attachments = Table(
+    "example_attachments",
+    metadata,
+    Column("example_row_id", PK, ForeignKey("examples.row_id", ondelete="CASCADE"),
+           primary_key=True),
+    Column("name", String(256), primary_key=True),
+    Column("tenant_id", ID, nullable=False),
+    Column("sha256", String(64), nullable=False),
+    Column("mime_type", String(256), nullable=False),
+    Column("size", BigInteger, nullable=False),
+    Index("ix_example_attachments_blob", "tenant_id", "sha256"),  # is a blob still used?
+)
+
+# Run attachments, by run id (runs arrive through the journal: no foreign key to wait for).
+run_attachments = Table(
+    "run_attachments",
+    metadata,
+    Column("tenant_id", ID, primary_key=True),
+    Column("run_id", ID, primary_key=True),
+    Column("name", String(256), primary_key=True),
+    Column("sha256", String(64), nullable=False),
+    Column("mime_type", String(256), nullable=False),
+    Column("size", BigInteger, nullable=False),
+    Index("ix_run_attachments_blob", "tenant_id", "sha256"),
+)
+
+# The key that signs attachment download URLs, shared by every server process on the database.
+signing_keys = Table(
+    "signing_keys",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("secret", String(128), nullable=False),
+    Column("created_at", Micros, nullable=False),
+)
+
+
+# Added by migration 0010 (issue 23): annotation queues, the runs queued in them, and feedback
+# configs (how a feedback key's values read), all per workspace.
+annotation_queues = Table(
+    "annotation_queues",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("tenant_id", ID, nullable=False),
+    Column("name", String(512), nullable=False),
+    Column("description", Text),
+    Column("rubric_instructions", Text),
+    Column("rubric_items", JSONType),
+    Column("created_at", Micros, nullable=False),
+    Column("updated_at", Micros, nullable=False),
+    Index("ix_annotation_queues_tenant", "tenant_id", "created_at"),
+)
+
+annotation_queue_runs = Table(
+    "annotation_queue_runs",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("queue_id", ID, ForeignKey("annotation_queues.id", ondelete="CASCADE"),
+           nullable=False),
+    Column("run_id", ID, nullable=False),
+    Column("added_at", Micros, nullable=False),
+    Column("last_reviewed_time", Micros),
+    Column("completed_at", Micros),
+    UniqueConstraint("queue_id", "run_id", name="uq_annotation_queue_runs"),
+    Index("ix_annotation_queue_runs_order", "queue_id", "added_at", "id"),
+)
+
+feedback_configs = Table(
+    "feedback_configs",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("tenant_id", ID, nullable=False),
+    Column("feedback_key", String(512), nullable=False),
+    Column("feedback_config", JSONType, nullable=False),
+    Column("is_lower_score_better", Boolean),
+    Column("is_deleted", Boolean, nullable=False, server_default=false()),
+    Column("created_at", Micros, nullable=False),
+    Column("modified_at", Micros, nullable=False),
+    Index("ix_feedback_configs_key", "tenant_id", "feedback_key"),
 )
