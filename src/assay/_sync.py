@@ -1,4 +1,4 @@
-"""Thin sync wrappers over the async core, safe inside an already running event loop.
+"""Thin sync wrappers over the async core, on one event loop that outlives every call.
 
 Shared by every layer that offers a sync entry point over an async core (judges, evaluators,
 experiments), so it lives at the package root rather than under any one of them.
@@ -57,17 +57,99 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
 
 
-def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` to completion from sync code.
+# -- the process's event loop ----------------------------------------------------------------------
+# Agents keep async HTTP clients (httpx, aiohttp) bound to the loop they first ran on. A fresh
+# ``asyncio.run`` per sync call closes that loop behind them, and the next call fails with
+# "Event loop is closed". So every sync entry point runs its coroutine on ONE loop that lives as
+# long as the process, on a daemon thread of its own.
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_thread: threading.Thread | None = None
+_loop_lock = threading.Lock()
 
-    Outside an event loop this is ``asyncio.run``. Inside one (Jupyter, or a sync evaluator
-    called from an async runner) it runs on a helper thread with its own loop, carrying the
-    caller's context variables (tracing parents) along.
+
+def _shared_loop() -> asyncio.AbstractEventLoop:
+    global _loop, _loop_thread
+    loop = _loop
+    if loop is not None:
+        return loop
+    with _loop_lock:
+        if _loop is None:
+            loop = asyncio.new_event_loop()
+            ready = threading.Event()
+
+            def serve() -> None:
+                asyncio.set_event_loop(loop)
+                loop.call_soon(ready.set)
+                while True:  # nothing stops this loop; a task raising SystemExit or
+                    try:  # KeyboardInterrupt escapes run_forever: its caller has it already
+                        loop.run_forever()
+                    except BaseException:  # noqa: BLE001, S112 - keep serving the others
+                        continue
+
+            thread = threading.Thread(target=serve, name="assay-loop", daemon=True)
+            thread.start()
+            ready.wait()
+            _loop_thread, _loop = thread, loop
+        return _loop
+
+
+def _forget_loop() -> None:
+    """In a forked child the loop's thread does not exist: start a new loop on first use."""
+    global _loop, _loop_thread, _loop_lock
+    _loop, _loop_thread, _loop_lock = None, None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_loop)
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to completion from sync code, on the process's long-lived event loop.
+
+    The coroutine runs as a task on that loop with the caller's context variables (tracing
+    parents, switches), and the caller waits for it. Called from the loop's own thread (a sync
+    function inside a coroutine already running there), waiting on the loop would deadlock: it
+    then runs on a helper thread with a loop of its own, as before.
     """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
+    loop = _shared_loop()
     ctx = contextvars.copy_context()
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="assay-sync") as pool:
-        return pool.submit(ctx.run, asyncio.run, coro).result()
+    if threading.current_thread() is _loop_thread:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="assay-sync") as pool:
+            return pool.submit(ctx.run, asyncio.run, coro).result()
+    done: Future[T] = Future()
+    task_box: list[asyncio.Task[T]] = []
+
+    def start() -> None:
+        try:
+            task = loop.create_task(coro, context=ctx)
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
+            done.set_exception(exc)
+            return
+        task_box.append(task)
+        task.add_done_callback(_settle(done))
+
+    loop.call_soon_threadsafe(start)
+    try:
+        return done.result()
+    except BaseException:
+        if not done.done():  # interrupted while waiting (Ctrl-C): stop the coroutine too
+            def cancel() -> None:
+                if task_box:
+                    task_box[0].cancel()
+
+            loop.call_soon_threadsafe(cancel)
+        raise
+
+
+def _settle(done: Future[T]) -> Callable[[asyncio.Task[T]], None]:
+    def callback(task: asyncio.Task[T]) -> None:
+        if task.cancelled():
+            done.set_exception(asyncio.CancelledError())
+            return
+        exc = task.exception()
+        if exc is not None:
+            done.set_exception(exc)
+        else:
+            done.set_result(task.result())
+
+    return callback

@@ -109,7 +109,7 @@ def test_pydantic_ai_agent() -> None:
     from pydantic_ai.models.test import TestModel
 
     agent = AgentUnderTest(Agent(TestModel(custom_output_text="Paris")))
-    assert agent.is_async and agent.description == "Agent.run"
+    assert agent.is_async and agent.description == "pydantic-ai:Agent"
     assert agent.text(agent.call("capital of France?")) == "Paris"
 
 

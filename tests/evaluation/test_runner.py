@@ -361,10 +361,13 @@ async def test_an_experiment_leaves_the_loop_s_default_executor_alone(client: Cl
     async def target(inputs: dict) -> dict:
         return {"y": 2 * inputs["x"]}
 
+    loop = asyncio.get_running_loop()
     res = await aevaluate(target, data="own-threads", client=client, max_concurrency=5)
     assert len(res) == 5
+    # this loop's default executor was never started (a long-lived loop of assay's own, used by
+    # sync entry points elsewhere in the process, may have one: not this caller's concern)
+    assert loop._default_executor is None  # type: ignore[attr-defined]
     names = [t.name for t in threading.enumerate()]
-    assert not [n for n in names if n.startswith("asyncio_")], names
     assert any(n.startswith("assay-io") for n in names), names
 
 

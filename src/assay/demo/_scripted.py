@@ -81,7 +81,8 @@ def _last_user_turn(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str,
 
 
 def _tool_name(tool: Mapping[str, Any]) -> str:
-    fn = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
+    inner = tool.get("function")
+    fn: Mapping[str, Any] = inner if isinstance(inner, Mapping) else tool
     return str(fn.get("name", ""))
 
 
@@ -111,7 +112,8 @@ def _value_for(schema: Mapping[str, Any], name: str, text: str) -> Any:
 
 def tool_arguments(tool: Mapping[str, Any], text: str) -> dict[str, Any]:
     """Arguments for ``tool`` made from its JSON schema and the user's text."""
-    fn = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
+    inner = tool.get("function")
+    fn: Mapping[str, Any] = inner if isinstance(inner, Mapping) else tool
     params = fn.get("parameters") or {}
     props = params.get("properties") or {}
     required = params.get("required") or list(props)
@@ -199,7 +201,7 @@ class ScriptedModelServer:
     @property
     def url(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     @property
     def base_url(self) -> str:
@@ -276,6 +278,8 @@ def _wire_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _handler(srv: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # reply at once: with Nagle on, a small reply waits ~40 ms for the client's delayed ACK
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:  # quiet
             pass
@@ -300,6 +304,12 @@ def _handler(srv: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
 
         def do_POST(self) -> None:
+            try:
+                self._post()
+            except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout)
+                self.close_connection = True
+
+        def _post(self) -> None:
             length = int(self.headers.get("content-length") or 0)
             raw = self.rfile.read(length) if length else b""
             try:

@@ -86,7 +86,8 @@ class AccuracyEvaluator:
     """``AccuracyEvaluator(judge, agent, query, expected_output, num_iterations=3).run()``.
 
     ``judge`` is a spec string (``"openai:gpt-4o-mini"``), a judge object or a function (see
-    ``assay.llm.get_judge``). Without an agent, ``score_output`` judges a given output.
+    ``assay.llm.get_judge``), or a framework's agent (an Upsonic ``Agent``). Without an agent,
+    ``score_output`` judges a given output.
     ``max_concurrency`` lets iterations run in parallel (default one at a time).
     """
 
@@ -115,7 +116,8 @@ class AccuracyEvaluator:
                             ("additional_guidelines", additional_guidelines)):
             if value is not None and not isinstance(value, str):
                 raise InvalidInputError(f"{name} must be a string, got {type(value).__name__}")
-        self.judge = get_judge(judge, options=judge_options)
+        self.judge = _framework_judge(judge, judge_options) or get_judge(judge,
+                                                                         options=judge_options)
         self.agent = (None if agent_under_test is None else
                       AgentUnderTest(agent_under_test, input_mapper=input_mapper,
                                      output_mapper=output_mapper))
@@ -262,6 +264,17 @@ class AccuracyEvaluator:
 
         accuracy.__name__ = key
         return accuracy
+
+
+def _framework_judge(judge: Any, options: JudgeOptions | None) -> Any:
+    """A framework's agent as the judge (an Upsonic ``Agent``: its module's ``judge``), or None
+    when ``judge`` is not a framework object or its framework has no judge adapter."""
+    from ..integrations._registry import _impl, framework_of
+
+    name = framework_of(judge)
+    impl = _impl(name) if name is not None else None
+    make = getattr(impl, "judge", None)
+    return make(judge, options) if make is not None else None
 
 
 def _field(data: Any, key: str | None, usual: tuple[str, ...], what: str) -> str:

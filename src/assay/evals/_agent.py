@@ -1,8 +1,10 @@
 """One adapter for every kind of agent under test.
 
-Plain sync or async callables taking the query, and objects with ``ainvoke``/``invoke``
-(LangChain runnables, LangGraph graphs), ``do_async``/``do`` (Upsonic agents and teams) or
-``run`` (pydantic-ai agents, many others). Async entry points are preferred when an object has
+Agents of a framework assay knows (pydantic-ai, Upsonic, LangGraph, OpenAI Agents SDK, CrewAI:
+``assay.integrations``) are run through that framework's adapter, which also instruments the
+framework so its LLM and tool calls are traced. Otherwise: plain sync or async callables taking
+the query, and objects with ``ainvoke``/``invoke`` (LangChain runnables), ``do_async``/``do``
+or ``run`` (many others). Async entry points are preferred when an object has
 both, so the evaluators' async core never blocks on a sync one it could avoid.
 """
 
@@ -19,6 +21,7 @@ from pydantic import BaseModel
 
 from .._sync import run_sync
 from ..errors import InvalidInputError
+from ..integrations._registry import AgentAdapter, adapter_for, instrument_loaded, supported_kinds
 
 __all__ = ["AgentUnderTest", "output_text"]
 
@@ -60,8 +63,15 @@ class AgentUnderTest:
         self.target = target
         self.input_mapper = input_mapper
         self.output_mapper = output_mapper
-        self.fn, self.is_async, self.description = self._resolve(target)
-        self.takes_input = _takes_input(self.fn)
+        instrument_loaded()
+        self.adapter: AgentAdapter | None = adapter_for(target)
+        if self.adapter is not None:
+            self.fn, self.is_async = self.adapter.arun, True
+            self.description = f"{self.adapter.framework}:{self.adapter.name}"
+            self.takes_input = True
+        else:
+            self.fn, self.is_async, self.description = self._resolve(target)
+            self.takes_input = _takes_input(self.fn)
 
     @staticmethod
     def _resolve(target: Any) -> tuple[Callable[..., Any], bool, str]:
@@ -80,9 +90,11 @@ class AgentUnderTest:
         if callable(target):
             label = getattr(target, "__qualname__", None) or kind
             return target, _is_async_callable(target), label
+        cls = type(target)
         raise InvalidInputError(
-            "agent_under_test must be a callable taking the query, or an object with "
-            f"invoke/ainvoke/run/do/do_async; got {kind}")
+            "agent_under_test must be a callable taking the query, an object with "
+            f"invoke/ainvoke/run/do/do_async, or {supported_kinds()}; got a "
+            f"{cls.__module__}.{cls.__qualname__}")
 
     def __repr__(self) -> str:
         return f"AgentUnderTest({self.description}, async={self.is_async})"
@@ -95,11 +107,20 @@ class AgentUnderTest:
         return (self.input_mapper(query) if self.input_mapper is not None else query,)
 
     def text(self, result: Any) -> str:
-        return self.output_mapper(result) if self.output_mapper is not None else output_text(result)
+        if self.output_mapper is not None:
+            return self.output_mapper(result)
+        if self.adapter is not None:
+            return self.adapter.output_text(result)
+        return output_text(result)
+
+    def tool_calls(self, result: Any) -> Any:
+        """The tool calls from the framework's own result (None: not a framework agent)."""
+        return None if self.adapter is None else self.adapter.tool_calls(result)
 
     async def acall(self, query: Any, *, offload_sync: bool = False) -> Any:
         """Run the agent on ``query``; a sync agent runs in a worker thread if ``offload_sync``
         (so it does not block other coroutines), otherwise inline."""
+        instrument_loaded()  # a framework imported since construction is traced too
         args = self.prepare(query)
         if self.is_async or not offload_sync:
             result = self.fn(*args)
@@ -111,6 +132,7 @@ class AgentUnderTest:
 
     def call(self, query: Any) -> Any:
         """Run the agent on ``query`` from sync code."""
+        instrument_loaded()
         if self.is_async:
             return run_sync(self.acall(query))
         result = self.fn(*self.prepare(query))

@@ -23,6 +23,7 @@ from typing import Any
 
 from .._sync import run_sync
 from ..errors import InvalidInputError
+from ..integrations._registry import instrument_loaded
 from ._agent import AgentUnderTest
 from ._models import PerformanceEvaluationResult, PerformanceRunResult
 from ._stats import summarize
@@ -88,6 +89,7 @@ class PerformanceEvaluator:
     async def arun(self, task: Any = ...) -> PerformanceEvaluationResult:
         """Measure ``task`` (default: the one given at construction)."""
         task = self.task if task is ... else task
+        instrument_loaded()
         while not _MEASURE_LOCK.acquire(blocking=False):  # cancellable wait
             await asyncio.sleep(0.005)
         try:

@@ -10,6 +10,8 @@ Accepted sources:
   and legacy ``function_call``, Anthropic ``tool_use`` blocks, LangChain ``AIMessage.tool_calls``,
   pydantic-ai ``ToolCallPart``s (or a pydantic-ai result: its ``all_messages()``);
 - a list of tool names;
+- a framework's own result object (``assay.integrations``: an Agents SDK ``RunResult``, a
+  CrewAI output, ...), read by that framework's module;
 - any object or dict with a ``tool_calls`` list (e.g. an Upsonic ``Task``: ``tool_name`` +
   ``params``) or a ``messages`` list.
 """
@@ -22,6 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import InvalidInputError
+from ..integrations._registry import tool_calls_from
 from ._models import ToolCall
 
 __all__ = ["extract_tool_calls"]
@@ -187,6 +190,9 @@ def extract_tool_calls(source: Any) -> list[ToolCall]:
             "a tool-call history must be a list of tool names, runs or messages, not a string")
     if isinstance(source, ToolCall):
         return [source]
+    framework_calls = tool_calls_from(source)  # a result object of a framework assay knows
+    if framework_calls is not None:
+        return framework_calls
     if _is_run(source):
         return _from_runs([source])
     if isinstance(source, (list, tuple)):

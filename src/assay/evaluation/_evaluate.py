@@ -28,6 +28,7 @@ from .._sync import offload, run_sync
 from ..errors import InvalidInputError
 from ..schemas import Example, Feedback, TracerSession
 from ..tracing import tracing_context
+from ._attachments import wants_attachments
 from ._data import ResolvedData, dataset_id_of, load_dataset, resolve_data
 from ._evaluators import adapt_evaluator, adapt_summary_evaluator
 from ._experiment import (
@@ -136,13 +137,15 @@ def _feedback_result(fb: Feedback) -> EvaluationResult:
 
 def _resolve_data(o: _Options, existing: TracerSession | None) -> ResolvedData:
     """The examples to run; a resumed experiment keeps its dataset, version and splits."""
+    files = wants_attachments(o.target, _as_list(o.evaluators, "evaluators"))
     if existing is not None and o.data is None:
         if existing.reference_dataset_id is None:
             raise InvalidInputError(f"experiment {existing.name!r} has no dataset: pass data=")
         meta = existing.metadata
         return load_dataset(o.client, str(existing.reference_dataset_id),  # type: ignore[arg-type]
                             as_of=o.as_of or meta.get("dataset_version"),
-                            splits=o.splits or meta.get("dataset_splits"))
+                            splits=o.splits or meta.get("dataset_splits"),
+                            attachments=files)
     ds_id = dataset_id_of(o.client, o.data) if o.client is not None else None
     as_of = o.as_of
     if existing is not None and ds_id is not None:
@@ -151,7 +154,8 @@ def _resolve_data(o: _Options, existing: TracerSession | None) -> ResolvedData:
             as_of = existing.metadata.get("dataset_version")
     if ds_id is not None:  # a fresh local experiment starts while the examples are read
         return load_dataset(o.client, ds_id, as_of=as_of, splits=o.splits,  # type: ignore[arg-type]
-                            stream=existing is None and o.executor is None, checked=True)
+                            stream=existing is None and o.executor is None, checked=True,
+                            attachments=files)
     name_hint = (o.experiment if isinstance(o.experiment, str) and existing is None
                  else o.experiment_prefix)
     return resolve_data(o.client, o.data, as_of=as_of, splits=o.splits, upload=o.upload_results,
@@ -518,8 +522,8 @@ def evaluate(
 
 def _run_quietly(prep: _Prepared) -> None:
     """Thread body: the error is kept on the results (``wait()`` re-raises it)."""
-    try:
-        asyncio.run(_execute(prep))
+    try:  # on the process's loop, like every sync entry point: agents' clients stay usable
+        run_sync(_execute(prep))
     except BaseException:  # noqa: BLE001 - surfaced through ExperimentResults
         pass
 

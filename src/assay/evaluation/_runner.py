@@ -24,11 +24,18 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import InvalidInputError
+from ..integrations._registry import (
+    AgentAdapter,
+    adapter_for,
+    instrument_loaded,
+    supported_kinds,
+)
 from ..schemas import Example
 from ..store._examples import StoredExample
 from ..tracing._context import _RUN
 from ..tracing._run_tree import _as_outputs, _now_us, fast_root
 from ..tracing._writer import RunWriter
+from ._attachments import example_args, wrap_target
 from ._evaluators import RowEvaluator, SummaryEvaluator
 from ._results import ExperimentResultRow, ExperimentResults
 from ._schemas import EvaluationResult
@@ -46,12 +53,22 @@ class Target:
     fn: Callable[..., Any]
     is_async: bool
     name: str
+    takes_example: bool = False  # fn is called with the example, not its inputs (attachments)
 
 
 def adapt_target(target: Any) -> Target:
-    """A sync or async callable on the inputs dict, or an object with ``ainvoke``/``invoke``."""
+    """A sync or async callable on the inputs dict, an object with ``ainvoke``/``invoke``, or an
+    agent of a framework assay knows (``assay.integrations``: run through its adapter, its
+    outputs stored as the adapter's JSON-safe dict).
+
+    Also instruments every framework already imported, so a plain function calling one inside
+    is traced too."""
     if target is None:
         raise InvalidInputError("evaluate() needs a target: a function of the example's inputs")
+    instrument_loaded()
+    adapter = adapter_for(target)
+    if adapter is not None:
+        return _adapter_target(adapter)
     name = getattr(target, "__name__", None) or type(target).__name__
     if name == "<lambda>":
         name = "Target"
@@ -63,9 +80,11 @@ def adapt_target(target: Any) -> Target:
         if callable(invoke):
             return Target(invoke, False, getattr(target, "name", None) or type(target).__name__)
     if not callable(target):
+        cls = type(target)
         raise InvalidInputError(
-            f"target {target!r} is not callable: pass a function of the inputs dict or an object "
-            "with invoke/ainvoke")
+            f"target {target!r} is not callable: pass a function of the inputs dict, an object "
+            f"with invoke/ainvoke, or {supported_kinds()}; got a {cls.__module__}."
+            f"{cls.__qualname__}")
     try:
         params = list(inspect.signature(target).parameters.values())
     except (TypeError, ValueError):
@@ -79,7 +98,17 @@ def adapt_target(target: Any) -> Target:
                 "example's inputs dict, e.g. def target(inputs: dict) -> dict")
     is_async = inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(
         getattr(target, "__call__", None))
+    names = example_args(target)  # LangSmith's (inputs, attachments, metadata) convention
+    if names is not None:
+        return Target(wrap_target(target, names, is_async), is_async, name, takes_example=True)
     return Target(target, is_async, name)
+
+
+def _adapter_target(adapter: AgentAdapter) -> Target:
+    async def run_agent(inputs: dict[str, Any]) -> dict[str, Any]:
+        return adapter.outputs(await adapter.arun(inputs))
+
+    return Target(run_agent, True, str(adapter.name or adapter.framework))
 
 
 @dataclass
@@ -203,11 +232,11 @@ async def _run_unit(plan: Plan, unit: Unit) -> ExperimentResultRow | None:
     token = _RUN.set(tree)
     try:
         if plan.inline_target:  # sync, no threads, no timeout: called right here
-            out = plan.target.fn(ex.inputs)
+            out = plan.target.fn(ex if plan.target.takes_example else ex.inputs)
             if out.__class__ is not dict and inspect.isawaitable(out):
                 out = await out
         else:
-            out = await _call_target(plan, ex.inputs)
+            out = await _call_target(plan, ex if plan.target.takes_example else ex.inputs)
     except Exception as exc:  # recorded on the run; the experiment goes on
         tree.end(error=exc)
         failed = True

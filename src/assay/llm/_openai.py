@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from ..errors import JudgeError
+from ._retry import MalformedReply
 from ._sdk import SDKJudge
 from ._types import Completion, JudgeOptions, Message, OutputSchema
 
@@ -104,10 +105,12 @@ class OpenAIJudge(SDKJudge):
         return self._completion(resp)
 
     def _completion(self, resp: Any) -> Completion:
-        choices = getattr(resp, "choices", None) or []
-        if not choices:
-            raise JudgeError(f"judge {self.name} returned no choices")
-        message = choices[0].message
+        choices = getattr(resp, "choices", None) if not isinstance(resp, (str, bytes)) else None
+        if not isinstance(choices, list) or not choices:
+            raise MalformedReply(f"judge {self.name} returned no choices")
+        message = getattr(choices[0], "message", None)
+        if message is None:
+            raise MalformedReply(f"judge {self.name} returned a choice without a message")
         refusal = getattr(message, "refusal", None)
         if refusal:
             raise JudgeError(f"judge {self.name} refused to answer: {refusal}")

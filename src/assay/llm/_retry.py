@@ -8,6 +8,7 @@ made and why each failed.
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from typing import Any, TypeVar
 from ..errors import JudgeError
 from ._types import JudgeOptions
 
-__all__ = ["Failure", "backoff_delay", "call_with_retries", "parse_retry_after"]
+__all__ = ["Failure", "MalformedReply", "backoff_delay", "call_with_retries", "parse_retry_after"]
 
 T = TypeVar("T")
 
@@ -32,6 +33,20 @@ class Failure:
     status_code: int | None = None
     retry_after: float | None = None
     timed_out: bool = False
+
+
+class MalformedReply(JudgeError):
+    """A reply arrived but cannot be read (no ``choices``, a body that is not JSON): a fault of
+    the endpoint like a 500, retried under the same policy."""
+
+
+def _reply_failure(exc: BaseException) -> Failure | None:
+    """Failures every provider shares: a reply that is there but unreadable."""
+    if isinstance(exc, MalformedReply):
+        return Failure(True, str(exc))
+    if isinstance(exc, json.JSONDecodeError):  # the SDK could not parse the response body
+        return Failure(True, f"the reply body is not JSON: {exc}")
+    return None
 
 
 def parse_retry_after(headers: Mapping[str, str] | Any | None) -> float | None:
@@ -82,14 +97,15 @@ async def call_with_retries(
     """Call ``send`` until it succeeds, a failure is not retryable, or retries run out.
 
     ``classify`` maps a provider exception to a ``Failure``; ``None`` means "not a provider error"
-    and the exception propagates unchanged (a bug should not be retried).
+    and the exception propagates unchanged (a bug should not be retried). Unreadable replies
+    (``MalformedReply``, a body that is not JSON) are retried for every provider.
     """
     attempt = 0
     while True:
         try:
             return await send()
         except Exception as exc:
-            failure = classify(exc)
+            failure = _reply_failure(exc) or classify(exc)
             if failure is None:
                 raise
             attempt += 1

@@ -1,0 +1,126 @@
+"""What assay's capture of a real Upsonic agent costs per llm/tool step (issue 21).
+
+    .venv/bin/python bench/upsonic_capture.py [--calls 30] [--rounds 5]
+
+An Upsonic ``Agent`` on its own ``OpenAIChatModel`` answers one tool-using question against the
+bundled scripted model on 127.0.0.1: two llm calls and one tool call per answer, three steps.
+Measured in turn, ``--rounds`` rounds of ``--calls`` answers each (medians of the rounds):
+
+- ``off``: an agent built with ``instrument=False`` (no OpenTelemetry at all), inside an assay
+  run: what Upsonic costs on its own (plus the run's own write);
+- ``idle``: an agent with assay's instrumentation, no assay run current: the sampler drops every
+  span, so Upsonic skips its attribute work; what an instrumented agent costs outside assay;
+- ``assay``: the instrumented agent inside an assay run (``trace(...)``, a fresh SQLite store,
+  the background writer storing every run): every model request, tool call and agent run
+  becomes a run.
+
+Per step = (assay - off) / 3 against Upsonic's own time per step (off / 3), loopback round trips
+included in the latter, in wall time and in process CPU time (steadier on a loaded machine).
+Goal: <= 5%. Upsonic's instrumentation makes ~29 spans per answer (one
+per pipeline step); assay keeps 4 of them (agent, llm, tool, llm).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from typing import Any
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(_HERE, "..", "src"))
+os.environ.pop("OPENAI_API_KEY", None)
+
+from assay.client import Client  # noqa: E402 - after the sys.path and env set-up above
+from assay.demo import ScriptedModelServer  # noqa: E402
+from assay.tracing import trace  # noqa: E402
+
+QUESTION = "How many people live in Paris? Use lookup_city"
+STEPS = 3
+GOAL = 0.05
+
+
+def build(base_url: str) -> tuple[Any, Any, Any]:
+    from openai import AsyncOpenAI
+    from upsonic import Agent, Task
+    from upsonic.models.openai import OpenAIChatModel
+    from upsonic.providers.openai import OpenAIProvider
+    from upsonic.tools import tool
+
+    @tool(max_retries=0)
+    def lookup_city(city: str) -> str:
+        """The population of a city."""
+        return f"{city} has 2102650 people"
+
+    def model() -> Any:
+        client = AsyncOpenAI(base_url=base_url, api_key="scripted", max_retries=0)
+        return OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(openai_client=client))
+
+    from assay.integrations import require_adapter
+
+    traced = Agent(model(), name="traced", tools=[lookup_city])
+    require_adapter(traced)  # instruments Upsonic: agents alive now and built from now on
+    plain = Agent(model(), name="plain", tools=[lookup_city], instrument=False)  # opted out
+    assert traced._instrument_settings is not None and plain._instrument_settings is None
+    return plain, traced, Task
+
+
+async def batch(agent: Any, task_cls: Any, calls: int, client: Client | None
+                ) -> tuple[float, float, float]:
+    """Seconds per answer: wall; CPU of the whole process (scripted server and the store
+    writer's thread included); CPU of the agent's thread alone (Upsonic and the capture hooks,
+    not the writer). CPU figures are steadier than wall time on a shared machine."""
+    wall, cpu, own = time.perf_counter(), time.process_time(), time.thread_time()
+    for _ in range(calls):
+        if client is None:
+            await agent.do_async(task_cls(QUESTION))
+        else:
+            with trace("answer", client=client, enabled=True, project_name="bench-upsonic"):
+                await agent.do_async(task_cls(QUESTION))
+    own = time.thread_time() - own
+    if client is not None:
+        client.flush()  # the writer's work belongs to the batch that made it
+    return ((time.perf_counter() - wall) / calls, (time.process_time() - cpu) / calls,
+            own / calls)
+
+
+async def main_async(calls: int, rounds: int, client: Client
+                     ) -> dict[str, tuple[float, ...]]:
+    with ScriptedModelServer(first_token_delay=0) as srv:
+        plain, traced, task_cls = build(srv.base_url)
+        modes = {"off": (plain, client), "idle": (traced, None), "assay": (traced, client)}
+        for agent, c in modes.values():  # warm up: imports, connections, caches
+            await batch(agent, task_cls, 3, c)
+        times: dict[str, list[tuple[float, float, float]]] = {m: [] for m in modes}
+        for _ in range(rounds):
+            for mode, (agent, c) in modes.items():
+                times[mode].append(await batch(agent, task_cls, calls, c))
+        return {m: tuple(statistics.median(x[i] for x in v) for i in range(3))
+                for m, v in times.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        client = Client(database_url=f"sqlite:///{tmp}/bench.db")
+        result = asyncio.run(main_async(args.calls, args.rounds, client))
+        client.flush()
+        client.close()
+    for i, what in enumerate(("wall", "process cpu", "agent-thread cpu")):
+        off, idle, assay = (result[m][i] for m in ("off", "idle", "assay"))
+        own, cost = off / STEPS, (assay - off) / STEPS
+        print(f"{what}: per answer ({STEPS} steps) off {off * 1e3:.2f} ms, idle "
+              f"{idle * 1e3:.2f} ms ({(idle - off) / off:+.1%}), assay {assay * 1e3:.2f} ms; "
+              f"capture per step {cost * 1e3:.3f} ms = {cost / own:.1%} of Upsonic's own "
+              f"{own * 1e3:.2f} ms (goal <= {GOAL:.0%})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+"""``assay demo --framework ...``: a real framework's agent, evaluated and traced, no API key.
+
+The agent is built with the framework's own classes (a LangGraph ReAct agent on ``ChatOpenAI``,
+or an OpenAI Agents SDK ``Agent`` with a handoff) and talks over HTTP to the bundled scripted
+model (``ScriptedModelServer``, started in-process on 127.0.0.1). ``evaluate()`` is given the
+agent object itself: the llm and tool runs in the stored trace come from the framework's own
+hooks, as they would for a user's agent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidInputError, require
+from ._agent import CITIES
+from ._scripted import ScriptedModelServer
+
+if TYPE_CHECKING:
+    from ..client import Client
+    from ..evaluation import ExperimentResults
+
+__all__ = ["FRAMEWORKS", "FRAMEWORK_DATASET", "build_agent", "framework_demo",
+           "framework_examples"]
+
+FRAMEWORKS = ("langgraph", "openai-agents")
+FRAMEWORK_DATASET = "assay-demo-framework-cities"
+_UNKNOWN = "Atlantis"  # a city the atlas lacks: the tool raises, the trace shows the error
+
+
+def lookup_city(city: str) -> str:
+    """The population and area of a city."""
+    if city not in CITIES:
+        raise LookupError(f"no city named {city!r} in the atlas")
+    population, area = CITIES[city]
+    return f"{city}: population {population}, area {area} km2"
+
+
+def framework_examples() -> list[dict[str, Any]]:
+    """One question per city of the atlas, and one about a city it lacks."""
+    return [{"inputs": {"question": f"How many people live in {city}? Use lookup_city."},
+             "outputs": {"answer": str(CITIES[city][0]) if city in CITIES else None,
+                         "expected_tool_calls": [{"name": "lookup_city",
+                                                  "args": {"city": city}}]}}
+            for city in [*CITIES, _UNKNOWN]]
+
+
+def _langgraph(base_url: str) -> Any:
+    require("langgraph", "langgraph", "assay demo --framework langgraph")
+    require("langchain_openai", "langgraph", "assay demo --framework langgraph")
+    import warnings
+
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+
+    with warnings.catch_warnings():  # moved to langchain.agents in LangGraph 1.x; still there
+        warnings.simplefilter("ignore")
+        from langgraph.prebuilt import create_react_agent
+
+        model = ChatOpenAI(model="gpt-4o-mini", base_url=base_url,
+                           api_key="scripted",  # type: ignore[arg-type]
+                           streaming=True, stream_usage=True, max_retries=0)
+        return create_react_agent(model, [tool(lookup_city)], name="city_agent")
+
+
+def _openai_agents(base_url: str) -> Any:
+    require("agents", "openai-agents", "assay demo --framework openai-agents")
+    from agents import Agent, OpenAIChatCompletionsModel, function_tool
+    from openai import AsyncOpenAI
+
+    model = OpenAIChatCompletionsModel(
+        model="gpt-4o-mini",
+        openai_client=AsyncOpenAI(base_url=base_url, api_key="scripted", max_retries=0))
+    geo = Agent(name="geo", instructions="Answer with the figure lookup_city gives.",
+                tools=[function_tool(lookup_city)], model=model)
+    return Agent(name="triage", instructions="Hand questions about cities to geo.",
+                 handoffs=[geo], model=model)
+
+
+def build_agent(framework: str, base_url: str) -> Any:
+    """The framework's demo agent, talking to the model at ``base_url``."""
+    builders = {"langgraph": _langgraph, "openai-agents": _openai_agents}
+    if framework not in builders:
+        raise InvalidInputError(f"unknown demo framework {framework!r}: choose one of "
+                                f"{', '.join(FRAMEWORKS)}")
+    return builders[framework](base_url)
+
+
+def correct(outputs: dict[str, Any], reference_outputs: dict[str, Any]) -> dict[str, Any]:
+    answer = reference_outputs.get("answer")
+    text = str(outputs.get("output") or "")
+    ok = answer is not None and answer in text
+    return {"key": "correct", "score": int(ok), "value": "CORRECT" if ok else "INCORRECT"}
+
+
+def _quiet_agents_sdk_export() -> None:
+    """The Agents SDK exports its traces to OpenAI by default; a key-free demo must not try:
+    keep assay's processor alone (the SDK's supported ``set_trace_processors``)."""
+    from agents import set_trace_processors
+
+    from ..integrations import _openai_agents, instrument
+
+    instrument("openai-agents")
+    set_trace_processors([_openai_agents.processor()])
+
+
+@contextlib.contextmanager
+def framework_demo(client: Client, framework: str, *, num_repetitions: int = 1,
+                   max_concurrency: int = 4) -> Iterator[ExperimentResults]:
+    """Start the scripted model, run the experiment (rows as they finish), stop the model
+    when the caller is done with the results."""
+    from ..evals import ReliabilityEvaluator
+    from ..evaluation import evaluate
+
+    if not client.has_dataset(dataset_name=FRAMEWORK_DATASET):
+        ds = client.create_dataset(FRAMEWORK_DATASET, description="assay demo --framework: "
+                                   "city questions a tool-using agent answers with lookup_city")
+        client.create_examples(dataset_id=ds.id, examples=framework_examples())
+    with ScriptedModelServer(first_token_delay=0.005) as server:
+        agent = build_agent(framework, server.base_url)
+        if framework == "openai-agents":
+            _quiet_agents_sdk_export()
+        tools = ReliabilityEvaluator(None).as_evaluator(key="tools", client=client)
+        results = evaluate(agent, data=FRAMEWORK_DATASET, evaluators=[correct, tools],
+                           num_repetitions=num_repetitions, max_concurrency=max_concurrency,
+                           experiment_prefix=f"demo-{framework}",
+                           description=f"assay demo: a {framework} agent on the scripted model",
+                           metadata={"framework": framework, "model": "openai:gpt-4o-mini"},
+                           client=client, blocking=False)
+        try:
+            yield results
+        finally:
+            results.wait()

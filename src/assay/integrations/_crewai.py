@@ -1,0 +1,343 @@
+"""CrewAI: a ``Crew`` (or a single ``Agent``) as an agent under test, its events as assay runs.
+
+Adapter: ``crew.copy().akickoff(inputs=...)`` (a copy per call, as ``kickoff_for_each`` makes,
+since a kickoff writes its inputs into the crew's tasks); a string query is
+given to the crew's task templates as ``{query}``, ``{question}`` and ``{input}``, an evaluate()
+inputs dict as is. The ``CrewOutput`` is read back as text (``raw``), a JSON-safe dict (each
+task's output) and its tool calls (the tasks' message histories).
+
+Capture: listeners on CrewAI's event bus (``crewai_event_bus.on``, its documented extension
+point). Crew kickoff, task and agent execution -> chain runs; LLM calls -> llm runs (model,
+provider, messages, usage tokens, first streamed chunk); tool usage -> tool runs (arguments,
+result, error), nested by the events' own ``parent_event_id`` and timed by their timestamps.
+The bus calls listeners on worker threads with the emitter's context, so the assay run current
+where the crew started is the parent of the top run, and events arriving out of order wait for
+their parent. ``arun`` flushes the bus before returning, so the trace is complete when
+evaluate() reads it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from .._json import jsonable as _jsonable
+from ..errors import require
+from ..evals._models import ToolCall
+from ..evals._toolcalls import extract_tool_calls
+from ..tracing._run_tree import RunTree, fast_child
+from ._registry import framework_parent
+
+__all__ = ["CrewAIAdapter", "adapt", "instrument", "tool_calls"]
+
+_QUERY_NAMES = ("query", "question", "input")
+
+
+def _us(ts: Any) -> int | None:
+    if isinstance(ts, datetime):
+        return int(ts.timestamp() * 1_000_000)
+    return None
+
+
+# -- the adapter -----------------------------------------------------------------------------------
+class CrewAIAdapter:
+    """A CrewAI ``Crew`` (kicked off with inputs) or ``Agent`` (kicked off with the query)."""
+
+    framework = "crewai"
+
+    def __init__(self, target: Any) -> None:
+        self.target = target
+        self.is_crew = hasattr(target, "tasks") and hasattr(target, "agents")
+        self.name = (getattr(target, "name", None) or getattr(target, "role", None)
+                     or type(target).__name__)
+
+    def __repr__(self) -> str:
+        return f"CrewAIAdapter({self.name})"
+
+    def prepare(self, query: Any) -> Any:
+        if not self.is_crew:
+            return query if isinstance(query, (str, list)) else json.dumps(_jsonable(query))
+        if isinstance(query, Mapping):
+            return dict(query)
+        return {name: query for name in _QUERY_NAMES}
+
+    async def arun(self, query: Any) -> Any:
+        args = self.prepare(query)
+        target = self.target
+        try:
+            if self.is_crew:
+                # a kickoff writes the inputs into the crew's own tasks: concurrent examples
+                # each get a copy, as CrewAI's kickoff_for_each does
+                crew = target.copy() if callable(getattr(target, "copy", None)) else target
+                run = getattr(crew, "akickoff", None) or crew.kickoff_async
+                return await run(inputs=args)
+            run = getattr(target, "kickoff_async", None)
+            return await run(args) if run is not None else target.kickoff(args)
+        finally:
+            _flush_bus()  # the listeners run on the bus's threads: wait for the whole trace
+
+    def output_text(self, result: Any) -> str:
+        raw = getattr(result, "raw", None)
+        if isinstance(raw, str):
+            return raw
+        return result if isinstance(result, str) else str(result)
+
+    def outputs(self, result: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {"output": self.output_text(result)}
+        tasks = getattr(result, "tasks_output", None)
+        if tasks:
+            out["tasks"] = [{"agent": getattr(t, "agent", None), "output": getattr(t, "raw", None)}
+                            for t in tasks]
+        usage = getattr(result, "token_usage", None)
+        if usage is not None:
+            out["token_usage"] = _jsonable(usage)
+        return out
+
+    def tool_calls(self, result: Any) -> list[ToolCall] | None:
+        return tool_calls(result)
+
+
+def adapt(obj: Any) -> CrewAIAdapter | None:
+    """A CrewAI ``Crew`` or ``Agent``, else None."""
+    if isinstance(obj, CrewAIAdapter):
+        return obj
+    crewai = require("crewai", "crewai", "CrewAI crews")
+    if isinstance(obj, (crewai.Crew, crewai.Agent)):
+        return CrewAIAdapter(obj)
+    return None
+
+
+def tool_calls(obj: Any) -> list[ToolCall] | None:
+    """Tool calls from a ``CrewOutput`` (all tasks, in order) or a ``TaskOutput``: the
+    assistant tool calls in their message histories."""
+    tasks = getattr(obj, "tasks_output", None)
+    if tasks is None and hasattr(obj, "messages") and hasattr(obj, "raw"):
+        tasks = [obj]
+    if tasks is None:
+        return None
+    calls: list[ToolCall] = []
+    for task in tasks:
+        messages = [m for m in getattr(task, "messages", None) or []
+                    if isinstance(m, Mapping) and m.get("role") == "assistant"]
+        if messages:
+            calls.extend(extract_tool_calls(messages))
+    return calls
+
+
+# -- capture ---------------------------------------------------------------------------------------
+def _provider(model: str | None) -> tuple[str | None, str | None]:
+    if not model:
+        return None, None
+    provider, sep, name = model.partition("/")
+    return (provider, name) if sep else ("openai", model)
+
+
+class _Listener:
+    """CrewAI events -> runs. One per process; every method runs on a bus worker thread."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, RunTree] = {}  # started event id -> its run
+        self.waiting: dict[str, list[tuple[Any, RunTree | None]]] = {}  # parent id -> starts
+        self.ended: dict[str, Any] = {}  # end events whose start is not in yet
+        self.first_chunk: dict[str, int | None] = {}  # llm call id -> its first chunk's time
+        self.aliases: set[str] = set()  # started ids that stand for the run above them
+        self.lock = threading.Lock()
+
+    # -- starts --
+    def start(self, event: Any) -> None:
+        parent_id = event.parent_event_id
+        assay_parent = framework_parent()  # the emitter's context, copied by the bus
+        with self.lock:
+            if parent_id is not None and parent_id not in self.runs:
+                if assay_parent is None and not self.runs:
+                    return  # nothing of this crew is traced
+                self.waiting.setdefault(parent_id, []).append((event, assay_parent))
+                return
+            parent = self.runs.get(parent_id) if parent_id else assay_parent
+            if parent is None:
+                return
+            self._create(event, parent)
+
+    def _create(self, event: Any, parent: RunTree) -> None:
+        if event.type in _PASS_THROUGH:  # e.g. the Flow an agent executor runs as: its steps
+            self.runs[event.event_id] = parent  # go to the run above it
+            self.aliases.add(event.event_id)
+            for child, _ in self.waiting.pop(event.event_id, ()):
+                self._create(child, parent)
+            self.ended.pop(event.event_id, None)
+            return
+        name, run_type, inputs = _describe(event)
+        run = fast_child(parent, name, run_type, inputs)
+        us = _us(getattr(event, "timestamp", None))
+        if us is not None:
+            run._start_us = us
+        if run_type == "llm":
+            provider, model = _provider(getattr(event, "model", None))
+            if provider:
+                run.metadata["ls_provider"] = provider
+            if model:
+                run.metadata["ls_model_name"] = model
+        self.runs[event.event_id] = run
+        for child, _ in self.waiting.pop(event.event_id, ()):
+            self._create(child, run)
+        end = self.ended.pop(event.event_id, None)
+        if end is not None:
+            self._finish(run, end)
+
+    # -- ends --
+    def end(self, event: Any) -> None:
+        started = event.started_event_id
+        if started is None:
+            return
+        with self.lock:
+            if started in self.aliases:
+                self.aliases.discard(started)
+                self.runs.pop(started, None)
+                return
+            run = self.runs.get(started)
+            if run is None:
+                if self.runs or self.waiting:
+                    self.ended[started] = event
+                return
+            self._finish(run, event)
+
+    def _finish(self, run: RunTree, event: Any) -> None:
+        self.runs.pop(event.started_event_id, None)
+        call_id = getattr(event, "call_id", None)
+        if call_id and call_id in self.first_chunk:
+            run._mark_first_token(self.first_chunk.pop(call_id))
+        _record_end(run, event)
+        us = _us(getattr(event, "timestamp", None))
+        run.end()
+        if us is not None:
+            run._end_us = max(us, run._start_us)
+        run.patch()
+
+    def chunk(self, event: Any) -> None:
+        # called synchronously by the bus (stream chunks keep their order), perhaps before the
+        # call's start reached its listener: the first chunk's time waits here for its run
+        call_id = getattr(event, "call_id", None)
+        if call_id and call_id not in self.first_chunk and (self.runs or self.waiting
+                                                              or framework_parent()):
+            self.first_chunk[call_id] = _us(getattr(event, "timestamp", None))
+
+    def settle(self) -> None:
+        """Starts still waiting for a parent that never came (an event type not listened to):
+        put under the assay run current where they were emitted."""
+        with self.lock:
+            waiting, self.waiting = self.waiting, {}
+            for items in waiting.values():
+                for event, assay_parent in items:
+                    if assay_parent is not None:
+                        self._create(event, assay_parent)
+
+
+def _describe(event: Any) -> tuple[str, str, dict[str, Any]]:
+    kind = event.type
+    if kind == "crew_kickoff_started":
+        return event.crew_name or "Crew", "chain", {"inputs": _jsonable(event.inputs)}
+    if kind == "task_started":
+        task = getattr(event, "task", None)
+        name = (getattr(task, "name", None) or event.task_name or "Task")[:80]
+        return name, "chain", {"description": getattr(task, "description", None),
+                               "context": event.context}
+    if kind == "agent_execution_started":
+        return (getattr(event.agent, "role", None) or "Agent", "chain",
+                {"task_prompt": event.task_prompt})
+    if kind == "llm_call_started":
+        inputs: dict[str, Any] = {"messages": _jsonable(event.messages)}
+        if event.tools:
+            inputs["tools"] = _jsonable(event.tools)
+        return event.model or "llm", "llm", inputs
+    if kind == "tool_usage_started":
+        args = event.tool_args
+        if isinstance(args, str):
+            try:
+                args = json.loads(args) if args else {}
+            except ValueError:
+                args = {"input": args}
+        return event.tool_name, "tool", _jsonable(args) if isinstance(args, Mapping) else {
+            "input": _jsonable(args)}
+    return kind, "chain", {}
+
+
+def _record_end(run: RunTree, event: Any) -> None:
+    kind = event.type
+    error = getattr(event, "error", None)
+    if error is not None and kind.endswith(("failed", "error")):
+        run.error = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+        return
+    if kind == "llm_call_completed":
+        run.outputs = {"output": _jsonable(event.response)}
+        usage = event.usage or {}
+        inp = usage.get("prompt_tokens", usage.get("input_tokens"))
+        out = usage.get("completion_tokens", usage.get("output_tokens"))
+        if inp is not None or out is not None:
+            run.set_usage(int(inp or 0), int(out or 0), usage.get("total_tokens"))
+    elif kind == "tool_usage_finished":
+        run.outputs = {"output": _jsonable(event.output)}
+        if getattr(event, "failure", None) is not None:
+            run.error = str(_jsonable(event.failure))
+    elif kind == "task_completed":
+        run.outputs = {"output": getattr(event.output, "raw", None)}
+    elif kind in ("agent_execution_completed", "crew_kickoff_completed"):
+        out = event.output
+        run.outputs = {"output": getattr(out, "raw", out) if not isinstance(out, str) else out}
+
+
+_LISTENER: _Listener | None = None
+_installed = False
+_lock = threading.Lock()
+
+_PASS_THROUGH = frozenset({"flow_started", "method_execution_started"})
+_STARTS = ("FlowStartedEvent", "MethodExecutionStartedEvent", "CrewKickoffStartedEvent", "TaskStartedEvent", "AgentExecutionStartedEvent",
+           "LLMCallStartedEvent", "ToolUsageStartedEvent")
+_ENDS = ("FlowFinishedEvent", "FlowFailedEvent", "MethodExecutionFinishedEvent",
+         "MethodExecutionFailedEvent", "CrewKickoffCompletedEvent", "CrewKickoffFailedEvent", "TaskCompletedEvent",
+         "TaskFailedEvent", "AgentExecutionCompletedEvent", "AgentExecutionErrorEvent",
+         "LLMCallCompletedEvent", "LLMCallFailedEvent", "ToolUsageFinishedEvent",
+         "ToolUsageErrorEvent")
+
+
+def _flush_bus() -> None:
+    if _LISTENER is None:
+        return
+    from crewai.events import crewai_event_bus  # type: ignore[import-not-found]
+
+    try:
+        crewai_event_bus.flush()
+    finally:
+        _LISTENER.settle()
+
+
+def instrument() -> None:
+    """Listen on CrewAI's event bus (once per process)."""
+    global _installed, _LISTENER
+    if _installed:
+        return
+    with _lock:
+        if _installed:
+            return
+        events = require("crewai.events", "crewai", "CrewAI tracing")
+        bus = events.crewai_event_bus
+        listener = _Listener()
+
+        def on_start(source: Any, event: Any) -> None:
+            listener.start(event)
+
+        def on_end(source: Any, event: Any) -> None:
+            listener.end(event)
+
+        def on_chunk(source: Any, event: Any) -> None:
+            listener.chunk(event)
+
+        for name in _STARTS:
+            bus.on(getattr(events, name))(on_start)
+        for name in _ENDS:
+            bus.on(getattr(events, name))(on_end)
+        bus.on(events.LLMStreamChunkEvent)(on_chunk)
+        _LISTENER = listener
+        _installed = True

@@ -1,0 +1,475 @@
+"""LangGraph and LangChain: graphs and runnables as agents, their steps as assay runs.
+
+Adapter: a compiled graph (``create_react_agent``, a hand-built ``StateGraph``) or any LangChain
+``Runnable``. A plain-string query becomes ``{"messages": [("user", query)]}`` for a graph whose
+state has a ``messages`` channel; an evaluate() inputs dict whose keys are state channels is
+passed as is (else its question text becomes the user message). Results are read back as
+JSON-safe dicts (message objects serialized), so runs and evaluators never see LangChain classes.
+
+Capture: one ``BaseCallbackHandler`` registered with LangChain's ``register_configure_hook``. The
+hook's "context variable" answers with the handler only while an assay run is current and
+framework tracing is on, so LangChain adds it to exactly those calls; everywhere else it costs
+one contextvar read per LangChain call. LangChain gives every step a run id and its parent's, so
+the tree is rebuilt as LangChain nested it: chains (graph, nodes), llm runs (model and provider
+from LangChain's ``ls_*`` metadata, messages, ``usage_metadata`` tokens, the first streamed token)
+and tool runs (arguments, result, error). Steps LangChain marks hidden (``langsmith:hidden``,
+e.g. LangGraph's channel writes) are skipped, their children going to the nearest shown step.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+from uuid import UUID
+
+from .._json import jsonable
+from ..errors import require
+from ..evals._models import ToolCall
+from ..evals._toolcalls import extract_tool_calls
+from ..tracing._run_tree import RunTree, fast_child
+from ._registry import framework_parent
+
+__all__ = [
+    "LangChainAdapter",
+    "adapt",
+    "handler",
+    "instrument",
+    "message_dict",
+    "to_json",
+    "tool_calls",
+]
+
+_HIDDEN = "langsmith:hidden"
+# what a run keeps of LangChain's metadata: the model's identity (priced by the store) and
+# LangGraph's node and step
+_KEPT_METADATA = ("ls_provider", "ls_model_name", "ls_model_type", "ls_temperature",
+                  "ls_max_tokens", "langgraph_node", "langgraph_step")
+_ROLES = {"human": "user", "ai": "assistant", "AIMessageChunk": "assistant", "system": "system",
+          "tool": "tool", "function": "function", "chat": "user"}
+_QUERY_KEYS = ("query", "question", "input", "prompt", "text", "message")
+
+
+# -- JSON-safe values ------------------------------------------------------------------------------
+def _is_message(value: Any) -> bool:
+    return hasattr(value, "content") and isinstance(getattr(value, "type", None), str) \
+        and hasattr(value, "additional_kwargs")
+
+
+def message_dict(m: Any) -> dict[str, Any]:
+    """A LangChain message as a chat-message dict (``role``, ``content``, tool calls...)."""
+    out: dict[str, Any] = {"role": _ROLES.get(m.type, m.type), "content": to_json(m.content)}
+    calls = getattr(m, "tool_calls", None)
+    if calls:
+        out["tool_calls"] = [{"id": c.get("id"), "name": c.get("name"), "args": to_json(c.get("args"))}
+                             for c in calls]
+    for key in ("tool_call_id", "name", "status"):
+        value = getattr(m, key, None)
+        if value is not None and not (key == "status" and value == "success"):
+            out[key] = value
+    return out
+
+
+def to_json(value: Any, _depth: int = 0) -> Any:
+    """``value`` with LangChain messages and pydantic models turned into plain data."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if _depth > 24:
+        return repr(value)
+    if _is_message(value):
+        return message_dict(value)
+    if isinstance(value, Mapping):
+        return {str(k): to_json(v, _depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [to_json(v, _depth + 1) for v in value]
+    return jsonable(value)  # models, dataclasses, UUIDs...; anything else as its repr
+
+
+def _text(value: Any) -> str:
+    """The text of a message's content (a string, or a list of content blocks)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "".join(b if isinstance(b, str) else str(b.get("text", "")) if isinstance(b, Mapping)
+                       else "" for b in value)
+    return "" if value is None else str(value)
+
+
+# -- the adapter -----------------------------------------------------------------------------------
+class LangChainAdapter:
+    """A LangGraph graph or LangChain runnable, called as assay calls agents."""
+
+    framework = "langchain"
+
+    def __init__(self, runnable: Any) -> None:
+        self.runnable = runnable
+        self.name = getattr(runnable, "name", None) or type(runnable).__name__
+        channels = getattr(runnable, "channels", None)
+        self.channels: frozenset[str] = frozenset(channels) if isinstance(channels, Mapping) \
+            else frozenset()
+
+    def __repr__(self) -> str:
+        return f"LangChainAdapter({self.name})"
+
+    def prepare(self, query: Any) -> Any:
+        """What the runnable is invoked with (see the module docstring)."""
+        if "messages" not in self.channels:
+            return query
+        if isinstance(query, str):
+            return {"messages": [("user", query)]}
+        if isinstance(query, Mapping):
+            if any(k in self.channels for k in query):
+                return dict(query)
+            return {"messages": [("user", _query_text(query))]}
+        if isinstance(query, (list, tuple)):
+            return {"messages": list(query)}
+        return query
+
+    async def arun(self, query: Any) -> Any:
+        return await self.runnable.ainvoke(self.prepare(query))
+
+    def output_text(self, result: Any) -> str:
+        if isinstance(result, str):
+            return result
+        if _is_message(result):
+            return _text(result.content)
+        if isinstance(result, Mapping):
+            messages = result.get("messages")
+            if isinstance(messages, (list, tuple)) and messages:
+                last = messages[-1]
+                return _text(last.content) if _is_message(last) else _text(
+                    last.get("content") if isinstance(last, Mapping) else last)
+        from ..evals._agent import output_text
+
+        return output_text(to_json(result))
+
+    def outputs(self, result: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {"output": self.output_text(result)}
+        if isinstance(result, Mapping):
+            for key, value in result.items():
+                if key != "output":
+                    out[str(key)] = to_json(value)
+        return out
+
+    def tool_calls(self, result: Any) -> list[ToolCall] | None:
+        return tool_calls(result)
+
+
+def _query_text(query: Mapping[str, Any]) -> str:
+    for key in _QUERY_KEYS:
+        if isinstance(query.get(key), str):
+            return str(query[key])
+    strings = [v for v in query.values() if isinstance(v, str)]
+    if len(strings) == 1:
+        return strings[0]
+    import json
+
+    return json.dumps(to_json(query), ensure_ascii=False)
+
+
+def adapt(obj: Any) -> LangChainAdapter | None:
+    """A LangGraph graph or LangChain runnable (anything with ``ainvoke``), else None."""
+    if isinstance(obj, LangChainAdapter):
+        return obj
+    if callable(getattr(obj, "ainvoke", None)):
+        return LangChainAdapter(obj)
+    return None
+
+
+def tool_calls(obj: Any) -> list[ToolCall] | None:
+    """Tool calls from a graph's state (``{"messages": [...]}``), a message list or a message."""
+    if isinstance(obj, Mapping) and isinstance(obj.get("messages"), (list, tuple)):
+        return extract_tool_calls(list(obj["messages"]))
+    if isinstance(obj, (list, tuple)) and obj and all(_is_message(m) for m in obj):
+        return extract_tool_calls(list(obj))
+    if _is_message(obj):
+        return extract_tool_calls([obj])
+    return None
+
+
+# -- capture ---------------------------------------------------------------------------------------
+def _handler_base() -> type:
+    require("langchain_core.callbacks", "langgraph", "LangChain tracing")
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    return BaseCallbackHandler  # type: ignore[no-any-return]
+
+
+def _make_handler_class() -> type:
+    base = _handler_base()
+
+    class AssayCallbackHandler(base):  # type: ignore[misc, valid-type]
+        """LangChain steps -> assay runs under the current assay run (see module docstring)."""
+
+        run_inline = True  # called in the step's own context, in order (no executor hop)
+        raise_error = False
+
+        def __init__(self) -> None:
+            super().__init__()
+            # LangChain run id -> (assay run, whether it is ours to end); hidden steps map to
+            # the run their children should join
+            self._runs: dict[UUID, tuple[RunTree, bool]] = {}
+            self._lock = threading.Lock()
+
+        # -- bookkeeping --
+        def _parent(self, parent_run_id: UUID | None) -> RunTree | None:
+            if parent_run_id is not None:
+                entry = self._runs.get(parent_run_id)
+                if entry is not None:
+                    return entry[0]
+            return framework_parent()
+
+        def _start(self, run_id: UUID, parent_run_id: UUID | None, name: str, run_type: str,
+                   inputs: dict[str, Any], tags: list[str] | None,
+                   metadata: dict[str, Any] | None) -> RunTree | None:
+            parent = self._parent(parent_run_id)
+            if parent is None:
+                return None
+            if tags and _HIDDEN in tags:
+                self._runs[run_id] = (parent, False)
+                return None
+            run = fast_child(parent, name, run_type, inputs)
+            if len(self._runs) >= _MAX_OPEN:  # steps whose end never came (cancelled tasks)
+                _forget_oldest(self._runs)
+            if metadata:
+                meta = {k: v for k in _KEPT_METADATA if (v := metadata.get(k)) is not None}
+                if meta:
+                    run.metadata.update(meta)
+            user_tags = [t for t in tags or () if not t.startswith(("seq:", "graph:"))]
+            if user_tags:
+                run.tags = user_tags
+            self._runs[run_id] = (run, True)
+            return run
+
+        def _end(self, run_id: UUID, outputs: Any = None,
+                 error: BaseException | None = None) -> RunTree | None:
+            entry = self._runs.pop(run_id, None)
+            if entry is None or not entry[1]:
+                return None
+            run = entry[0]
+            run.end(outputs=outputs, error=error)
+            run.patch()
+            return run
+
+        def _own(self, run_id: UUID) -> RunTree | None:
+            entry = self._runs.get(run_id)
+            return entry[0] if entry is not None and entry[1] else None
+
+        # -- chains --
+        def on_chain_start(self, serialized: dict[str, Any] | None, inputs: Any, *,
+                           run_id: UUID, parent_run_id: UUID | None = None,
+                           tags: list[str] | None = None, metadata: dict[str, Any] | None = None,
+                           **kwargs: Any) -> None:
+            name = kwargs.get("name") or _serialized_name(serialized) or "chain"
+            self._start(run_id, parent_run_id, name, "chain", _inputs(inputs), tags, metadata)
+
+        def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+            self._end(run_id, _outputs(outputs))
+
+        def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+            self._end(run_id, error=error)
+
+        # -- models --
+        def on_chat_model_start(self, serialized: dict[str, Any] | None,
+                                messages: list[list[Any]], *, run_id: UUID,
+                                parent_run_id: UUID | None = None, tags: list[str] | None = None,
+                                metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
+            batch = [[message_dict(m) if _is_message(m) else to_json(m) for m in ms]
+                     for ms in messages]
+            inputs: dict[str, Any] = {"messages": batch[0] if len(batch) == 1 else batch}
+            self._llm_start(run_id, parent_run_id, serialized, inputs, tags, metadata, kwargs)
+
+        def on_llm_start(self, serialized: dict[str, Any] | None, prompts: list[str], *,
+                         run_id: UUID, parent_run_id: UUID | None = None,
+                         tags: list[str] | None = None, metadata: dict[str, Any] | None = None,
+                         **kwargs: Any) -> None:
+            inputs = {"prompts": list(prompts)}
+            self._llm_start(run_id, parent_run_id, serialized, inputs, tags, metadata, kwargs)
+
+        def _llm_start(self, run_id: UUID, parent_run_id: UUID | None,
+                       serialized: dict[str, Any] | None, inputs: dict[str, Any],
+                       tags: list[str] | None, metadata: dict[str, Any] | None,
+                       kwargs: dict[str, Any]) -> None:
+            params = kwargs.get("invocation_params") or {}
+            if params.get("tools"):
+                inputs["tools"] = to_json(params["tools"])
+            name = kwargs.get("name") or _serialized_name(serialized) or "llm"
+            run = self._start(run_id, parent_run_id, name, "llm", inputs, tags, metadata)
+            if run is not None:
+                model = (metadata or {}).get("ls_model_name") or params.get("model") \
+                    or params.get("model_name")
+                if model:
+                    run.metadata["ls_model_name"] = model
+                invocation = {k: v for k, v in params.items()
+                              if k in ("temperature", "max_tokens", "stream", "top_p")}
+                if invocation:
+                    run.metadata["invocation_params"] = invocation
+
+        def on_llm_new_token(self, token: Any, *, run_id: UUID, **kwargs: Any) -> None:
+            run = self._own(run_id)
+            if run is not None and not run._events:
+                run._mark_first_token()
+
+        def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+            run = self._own(run_id)
+            if run is None:
+                self._runs.pop(run_id, None)
+                return
+            _record_llm_result(run, response)
+            self._end(run_id)
+
+        def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+            self._end(run_id, error=error)
+
+        # -- tools --
+        def on_tool_start(self, serialized: dict[str, Any] | None, input_str: str, *,
+                          run_id: UUID, parent_run_id: UUID | None = None,
+                          tags: list[str] | None = None, metadata: dict[str, Any] | None = None,
+                          inputs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+            name = kwargs.get("name") or _serialized_name(serialized) or "tool"
+            args = to_json(inputs) if isinstance(inputs, Mapping) else {"input": input_str}
+            run = self._start(run_id, parent_run_id, name, "tool", args, tags, metadata)
+            if run is not None and kwargs.get("tool_call_id"):
+                run.metadata["tool_call_id"] = kwargs["tool_call_id"]
+
+        def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+            if _is_message(output):  # a ToolMessage: its content is the result
+                value: Any = to_json(output.content)
+                error = getattr(output, "status", None) == "error"
+                entry = self._runs.get(run_id)
+                if error and entry is not None and entry[1]:
+                    entry[0].error = f"ToolError: {_text(output.content)}"
+            else:
+                value = to_json(output)
+            self._end(run_id, {"output": value})
+
+        def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+            self._end(run_id, error=error)
+
+        # -- retrievers --
+        def on_retriever_start(self, serialized: dict[str, Any] | None, query: str, *,
+                               run_id: UUID, parent_run_id: UUID | None = None,
+                               tags: list[str] | None = None,
+                               metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
+            name = kwargs.get("name") or _serialized_name(serialized) or "retriever"
+            self._start(run_id, parent_run_id, name, "retriever", {"query": query}, tags, metadata)
+
+        def on_retriever_end(self, documents: Any, *, run_id: UUID, **kwargs: Any) -> None:
+            self._end(run_id, {"documents": to_json(documents)})
+
+        def on_retriever_error(self, error: BaseException, *, run_id: UUID,
+                               **kwargs: Any) -> None:
+            self._end(run_id, error=error)
+
+    return AssayCallbackHandler
+
+
+def _serialized_name(serialized: Mapping[str, Any] | None) -> str | None:
+    if not serialized:
+        return None
+    name = serialized.get("name")
+    if name:
+        return str(name)
+    ident = serialized.get("id")
+    return str(ident[-1]) if isinstance(ident, list) and ident else None
+
+
+def _inputs(value: Any) -> dict[str, Any]:
+    """A chain's inputs as given (a shallow copy): the store turns message objects and other
+    models into JSON on the writer's thread, off the agent's path (``assay._json.jsonable``)."""
+    return dict(value) if isinstance(value, Mapping) else {"input": value}
+
+
+def _outputs(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, Mapping) else {"output": value}
+
+
+def _record_llm_result(run: RunTree, response: Any) -> None:
+    """Outputs, model and token usage of an llm run from LangChain's ``LLMResult``."""
+    generations = getattr(response, "generations", None) or []
+    flat = [g for gs in generations for g in gs]
+    messages, texts, usage, model = [], [], None, None
+    for g in flat:
+        message = getattr(g, "message", None)
+        if message is not None:
+            messages.append(message_dict(message))
+            usage = usage or getattr(message, "usage_metadata", None)
+            meta = getattr(message, "response_metadata", None) or {}
+            model = model or meta.get("model_name") or meta.get("model")
+        else:
+            texts.append(getattr(g, "text", ""))
+    llm_output = getattr(response, "llm_output", None) or {}
+    model = model or llm_output.get("model_name") or llm_output.get("model")
+    run.outputs = {"messages": messages} if messages else {"output": texts[0] if len(
+        texts) == 1 else texts}
+    if usage is None:
+        raw = llm_output.get("token_usage") or llm_output.get("usage") or {}
+        if raw:
+            usage = {"input_tokens": raw.get("prompt_tokens", raw.get("input_tokens")),
+                     "output_tokens": raw.get("completion_tokens", raw.get("output_tokens")),
+                     "total_tokens": raw.get("total_tokens")}
+    if usage:
+        details_in = {k: v for k, v in (usage.get("input_token_details") or {}).items() if v}
+        details_out = {k: v for k, v in (usage.get("output_token_details") or {}).items() if v}
+        run.set_usage(usage.get("input_tokens"), usage.get("output_tokens"),
+                      usage.get("total_tokens"), model=model,
+                      input_token_details=details_in or None,
+                      output_token_details=details_out or None)
+    elif model:
+        run.metadata["ls_model_name"] = model
+
+
+_MAX_OPEN = 100_000  # open steps remembered; past it the oldest half is dropped
+
+
+def _forget_oldest(runs: dict[Any, Any]) -> None:
+    for key in list(runs)[: len(runs) // 2]:
+        runs.pop(key, None)
+
+
+class _HandlerWhileTraced:
+    """What ``register_configure_hook`` reads like a context variable: the handler while an
+    assay run is current and framework tracing is on, else None (LangChain then adds nothing)."""
+
+    __slots__ = ("handler",)
+
+    def __init__(self, handler: Any) -> None:
+        self.handler = handler
+
+    def get(self, default: Any = None) -> Any:
+        return self.handler if framework_parent() is not None else default
+
+
+_HANDLER: Any = None
+_lock = threading.Lock()
+
+
+def handler() -> Any:
+    """The process's one ``AssayCallbackHandler`` (made on first use)."""
+    global _HANDLER
+    if _HANDLER is None:
+        with _lock:
+            if _HANDLER is None:
+                _HANDLER = _make_handler_class()()
+    return _HANDLER
+
+
+def instrument() -> None:
+    """Register the handler with LangChain's configure hooks (once per process)."""
+    global _installed
+    if _installed:
+        return
+    require("langchain_core.tracers.context", "langgraph", "LangChain tracing")
+    from langchain_core.tracers.context import register_configure_hook
+
+    register_configure_hook(_HandlerWhileTraced(handler()), True)  # type: ignore[arg-type]
+    _installed = True
+
+
+_installed = False
+
+
+def __getattr__(name: str) -> Any:
+    if name == "AssayCallbackHandler":
+        return type(handler())
+    raise AttributeError(name)

@@ -1,0 +1,296 @@
+"""OpenAI Agents SDK: an ``Agent`` as an agent under test, its trace spans as assay runs.
+
+Adapter: ``Runner.run(agent, query)``; an evaluate() inputs dict gives its question text, a list
+is passed as the SDK's input items. The ``RunResult`` is read back as text (``final_output``),
+a JSON-safe outputs dict and its tool calls (``new_items``' function calls, with arguments).
+
+Capture: one ``TracingProcessor`` added with the SDK's ``add_trace_processor`` (its documented
+extension point; the SDK's own exporter is left as the user configured it). A trace that starts
+while an assay run is current (and framework tracing is on) becomes a chain run under it, and its
+spans become runs nested by the SDK's parent ids: generation/response spans -> llm runs (model,
+provider, messages, tokens), function spans -> tool runs (arguments, result, error),
+agent/handoff/guardrail/custom spans -> chain runs. Traces started with no assay run current are
+ignored: each span costs a dict lookup.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from .._json import jsonable as _jsonable
+from ..errors import require
+from ..evals._models import ToolCall
+from ..tracing._run_tree import RunTree, fast_child
+from ._registry import framework_parent
+
+__all__ = ["AgentsSDKAdapter", "adapt", "instrument", "processor", "tool_calls"]
+
+_QUERY_KEYS = ("query", "question", "input", "prompt", "text", "message")
+
+
+def _parse(value: Any) -> Any:
+    if isinstance(value, str) and value[:1] in ("{", "["):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+# -- the adapter -----------------------------------------------------------------------------------
+class AgentsSDKAdapter:
+    """An Agents SDK ``Agent`` run with ``Runner.run`` (``run_config``/``max_turns`` passed on)."""
+
+    framework = "openai-agents"
+
+    def __init__(self, agent: Any, **run_kwargs: Any) -> None:
+        self.agent = agent
+        self.name = getattr(agent, "name", None) or type(agent).__name__
+        self.run_kwargs = run_kwargs
+
+    def __repr__(self) -> str:
+        return f"AgentsSDKAdapter({self.name})"
+
+    @staticmethod
+    def prepare(query: Any) -> Any:
+        if isinstance(query, Mapping):
+            for key in _QUERY_KEYS:
+                if isinstance(query.get(key), str):
+                    return query[key]
+            strings = [v for v in query.values() if isinstance(v, str)]
+            return strings[0] if len(strings) == 1 else json.dumps(_jsonable(query))
+        if isinstance(query, (str, list)):
+            return query
+        return str(query)
+
+    async def arun(self, query: Any) -> Any:
+        from agents import Runner
+
+        return await Runner.run(self.agent, self.prepare(query), **self.run_kwargs)
+
+    def output_text(self, result: Any) -> str:
+        final = getattr(result, "final_output", result)
+        if final is None:
+            return ""
+        if isinstance(final, str):
+            return final
+        return json.dumps(_jsonable(final), ensure_ascii=False)
+
+    def outputs(self, result: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {"output": self.output_text(result)}
+        last = getattr(result, "last_agent", None)
+        if last is not None:
+            out["last_agent"] = getattr(last, "name", None)
+        calls = tool_calls(result)
+        if calls:
+            out["tool_calls"] = [c.model_dump(exclude_none=True) for c in calls]
+        return out
+
+    def tool_calls(self, result: Any) -> list[ToolCall] | None:
+        return tool_calls(result)
+
+
+def adapt(obj: Any) -> AgentsSDKAdapter | None:
+    """An Agents SDK ``Agent`` (anything with ``instructions`` and ``tools`` that the SDK's
+    ``Runner`` takes), else None."""
+    if isinstance(obj, AgentsSDKAdapter):
+        return obj
+    agents = require("agents", "openai-agents", "OpenAI Agents SDK agents")
+    if isinstance(obj, agents.Agent):
+        return AgentsSDKAdapter(obj)
+    return None
+
+
+def tool_calls(obj: Any) -> list[ToolCall] | None:
+    """The function-tool calls of a ``RunResult`` (or ``RunResultStreaming``), in order."""
+    items = getattr(obj, "new_items", None)
+    if not isinstance(items, list):
+        return None
+    calls: list[ToolCall] = []
+    for item in items:
+        if getattr(item, "type", None) != "tool_call_item":
+            continue
+        raw = item.raw_item
+        get = raw.get if isinstance(raw, Mapping) else lambda k, d=None, r=raw: getattr(r, k, d)
+        name = get("name")
+        if not name:
+            continue
+        call_id = get("call_id") or get("id")
+        calls.append(ToolCall(name=str(name), args=_parse(get("arguments")) or {},
+                              id=str(call_id) if call_id else None))
+    return calls
+
+
+# -- capture ---------------------------------------------------------------------------------------
+def _provider(model: str | None) -> tuple[str, str | None]:
+    """("openai", model) unless the model names its provider (``litellm/anthropic/...``)."""
+    if not model:
+        return "openai", None
+    parts = model.split("/")
+    if len(parts) >= 3 and parts[0] in ("litellm", "any-llm"):
+        return parts[1], "/".join(parts[2:])
+    return "openai", model
+
+
+def _usage(run: RunTree, usage: Any, model: str | None) -> None:
+    if isinstance(usage, Mapping):
+        get = usage.get
+    elif usage is not None:
+        def get(key: str, default: Any = None) -> Any:
+            return getattr(usage, key, default)
+    else:
+        if model:
+            provider, name = _provider(model)
+            run.metadata["ls_provider"], run.metadata["ls_model_name"] = provider, name
+        return
+    provider, name = _provider(model)
+    inp, out = get("input_tokens"), get("output_tokens")
+    details = _jsonable(get("input_tokens_details")) or {}
+    cached = details.get("cached_tokens") if isinstance(details, Mapping) else None
+    run.set_usage(int(inp or 0), int(out or 0), get("total_tokens") or None, provider=provider,
+                  model=name, input_token_details={"cache_read": cached} if cached else None)
+
+
+def _fill(run: RunTree, data: Any, span: Any) -> None:
+    """The run fields of one finished span, by its span data type."""
+    kind = getattr(data, "type", None)
+    if kind == "generation":
+        run.inputs = {"messages": _jsonable(data.input)} if data.input is not None else {}
+        if data.output is not None:
+            run.outputs = {"messages": _jsonable(data.output)}
+        if data.model_config:
+            run.metadata["invocation_params"] = _jsonable(data.model_config)
+        _usage(run, data.usage, data.model)
+    elif kind == "response":
+        response = data.response
+        if data.input is not None:
+            run.inputs = {"input": _jsonable(data.input)}
+        model = getattr(response, "model", None)
+        if response is not None:
+            run.outputs = {"output": _jsonable(getattr(response, "output", None))}
+        if model:
+            run.name = str(model)
+        _usage(run, getattr(response, "usage", None) or getattr(data, "usage", None), model)
+    elif kind == "function":
+        run.name = data.name or run.name
+        run.inputs = _parse(data.input) if isinstance(_parse(data.input), dict) else (
+            {"input": data.input} if data.input is not None else {})
+        run.outputs = {"output": _jsonable(_parse(data.output))} if data.output is not None \
+            else None
+    elif kind == "handoff":
+        run.name = f"handoff -> {data.to_agent}"
+        run.inputs = {"from_agent": data.from_agent}
+        run.outputs = {"to_agent": data.to_agent}
+    elif kind == "agent":
+        run.metadata.update({k: v for k, v in (("tools", data.tools), ("handoffs", data.handoffs),
+                                                ("output_type", data.output_type)) if v})
+    elif kind == "guardrail":
+        run.outputs = {"triggered": data.triggered}
+    elif kind == "custom":
+        run.inputs = {"data": _jsonable(data.data)}
+    error = getattr(span, "error", None)
+    if error:
+        message = error.get("message") if isinstance(error, Mapping) else str(error)
+        detail = error.get("data") if isinstance(error, Mapping) else None
+        run.error = f"{message}: {json.dumps(_jsonable(detail))}" if detail else str(message)
+
+
+_RUN_TYPES = {"generation": "llm", "response": "llm", "function": "tool"}
+_MAX_OPEN = 100_000  # open spans remembered; past it the oldest half is dropped
+
+
+def _span_name(data: Any) -> str:
+    kind = getattr(data, "type", "span")
+    if kind == "handoff":
+        return f"handoff -> {data.to_agent}"
+    if kind in ("generation", "response"):
+        return str(getattr(data, "model", None) or kind)
+    return str(getattr(data, "name", None) or kind)
+
+
+def _make_processor() -> Any:
+    require("agents.tracing", "openai-agents", "OpenAI Agents SDK tracing")
+    from agents.tracing import TracingProcessor
+
+    class AssayTracingProcessor(TracingProcessor):  # type: ignore[misc]
+        """Agents SDK traces and spans -> assay runs (see the module docstring)."""
+
+        def __init__(self) -> None:
+            self._runs: dict[str, RunTree] = {}  # span id -> its run
+            self._traces: dict[str, RunTree] = {}  # trace id -> the assay run it started under
+            self._lock = threading.Lock()
+
+        def on_trace_start(self, trace: Any) -> None:
+            # no run of its own: the SDK opens a task span ("Agent workflow") for the whole
+            # run, which becomes the top run; the trace only remembers where it belongs
+            parent = framework_parent()
+            if parent is not None:
+                self._traces[trace.trace_id] = parent
+
+        def on_trace_end(self, trace: Any) -> None:
+            self._traces.pop(trace.trace_id, None)
+
+        def on_span_start(self, span: Any) -> None:
+            runs = self._runs
+            parent = runs.get(span.parent_id) if span.parent_id else None
+            if parent is None:
+                parent = self._traces.get(span.trace_id) or framework_parent()
+                if parent is None:
+                    return
+            data = span.span_data
+            run = fast_child(parent, _span_name(data), _RUN_TYPES.get(data.type, "chain"), {})
+            if len(runs) >= _MAX_OPEN:  # spans whose end never came (cancelled runs)
+                for key in list(runs)[: len(runs) // 2]:
+                    runs.pop(key, None)
+            runs[span.span_id] = run
+
+        def on_span_end(self, span: Any) -> None:
+            run = self._runs.pop(span.span_id, None)
+            if run is None:
+                return
+            try:
+                _fill(run, span.span_data, span)
+            except Exception as exc:  # noqa: BLE001 - an SDK version we misread: keep the run
+                run.metadata["assay_capture_error"] = repr(exc)
+            run.end()
+            run.patch()
+
+        def shutdown(self) -> None:
+            pass
+
+        def force_flush(self) -> None:
+            pass
+
+    return AssayTracingProcessor()
+
+
+_PROCESSOR: Any = None
+_lock = threading.Lock()
+
+
+def processor() -> Any:
+    """The process's one assay tracing processor (made on first use)."""
+    global _PROCESSOR
+    if _PROCESSOR is None:
+        with _lock:
+            if _PROCESSOR is None:
+                _PROCESSOR = _make_processor()
+    return _PROCESSOR
+
+
+_installed = False
+
+
+def instrument() -> None:
+    """Add assay's processor to the SDK's trace provider (once per process)."""
+    global _installed
+    if _installed:
+        return
+    require("agents", "openai-agents", "OpenAI Agents SDK tracing")
+    from agents import add_trace_processor
+
+    add_trace_processor(processor())
+    _installed = True

@@ -1,0 +1,190 @@
+"""pydantic-ai: an ``Agent`` evaluated as it is, its model and tool calls traced through its own
+OpenTelemetry instrumentation.
+
+pydantic-ai already emits GenAI semantic-convention spans (``chat`` with tokens and model,
+``execute_tool`` with arguments and result, the agent run around them). ``instrument()`` points
+that instrumentation at an in-process ``TracerProvider`` whose only processor is assay's
+``AssaySpanProcessor``, so nothing is exported anywhere and no global OTel state is touched. The
+provider's sampler records a span only while an assay run is current and framework tracing is
+on; otherwise spans are non-recording, and pydantic-ai skips building their attributes.
+
+If the user already instrumented pydantic-ai with settings of their own, those stay: assay adds
+its processor only to the global SDK provider (``instrument_all(True)``), never replaces theirs.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..errors import require
+from ._registry import framework_parent, query_text
+
+if TYPE_CHECKING:
+    from opentelemetry.context import Context
+    from opentelemetry.sdk.trace import ReadableSpan, Span
+
+    from ..evals._models import ToolCall
+
+__all__ = ["PydanticAIAdapter", "adapt", "instrument", "tool_calls"]
+
+FRAMEWORK = "pydantic-ai"
+_FEATURE = "evaluating pydantic-ai agents"
+
+_lock = threading.Lock()
+_settings: Any = None  # our InstrumentationSettings, once made
+_hooked: set[int] = set()  # ids of providers that already carry our processor
+
+
+def _pydantic_ai() -> Any:
+    return require("pydantic_ai", "pydantic-ai", _FEATURE)
+
+
+def _make_processor() -> Any:
+    from ..tracing.otel import AssaySpanProcessor
+
+    class UnderAssayRun(AssaySpanProcessor):
+        """AssaySpanProcessor that keeps only spans started while an assay run is current
+        (on a provider shared with the user's other spans, the rest are theirs)."""
+
+        def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+            if framework_parent() is not None:
+                super().on_start(span, parent_context)
+
+        def on_end(self, span: ReadableSpan) -> None:
+            ctx = span.get_span_context()
+            if ctx is not None and (ctx.trace_id, ctx.span_id) in self._open:
+                super().on_end(span)
+
+    return UnderAssayRun()
+
+
+def _make_settings() -> Any:
+    require("opentelemetry.sdk.trace", "otel", _FEATURE)
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
+
+    instrumented = require("pydantic_ai.models.instrumented", "pydantic-ai", _FEATURE)
+
+    class UnderAssayRunSampler(Sampler):
+        """Record a span only under a current assay run with framework tracing on: elsewhere
+        pydantic-ai's spans cost a non-recording span each."""
+
+        def should_sample(self, parent_context: Any, trace_id: int, name: str, kind: Any = None,
+                          attributes: Any = None, links: Any = None,
+                          trace_state: Any = None) -> SamplingResult:
+            if framework_parent() is None:
+                return SamplingResult(Decision.DROP)
+            return SamplingResult(Decision.RECORD_AND_SAMPLE, attributes)
+
+        def get_description(self) -> str:
+            return "assay: spans under a current assay run"
+
+    provider = TracerProvider(sampler=UnderAssayRunSampler())
+    provider.add_span_processor(_make_processor())
+    return instrumented.InstrumentationSettings(tracer_provider=provider)
+
+
+def instrument() -> None:
+    """Turn pydantic-ai's instrumentation on for every agent, into assay's runs (idempotent).
+
+    Re-checked whenever an agent is adapted: if something switched the default off since
+    (``Agent.instrument_all(False)``), assay's settings are put back."""
+    global _settings
+    agent_cls = _pydantic_ai().Agent
+    with _lock:
+        current = agent_cls._instrument_default
+        if _settings is not None and current is _settings:
+            return
+        if not current:  # nobody's: ours
+            if _settings is None:
+                _settings = _make_settings()
+            agent_cls.instrument_all(_settings)
+            return
+        if current is True:  # the user's global provider: add our processor to it, once
+            from opentelemetry.trace import get_tracer_provider
+
+            provider = get_tracer_provider()
+            if hasattr(provider, "add_span_processor") and id(provider) not in _hooked:
+                provider.add_span_processor(_make_processor())
+                _hooked.add(id(provider))
+        # settings of the user's own: theirs to route (e.g. add AssaySpanProcessor to them)
+
+
+class PydanticAIAdapter:
+    """A pydantic-ai agent called with the query text; its result read for assay."""
+
+    framework = FRAMEWORK
+
+    def __init__(self, agent: Any) -> None:
+        self.agent = agent
+        self.name = getattr(agent, "name", None) or type(agent).__name__
+
+    def __repr__(self) -> str:
+        return f"PydanticAIAdapter({self.name!r})"
+
+    async def arun(self, query: Any) -> Any:
+        # a list is pydantic-ai's own prompt form (text and binary parts): passed as is
+        prompt = query if isinstance(query, (list, tuple)) else query_text(query)
+        return await self.agent.run(prompt)
+
+    def output_text(self, result: Any) -> str:
+        return _text(getattr(result, "output", result))
+
+    def outputs(self, result: Any) -> dict[str, Any]:
+        output = getattr(result, "output", result)
+        out: dict[str, Any] = {"output": _text(output)}
+        if not isinstance(output, str):
+            structured = _jsonable(output)
+            if isinstance(structured, (dict, list)):
+                out["structured_output"] = structured
+        return out
+
+    def tool_calls(self, result: Any) -> list[ToolCall] | None:
+        return tool_calls(result)
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    try:
+        return json.loads(json.dumps(value, default=str))
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _text(output: Any) -> str:
+    if output is None:
+        return ""
+    if isinstance(output, str):
+        return output
+    if hasattr(output, "model_dump_json"):
+        return str(output.model_dump_json())
+    if isinstance(output, (Mapping, list, tuple)):
+        return json.dumps(output, default=str, ensure_ascii=False)
+    return str(output)
+
+
+def adapt(obj: Any) -> PydanticAIAdapter | None:
+    """An adapter for a pydantic-ai agent (``Agent`` or any ``AbstractAgent``), else None."""
+    pai = _pydantic_ai()
+    agent_types = tuple({pai.Agent, getattr(getattr(pai, "agent", None), "AbstractAgent",
+                                            pai.Agent)})
+    if not isinstance(obj, agent_types):
+        return None
+    instrument()  # put back if switched off since the first time
+    return PydanticAIAdapter(obj)
+
+
+def tool_calls(obj: Any) -> list[ToolCall] | None:
+    """Tool calls from a run result (``all_messages()``) or a message; None for anything else."""
+    from ..evals._toolcalls import _from_items
+
+    all_messages = getattr(obj, "all_messages", None)
+    if callable(all_messages):
+        return _from_items(list(all_messages()))
+    if isinstance(getattr(obj, "parts", None), (list, tuple)):  # one ModelResponse
+        return _from_items([obj])
+    return None

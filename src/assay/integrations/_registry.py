@@ -1,0 +1,315 @@
+"""Which agent frameworks assay knows, and how an object is matched to one.
+
+Every framework module (``_pydantic_ai.py``, ``_upsonic.py``, ``_langchain.py``,
+``_openai_agents.py``, ``_crewai.py``) offers three module-level functions:
+
+    adapt(obj) -> AgentAdapter | None      the agent object as something assay can call
+    instrument() -> None                   install the framework's own hooks (idempotent)
+    tool_calls(obj) -> list[ToolCall] | None   tool calls from one of its result objects
+
+An object is matched by the top-level module names of ``type(obj).__mro__``, so nothing here
+imports a framework to ask whether an object is its own: a framework not installed costs nothing,
+and a user's subclass of a framework class still matches. The match is cached per type.
+
+The one switch: ``ASSAY_FRAMEWORK_TRACING=false`` in the environment, or
+``set_framework_tracing(False)``, makes every framework hook record nothing (the adapters still
+run the agents). Hooks ask ``framework_parent()`` at each step, so the switch applies at once.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+import threading
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
+
+from ..errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from ..evals._models import ToolCall
+    from ..tracing._run_tree import RunTree
+
+__all__ = [
+    "INTEGRATIONS",
+    "AgentAdapter",
+    "Integration",
+    "adapter_for",
+    "framework_of",
+    "framework_parent",
+    "framework_tracing_enabled",
+    "instrument",
+    "instrument_loaded",
+    "is_adapter",
+    "query_text",
+    "register",
+    "require_adapter",
+    "set_framework_tracing",
+    "supported_kinds",
+    "tool_calls_from",
+]
+
+log = logging.getLogger(__name__)
+
+ENV_SWITCH = "ASSAY_FRAMEWORK_TRACING"
+_FALSE = frozenset({"0", "false", "no", "off", "f", "n"})
+
+
+@runtime_checkable
+class AgentAdapter(Protocol):
+    """A framework's agent object, callable the one way assay's evaluators and evaluate() call
+    agents. ``arun`` returns the framework's native result; the other methods read it."""
+
+    framework: str  # the INTEGRATIONS key, e.g. "pydantic-ai"
+    name: str  # the agent's name, for run names and reports
+
+    async def arun(self, query: Any) -> Any:
+        """Call the agent with ``query`` (a string, or an evaluate() inputs dict)."""
+        ...
+
+    def output_text(self, result: Any) -> str:
+        """The text the agent answered, for judges and reports."""
+        ...
+
+    def outputs(self, result: Any) -> dict[str, Any]:
+        """A JSON-safe dict for the run's outputs: at least ``{"output": text}``."""
+        ...
+
+    def tool_calls(self, result: Any) -> list[ToolCall] | None:
+        """The tool calls (name + args) from the framework's own result object."""
+        ...
+
+
+class Integration(NamedTuple):
+    extra: str  # pip install 'assay[<extra>]'
+    modules: tuple[str, ...]  # top-level module names of the framework's classes
+    impl: str  # the assay module that adapts and instruments it
+    kinds: str  # what is accepted, for error messages
+
+
+INTEGRATIONS: dict[str, Integration] = {
+    "pydantic-ai": Integration("pydantic-ai", ("pydantic_ai",),
+                               "assay.integrations._pydantic_ai", "pydantic-ai Agent"),
+    "upsonic": Integration("upsonic", ("upsonic",), "assay.integrations._upsonic",
+                           "Upsonic Agent, Team or Graph"),
+    "langchain": Integration("langgraph", ("langgraph", "langchain_core", "langchain"),
+                             "assay.integrations._langchain",
+                             "LangGraph graph or LangChain runnable"),
+    "openai-agents": Integration("openai-agents", ("agents",),
+                                 "assay.integrations._openai_agents", "OpenAI Agents SDK Agent"),
+    "crewai": Integration("crewai", ("crewai",), "assay.integrations._crewai", "CrewAI Crew"),
+}
+
+_BY_MODULE: dict[str, str] = {m: name for name, i in INTEGRATIONS.items() for m in i.modules}
+_by_type: dict[type, str | None] = {}  # type -> framework name (None: no framework's)
+_impls: dict[str, Any] = {}  # framework name -> its imported impl module (None: not written)
+_instrumented: set[str] = set()
+_lock = threading.Lock()
+
+# -- the switch -----------------------------------------------------------------------------------
+_override: bool | None = None
+
+
+def set_framework_tracing(enabled: bool | None) -> None:
+    """Turn framework tracing on or off for the process (None: back to the environment).
+
+    Off, the frameworks' hooks stay installed but record nothing; agents still run."""
+    global _override
+    _override = enabled
+
+
+def framework_tracing_enabled() -> bool:
+    """False when ``set_framework_tracing(False)`` or ``ASSAY_FRAMEWORK_TRACING`` is false."""
+    if _override is not None:
+        return _override
+    raw = os.environ.get(ENV_SWITCH)
+    return raw is None or raw.strip().lower() not in _FALSE
+
+
+_run_var: Any = None  # assay.tracing's current-run context variable, once imported
+
+
+def framework_parent() -> RunTree | None:
+    """The run a framework step should become a child of, or None to record nothing.
+
+    What every hook asks first: None when framework tracing is switched off or no traced assay
+    run is current (outside ``evaluate()``, ``trace()`` or ``@traceable``)."""
+    global _run_var
+    var = _run_var
+    if var is None:  # resolved on first use: importing assay.evals stays free of tracing
+        from ..tracing._context import _RUN as var
+
+        _run_var = var
+    run = var.get()
+    if run is None or not framework_tracing_enabled():
+        return None
+    return run
+
+
+# -- shared by the adapters --------------------------------------------------------------------
+_QUERY_KEYS = ("query", "question", "input", "prompt", "message", "text", "task", "user_input")
+
+
+def query_text(query: Any) -> str:
+    """The prompt text of a query: a string as is; of an evaluate() inputs dict, its only value
+    or its ``query``/``question``/``input``/``prompt``/... key, else the dict as JSON."""
+    if isinstance(query, str):
+        return query
+    if isinstance(query, dict):
+        if len(query) == 1:
+            (value,) = query.values()
+            if isinstance(value, str):
+                return value
+        for key in _QUERY_KEYS:
+            value = query.get(key)
+            if isinstance(value, str):
+                return value
+        import json
+
+        return json.dumps(query, default=str, ensure_ascii=False)
+    return str(query)
+
+
+# -- matching -------------------------------------------------------------------------------------
+def framework_of(obj: Any) -> str | None:
+    """The INTEGRATIONS name whose modules define ``type(obj)`` or one of its bases."""
+    cls = type(obj)
+    try:
+        return _by_type[cls]
+    except KeyError:
+        pass
+    except TypeError:  # unhashable metaclass instance: no cache
+        return _match(cls)
+    found = _by_type[cls] = _match(cls)
+    return found
+
+
+def register(name: str, integration: Integration) -> None:
+    """Add (or replace) a framework: its objects are matched from now on."""
+    with _lock:
+        INTEGRATIONS[name] = integration
+        for module in integration.modules:
+            _BY_MODULE[module] = name
+        _by_type.clear()
+        _impls.pop(name, None)
+        _instrumented.discard(name)
+
+
+def is_adapter(obj: Any) -> bool:
+    """Already shaped as an AgentAdapter (a user's own, or one adapter_for returned)."""
+    return not isinstance(obj, type) and all(
+        callable(getattr(obj, a, None)) for a in ("arun", "output_text", "outputs", "tool_calls")
+    ) and isinstance(getattr(obj, "framework", None), str)
+
+
+def _match(cls: type) -> str | None:
+    for base in getattr(cls, "__mro__", (cls,)):
+        top = (getattr(base, "__module__", None) or "").partition(".")[0]
+        name = _BY_MODULE.get(top)
+        if name is not None:
+            return name
+    return None
+
+
+def _impl(name: str) -> Any:
+    """The framework's assay module, imported once; None when it is not written (yet)."""
+    try:
+        return _impls[name]
+    except KeyError:
+        pass
+    path = INTEGRATIONS[name].impl
+    try:
+        module = importlib.import_module(path)
+    except ModuleNotFoundError as exc:
+        if exc.name != path:
+            raise
+        module = None
+    _impls[name] = module
+    return module
+
+
+def supported_kinds() -> str:
+    """The framework agents assay runs, for error messages ("a pydantic-ai Agent, ...")."""
+    kinds = [i.kinds for i in INTEGRATIONS.values()]
+    return "a " + ", a ".join(kinds[:-1]) + " or a " + kinds[-1]
+
+
+def adapter_for(obj: Any) -> AgentAdapter | None:
+    """An adapter for ``obj`` if it is an agent of a known framework (or already an adapter),
+    else None.
+
+    Matching instruments that framework too, so the agent's own steps are traced."""
+    if is_adapter(obj):
+        return obj  # type: ignore[no-any-return]
+    name = framework_of(obj)
+    if name is None:
+        return None
+    impl = _impl(name)
+    if impl is None:
+        return None
+    instrument(name)
+    adapter = impl.adapt(obj)
+    return adapter  # type: ignore[no-any-return]
+
+
+def require_adapter(obj: Any) -> AgentAdapter:
+    """``adapter_for(obj)``, or InvalidInputError naming the type and the supported kinds."""
+    adapter = adapter_for(obj)
+    if adapter is None:
+        kind = type(obj)
+        raise InvalidInputError(
+            f"assay does not know how to run a {kind.__module__}.{kind.__qualname__}: pass "
+            f"a function taking the query or {supported_kinds()}")
+    return adapter
+
+
+def tool_calls_from(obj: Any) -> list[ToolCall] | None:
+    """Tool calls from a framework's own result object (None: not a result assay knows)."""
+    name = framework_of(obj)
+    if name is None:
+        return None
+    impl = _impl(name)
+    if impl is None:
+        return None
+    return impl.tool_calls(obj)  # type: ignore[no-any-return]
+
+
+# -- instrumentation ------------------------------------------------------------------------------
+def instrument(name: str) -> bool:
+    """Install one framework's hooks once; False when its assay module is missing or failed.
+
+    A hook that cannot be installed is logged, never raised: evaluation goes on untraced."""
+    if name in _instrumented:
+        return True
+    with _lock:
+        if name in _instrumented:
+            return True
+        impl = _impl(name)
+        if impl is None:
+            return False
+        try:
+            impl.instrument()
+        except Exception:  # a framework version we do not fit: evaluate anyway
+            log.warning("assay could not instrument %s; its steps will not be traced", name,
+                        exc_info=True)
+            _impls[name] = impl  # keep the adapter usable
+            _instrumented.add(name)  # and do not retry (and warn) on every call
+            return False
+        _instrumented.add(name)
+        return True
+
+
+def instrument_loaded() -> None:
+    """Instrument every known framework the process has already imported.
+
+    Called when evaluate() and each evaluator run start, so a plain function that calls a
+    framework inside is traced too. Costs a few dict lookups once all are done."""
+    if len(_instrumented) == len(INTEGRATIONS):
+        return
+    modules = sys.modules
+    for name, integration in INTEGRATIONS.items():
+        if name in _instrumented:
+            continue
+        if any(m in modules for m in integration.modules):
+            instrument(name)

@@ -1,0 +1,197 @@
+"""Upsonic's OpenTelemetry spans -> assay runs, only under a current assay run.
+
+Upsonic emits, per agent run, an ``agent.run`` span, a ``pipeline.execute`` span with one
+``pipeline.step.<name>`` span per pipeline step (two dozen), ``chat <model>`` spans for model
+requests and ``tool.execute`` spans for tool calls. Only ``agent.run`` (chain), ``chat`` (llm) and
+``tool.execute`` (tool) become runs; the sampler drops the pipeline spans at their start, and a
+kept span hangs from the nearest kept one (tracked in a context variable, as OpenTelemetry tracks
+the current span), so a trace reads agent -> llm, tool, llm as the agent did it.
+
+With no assay run current (or framework tracing switched off) the sampler drops every span:
+outside ``evaluate()``/``trace()`` an instrumented agent records nothing and does next to no
+tracing work.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
+
+from ..tracing._context import _CFG
+from ..tracing._traceable import _new_run
+from ..tracing.otel import AssaySpanProcessor, span_to_run_fields
+from ._registry import framework_parent
+
+if TYPE_CHECKING:
+    from opentelemetry.context import Context
+    from opentelemetry.sdk.trace import ReadableSpan, Span
+
+    from ..tracing._run_tree import RunTree
+
+__all__ = ["UpsonicSpanProcessor", "upsonic_span_fields"]
+
+_AGENT, _TOOL, _LLM = "agent.run", "tool.execute", "llm"
+_LLM_OPS = frozenset({"chat", "text_completion", "generate_content", "completion"})
+
+
+def _kind_of(name: str, attributes: Mapping[str, Any] | None) -> str | None:
+    if name == _AGENT or name == _TOOL:
+        return name
+    if attributes and attributes.get("gen_ai.operation.name") in _LLM_OPS:
+        return _LLM
+    return None
+
+
+def _kind(span: ReadableSpan) -> str | None:
+    return _kind_of(span.name, span.attributes)
+
+
+def _parse(value: Any) -> Any:
+    if isinstance(value, str) and value[:1] in ("{", "[", '"'):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _as_inputs(raw: Any) -> dict[str, Any]:
+    value = _parse(raw)
+    return dict(value) if isinstance(value, Mapping) else {"input": value}
+
+
+def upsonic_span_fields(span: ReadableSpan, kind: str) -> dict[str, Any]:
+    """The run fields of one finished kept span: assay's GenAI mapping (llm: model, provider,
+    messages, tokens; error; events; metadata), with Upsonic's own attributes read for the
+    ``tool.execute`` and ``agent.run`` spans, which carry no GenAI operation."""
+    out = span_to_run_fields(span)
+    if kind == _LLM:
+        return out
+    attrs: Mapping[str, Any] = span.attributes or {}
+    meta = out.setdefault("metadata", {})
+    meta.pop("otel_attributes", None)  # read below; not kept twice
+    if kind == _TOOL:
+        out["run_type"] = "tool"
+        out["name"] = str(attrs.get("upsonic.tool.name") or span.name)
+        raw_in = attrs.get("langfuse.observation.input")
+        out["inputs"] = _as_inputs(raw_in) if raw_in is not None else {}
+        raw_out = attrs.get("langfuse.observation.output")
+        out["outputs"] = {"output": _parse(raw_out)} if raw_out is not None else None
+        if attrs.get("upsonic.tool.call_id"):
+            meta["tool_call_id"] = attrs["upsonic.tool.call_id"]
+    else:
+        out["run_type"] = "chain"
+        out["name"] = str(attrs.get("upsonic.agent.name") or "Agent")
+        task = attrs.get("upsonic.input")
+        out["inputs"] = {"input": task} if task is not None else {}
+        answer = attrs.get("upsonic.output")
+        out["outputs"] = {"output": answer} if answer is not None else None
+        for key in ("upsonic.agent.model", "upsonic.run_id", "upsonic.tool_call_count"):
+            if attrs.get(key) is not None:
+                meta[key] = attrs[key]
+        meta.pop("usage_metadata", None)  # the llm runs below carry the tokens: no double count
+    return out
+
+
+def _mark_root(run: RunTree) -> None:
+    """Upsonic hands a failed tool's error to the model and goes on, so the agent's own runs end
+    without error; the trace's root (the example's run under evaluate()) is marked with it, so a
+    failed step is never hidden in a successful-looking example. A root with an error of its own
+    keeps it."""
+    top = run
+    while top.parent is not None:
+        top = top.parent
+    if top is not run and top.error is None:
+        first = (run.error or "").strip().splitlines()[0] if run.error else ""
+        top.error = f"tool {run.name!r} failed: {first}"
+
+
+def assay_run_sampler() -> Any:
+    """Sample only the spans that become runs (agent, chat, tool), and only while an assay run is
+    current and framework tracing is on. Every other span (two dozen pipeline steps per agent
+    run) and every span outside assay is dropped at its start: it records nothing, and Upsonic
+    skips its attribute work (message JSON, usage) for it."""
+    from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
+
+    class KeptWhileAssayRun(Sampler):
+        def should_sample(self, parent_context: Any, trace_id: int, name: str, kind: Any = None,
+                          attributes: Any = None, links: Any = None,
+                          trace_state: Any = None) -> SamplingResult:
+            if _kind_of(name, attributes) is None or framework_parent() is None:
+                return SamplingResult(Decision.DROP)
+            return SamplingResult(Decision.RECORD_AND_SAMPLE, attributes)
+
+        def get_description(self) -> str:
+            return "KeptWhileAssayRun"
+
+    return KeptWhileAssayRun()
+
+
+# the innermost kept span's run in this context: the parent of a kept span whose OTel parent is
+# a dropped pipeline span (set at a kept span's start, restored at its end, as the span itself
+# is made current and restored by Upsonic's ``with`` blocks)
+_KEPT: ContextVar[RunTree | None] = ContextVar("assay_upsonic_kept", default=None)
+
+
+class UpsonicSpanProcessor(AssaySpanProcessor):
+    """Records Upsonic's agent, chat and tool spans as runs under the current assay run."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._outer: dict[tuple[int, int], RunTree | None] = {}  # span -> _KEPT before it
+
+    def _resolve(self, span: ReadableSpan) -> RunTree | None:
+        parent = span.parent
+        if parent is not None:
+            key = (parent.trace_id, parent.span_id)
+            run = self._open.get(key) or self._recent.get(key)
+            if run is not None:
+                return run
+        kept = _KEPT.get()
+        if kept is not None and not kept.ended:
+            return kept
+        return framework_parent()
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        ctx = span.get_span_context()
+        if ctx is None or _kind(span) is None:
+            return
+        parent = self._resolve(span)
+        if parent is None:
+            return
+        key = (ctx.trace_id, ctx.span_id)
+        run = _new_run(span.name or "span", "chain", None, parent, _CFG.get())
+        if span.start_time is not None:
+            run._start_us = span.start_time // 1000
+        self._open[key] = run
+        self._outer[key] = _KEPT.get()
+        _KEPT.set(run)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        ctx = span.get_span_context()
+        if ctx is None:
+            return
+        key = (ctx.trace_id, ctx.span_id)
+        run = self._open.pop(key, None)
+        kind = _kind(span)
+        if run is None or kind is None:
+            return
+        _KEPT.set(self._outer.pop(key, None))
+        fields = upsonic_span_fields(span, kind)
+        run.name = fields["name"] or run.name
+        run.run_type = fields["run_type"]
+        run.inputs = fields["inputs"]
+        run.outputs = fields["outputs"]
+        run.metadata.update(fields.get("metadata") or {})
+        run.events.extend(fields.get("events") or [])
+        run.error = fields.get("error")
+        if run.error and kind == _TOOL:
+            _mark_root(run)
+        run._end_us = span.end_time // 1000 if span.end_time is not None else None
+        run.patch()
+        with self._lock:
+            self._recent[key] = run
+            while len(self._recent) > 10_000:
+                self._recent.popitem(last=False)

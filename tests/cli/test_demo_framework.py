@@ -1,0 +1,49 @@
+"""``assay demo --framework``: a real framework's agent on the bundled scripted model, key-free."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from assay.cli import app
+from assay.client import Client
+from assay.demo._frameworks import FRAMEWORK_DATASET, framework_examples
+
+runner = CliRunner()
+
+
+@pytest.mark.parametrize("framework", ["langgraph", "openai-agents"])
+def test_demo_framework_stores_the_framework_trace(framework: str, sqlite_url: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("langgraph" if framework == "langgraph" else "agents")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # key-free, whatever the shell has
+    result = runner.invoke(app, ["demo", "--framework", framework, "--db", sqlite_url,
+                                 "--json", "--repetitions", "1"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    stats = json.loads(result.stdout)
+    n = len(framework_examples())
+    assert stats["run_count"] == n
+    client = Client(database_url=sqlite_url)
+    try:
+        exp = client.read_project(project_name=stats["name"])
+        assert exp.reference_dataset_id == client.read_dataset(
+            dataset_name=FRAMEWORK_DATASET).id
+        runs = list(client.list_runs(project_id=exp.id))
+        llm = [r for r in runs if r.run_type == "llm"]
+        tools = [r for r in runs if r.run_type == "tool"]
+        assert len(tools) == n and sum(t.error is not None for t in tools) == 1  # Atlantis
+        assert len(llm) >= 2 * n - 1 and all(r.total_tokens > 0 for r in llm)  # (Atlantis: 1+)
+        assert stats["total_tokens"] == sum(r.total_tokens for r in llm)
+        assert stats["total_cost"] > 0
+        fs = stats["feedback_stats"]
+        assert fs["tools"]["avg"] == 1.0 and fs["correct"]["avg"] == pytest.approx((n - 1) / n)
+    finally:
+        client.close()
+
+
+def test_demo_framework_names_the_choices(sqlite_url: str) -> None:
+    result = runner.invoke(app, ["demo", "--framework", "smolagents", "--db", sqlite_url])
+    assert result.exit_code != 0
+    assert "smolagents" in result.output and "langgraph" in result.output

@@ -1,0 +1,194 @@
+"""CrewAI as it is: a crew of two agents with a tool, the real package against the scripted model
+on 127.0.0.1. crewai pins openai<3, so this runs in a venv of its own: ``.ci/crewai``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("crewai", reason="needs assay[crewai] (a venv of its own: .ci/crewai)")
+
+# no network: crewai's own telemetry and trace upload off (read when crewai starts a crew)
+os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
+
+from crewai import LLM, Agent, Crew, Process, Task
+from crewai.tools import tool
+
+from assay._sync import run_sync
+from assay.client import Client
+from assay.demo import ScriptedModelServer
+from assay.evals import (
+    AccuracyEvaluator,
+    PerformanceEvaluator,
+    ReliabilityEvaluator,
+    extract_tool_calls,
+)
+from assay.evaluation import evaluate
+from assay.integrations import adapter_for
+from assay.llm import JudgeOptions, OpenAIJudge
+
+CITIES = {"Paris": 2102650, "Berlin": 3644826, "Madrid": 3305408, "Tokyo": 13960236,
+          "Osaka": 2753862, "Cairo": 10025657, "Lima": 9943800, "Sydney": 5312163}
+
+
+@tool("lookup_city")
+def lookup_city(city: str) -> str:
+    """The population of a city."""
+    if city not in CITIES:
+        raise LookupError(f"no city named {city!r} in the atlas")
+    return f"{city} has {CITIES[city]} people"
+
+
+@pytest.fixture(scope="module")
+def srv() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer(first_token_delay=0.002) as server:
+        yield server
+
+
+@pytest.fixture
+def db(sqlite_url: str) -> Iterator[Client]:
+    client = Client(database_url=sqlite_url)
+    yield client
+    client.close()
+
+
+def crew(srv: ScriptedModelServer) -> Crew:
+    llm = LLM(model="openai/gpt-4o-mini", base_url=srv.base_url, api_key="scripted")
+    researcher = Agent(role="researcher", goal="Find city figures with lookup_city",
+                       backstory="A careful researcher.", tools=[lookup_city], llm=llm,
+                       max_iter=3, verbose=False)
+    writer = Agent(role="writer", goal="Write one sentence", backstory="A terse writer.",
+                   llm=llm, max_iter=2, verbose=False)
+    # (the city quoted: the scripted model takes a quoted phrase as the tool's argument)
+    research = Task(description="{question} Use lookup_city for '{city}'.",
+                    expected_output="a figure",
+                    agent=researcher)
+    write = Task(description="Write the answer to: {question}", expected_output="a sentence",
+                 agent=writer, context=[research])
+    return Crew(agents=[researcher, writer], tasks=[research, write],
+                process=Process.sequential, verbose=False)
+
+
+def _dataset(client: Client, cities: list[str], name: str = "cities") -> str:
+    ds = client.create_dataset(f"{name}-{len(cities)}")
+    client.create_examples(dataset_id=ds.id, examples=[
+        {"inputs": {"question": f"How many people live in {c}?", "city": c},
+         "outputs": {"expected_tool_calls": [{"name": "lookup_city", "args": {"city": c}}]}}
+        for c in cities])
+    return ds.name
+
+
+def _city(row: Any) -> str:
+    return row["example"].inputs["question"].split()[-1].rstrip("?")
+
+
+def _flat(run: Any) -> list[Any]:
+    out = [run]
+    for child in sorted(run.child_runs or [], key=lambda r: r.dotted_order):
+        out.extend(_flat(child))
+    return out
+
+
+def _tree(client: Client, row: Any) -> list[Any]:
+    client.flush()
+    return _flat(client.read_run(row["run"].id, load_child_runs=True))
+
+
+def test_crew_in_evaluate_stores_llm_and_tool_runs(srv: ScriptedModelServer,
+                                                   db: Client) -> None:
+    results = evaluate(crew(srv), data=_dataset(db, ["Paris", "Berlin"]), client=db,
+                       evaluators=[ReliabilityEvaluator(None)])
+    rows = list(results)
+    assert len(rows) == 2
+    for row in rows:
+        city = _city(row)
+        outputs = row["run"].outputs
+        assert [t["agent"] for t in outputs["tasks"]] == ["researcher", "writer"]
+        assert f"{CITIES[city]}" in outputs["tasks"][0]["output"]
+        runs = _tree(db, row)
+        llms = [r for r in runs if r.run_type == "llm"]
+        tools = [r for r in runs if r.run_type == "tool"]
+        assert len(llms) >= 3 and len(tools) == 1, [(r.name, r.run_type) for r in runs]
+        for llm in llms:
+            meta = llm.extra["metadata"]
+            assert meta["ls_provider"] == "openai" and meta["ls_model_name"] == "gpt-4o-mini"
+            assert llm.prompt_tokens > 0 and llm.completion_tokens > 0
+        assert tools[0].name == "lookup_city" and tools[0].inputs == {"city": city}
+        assert f"{CITIES[city]}" in str(tools[0].outputs["output"])
+        by_id = {r.id: r for r in runs}
+        chain = []
+        parent = by_id.get(tools[0].parent_run_id)
+        while parent is not None:
+            chain.append(parent.name)
+            parent = by_id.get(parent.parent_run_id)
+        assert "researcher" in chain and chain[-1] == row["run"].name
+        assert {r.key: r.score for r in row["evaluation_results"]["results"]} == {
+            "reliability": 1.0}
+
+
+def test_tool_calls_from_crew_output(srv: ScriptedModelServer) -> None:
+    the_crew = crew(srv)
+    output = run_sync(adapter_for(the_crew).arun({"question": "How many people live in Lima?",
+                                                  "city": "Lima"}))
+    calls = extract_tool_calls(output)
+    assert [(c.name, c.args) for c in calls] == [("lookup_city", {"city": "Lima"})]
+    assert ReliabilityEvaluator([{"name": "lookup_city", "args": {"city": "Lima"}}]).run(
+        output).passed
+
+
+def test_tool_error_is_on_the_tool_run_and_the_experiment_goes_on(
+        srv: ScriptedModelServer, db: Client) -> None:
+    results = evaluate(crew(srv), data=_dataset(db, ["Atlantis", "Lima"], "err"), client=db)
+    rows = {_city(r): r for r in results}
+    assert set(rows) == {"Atlantis", "Lima"}
+    bad = _tree(db, rows["Atlantis"])
+    errors = [r.error for r in bad if r.run_type == "tool" and r.error]
+    assert errors and any("Atlantis" in e for e in errors), [(r.name, r.error) for r in bad]
+    good = _tree(db, rows["Lima"])
+    assert good[0].error is None
+
+
+def test_concurrency_8_keeps_examples_apart(srv: ScriptedModelServer, db: Client) -> None:
+    results = evaluate(crew(srv), data=_dataset(db, list(CITIES), "many"), client=db,
+                       max_concurrency=8, evaluators=[ReliabilityEvaluator(None)])
+    rows = list(results)
+    assert len(rows) == 8
+    for row in rows:
+        runs = _tree(db, row)
+        assert [t.inputs for t in runs if t.run_type == "tool"] == [{"city": _city(row)}]
+        assert {r.trace_id for r in runs} == {row["run"].id}
+
+
+def test_each_evaluator_runs_many_times_on_one_crew(srv: ScriptedModelServer) -> None:
+    the_crew = crew(srv)
+    judge = OpenAIJudge("gpt-4o-mini", base_url=srv.base_url, api_key="scripted",
+                        options=JudgeOptions(timeout=5))
+    accuracy = AccuracyEvaluator(judge, the_crew, "How many people live in Paris?", "Paris",
+                                 input_mapper=lambda q: {"question": q, "city": "Paris"})
+    for _ in range(3):
+        assert accuracy.run().average_score == 9.0
+    performance = PerformanceEvaluator(the_crew, {"question": "How many people live in Osaka?",
+                                                  "city": "Osaka"},
+                                       num_iterations=1, warmup_runs=0)
+    for _ in range(3):
+        assert len(performance.run().all_runs) == 1
+
+
+def test_streamed_llm_calls_get_their_first_token(srv: ScriptedModelServer, db: Client) -> None:
+    llm = LLM(model="openai/gpt-4o-mini", base_url=srv.base_url, api_key="scripted",
+              stream=True)
+    agent = Agent(role="writer", goal="Write one sentence", backstory="A terse writer.", llm=llm,
+                  max_iter=2, verbose=False)
+    streamed = Crew(agents=[agent], tasks=[Task(description="Say hello to {question}",
+                                                expected_output="a sentence", agent=agent)])
+    ds = db.create_dataset("stream")
+    db.create_examples(dataset_id=ds.id, examples=[{"inputs": {"question": "Lima"}}])
+    (row,) = list(evaluate(streamed, data="stream", client=db))
+    llms = [r for r in _tree(db, row) if r.run_type == "llm"]
+    assert llms and all(r.first_token_time is not None for r in llms)
+    assert all(r.start_time <= r.first_token_time <= r.end_time for r in llms)

@@ -1,0 +1,256 @@
+"""LangGraph / LangChain as they are: the real packages against the scripted model on 127.0.0.1.
+
+A prebuilt ReAct agent and a hand-built StateGraph with a ToolNode, both on ``ChatOpenAI``
+pointed at ``ScriptedModelServer``. No decorator or wrapper is written here: the adapter maps
+queries and results, LangChain's own callback system (through assay's configure hook) records
+the llm and tool runs.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langgraph", reason="needs assay[langgraph]")
+
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+
+from assay.client import Client
+from assay.demo import ScriptedModelServer
+from assay.evals import (
+    AccuracyEvaluator,
+    PerformanceEvaluator,
+    ReliabilityEvaluator,
+)
+from assay.evaluation import evaluate
+from assay.integrations import adapter_for, set_framework_tracing
+from assay.llm import JudgeOptions, OpenAIJudge
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from langgraph.prebuilt import create_react_agent
+
+CITIES = {"Paris": 2102650, "Berlin": 3644826, "Madrid": 3305408, "Tokyo": 13960236,
+          "Osaka": 2753862, "Cairo": 10025657, "Lima": 9943800, "Sydney": 5312163}
+
+
+@tool
+def lookup_city(city: str) -> str:
+    """The population of a city."""
+    if city not in CITIES:
+        raise LookupError(f"no city named {city!r} in the atlas")
+    return f"{city} has {CITIES[city]} people"
+
+
+@pytest.fixture(scope="module")
+def srv() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer(first_token_delay=0.002) as server:
+        yield server
+
+
+@pytest.fixture
+def db(sqlite_url: str) -> Iterator[Client]:
+    client = Client(database_url=sqlite_url)
+    yield client
+    client.close()
+
+
+def _model(srv: ScriptedModelServer, *, streaming: bool = False) -> ChatOpenAI:
+    return ChatOpenAI(model="gpt-4o-mini", base_url=srv.base_url, api_key="scripted",
+                      max_retries=0, streaming=streaming, stream_usage=streaming)
+
+
+def react_agent(srv: ScriptedModelServer, *, streaming: bool = False) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return create_react_agent(_model(srv, streaming=streaming), [lookup_city])
+
+
+def state_graph(srv: ScriptedModelServer) -> Any:
+    """A hand-built graph: model node -> ToolNode -> model, until the model stops calling."""
+    model = _model(srv, streaming=True).bind_tools([lookup_city])
+
+    def call_model(state: MessagesState) -> dict[str, Any]:  # sync: run in LangGraph's threads
+        return {"messages": [model.invoke(state["messages"])]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("model", call_model)
+    g.add_node("tools", ToolNode([lookup_city]))
+    g.add_edge(START, "model")
+    g.add_conditional_edges("model", tools_condition, ["tools", END])
+    g.add_edge("tools", "model")
+    return g.compile()
+
+
+def _dataset(client: Client, cities: list[str]) -> str:
+    ds = client.create_dataset(f"cities-{len(cities)}")
+    client.create_examples(dataset_id=ds.id, examples=[
+        {"inputs": {"question": f"How many people live in {c}?"},
+         "outputs": {"answer": str(CITIES.get(c, "")),
+                     "expected_tool_calls": [{"name": "lookup_city", "args": {"city": c}}]}}
+        for c in cities])
+    return ds.name
+
+
+def _flat(run: Any) -> list[Any]:
+    out = [run]
+    for child in run.child_runs or []:
+        out.extend(_flat(child))
+    return out
+
+
+def _tree(client: Client, row: Any) -> list[Any]:
+    client.flush()
+    return _flat(client.read_run(row["run"].id, load_child_runs=True))
+
+
+def test_react_agent_in_evaluate_stores_llm_and_tool_runs(srv: ScriptedModelServer,
+                                                          db: Client) -> None:
+    agent = react_agent(srv)
+    data = _dataset(db, ["Paris", "Berlin"])
+    results = evaluate(agent, data=data, client=db,
+                       evaluators=[ReliabilityEvaluator(None).as_evaluator(client=db)])
+    rows = list(results)
+    assert len(rows) == 2
+    for row in rows:
+        city = row["example"].inputs["question"].split()[-1].rstrip("?")
+        # outputs are JSON-safe: the answer text and the serialized messages
+        outputs = row["run"].outputs
+        assert outputs["output"] == f"Answer: {city} has {CITIES[city]} people"
+        assert [m["role"] for m in outputs["messages"]] == ["user", "assistant", "tool",
+                                                            "assistant"]
+        runs = _tree(db, row)
+        llms = [r for r in runs if r.run_type == "llm"]
+        tools = [r for r in runs if r.run_type == "tool"]
+        assert len(llms) == 2 and len(tools) == 1
+        for llm in llms:
+            meta = llm.extra["metadata"]
+            assert meta["ls_provider"] == "openai" and meta["ls_model_name"] == "gpt-4o-mini"
+            assert llm.prompt_tokens > 0 and llm.completion_tokens > 0
+            assert llm.total_cost and llm.total_cost > 0  # priced by genai-prices
+            assert llm.inputs["messages"][0] == {"role": "user",
+                                                 "content": f"How many people live in {city}?"}
+        assert tools[0].name == "lookup_city" and tools[0].inputs == {"city": city}
+        assert tools[0].outputs == {"output": f"{city} has {CITIES[city]} people"}
+        # nested as LangChain nested it: root -> LangGraph -> node -> ... -> tool
+        names = {r.id: r.name for r in runs}
+        assert names[tools[0].parent_run_id] == "tools"
+        top = [r.name for r in runs if r.parent_run_id == row["run"].id]
+        assert top == ["LangGraph"]  # the graph's own chain run, under the example's root
+        assert not any("ChannelWrite" in r.name for r in runs)  # hidden steps left out
+        scores = {r.key: r.score for r in row["evaluation_results"]["results"]}
+        assert scores == {"reliability": 1.0}
+
+
+def test_state_graph_streams_first_token_and_tool_calls_from_state(
+        srv: ScriptedModelServer, db: Client) -> None:
+    graph = state_graph(srv)
+    adapter = adapter_for(graph)
+    assert adapter is not None and adapter.framework == "langchain"
+    results = evaluate(graph, data=_dataset(db, ["Tokyo"]), client=db,
+                       evaluators=[ReliabilityEvaluator(["lookup_city"])])
+    (row,) = list(results)
+    runs = _tree(db, row)
+    llms = [r for r in runs if r.run_type == "llm"]
+    assert len(llms) == 2
+    for llm in llms:
+        assert any(e["name"] == "new_token" for e in llm.events)  # streamed: first token
+        assert llm.first_token_time is not None and llm.first_token_time >= llm.start_time
+        assert llm.total_tokens > 0  # usage chunk of the stream
+    tool_run = next(r for r in runs if r.run_type == "tool")
+    assert tool_run.inputs == {"city": "Tokyo"}
+    # the framework's own result: its message list gives the same call
+    state = graph.invoke({"messages": [("user", "How many people live in Osaka?")]})
+    calls = adapter.tool_calls(state)  # (a plain dict: the adapter knows it is a graph state)
+    assert [(c.name, c.args) for c in calls] == [("lookup_city", {"city": "Osaka"})]
+    assert ReliabilityEvaluator([{"name": "lookup_city", "args": {"city": "Osaka"}}]).run(
+        state).passed
+
+
+def test_query_mapping() -> None:
+    graph = state_graph_for_mapping()
+    adapter = adapter_for(graph)
+    assert adapter.prepare("hi") == {"messages": [("user", "hi")]}
+    fits = {"messages": [("user", "hi")]}
+    assert adapter.prepare(fits) == fits  # already the state: passed through
+    assert adapter.prepare({"question": "hi"}) == {"messages": [("user", "hi")]}
+
+
+def state_graph_for_mapping() -> Any:
+    g = StateGraph(MessagesState)
+    g.add_node("echo", lambda s: {"messages": []})
+    g.add_edge(START, "echo")
+    return g.compile()
+
+
+def test_tool_error_is_on_the_tool_run_and_the_experiment_goes_on(
+        srv: ScriptedModelServer, db: Client) -> None:
+    agent = react_agent(srv)
+    results = evaluate(agent, data=_dataset(db, ["Atlantis", "Lima"]), client=db,
+                       evaluators=[ReliabilityEvaluator(None)])
+    rows = {r["example"].inputs["question"].split()[-1].rstrip("?"): r for r in results}
+    assert set(rows) == {"Atlantis", "Lima"}
+    bad = _tree(db, rows["Atlantis"])
+    tool_run = next(r for r in bad if r.run_type == "tool")
+    assert tool_run.error and "LookupError" in tool_run.error and "Atlantis" in tool_run.error
+    root = bad[0]
+    assert root.error and "Atlantis" in root.error  # the example's root carries it
+    good = _tree(db, rows["Lima"])
+    assert good[0].error is None
+    assert next(r for r in good if r.run_type == "tool").outputs == {
+        "output": f"Lima has {CITIES['Lima']} people"}
+
+
+def test_concurrency_8_keeps_examples_apart(srv: ScriptedModelServer, db: Client) -> None:
+    agent = react_agent(srv)
+    cities = list(CITIES) * 2
+    results = evaluate(agent, data=_dataset(db, cities), client=db, max_concurrency=8,
+                       evaluators=[ReliabilityEvaluator(None)])
+    rows = list(results)
+    assert len(rows) == 16
+    for row in rows:
+        city = row["example"].inputs["question"].split()[-1].rstrip("?")
+        runs = _tree(db, row)
+        tools = [r for r in runs if r.run_type == "tool"]
+        assert [t.inputs for t in tools] == [{"city": city}]
+        assert {r.trace_id for r in runs} == {row["run"].id}
+        assert sum(r.run_type == "llm" for r in runs) == 2
+        scores = {r.key: r.score for r in row["evaluation_results"]["results"]}
+        assert scores["reliability"] == 1.0
+
+
+def test_each_evaluator_runs_many_times_on_one_agent(srv: ScriptedModelServer) -> None:
+    agent = react_agent(srv)
+    judge = OpenAIJudge("gpt-4o-mini", base_url=srv.base_url, api_key="scripted",
+                        options=JudgeOptions(timeout=5))
+    accuracy = AccuracyEvaluator(judge, agent, "How many people live in Paris?",
+                                 "Paris has 2102650 people")
+    for _ in range(4):
+        result = accuracy.run()
+        assert result.average_score == 9.0, result
+    performance = PerformanceEvaluator(agent, "How many people live in Cairo?",
+                                       num_iterations=1, warmup_runs=0)
+    for _ in range(3):  # (each run() collects garbage before every timed call: slow-ish)
+        perf = performance.run()
+        assert len(perf.all_runs) == 1 and perf.latency_stats["average"] > 0
+    reliability = ReliabilityEvaluator(["lookup_city"])
+    for _ in range(3):
+        state = agent.invoke({"messages": [("user", "How many people live in Cairo?")]})
+        assert reliability.run(state).passed
+
+
+def test_switch_off_records_no_framework_runs(srv: ScriptedModelServer, db: Client) -> None:
+    set_framework_tracing(False)
+    try:
+        results = evaluate(react_agent(srv), data=_dataset(db, ["Sydney"]), client=db)
+        (row,) = list(results)
+        assert row["run"].outputs["output"].startswith("Answer: Sydney")
+        assert len(_tree(db, row)) == 1  # the example's root alone
+    finally:
+        set_framework_tracing(None)

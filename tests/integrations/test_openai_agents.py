@@ -1,0 +1,271 @@
+"""OpenAI Agents SDK as it is: ``Agent`` + ``Runner.run`` with function tools and a handoff,
+the real package against the scripted model on 127.0.0.1 (``OpenAIChatCompletionsModel`` over
+an ``AsyncOpenAI`` client). Capture goes through the SDK's tracing processor interface.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("agents", reason="needs assay[openai-agents]")
+
+from agents import (
+    Agent,
+    OpenAIChatCompletionsModel,
+    Runner,
+    function_tool,
+    set_trace_processors,
+)
+from openai import AsyncOpenAI
+
+from assay._sync import run_sync
+from assay.client import Client
+from assay.demo import ScriptedModelServer
+from assay.evals import (
+    AccuracyEvaluator,
+    PerformanceEvaluator,
+    ReliabilityEvaluator,
+    extract_tool_calls,
+)
+from assay.evaluation import evaluate
+from assay.integrations import _openai_agents, adapter_for, instrument
+from assay.llm import JudgeOptions, OpenAIJudge
+
+CITIES = {"Paris": 2102650, "Berlin": 3644826, "Madrid": 3305408, "Tokyo": 13960236,
+          "Osaka": 2753862, "Cairo": 10025657, "Lima": 9943800, "Sydney": 5312163}
+
+
+def _lookup(city: str) -> str:
+    if city not in CITIES:
+        raise LookupError(f"no city named {city!r} in the atlas")
+    return f"{city} has {CITIES[city]} people"
+
+
+@function_tool
+def lookup_city(city: str) -> str:
+    """The population of a city."""
+    return _lookup(city)
+
+
+@function_tool(failure_error_function=None)  # the SDK re-raises: the run fails
+def strict_lookup_city(city: str) -> str:
+    """The population of a city (errors are not sent back to the model)."""
+    return _lookup(city)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_export() -> None:
+    """The SDK's default processor would export traces to OpenAI: keep assay's alone (the
+    SDK's supported ``set_trace_processors``), installed first so it is not added twice."""
+    instrument("openai-agents")
+    set_trace_processors([_openai_agents.processor()])
+
+
+@pytest.fixture(scope="module")
+def srv() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer(first_token_delay=0.002) as server:
+        yield server
+
+
+@pytest.fixture
+def db(sqlite_url: str) -> Iterator[Client]:
+    client = Client(database_url=sqlite_url)
+    yield client
+    client.close()
+
+
+def _model(srv: ScriptedModelServer) -> OpenAIChatCompletionsModel:
+    return OpenAIChatCompletionsModel(
+        model="gpt-4o-mini",
+        openai_client=AsyncOpenAI(base_url=srv.base_url, api_key="scripted", max_retries=0))
+
+
+def geo_agent(srv: ScriptedModelServer, tool: Any = lookup_city) -> Agent:
+    return Agent(name="geo", instructions="Answer with the tool's figure.", tools=[tool],
+                 model=_model(srv))
+
+
+def triage_agent(srv: ScriptedModelServer) -> Agent:
+    return Agent(name="triage", instructions="Hand city questions to geo.",
+                 handoffs=[geo_agent(srv)], model=_model(srv))
+
+
+def _dataset(client: Client, cities: list[str], name: str = "cities") -> str:
+    ds = client.create_dataset(f"{name}-{len(cities)}")
+    client.create_examples(dataset_id=ds.id, examples=[
+        {"inputs": {"question": f"How many people live in {c}? Use lookup_city."},
+         "outputs": {"expected_tool_calls": [{"name": "lookup_city", "args": {"city": c}}]}}
+        for c in cities])
+    return ds.name
+
+
+def _city(row: Any) -> str:
+    return row["example"].inputs["question"].split("?")[0].split()[-1]
+
+
+def _flat(run: Any) -> list[Any]:
+    out = [run]
+    for child in sorted(run.child_runs or [], key=lambda r: r.dotted_order):
+        out.extend(_flat(child))
+    return out
+
+
+def _tree(client: Client, row: Any) -> list[Any]:
+    client.flush()
+    return _flat(client.read_run(row["run"].id, load_child_runs=True))
+
+
+def test_agent_in_evaluate_stores_llm_and_tool_runs(srv: ScriptedModelServer,
+                                                    db: Client) -> None:
+    results = evaluate(geo_agent(srv), data=_dataset(db, ["Paris", "Berlin"]), client=db,
+                       evaluators=[ReliabilityEvaluator(None)])
+    rows = list(results)
+    assert len(rows) == 2
+    for row in rows:
+        city = _city(row)
+        outputs = row["run"].outputs
+        assert outputs["output"] == f"Answer: {city} has {CITIES[city]} people"
+        assert outputs["last_agent"] == "geo"
+        runs = _tree(db, row)
+        llms = [r for r in runs if r.run_type == "llm"]
+        tools = [r for r in runs if r.run_type == "tool"]
+        assert len(llms) == 2 and len(tools) == 1
+        for llm in llms:
+            meta = llm.extra["metadata"]
+            assert meta["ls_provider"] == "openai" and meta["ls_model_name"] == "gpt-4o-mini"
+            assert llm.prompt_tokens > 0 and llm.completion_tokens > 0
+            assert llm.total_cost and llm.total_cost > 0
+            assert llm.inputs["messages"]  # what the SDK sent
+        assert tools[0].name == "lookup_city" and tools[0].inputs == {"city": city}
+        assert tools[0].outputs == {"output": f"{city} has {CITIES[city]} people"}
+        by_id = {r.id: r for r in runs}
+        # nested as the SDK nested it: root -> workflow -> agent -> turn -> tool
+        chain = []
+        parent = by_id.get(tools[0].parent_run_id)
+        while parent is not None:
+            chain.append(parent.name)
+            parent = by_id.get(parent.parent_run_id)
+        assert chain[-1] == row["run"].name and "geo" in chain and "Agent workflow" in chain
+        scores = {r.key: r.score for r in row["evaluation_results"]["results"]}
+        assert scores == {"reliability": 1.0}
+
+
+def test_handoff_and_tool_calls_from_run_result(srv: ScriptedModelServer, db: Client) -> None:
+    triage = triage_agent(srv)
+    results = evaluate(triage, data=_dataset(db, ["Madrid"], "handoff"), client=db,
+                       evaluators=[ReliabilityEvaluator(None)])
+    (row,) = list(results)
+    runs = _tree(db, row)
+    names = [r.name for r in runs]
+    assert "handoff -> geo" in names and "triage" in names and "geo" in names
+    handoff = runs[names.index("handoff -> geo")]
+    assert handoff.run_type == "chain" and handoff.outputs == {"to_agent": "geo"}
+    assert row["run"].outputs["last_agent"] == "geo"
+    assert {r.key: r.score for r in row["evaluation_results"]["results"]} == {"reliability": 1.0}
+    # the SDK's own RunResult: tool calls with arguments (handoffs are not tool calls)
+    result = run_sync(Runner.run(triage, "How many people live in Lima? Use lookup_city."))
+    calls = extract_tool_calls(result)
+    assert [(c.name, c.args) for c in calls] == [("lookup_city", {"city": "Lima"})]
+    assert ReliabilityEvaluator([{"name": "lookup_city", "args": {"city": "Lima"}}]).run(
+        result).passed
+
+
+def test_tool_errors_are_on_the_tool_run_and_the_experiment_goes_on(
+        srv: ScriptedModelServer, db: Client) -> None:
+    # the SDK's default: the error goes back to the model, the agent answers anyway
+    results = evaluate(geo_agent(srv), data=_dataset(db, ["Atlantis", "Lima"], "soft"),
+                       client=db)
+    rows = {_city(r): r for r in results}
+    bad = _tree(db, rows["Atlantis"])
+    tool_run = next(r for r in bad if r.run_type == "tool")
+    # the SDK's default error function hides the exception's details from the model and its
+    # own trace alike: the tool run says it failed, and what the model was told
+    assert tool_run.error and "lookup_city" in tool_run.error
+    assert "error occurred" in tool_run.outputs["output"]
+    assert _tree(db, rows["Lima"])[0].error is None
+    # a tool that re-raises: the agent run fails, the example's root carries it
+    strict = geo_agent(srv, strict_lookup_city)
+    ds = db.create_dataset("strict")
+    db.create_examples(dataset_id=ds.id, examples=[
+        {"inputs": {"question": f"How many people live in {c}?"}} for c in ("Atlantis", "Cairo")])
+    rows = {r["example"].inputs["question"].split()[-1].rstrip("?"): r
+            for r in evaluate(strict, data="strict", client=db)}
+    bad = _tree(db, rows["Atlantis"])
+    assert bad[0].error and "Atlantis" in bad[0].error
+    assert next(r for r in bad if r.run_type == "tool").error
+    good = _tree(db, rows["Cairo"])
+    assert good[0].error is None and good[0].outputs["output"].startswith("Answer: Cairo")
+
+
+def test_concurrency_8_keeps_examples_apart(srv: ScriptedModelServer, db: Client) -> None:
+    agent = geo_agent(srv)
+    results = evaluate(agent, data=_dataset(db, list(CITIES) * 2, "many"), client=db,
+                       max_concurrency=8, evaluators=[ReliabilityEvaluator(None)])
+    rows = list(results)
+    assert len(rows) == 16
+    for row in rows:
+        runs = _tree(db, row)
+        assert [t.inputs for t in runs if t.run_type == "tool"] == [{"city": _city(row)}]
+        assert sum(r.run_type == "llm" for r in runs) == 2
+        assert {r.trace_id for r in runs} == {row["run"].id}
+        assert {r.key: r.score for r in row["evaluation_results"]["results"]} == {
+            "reliability": 1.0}
+
+
+def test_each_evaluator_runs_many_times_on_one_agent(srv: ScriptedModelServer) -> None:
+    agent = geo_agent(srv)  # one AsyncOpenAI client, bound to the loop it first ran on
+    judge = OpenAIJudge("gpt-4o-mini", base_url=srv.base_url, api_key="scripted",
+                        options=JudgeOptions(timeout=5))
+    accuracy = AccuracyEvaluator(judge, agent, "How many people live in Paris?",
+                                 "Paris has 2102650 people")
+    for _ in range(4):
+        result = accuracy.run()
+        assert result.average_score == 9.0, result
+    performance = PerformanceEvaluator(agent, "How many people live in Osaka?",
+                                       num_iterations=1, warmup_runs=0)
+    for _ in range(3):  # (each run() collects garbage before every timed call: slow-ish)
+        assert len(performance.run().all_runs) == 1
+    reliability = ReliabilityEvaluator(["lookup_city"])
+    adapter = adapter_for(agent)
+    for _ in range(3):
+        assert reliability.run(run_sync(adapter.arun("How many people live in Osaka?"))).passed
+
+
+def test_responses_api_spans_become_llm_runs(db: Client) -> None:
+    """The SDK's default model (``OpenAIResponsesModel``) reports a response span: fed here
+    through the SDK's own span functions (the scripted server speaks chat completions only)."""
+    import asyncio
+
+    from agents.tracing import agent_span, response_span
+    from agents.tracing import trace as sdk_trace
+    from openai.types.responses import Response
+
+    from assay.tracing import trace
+
+    response = Response.model_validate({
+        "id": "resp_1", "object": "response", "created_at": 0, "model": "gpt-4o-mini",
+        "output": [{"type": "message", "id": "m1", "role": "assistant", "status": "completed",
+                    "content": [{"type": "output_text", "text": "Paris", "annotations": []}]}],
+        "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+        "usage": {"input_tokens": 11, "output_tokens": 3, "total_tokens": 14,
+                  "input_tokens_details": {"cached_tokens": 4, "cache_write_tokens": 0},
+                  "output_tokens_details": {"reasoning_tokens": 0}}})
+
+    async def main() -> Any:
+        async with trace("example", client=db, enabled=True) as root:
+            with sdk_trace("Agent workflow"), agent_span("geo"), response_span(response):
+                pass
+        return root
+
+    root = asyncio.run(main())
+    db.flush()
+    runs = _flat(db.read_run(root.id, load_child_runs=True))
+    (llm,) = [r for r in runs if r.run_type == "llm"]
+    assert llm.name == "gpt-4o-mini" and llm.extra["metadata"]["ls_provider"] == "openai"
+    assert (llm.prompt_tokens, llm.completion_tokens) == (11, 3)
+    assert llm.total_cost and llm.total_cost > 0
+    assert llm.outputs["output"][0]["content"][0]["text"] == "Paris"
+    assert [r.name for r in runs] == ["example", "geo", "gpt-4o-mini"]  # (a trace is no run)

@@ -1,0 +1,189 @@
+"""pydantic-ai as it is: the real Agent (OpenAI provider) against the scripted model server.
+
+The agent object goes straight into the three evaluators and into ``evaluate()``; its model and
+tool calls become llm and tool runs under each example's root through pydantic-ai's own
+OpenTelemetry instrumentation, which assay installs (no processor set up by the user).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from assay.client import Client
+from assay.demo import ScriptedModelServer, ScriptedReply
+from assay.evals import (
+    AccuracyEvaluator,
+    AgentUnderTest,
+    PerformanceEvaluator,
+    ReliabilityEvaluator,
+    extract_tool_calls,
+)
+from assay.evaluation import aevaluate, evaluate
+from assay.integrations import adapter_for, set_framework_tracing
+from assay.llm import OpenAIJudge
+from assay.schemas import Run
+from assay.tracing import trace
+
+from .conftest import make_pydantic_agent
+
+CITIES = ["Paris", "Rome", "Oslo", "Lima", "Cairo", "Quito", "Dakar", "Hanoi"]
+
+
+@pytest.fixture
+def db(sqlite_url: str) -> Client:
+    return Client(database_url=sqlite_url)
+
+
+def _data(cities: list[str]) -> list[dict[str, Any]]:
+    return [{"inputs": {"question": f"get_weather for {city}"},
+             "outputs": {"expected_tool_calls": [{"name": "get_weather",
+                                                  "args": {"city": city}}]}}
+            for city in cities]
+
+
+def _tree(client: Client, run: Any) -> Run:
+    client.flush()
+    return client.read_run(run.id, load_child_runs=True)
+
+
+def _walk(run: Run) -> list[Run]:
+    out = [run]
+    for child in run.child_runs or []:
+        out.extend(_walk(child))
+    return out
+
+
+def test_the_three_evaluators_take_the_agent_directly(model: ScriptedModelServer,
+                                                      pydantic_agent: Any) -> None:
+    judge = OpenAIJudge("gpt-4o-mini", base_url=model.base_url)
+    accuracy = AccuracyEvaluator(judge, pydantic_agent, "get_weather for Paris",
+                                 "sunny in Paris", num_iterations=2).run()
+    assert [it.error for it in accuracy.iterations] == [None, None]
+    assert accuracy.generated_output == "Answer: sunny in Paris" and accuracy.average_score == 9
+
+    perf = PerformanceEvaluator(pydantic_agent, "get_weather for Rome", num_iterations=2,
+                                warmup_runs=0).run()
+    assert perf.agent == "pydantic-ai:weather" and len(perf.all_runs) == 2
+    assert all(r.latency_seconds > 0 for r in perf.all_runs)
+
+    result = AgentUnderTest(pydantic_agent).call("get_weather for Oslo")  # the native result
+    reliability = ReliabilityEvaluator([{"name": "get_weather", "args": {"city": "Oslo"}}])
+    assert reliability.run(result).passed
+    wrong = ReliabilityEvaluator([{"name": "get_weather", "args": {"city": "Rome"}}]).run(result)
+    assert not wrong.passed and wrong.argument_mismatches
+
+
+def test_evaluate_stores_llm_and_tool_runs_under_each_example_at_concurrency_8(
+        model: ScriptedModelServer, pydantic_agent: Any, client: Client) -> None:
+    results = evaluate(pydantic_agent, data=_data(CITIES),
+                       evaluators=[ReliabilityEvaluator(None).as_evaluator()],
+                       client=client, max_concurrency=8)
+    rows = list(results)
+    assert len(rows) == len(CITIES)
+    for row, city in zip(rows, CITIES, strict=True):
+        root = _tree(client, row["run"])
+        assert root.name == "weather" and root.error is None
+        assert root.outputs == {"output": f"Answer: sunny in {city}"}
+        runs = _walk(root)
+        llms = [r for r in runs if r.run_type == "llm"]
+        tools = [r for r in runs if r.run_type == "tool"]
+        assert len(llms) == 2 and len(tools) == 1, [(r.run_type, r.name) for r in runs]
+        for llm in llms:
+            assert llm.metadata["ls_model_name"] == "gpt-4o-mini"
+            assert llm.metadata["ls_provider"] == "openai"
+            assert llm.prompt_tokens and llm.completion_tokens
+            assert llm.total_tokens == llm.prompt_tokens + llm.completion_tokens
+            assert llm.total_cost and llm.total_cost > 0  # genai-prices knows gpt-4o-mini
+            assert llm.trace_id == root.id
+        (tool,) = tools
+        assert tool.name == "get_weather" and tool.inputs == {"city": city}  # its own example
+        assert tool.outputs == {"output": f"sunny in {city}"} and tool.trace_id == root.id
+        # nested as pydantic-ai nests them: the agent run holds the model and tool calls
+        (agent_run,) = root.child_runs or []
+        assert {r.id for r in agent_run.child_runs or []} == {r.id for r in llms + tools}
+        assert [r.key for r in row["evaluation_results"].results] == ["reliability"]
+        assert row["evaluation_results"].results[0].score == 1.0
+
+
+async def test_aevaluate_and_a_plain_function_streaming_inside(model: ScriptedModelServer,
+                                                               pydantic_agent: Any,
+                                                               db: Client) -> None:
+    """A plain function target calling the agent (streamed) is traced too: the framework was
+    imported, so evaluate() instrumented it. Streamed calls carry their first token."""
+    async def target(inputs: dict[str, Any]) -> dict[str, Any]:
+        async with pydantic_agent.run_stream(inputs["question"]) as streamed:
+            return {"answer": await streamed.get_output()}
+
+    results = await aevaluate(target, data=_data(["Lima", "Cairo"]), client=db,
+                              max_concurrency=2)
+    async for row in results:
+        root = _tree(db, row["run"])
+        llms = [r for r in _walk(root) if r.run_type == "llm"]
+        assert llms and all(r.first_token_time is not None for r in llms)
+        assert all(r.first_token_time >= r.start_time for r in llms)
+        assert [r.name for r in _walk(root) if r.run_type == "tool"] == ["get_weather"]
+
+
+def test_reliability_reads_the_trace_and_the_result_alike(model: ScriptedModelServer,
+                                                          pydantic_agent: Any,
+                                                          db: Client) -> None:
+    row = next(iter(evaluate(pydantic_agent, data=_data(["Quito"]), client=db)))
+    from_trace = extract_tool_calls(_tree(db, row["run"]))
+    from_result = extract_tool_calls(AgentUnderTest(pydantic_agent).call("get_weather for Quito"))
+    assert [(c.name, c.args) for c in from_trace] == [("get_weather", {"city": "Quito"})]
+    assert [(c.name, c.args) for c in from_result] == [("get_weather", {"city": "Quito"})]
+
+
+def test_a_failing_tool_and_a_failing_model_call_are_on_the_right_runs(
+        model: ScriptedModelServer, db: Client) -> None:
+    agent = make_pydantic_agent(model.base_url, failing_tool=True)
+    rows = list(evaluate(agent, data=_data(["Atlantis", "Dakar"]), client=db))
+    broken, fine = (_tree(db, r["run"]) for r in rows)
+    assert "no weather station in Atlantis" in (broken.error or "")
+    (tool,) = [r for r in _walk(broken) if r.run_type == "tool"]
+    assert "no weather station in Atlantis" in (tool.error or "")
+    assert fine.error is None and fine.outputs == {"output": "Answer: sunny in Dakar"}
+
+    model.script(ScriptedReply(status=400, body={"error": {"message": "scripted bad request"}}))
+    (row,) = list(evaluate(agent, data=_data(["Hanoi"]), client=db))
+    root = _tree(db, row["run"])
+    assert "scripted bad request" in (root.error or "")
+    (llm,) = [r for r in _walk(root) if r.run_type == "llm"]
+    assert "scripted bad request" in (llm.error or "")
+
+
+def test_the_switch_turns_framework_runs_off(model: ScriptedModelServer, pydantic_agent: Any,
+                                            db: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    set_framework_tracing(False)
+    try:
+        (row,) = list(evaluate(pydantic_agent, data=_data(["Paris"]), client=db))
+    finally:
+        set_framework_tracing(None)
+    root = _tree(db, row["run"])
+    assert root.outputs == {"output": "Answer: sunny in Paris"} and not root.child_runs
+
+    monkeypatch.setenv("ASSAY_FRAMEWORK_TRACING", "false")
+    (row,) = list(evaluate(pydantic_agent, data=_data(["Rome"]), client=db))
+    assert not _tree(db, row["run"]).child_runs
+    monkeypatch.delenv("ASSAY_FRAMEWORK_TRACING")
+    (row,) = list(evaluate(pydantic_agent, data=_data(["Oslo"]), client=db))
+    assert len(_walk(_tree(db, row["run"]))) == 5  # root, agent run, 2 llm, 1 tool
+
+
+def test_spans_are_recorded_only_under_an_assay_run(model: ScriptedModelServer,
+                                                    pydantic_agent: Any, db: Client) -> None:
+    from assay.integrations import _pydantic_ai
+
+    adapter_for(pydantic_agent)  # installs the instrumentation
+    tracer = _pydantic_ai._settings.tracer
+    with tracer.start_as_current_span("outside") as span:
+        assert not span.is_recording()  # pydantic-ai then skips building its attributes
+    with trace("outer", client=db, project_name="pai-trace", enabled=True) as outer:
+        with tracer.start_as_current_span("inside") as span:
+            assert span.is_recording()
+        AgentUnderTest(pydantic_agent).call("get_weather for Lima")
+    root = _tree(db, outer)
+    names = [r.name for r in _walk(root)]
+    assert names[:2] == ["outer", "inside"] and "get_weather" in names

@@ -1,0 +1,204 @@
+"""The integrations registry: matching objects to frameworks, the error for unknown kinds,
+instrumenting what is loaded, the one switch."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import types
+from typing import Any
+
+import pytest
+
+from assay.errors import InvalidInputError
+from assay.evals import AgentUnderTest, PerformanceEvaluator, extract_tool_calls
+from assay.evals._models import ToolCall
+from assay.evaluation import evaluate
+from assay.integrations import (
+    INTEGRATIONS,
+    Integration,
+    _registry,
+    adapter_for,
+    framework_of,
+    framework_parent,
+    framework_tracing_enabled,
+    instrument_loaded,
+    query_text,
+    register,
+    require_adapter,
+    set_framework_tracing,
+    tool_calls_from,
+)
+from assay.tracing import trace
+
+from .conftest import make_pydantic_agent
+
+# -- a framework of our own, registered like the real ones -----------------------------------------
+FAKE_FW = "h21a_fakefw"  # the "framework" package: its classes live in this module name
+FAKE_IMPL = "h21a_fakefw_assay"  # the assay side: adapt / instrument / tool_calls
+
+
+class FakeResult:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.calls = [{"tool": "lookup", "arguments": {"q": text}}]
+
+
+class FakeAgent:
+    result_cls: type[FakeResult] = FakeResult
+
+    async def go(self, prompt: str) -> FakeResult:
+        return self.result_cls(prompt.upper())
+
+
+class FakeAdapter:
+    framework = "fake"
+
+    def __init__(self, agent: FakeAgent) -> None:
+        self.agent = agent
+        self.name = "fake-agent"
+
+    async def arun(self, query: Any) -> FakeResult:
+        return await self.agent.go(query_text(query))
+
+    def output_text(self, result: FakeResult) -> str:
+        return result.text
+
+    def outputs(self, result: FakeResult) -> dict[str, Any]:
+        return {"output": result.text}
+
+    def tool_calls(self, result: FakeResult) -> list[ToolCall]:
+        return [ToolCall(name=c["tool"], args=c["arguments"]) for c in result.calls]
+
+
+@pytest.fixture
+def fake_framework() -> Any:
+    """FakeAgent/FakeResult as classes of a framework package, and an assay module for it."""
+    fw = types.ModuleType(FAKE_FW)
+    result_cls = type("Result", (FakeResult,), {"__module__": FAKE_FW})
+    agent_cls = type("Agent", (FakeAgent,), {"__module__": FAKE_FW, "result_cls": result_cls})
+    fw.Agent, fw.Result = agent_cls, result_cls  # type: ignore[attr-defined]
+    impl = types.ModuleType(FAKE_IMPL)
+    impl.instrumented = 0  # type: ignore[attr-defined]
+
+    def instrument() -> None:
+        impl.instrumented += 1  # type: ignore[attr-defined]
+
+    impl.instrument = instrument  # type: ignore[attr-defined]
+    impl.adapt = lambda obj: FakeAdapter(obj) if isinstance(obj, FakeAgent) else None  # type: ignore[attr-defined]
+    impl.tool_calls = (  # type: ignore[attr-defined]
+        lambda obj: FakeAdapter(None).tool_calls(obj) if isinstance(obj, FakeResult) else None)  # type: ignore[arg-type]
+    sys.modules[FAKE_IMPL] = impl
+    register("fake", Integration("fake", (FAKE_FW,), FAKE_IMPL, "Fake agent"))
+    try:
+        yield fw, impl
+    finally:
+        del INTEGRATIONS["fake"], _registry._BY_MODULE[FAKE_FW]
+        _registry._by_type.clear()
+        _registry._impls.pop("fake", None)
+        _registry._instrumented.discard("fake")
+        sys.modules.pop(FAKE_IMPL, None)
+        sys.modules.pop(FAKE_FW, None)
+
+
+def test_objects_are_matched_by_the_modules_of_their_classes(model: Any) -> None:
+    agent = make_pydantic_agent(model.base_url)
+    assert framework_of(agent) == "pydantic-ai"
+
+    from pydantic_ai import Agent
+
+    class MyAgent(Agent):  # a user's subclass, defined outside pydantic_ai
+        pass
+
+    assert framework_of(MyAgent(agent.model)) == "pydantic-ai"
+    assert framework_of(1) is None and framework_of(lambda q: q) is None
+    assert adapter_for(lambda q: q) is None and adapter_for("text") is None
+
+
+def test_an_unknown_object_gets_an_error_naming_its_type_and_the_supported_kinds() -> None:
+    class Gadget:
+        pass
+
+    for call in (lambda: require_adapter(Gadget()), lambda: AgentUnderTest(Gadget()),
+                 lambda: evaluate(Gadget(), data=[{"inputs": {"q": 1}}], upload_results=False)):
+        with pytest.raises(InvalidInputError) as info:
+            call()
+        message = str(info.value)
+        assert "Gadget" in message, message
+        for kind in ("pydantic-ai Agent", "Upsonic Agent", "LangGraph graph",
+                     "OpenAI Agents SDK Agent", "CrewAI Crew"):
+            assert kind in message, message
+
+
+def test_a_registered_framework_runs_in_evaluators_and_evaluate(fake_framework: Any) -> None:
+    fw, impl = fake_framework
+    agent = fw.Agent()
+    assert framework_of(agent) == "fake"
+    under_test = AgentUnderTest(agent)
+    assert under_test.description == "fake:fake-agent" and impl.instrumented == 1
+    result = under_test.call("hello")
+    assert under_test.text(result) == "HELLO"
+    # the framework's own result object, read by its module (not the generic rules)
+    assert [(c.name, c.args) for c in extract_tool_calls(result)] == [("lookup", {"q": "HELLO"})]
+    assert tool_calls_from(result) == extract_tool_calls(result)
+    assert len(PerformanceEvaluator(agent, "x", num_iterations=2, warmup_runs=0).run()
+               .all_runs) == 2
+    rows = list(evaluate(agent, data=[{"inputs": {"question": "hi"}}], upload_results=False))
+    assert rows[0]["run"].name == "fake-agent" and rows[0]["run"].outputs == {"output": "HI"}
+    assert impl.instrumented == 1  # idempotent: once per process
+
+
+def test_an_adapter_written_by_the_user_is_taken_as_is() -> None:
+    adapter = FakeAdapter(FakeAgent())
+    assert adapter_for(adapter) is adapter
+    assert AgentUnderTest(adapter).text(AgentUnderTest(adapter).call("abc")) == "ABC"
+    rows = list(evaluate(adapter, data=[{"inputs": {"question": "x"}}], upload_results=False))
+    assert rows[0]["run"].outputs == {"output": "X"}
+
+
+def test_instrument_loaded_instruments_only_imported_frameworks(fake_framework: Any) -> None:
+    _, impl = fake_framework
+    sys.modules.pop(FAKE_FW, None)
+    instrument_loaded()
+    assert impl.instrumented == 0  # the framework is not imported: nothing to hook
+    sys.modules[FAKE_FW] = fake_framework[0]
+    instrument_loaded()
+    instrument_loaded()
+    assert impl.instrumented == 1
+
+
+def test_a_hook_that_cannot_be_installed_is_logged_not_raised(
+        fake_framework: Any, caplog: pytest.LogCaptureFixture) -> None:
+    fw, impl = fake_framework
+
+    def broken() -> None:
+        raise AttributeError("this framework version has no hook")
+
+    impl.instrument = broken
+    with caplog.at_level(logging.WARNING, logger="assay.integrations._registry"):
+        result = AgentUnderTest(fw.Agent()).call("still runs")
+    assert result.text == "STILL RUNS"
+    assert "could not instrument fake" in caplog.text
+
+
+def test_the_switch(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert framework_tracing_enabled()
+    with trace("parent", enabled=True) as parent:
+        assert framework_parent() is parent
+        set_framework_tracing(False)
+        try:
+            assert not framework_tracing_enabled() and framework_parent() is None
+        finally:
+            set_framework_tracing(None)
+        monkeypatch.setenv("ASSAY_FRAMEWORK_TRACING", "false")
+        assert framework_parent() is None
+        monkeypatch.setenv("ASSAY_FRAMEWORK_TRACING", "1")
+        assert framework_parent() is parent
+    assert framework_parent() is None  # no current run: hooks record nothing
+
+
+def test_query_text() -> None:
+    assert query_text("plain") == "plain"
+    assert query_text({"anything": "only value"}) == "only value"
+    assert query_text({"question": "q", "context": "c"}) == "q"
+    assert query_text({"a": 1, "b": 2}) == '{"a": 1, "b": 2}'

@@ -1,0 +1,466 @@
+"""Upsonic as it is: the real package (0.77.3) against the scripted model on 127.0.0.1.
+
+An Agent with a function tool, a Team (a member agent and a combining model) and a Graph of two
+tasks on two agents, on Upsonic's own ``OpenAIChatModel`` pointed at ``ScriptedModelServer``.
+Nothing is decorated or wrapped for assay (``@tool(max_retries=0)`` is Upsonic's own, so a
+raising tool is not retried for 31 s with backoff): the adapter runs them, Upsonic's own
+OpenTelemetry instrumentation (fed to assay) records the llm and tool runs, and
+``assay.evals.upsonic`` is ``upsonic.eval`` with only the import changed.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import typing
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("upsonic", reason="needs assay[upsonic]")
+
+import upsonic.eval as upsonic_eval
+import upsonic.eval.models as upsonic_models
+from openai import AsyncOpenAI
+from upsonic import Agent, Graph, Task, Team
+from upsonic.models.openai import OpenAIChatModel
+from upsonic.providers.openai import OpenAIProvider
+from upsonic.tools import tool
+
+import assay.evals as assay_evals
+import assay.evals.upsonic as dropin
+from assay.client import Client
+from assay.demo import ScriptedModelServer, ScriptedReply
+from assay.errors import InvalidInputError
+from assay.evaluation import evaluate
+from assay.integrations import (
+    adapter_for,
+    require_adapter,
+    set_framework_tracing,
+    tool_calls_from,
+)
+
+CITIES = {"Paris": 2102650, "Berlin": 3644826, "Madrid": 3305408, "Tokyo": 13960236,
+          "Osaka": 2753862, "Cairo": 10025657, "Lima": 9943800, "Sydney": 5312163}
+
+
+@tool(max_retries=0)
+def lookup_city(city: str) -> str:
+    """The population of a city."""
+    if city not in CITIES:
+        raise LookupError(f"no city named {city!r} in the atlas")
+    return f"{city} has {CITIES[city]} people"
+
+
+@pytest.fixture(scope="module")
+def srv() -> Iterator[ScriptedModelServer]:
+    # the graph's second task (no tools) is answered from this table
+    with ScriptedModelServer(answers={"Summarize the answer": "Tokyo has 13960236 people"}
+                             ) as server:
+        yield server
+
+
+@pytest.fixture
+def db(sqlite_url: str) -> Iterator[Client]:
+    client = Client(database_url=sqlite_url)
+    yield client
+    client.close()
+
+
+def _model(srv: ScriptedModelServer) -> OpenAIChatModel:
+    client = AsyncOpenAI(base_url=srv.base_url, api_key="scripted", max_retries=0)
+    return OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(openai_client=client))
+
+
+def make_agent(srv: ScriptedModelServer, name: str = "atlas") -> Agent:
+    return Agent(_model(srv), name=name, tools=[lookup_city])
+
+
+# function-scoped: an agent's HTTP client belongs to the first event loop it ran on, and each
+# async test here has a loop of its own (users have one: asyncio.run, or assay's process loop)
+@pytest.fixture
+def agent(srv: ScriptedModelServer) -> Agent:
+    return make_agent(srv)
+
+
+@pytest.fixture
+def judge(srv: ScriptedModelServer) -> Agent:
+    return Agent(_model(srv), name="judge")
+
+
+def make_graph(srv: ScriptedModelServer) -> Graph:
+    graph = Graph(default_agent=make_agent(srv, "grapher"), show_progress=False)
+    writer = Agent(_model(srv), name="writer")  # no tools: it only rewrites the answer
+    graph.add(Task("How many people live in Tokyo? Use lookup_city")
+              >> Task("Summarize the answer about Tokyo", agent=writer))
+    return graph
+
+
+def make_team(srv: ScriptedModelServer) -> Team:
+    return Team(entities=[make_agent(srv, "researcher")], mode="sequential", model=_model(srv))
+
+
+def _flat(run: Any) -> list[Any]:
+    out = [run]
+    for child in run.child_runs or []:
+        out.extend(_flat(child))
+    return out
+
+
+def _tree(client: Client, row: Any) -> list[Any]:
+    client.flush()
+    return _flat(client.read_run(row["run"].id, load_child_runs=True))
+
+
+def _dataset(client: Client, cities: list[str]) -> str:
+    ds = client.create_dataset(f"upsonic-{'-'.join(cities[:3])}-{uuid.uuid4().hex[:8]}")
+    client.create_examples(dataset_id=ds.id, examples=[
+        {"inputs": {"question": f"How many people live in {c}?"},
+         "outputs": {"answer": f"{c} has {CITIES.get(c, 0)} people",
+                     "expected_tool_calls": [{"name": "lookup_city", "args": {"city": c}}]}}
+        for c in cities])
+    return ds.name
+
+
+# -- the drop-in: same models, same signatures ---------------------------------------------------
+def _norm(annotation: Any) -> Any:
+    """``List[str]`` and ``list[str]`` compare equal, nested generics too; an Upsonic result
+    model stands for assay's model of the same name."""
+    if getattr(annotation, "__module__", None) == upsonic_models.__name__:
+        return getattr(dropin, annotation.__name__)
+    origin = typing.get_origin(annotation)
+    if origin is None:
+        return annotation
+    return (origin, tuple(_norm(a) for a in typing.get_args(annotation)))
+
+
+MODELS = ["EvaluationScore", "PerformanceRunResult", "ToolCallCheck", "AccuracyEvaluationResult",
+          "PerformanceEvaluationResult", "ReliabilityEvaluationResult"]
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_result_models_have_upsonics_fields(name: str) -> None:
+    theirs = getattr(upsonic_models, name).model_fields
+    ours = getattr(dropin, name).model_fields
+    assert getattr(dropin, name) is getattr(assay_evals, name)  # the drop-in re-exports assay's
+    assert list(ours)[:len(theirs)] == list(theirs)  # same names, same order, first
+    for field, info in theirs.items():
+        mine = ours[field]
+        assert _norm(mine.annotation) == _norm(info.annotation), (field, mine.annotation)
+        assert mine.is_required() == info.is_required(), field
+        for bound in ("ge", "le"):  # EvaluationScore.score: 1..10
+            want = [m for m in info.metadata if hasattr(m, bound)]
+            have = [m for m in mine.metadata if hasattr(m, bound)]
+            assert [getattr(m, bound) for m in want] == [getattr(m, bound) for m in have]
+    for extra in set(ours) - set(theirs):
+        assert not ours[extra].is_required(), f"{name}.{extra} must be optional"
+    if getattr(upsonic_models, name).model_config.get("from_attributes"):
+        assert getattr(dropin, name).model_config.get("from_attributes")
+
+
+@pytest.mark.parametrize("name", ["AccuracyEvaluator", "PerformanceEvaluator",
+                                  "ReliabilityEvaluator"])
+def test_dropin_signatures_match_upsonic(name: str) -> None:
+    theirs = getattr(upsonic_eval, name)
+    ours = getattr(dropin, name)
+    want = [(p.name, p.default, p.kind) for p in inspect.signature(theirs).parameters.values()]
+    have = [(p.name, p.default, p.kind) for p in inspect.signature(ours).parameters.values()
+            if p.kind is not p.VAR_KEYWORD]
+    assert have == want
+    for method in ("run", "run_with_output"):
+        if hasattr(theirs, method):
+            mine, their = getattr(ours, method), getattr(theirs, method)
+            assert inspect.iscoroutinefunction(mine) == inspect.iscoroutinefunction(their)
+            assert [p.name for p in inspect.signature(mine).parameters.values()] == \
+                [p.name for p in inspect.signature(their).parameters.values()]
+            assert [p.default for p in inspect.signature(mine).parameters.values()] == \
+                [p.default for p in inspect.signature(their).parameters.values()]
+
+
+def test_dropin_refuses_exports_it_cannot_do(agent: Agent, judge: Agent) -> None:
+    with pytest.raises(InvalidInputError, match="promptlayer"):
+        dropin.AccuracyEvaluator(judge, agent, "q", "a", promptlayer=object())
+    with pytest.raises(InvalidInputError, match="expected_tool_calls"):
+        dropin.ReliabilityEvaluator([])
+
+
+# -- the drop-in with real agents ----------------------------------------------------------------
+async def test_dropin_accuracy_with_upsonic_judge_agent_graph_team(
+        srv: ScriptedModelServer, agent: Agent, judge: Agent,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    evaluator = dropin.AccuracyEvaluator(
+        judge_agent=judge, agent_under_test=agent, query="How many people live in Paris?",
+        expected_output="Paris has 2102650 people", num_iterations=2)
+    assert evaluator.additional_guidelines == "No additional guidelines provided."
+    result = await evaluator.run(print_results=True)
+    assert "Average Score" in capsys.readouterr().out
+    assert result.average_score == 9.0 and len(result.evaluation_scores) == 2
+    # per-iteration outputs (Upsonic keeps only the last); Upsonic wraps a tool's result as
+    # {"func": ...} before the model sees it
+    assert [it.generated_output for it in result.iterations] == [
+        'Answer: {"func":"Paris has 2102650 people"}'] * 2
+    assert result.generated_output == result.iterations[-1].generated_output
+    assert result.judge == "upsonic:gpt-4o-mini"
+    # the judge agent was asked through Upsonic's structured output (its output tool)
+    assert any(t["function"]["name"] == "final_result" and "is_met" in json.dumps(t)
+               for body in srv.requests for t in body.get("tools") or [])
+
+    wrong = await dropin.AccuracyEvaluator(judge, agent, "How many people live in Lima?",
+                                           "Lima has 1 people").run(print_results=False)
+    assert wrong.average_score == 3.0 and not wrong.evaluation_scores[0].is_met
+
+    graph_result = await dropin.AccuracyEvaluator(
+        judge, make_graph(srv), "ignored: a Graph runs its own tasks", "Tokyo 13960236",
+    ).run(print_results=False)
+    assert graph_result.average_score == 9.0, graph_result.iterations
+    assert "13960236" in graph_result.generated_output
+
+    team_result = await dropin.AccuracyEvaluator(
+        judge, make_team(srv), "How many people live in Cairo? Use lookup_city",
+        "Cairo 10025657").run(print_results=False)
+    assert team_result.iterations[0].error is None, team_result.iterations
+    assert "10025657" in team_result.generated_output
+
+    scored = await evaluator.run_with_output("Paris has 2102650 people", print_results=False)
+    assert scored.average_score == 9.0
+
+
+async def test_dropin_performance_on_agent_graph_team(srv: ScriptedModelServer, agent: Agent
+                                                      ) -> None:
+    task = Task("How many people live in Berlin? Use lookup_city")
+    # (each measured run is preceded by a full gc.collect, ~0.1-0.3 s with Upsonic loaded: few)
+    for target, n in ((agent, 2), (make_graph(srv), 1), (make_team(srv), 1)):
+        result = await dropin.PerformanceEvaluator(target, task, num_iterations=n,
+                                                   warmup_runs=0).run(print_results=False)
+        assert result.num_iterations == n and len(result.all_runs) == n
+        assert all(r.latency_seconds > 0 for r in result.all_runs)
+        assert set(result.latency_stats) >= {"average", "median", "min", "max", "std_dev"}
+        assert not result.latency_measured_with_tracemalloc  # timed with tracemalloc off
+    assert task.response is None  # the given Task is copied per run, as Upsonic does
+
+
+async def test_dropin_reliability_from_task_tasks_and_graph(srv: ScriptedModelServer,
+                                                            agent: Agent) -> None:
+    task = Task("How many people live in Madrid? Use lookup_city")
+    await agent.do_async(task)
+    result = dropin.ReliabilityEvaluator(["lookup_city"]).run(task, print_results=False)
+    assert result.passed and result.actual_tool_calls == ["lookup_city"]
+    assert result.tool_calls[0].args == {"city": "Madrid"}  # arguments, from the Task
+    assert not dropin.ReliabilityEvaluator(["lookup_city", "other"], exact_match=True).run(
+        [task, task], print_results=False).passed
+    graph = make_graph(srv)
+    await graph.run_async(verbose=False, show_progress=False)
+    assert dropin.ReliabilityEvaluator(["lookup_city"]).run(graph, print_results=False).passed
+    assert [c.args for c in tool_calls_from(graph)] == [{"city": "Tokyo"}]
+
+
+# -- assay's own API, sync, many times on one agent (one long-lived loop) ------------------------
+def test_assay_evaluators_run_many_times_on_one_agent(agent: Agent, judge: Agent) -> None:
+    accuracy = assay_evals.AccuracyEvaluator(judge, agent, "How many people live in Sydney?",
+                                             "Sydney has 5312163 people")
+    for _ in range(4):
+        result = accuracy.run()
+        assert result.average_score == 9.0, result.iterations
+    performance = assay_evals.PerformanceEvaluator(agent, "How many people live in Osaka?",
+                                                   num_iterations=1, warmup_runs=0)
+    for _ in range(3):
+        assert len(performance.run().all_runs) == 1
+    reliability = assay_evals.ReliabilityEvaluator([{"name": "lookup_city",
+                                                     "args": {"city": "Osaka"}}])
+    adapter = require_adapter(agent)
+    for _ in range(3):
+        task = Task("How many people live in Osaka? Use lookup_city")
+        agent.do(task)  # Upsonic's own sync entry point (its loop), between assay's
+        assert reliability.run(task).passed
+    assert adapter.framework == "upsonic" and adapter.name == "atlas"
+
+
+def test_unknown_upsonic_object_is_refused_by_name() -> None:
+    task = Task("not an agent")
+    assert adapter_for(task) is None
+    with pytest.raises(InvalidInputError, match=r"upsonic\.tasks\.tasks\.Task.*Upsonic Agent"):
+        require_adapter(task)
+
+
+# -- evaluate(target=agent): the trace ------------------------------------------------------------
+def test_evaluate_agent_stores_llm_and_tool_runs(agent: Agent, db: Client) -> None:
+    results = evaluate(agent, data=_dataset(db, ["Paris", "Berlin"]), client=db,
+                       evaluators=[assay_evals.ReliabilityEvaluator(None).as_evaluator(
+                           client=db)])
+    rows = list(results)
+    assert len(rows) == 2
+    for row in rows:
+        city = row["example"].inputs["question"].split()[-1].rstrip("?")
+        assert row["run"].outputs == {
+            "output": f'Answer: {{"func":"{city} has {CITIES[city]} people"}}'}
+        runs = _tree(db, row)
+        (agent_run,) = [r for r in runs if r.parent_run_id == row["run"].id]
+        assert agent_run.name == "atlas" and agent_run.run_type == "chain"
+        llms = [r for r in runs if r.run_type == "llm"]
+        tools = [r for r in runs if r.run_type == "tool"]
+        assert len(llms) == 2 and len(tools) == 1
+        for llm in llms:
+            meta = llm.extra["metadata"]
+            assert meta["ls_provider"] == "openai" and meta["ls_model_name"] == "gpt-4o-mini"
+            assert llm.prompt_tokens > 0 and llm.completion_tokens > 0
+            assert llm.total_cost and llm.total_cost > 0  # priced by genai-prices
+            assert llm.parent_run_id == agent_run.id
+        assert tools[0].name == "lookup_city" and tools[0].inputs == {"city": city}
+        assert f"{city} has {CITIES[city]} people" in str(tools[0].outputs["output"])
+        assert tools[0].parent_run_id == agent_run.id
+        order = [r.run_type for r in sorted(runs, key=lambda r: r.dotted_order)][2:]
+        assert order == ["llm", "tool", "llm"]  # as the agent did it
+        scores = {r.key: r.score for r in row["evaluation_results"]["results"]}
+        assert scores == {"reliability": 1.0}
+
+
+def test_concurrency_8_keeps_examples_apart(agent: Agent, db: Client) -> None:
+    cities = list(CITIES) * 2
+    results = evaluate(agent, data=_dataset(db, cities), client=db, max_concurrency=8,
+                       evaluators=[assay_evals.ReliabilityEvaluator(None)])
+    rows = list(results)
+    assert len(rows) == 16
+    for row in rows:
+        city = row["example"].inputs["question"].split()[-1].rstrip("?")
+        runs = _tree(db, row)
+        assert [t.inputs for t in runs if t.run_type == "tool"] == [{"city": city}]
+        assert {r.trace_id for r in runs} == {row["run"].id}
+        assert sum(r.run_type == "llm" for r in runs) == 2
+        scores = {r.key: r.score for r in row["evaluation_results"]["results"]}
+        assert scores["reliability"] == 1.0
+
+
+def test_team_and_graph_in_evaluate_nest_their_agents(srv: ScriptedModelServer,
+                                                      db: Client) -> None:
+    results = evaluate(make_team(srv), data=_dataset(db, ["Lima"]), client=db,
+                       evaluators=[assay_evals.ReliabilityEvaluator(None)])
+    (row,) = list(results)
+    runs = _tree(db, row)
+    tool_run = next(r for r in runs if r.run_type == "tool")
+    assert tool_run.inputs == {"city": "Lima"}
+    by_id = {r.id: r for r in runs}
+    assert by_id[tool_run.parent_run_id].name == "researcher"  # the member agent's run
+    assert {r.key: r.score for r in row["evaluation_results"]["results"]} == {"reliability": 1.0}
+
+    # a Graph runs its own tasks (the query is not injected, as in Upsonic's evaluators), one run
+    # at a time even at max_concurrency=2 (it keeps its state on itself)
+    results = evaluate(make_graph(srv), data=_dataset(db, ["Tokyo", "Osaka"]), client=db,
+                       max_concurrency=2,
+                       evaluators=[assay_evals.ReliabilityEvaluator(["lookup_city"])])
+    rows = list(results)
+    assert len(rows) == 2
+    for row in rows:
+        runs = _tree(db, row)
+        agents = [r for r in runs if r.parent_run_id == row["run"].id]
+        assert [r.name for r in agents] == ["grapher", "writer"]  # one agent run per task
+        assert [r.inputs for r in runs if r.run_type == "tool"] == [{"city": "Tokyo"}]
+        assert row["run"].outputs == {"output": "Tokyo has 13960236 people"}
+        scores = {r.key: r.score for r in row["evaluation_results"]["results"]}
+        assert scores == {"reliability": 1.0}
+
+
+def test_failures_stay_on_their_run_and_the_experiment_goes_on(
+        srv: ScriptedModelServer, agent: Agent, db: Client) -> None:
+    # a tool that raises: Upsonic hands the exception's text to the model as the tool's result
+    # (its own tool span says success), so the tool run carries that text and the agent goes on
+    results = evaluate(agent, data=_dataset(db, ["Atlantis", "Lima"]), client=db,
+                       evaluators=[assay_evals.ReliabilityEvaluator(None)])
+    rows = {r["example"].inputs["question"].split()[-1].rstrip("?"): r for r in results}
+    bad = _tree(db, rows["Atlantis"])
+    tool_run = next(r for r in bad if r.run_type == "tool")
+    assert "no city named 'Atlantis'" in str(tool_run.outputs)
+    assert "Atlantis" in rows["Atlantis"]["run"].outputs["output"]
+    assert _tree(db, rows["Lima"])[0].error is None
+
+    # a tool the agent does not have: Upsonic's tool span fails, so the tool run has the error,
+    # the example's root carries it, the agent answers anyway and the next example runs
+    srv.reset()
+    srv.script(ScriptedReply(tool_calls=[{"name": "teleport", "arguments": {"to": "Mars"}}]))
+    results = evaluate(agent, data=_dataset(db, ["Paris", "Madrid"]), client=db,
+                       evaluators=[assay_evals.ReliabilityEvaluator(None)])
+    rows = {r["example"].inputs["question"].split()[-1].rstrip("?"): r for r in results}
+    bad = _tree(db, rows["Paris"])
+    tool_run = next(r for r in bad if r.run_type == "tool")
+    assert tool_run.name == "teleport" and tool_run.inputs == {"to": "Mars"}
+    assert "Tool 'teleport' not found" in (tool_run.error or "")
+    assert "teleport" in (bad[0].error or "")  # the example's root
+    assert "not found" in rows["Paris"]["run"].outputs["output"]  # the agent went on
+    assert _tree(db, rows["Madrid"])[0].error is None
+    scores = {r.key: r.score for r in rows["Madrid"]["evaluation_results"]["results"]}
+    assert scores == {"reliability": 1.0}
+
+    # a model call that fails: the llm run has the error, the example's root carries it, the
+    # next example runs
+    srv.reset()
+    srv.fail_next(500, times=1, message="scripted outage")
+    results = evaluate(agent, data=_dataset(db, ["Cairo", "Osaka"]), client=db,
+                       max_concurrency=0)
+    rows = {r["example"].inputs["question"].split()[-1].rstrip("?"): r for r in results}
+    failed = [name for name, row in rows.items() if row["run"].error]
+    assert len(failed) == 1, {k: r["run"].error for k, r in rows.items()}
+    runs = _tree(db, rows[failed[0]])
+    assert "500" in (runs[0].error or "") or "outage" in (runs[0].error or "")
+    assert any(r.run_type == "llm" and r.error for r in runs)
+    ok = next(name for name in rows if name not in failed)
+    assert f"{ok} has {CITIES[ok]} people" in rows[ok]["run"].outputs["output"]
+
+
+def test_switch_off_records_no_framework_runs(agent: Agent, db: Client) -> None:
+    set_framework_tracing(False)
+    try:
+        results = evaluate(agent, data=_dataset(db, ["Sydney"]), client=db)
+        (row,) = list(results)
+        assert "Sydney has 5312163 people" in row["run"].outputs["output"]
+        assert len(_tree(db, row)) == 1  # the example's root alone
+    finally:
+        set_framework_tracing(None)
+
+
+def test_no_assay_run_no_runs_recorded(agent: Agent) -> None:
+    from assay.integrations import _upsonic
+
+    require_adapter(agent)  # instruments it
+    processor = _upsonic._processor
+    recorded = len(processor._recent)
+    task = Task("How many people live in Berlin? Use lookup_city")
+    agent.do(task)  # instrumented, but outside evaluate()/trace(): nothing is recorded
+    assert len(processor._recent) == recorded and not processor._open and not processor._outer
+    assert task.tool_calls and task.tool_calls[0]["params"] == {"city": "Berlin"}
+
+
+def test_plain_function_calling_a_prebuilt_agent_is_traced(srv: ScriptedModelServer,
+                                                           db: Client) -> None:
+    from assay.integrations import _upsonic
+
+    # built with no instrumentation, as an agent made before assay came in is
+    prebuilt = Agent(_model(srv), name="prebuilt", tools=[lookup_city], instrument=False)
+    assert prebuilt._instrument_settings is None
+    _upsonic.instrument()  # what evaluate() does once for every framework already imported
+
+    async def target(inputs: dict[str, Any]) -> dict[str, Any]:
+        task = Task(inputs["question"])
+        await prebuilt.do_async(task)
+        return {"answer": task.response}
+
+    results = evaluate(target, data=_dataset(db, ["Madrid"]), client=db,
+                       evaluators=[assay_evals.ReliabilityEvaluator(None)])
+    (row,) = list(results)
+    runs = _tree(db, row)
+    assert [r.name for r in runs if r.run_type == "chain"][1:] == ["prebuilt"]
+    assert [r.inputs for r in runs if r.run_type == "tool"] == [{"city": "Madrid"}]
+    assert {r.key: r.score for r in row["evaluation_results"]["results"]} == {"reliability": 1.0}
+
+
+def test_upsonic_judge_inside_evaluate(agent: Agent, judge: Agent, db: Client) -> None:
+    # the judge agent is called from evaluate()'s evaluator threads and loops, example after
+    # example: its HTTP client must stay on one loop (Upsonic's) throughout
+    accuracy = assay_evals.AccuracyEvaluator(judge).as_evaluator(reference_key="answer")
+    for concurrency in (0, 4):
+        results = evaluate(agent, data=_dataset(db, ["Paris", "Lima", "Cairo"]), client=db,
+                           max_concurrency=concurrency, evaluators=[accuracy])
+        for row in results:
+            scores = {r.key: (r.score, r.comment) for r in row["evaluation_results"]["results"]}
+            assert scores["accuracy"][0] == 9.0, scores
+            assert scores["accuracy_is_met"][0] == 1.0
