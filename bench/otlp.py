@@ -91,11 +91,11 @@ def main() -> None:
     parser.add_argument("--no-multipart", action="store_true",
                         help="skip the /runs/multipart figure measured beside it")
     args = parser.parse_args()
+    from measures.ingest import _running_server
     from sqlalchemy import func, select
 
     from assay.store import Store
     from assay.store._tables import runs
-    from measures.ingest import _running_server
 
     rates = []
     with _running_server(1) as (db, url, key, _proc):

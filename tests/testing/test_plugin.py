@@ -20,7 +20,8 @@ def db(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("ASSAY_DATABASE_URL", f"sqlite:///{path}")
     monkeypatch.delenv("ASSAY_API_URL", raising=False)
     monkeypatch.delenv("ASSAY_TRACING", raising=False)
-    pytester.makeini("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n")
+    pytester.makeini("[pytest]\nasyncio_mode = auto\n"
+                     "asyncio_default_fixture_loop_scope = function\n")
     return path
 
 

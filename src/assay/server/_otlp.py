@@ -14,7 +14,7 @@ import hashlib
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..errors import require
@@ -177,8 +177,12 @@ def _add(out: Decoded, trace_id: str, span_id: str, parent: str | None, name: st
                               events, error, message, resource, scope))
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def _dt(ns: int | None) -> datetime | None:
-    return None if not ns else datetime.fromtimestamp(ns // 1000 / 1e6, tz=UTC)
+    """Nanoseconds since the epoch as an exact UTC datetime (to the microsecond)."""
+    return None if not ns else _EPOCH + timedelta(microseconds=ns // 1000)
 
 
 def run_id_of(tenant: str, trace_id: str, span_id: str | None = None) -> str:

@@ -18,8 +18,7 @@ fail, logged feedback, ``expect`` outcomes and the three agent evaluators' resul
 feedback. The names and signatures are ``langsmith.testing``'s.
 """
 
-from ._case import (log_feedback, log_inputs, log_outputs, log_reference_outputs,
-                    trace_feedback)
+from ._case import log_feedback, log_inputs, log_outputs, log_reference_outputs, trace_feedback
 from ._expect import expect
 
 __all__ = ["expect", "log_feedback", "log_inputs", "log_outputs", "log_reference_outputs",

@@ -205,6 +205,12 @@ class _Running:
             raise InvalidInputError(f"@pytest.mark.{self.item.nodeid}: id= must be a UUID "
                                     f"({exc})") from None
         project_id = tracker.ensure(suite, self.options.get("experiment_metadata"))
+        try:  # the agent frameworks the test uses are traced too, with no decorator
+            from ..integrations import instrument_loaded
+
+            instrument_loaded()
+        except Exception as exc:
+            tracker.problem(f"could not instrument the agent frameworks: {exc}")
         self.case = case = TestCase(self.item.nodeid, suite, example_id, None,
                                     inputs=self.inputs, reference_outputs=self.reference or None)
         self._trace = None
@@ -226,7 +232,7 @@ class _Running:
         return self
 
     def __exit__(self, et: type[BaseException] | None, exc: BaseException | None,
-                 tb: Any) -> bool:
+                 tb: Any) -> None:
         from .._hooks import result_listener
         from ._case import _CASE
 
@@ -253,7 +259,6 @@ class _Running:
         self.tracker.record(case, passed=None if skipped else exc is None, error=error,
                             metadata=self.options.get("metadata"),
                             split=self.options.get("split"))
-        return False
 
 
 @pytest.hookimpl(tryfirst=True)

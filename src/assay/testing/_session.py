@@ -37,8 +37,11 @@ def _json_safe(value: Any) -> Any:
 
 def feedback_of_result(result: Any) -> list[dict[str, Any]]:
     """Feedback for an agent evaluator's result (accuracy, performance, reliability)."""
-    from ..evals import (AccuracyEvaluationResult, PerformanceEvaluationResult,
-                         ReliabilityEvaluationResult)
+    from ..evals import (
+        AccuracyEvaluationResult,
+        PerformanceEvaluationResult,
+        ReliabilityEvaluationResult,
+    )
 
     if isinstance(result, AccuracyEvaluationResult):
         out = [{"key": "accuracy", "score": result.average_score if result.evaluation_scores

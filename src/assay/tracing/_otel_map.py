@@ -32,7 +32,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 __all__ = ["SpanEvent", "SpanView", "span_fields"]
@@ -130,8 +130,11 @@ def _int(value: Any) -> int | None:
         return None
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def _iso(ns: int) -> str:
-    return datetime.fromtimestamp(ns / 1e9, tz=UTC).isoformat()
+    return (_EPOCH + timedelta(microseconds=ns // 1000)).isoformat()  # exact, unlike a float
 
 
 def _indexed(attrs: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
@@ -207,12 +210,15 @@ def _usage(attrs: Mapping[str, Any]) -> dict[str, Any] | None:
         out = _int(attrs.get("gen_ai.usage.completion_tokens"))
     if out is None:
         out = _int(attrs.get("llm.token_count.completion"))
-    total = (_int(attrs.get("gen_ai.usage.total_tokens")) or _int(attrs.get("llm.usage.total_tokens"))
+    total = (_int(attrs.get("gen_ai.usage.total_tokens"))
+             or _int(attrs.get("llm.usage.total_tokens"))
              or _int(attrs.get("llm.token_count.total")))
     if inp is None and out is None and total is None:
         return None
+    if total is None:
+        total = (inp or 0) + (out or 0)
     usage: dict[str, Any] = {"input_tokens": inp or 0, "output_tokens": out or 0,
-                             "total_tokens": total if total is not None else (inp or 0) + (out or 0)}
+                             "total_tokens": total}
     details = {k: _int(attrs[a]) for k, a in (
         ("cache_read", "gen_ai.usage.cache_read.input_tokens"),
         ("cache_creation", "gen_ai.usage.cache_creation.input_tokens")) if attrs.get(a)}
@@ -288,8 +294,7 @@ def _llm_io(attrs: Mapping[str, Any], span: SpanView, out: dict[str, Any]) -> No
 
 
 def _generic_io(attrs: Mapping[str, Any], out: dict[str, Any]) -> None:
-    for key, into in (("traceloop.entity.input", "inputs"), ("input.value", "inputs"),
-                      ("gen_ai.prompt", "inputs")):
+    for key in ("traceloop.entity.input", "input.value", "gen_ai.prompt"):
         if key in attrs and not out["inputs"]:
             out["inputs"] = _as_dict(attrs[key], "input")
     if "gen_ai.input.messages" in attrs and not out["inputs"]:

@@ -127,7 +127,8 @@ class AssaySpanProcessor(SpanProcessor):
         run.metadata.update(fields["metadata"])
         run.events.extend(fields["events"])
         if fields["tags"]:
-            run.tags = [*(run.tags or []), *(t for t in fields["tags"] if t not in (run.tags or ()))]
+            have = run.tags or []
+            run.tags = [*have, *(t for t in fields["tags"] if t not in have)]
         run.error = fields["error"]
         run._end_us = span.end_time // 1000 if span.end_time is not None else None
         run.patch()  # never posted at start: the writer stores it as one complete post
