@@ -185,8 +185,8 @@ def test_run_tree(page: Any, site: dict[str, Any], screenshots: Path) -> None:
     llm = page.query_selector("#tree tr[data-run-type=llm]")
     assert "gpt-test" in llm.inner_text()
     assert "121" in llm.inner_text() and "(101 / 20)" in llm.inner_text()  # tokens of example 1
-    tool = page.query_selector("#tree tr[data-run-type=tool]")
-    tool.query_selector("summary").click()
+    page.click("#tree tr[data-run-type=tool] a")  # the step's own section, full width
+    tool = page.query_selector("section.step[data-run-type=tool]")
     assert "arguments" in tool.inner_text() and '"query": "q1"' in tool.inner_text()
     assert "found q1" in tool.inner_text()
     assert "correctness" in page.inner_text("#feedback")

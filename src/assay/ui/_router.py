@@ -9,12 +9,13 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
+from starlette.concurrency import run_in_threadpool
 
 from ..analysis import CompareOptions
 from ..errors import AssayError, AuthError, InvalidInputError, NotFoundError, require
 from ..store import Store
-from . import _views
-from ._auth import COOKIE_NAME, LoginRedirect, StoreFromKey, safe_next
+from . import _views, _views_projects
+from ._auth import COOKIE_NAME, LoginRedirect, StoreFromKey, _key, safe_next
 from ._format import FILTERS
 
 __all__ = ["create_ui_router"]
@@ -29,7 +30,13 @@ def _environment() -> Any:
     )
     env.filters.update(FILTERS)
     env.globals["stat_cards"] = _views.stat_cards
+    env.globals["project_cards"] = _views_projects.project_cards
+    env.globals["event_offset"] = _views_projects.event_offset
+    env.globals["chat_of"] = _views_projects.chat_of
     return env
+
+
+_number = _views_projects.number_field
 
 
 def _status(exc: AssayError) -> int:
@@ -119,6 +126,84 @@ def create_ui_router(
             return _views.compare_page(s, chosen, opts, offset)
 
         return show(request, store, "compare.html", build)
+
+    @router.get("/ui/projects", response_class=HTMLResponse)
+    def projects(request: Request, store: StoreDep) -> Any:
+        return show(request, store, "projects.html", _views_projects.projects_page)
+
+    @router.get("/ui/projects/{project_id}", response_class=HTMLResponse)
+    def project(request: Request, store: StoreDep, project_id: str, where: str | None = None,
+                run_type: str | None = None, errors: bool = False, window: str = "all",
+                feedback_key: str | None = None, score_min: str | None = None,
+                score_max: str | None = None, q: str | None = None,
+                cursor: str | None = None) -> Any:
+        return show(request, store, "project.html", lambda s: _views_projects.project_page(
+            s, project_id, where=where, run_type=run_type, errors=errors, window=window,
+            feedback_key=(feedback_key or "").strip() or None,
+            score_min=_number(score_min or "", "score_min"),
+            score_max=_number(score_max or "", "score_max"), q=q, cursor=cursor))
+
+    def who(request: Request, store: Store) -> str:
+        """The name feedback given in the UI is signed with: the API key's description (or
+        its prefix), ``local`` on a server without keys."""
+        key = _key(request)
+        if not auth or not key:
+            return "local"
+        for k in store.keys.list():
+            if key.startswith(k.prefix) and k.tenant_id == str(store.tenant_id):
+                return k.description or k.prefix
+        return key[:10]
+
+    def act(request: Request, store: Any, work: Callable[[Store], str]) -> Any:
+        """A form's action: do it, then go back to the page it names (303), or an error page."""
+        if isinstance(store, LoginRedirect):
+            return RedirectResponse(store.location, status_code=303)
+        try:
+            return RedirectResponse(safe_next(work(store)), status_code=303)
+        except AssayError as exc:
+            status = _status(exc)
+            return render(request, "error.html", {"message": str(exc), "status": status}, status)
+
+    @router.post("/ui/runs/{run_id}/feedback", response_model=None)
+    def add_feedback(request: Request, store: StoreDep, run_id: str,
+                     key: Annotated[str, Form()] = "", score: Annotated[str, Form()] = "",
+                     value: Annotated[str, Form()] = "", comment: Annotated[str, Form()] = "",
+                     next: Annotated[str, Form()] = "") -> Any:
+        def work(s: Store) -> str:
+            _views_projects.add_feedback(s, run_id, key=key, score=_number(score, "score"),
+                                         value=value, comment=comment, user=who(request, s))
+            return next or f"/ui/runs/{run_id}"
+        return act(request, store, work)
+
+    @router.post("/ui/feedback/{feedback_id}", response_model=None)
+    def correct_feedback(request: Request, store: StoreDep, feedback_id: str,
+                         score: Annotated[str, Form()] = "", value: Annotated[str, Form()] = "",
+                         comment: Annotated[str, Form()] = "",
+                         next: Annotated[str, Form()] = "/") -> Any:
+        def work(s: Store) -> str:
+            _views_projects.correct_feedback(s, feedback_id, score=_number(score, "score"),
+                                             value=value, comment=comment, user=who(request, s))
+            return next
+        return act(request, store, work)
+
+    @router.get("/ui/queues", response_class=HTMLResponse)
+    def queues(request: Request, store: StoreDep) -> Any:
+        return show(request, store, "queues.html", _views_projects.queues_page)
+
+    @router.get("/ui/queues/{queue_id}", response_class=HTMLResponse)
+    def queue(request: Request, store: StoreDep, queue_id: str) -> Any:
+        return show(request, store, "queue.html",
+                    lambda s: _views_projects.queue_page(s, queue_id))
+
+    @router.post("/ui/queues/{queue_id}/runs/{run_id}", response_model=None)
+    async def review(request: Request, store: StoreDep, queue_id: str, run_id: str) -> Any:
+        form = await request.form()
+        fields = {k: str(v) for k, v in form.items()}
+
+        def work(s: Store) -> str:
+            _views_projects.review(s, queue_id, run_id, fields, user=who(request, s))
+            return f"/ui/queues/{queue_id}"
+        return await run_in_threadpool(act, request, store, work)
 
     @router.get("/ui/login", response_class=HTMLResponse)
     def login_form(request: Request, next: str = "/", error: str | None = None) -> HTMLResponse:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from markupsafe import Markup, escape
 
-__all__ = ["histogram_svg"]
+__all__ = ["histogram_svg", "series_svg"]
 
 W, H, PAD_L, PAD_B, PAD_T = 320, 150, 34, 22, 18
 
@@ -56,4 +56,85 @@ def histogram_svg(
     parts.append(f'<text x="{PAD_L - 4}" y="{base}" text-anchor="end" class="tick">0</text>')
     parts.append(f'<text x="{W - 6}" y="12" text-anchor="end" '
                  f'class="tick">n={vals.size}</text></svg>')
+    return Markup("".join(parts))
+
+
+_COLORS = ("#5b7be0", "#e0703a", "#2e9d6a", "#9b59b6", "#c0392b", "#16a085")
+
+
+def series_svg(
+    labels: Sequence[str],
+    lines: dict[str, Sequence[float | None]],
+    *,
+    title: str,
+    bars: bool = False,
+    fmt: Callable[[float], str] = lambda v: f"{v:.3g}",
+    links: Sequence[str | None] | None = None,
+    width: int = 420,
+) -> Markup:
+    """Values over time (one line per series, or bars for a single count series): a tooltip per
+    point, ``links`` make each point a link (e.g. to the experiment it is)."""
+    label = escape(title)
+    w, h = width, H
+    head = (f'<svg class="chart series" role="img" aria-label="{label}" width="{w}" '
+            f'height="{h}" viewBox="0 0 {w} {h}" xmlns="http://www.w3.org/2000/svg">'
+            f'<text x="{w / 2}" y="12" text-anchor="middle" class="chart-title">{label}</text>')
+    values = [v for vs in lines.values() for v in vs if v is not None]
+    if not labels or not values:
+        return Markup(head + f'<text x="{w / 2}" y="{h / 2}" text-anchor="middle">no data'
+                      '</text></svg>')
+    top = max(values) or 1.0
+    lo = min(0.0, min(values))
+    span = (top - lo) or 1.0
+    plot_w, plot_h = w - PAD_L - 8, h - PAD_B - PAD_T
+    n = len(labels)
+    step = plot_w / max(n, 1)
+    base = PAD_T + plot_h
+
+    def x_at(i: int) -> float:
+        return PAD_L + step * (i + 0.5)
+
+    def y_at(v: float) -> float:
+        return PAD_T + plot_h * (1 - (v - lo) / span)
+
+    parts = [head]
+    for k, (name, vs) in enumerate(lines.items()):
+        color = _COLORS[k % len(_COLORS)]
+        if bars:
+            for i, v in enumerate(vs):
+                if v is None:
+                    continue
+                y = y_at(v)
+                tip = escape(f"{labels[i]} · {name}: {fmt(v)}")
+                parts.append(f'<rect class="bar" x="{x_at(i) - step / 2 + 1:.1f}" y="{y:.1f}" '
+                             f'width="{max(step - 2, 1):.1f}" height="{base - y:.1f}" '
+                             f'data-value="{v!r}"><title>{tip}</title></rect>')
+            continue
+        pts = [(x_at(i), y_at(v)) for i, v in enumerate(vs) if v is not None]
+        if len(pts) > 1:
+            path = " ".join(f"{x:.1f},{y:.1f}" for x, y in pts)
+            parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.6" '
+                         f'points="{path}"/>')
+        for i, v in enumerate(vs):
+            if v is None:
+                continue
+            tip = escape(f"{labels[i]} · {name}: {fmt(v)}")
+            dot = (f'<circle cx="{x_at(i):.1f}" cy="{y_at(v):.1f}" r="3" fill="{color}" '
+                   f'data-value="{v!r}"><title>{tip}</title></circle>')
+            href = links[i] if links is not None and i < len(links) else None
+            parts.append(f'<a href="{escape(href)}">{dot}</a>' if href else dot)
+    parts.append(f'<line x1="{PAD_L}" y1="{base}" x2="{w - 8}" y2="{base}" class="axis"/>')
+    parts.append(f'<line x1="{PAD_L}" y1="{PAD_T}" x2="{PAD_L}" y2="{base}" class="axis"/>')
+    parts.append(f'<text x="{PAD_L - 4}" y="{PAD_T + 8}" text-anchor="end" '
+                 f'class="tick">{escape(fmt(top))}</text>')
+    parts.append(f'<text x="{PAD_L - 4}" y="{base}" text-anchor="end" class="tick">'
+                 f'{escape(fmt(lo))}</text>')
+    parts.append(f'<text x="{PAD_L}" y="{h - 6}" class="tick">{escape(labels[0])}</text>')
+    parts.append(f'<text x="{w - 8}" y="{h - 6}" text-anchor="end" class="tick">'
+                 f'{escape(labels[-1])}</text>')
+    if len(lines) > 1:
+        for k, name in enumerate(lines):
+            parts.append(f'<text x="{w - 8}" y="{24 + 11 * k}" text-anchor="end" class="tick" '
+                         f'fill="{_COLORS[k % len(_COLORS)]}">{escape(name)}</text>')
+    parts.append("</svg>")
     return Markup("".join(parts))

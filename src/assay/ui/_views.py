@@ -75,8 +75,11 @@ def _feedback_columns(projects: list[TracerSessionResult]) -> list[str]:
 def experiments_page(store: Store, dataset_id: str) -> dict[str, Any]:
     ds = store.datasets.read(dataset_id=dataset_id)
     projects = store.projects.list(reference_dataset_id=ds.id, include_stats=True)
+    from ._views_projects import trends
+
     return {"dataset": ds, "experiments": projects,
-            "feedback_keys": _feedback_columns(projects)}  # type: ignore[arg-type]
+            "feedback_keys": _feedback_columns(projects),  # type: ignore[arg-type]
+            "trends": trends(projects)}
 
 
 @dataclass
@@ -150,6 +153,15 @@ class Node:
         return (self.run.first_token_time - self.run.start_time).total_seconds()
 
     @property
+    def chat(self) -> Any:
+        """An llm run's conversation as chat turns (``_chat``), or None to show its JSON."""
+        if self.run.run_type != "llm":
+            return None
+        from ._chat import chat_turns
+
+        return chat_turns(self.run.inputs, self.run.outputs)
+
+    @property
     def model(self) -> str | None:
         meta = self.run.metadata
         return meta.get("ls_model_name") or (self.run.extra or {}).get(
@@ -184,8 +196,11 @@ def run_page(store: Store, run_id: str) -> dict[str, Any]:
         "cost": sum(r.total_cost for r in llm if r.total_cost is not None) if any(
             r.total_cost is not None for r in llm) else None,
     }
+    keys = sorted((store.projects.read(project_id=run.session_id, include_stats=True)
+                   .feedback_stats or {}).keys()) if run.session_id else []
     return {"run": run, "nodes": nodes, "project": project, "totals": totals,
-            "feedback": store.feedback.list(run_ids=[n.run.id for n in nodes])}
+            "feedback": store.feedback.list(run_ids=[n.run.id for n in nodes]),
+            "feedback_keys": keys}
 
 
 def parse_ids(values: list[str]) -> list[str]:
