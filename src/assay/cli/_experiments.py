@@ -12,8 +12,17 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from ._common import (DbOption, JsonOption, console, emit_json, error_line, handle_errors,
-                      money, open_client, secs)
+from ._common import (
+    DbOption,
+    JsonOption,
+    console,
+    emit_json,
+    error_line,
+    handle_errors,
+    money,
+    open_client,
+    secs,
+)
 
 __all__ = ["app", "feedback_summary", "stats_table"]
 
@@ -65,7 +74,8 @@ def stats_table(stats: Any, title: str | None = None) -> Table:
          f"{secs(stats.first_token_p50)} / {secs(stats.first_token_p99)}"),
         ("streaming rate", _rate(stats.streaming_rate)),
         ("tokens (prompt / completion)",
-         f"{stats.total_tokens or 0} ({stats.prompt_tokens or 0} / {stats.completion_tokens or 0})"),
+         f"{stats.total_tokens or 0} "
+         f"({stats.prompt_tokens or 0} / {stats.completion_tokens or 0})"),
         ("cost (prompt / completion)",
          f"{money(stats.total_cost)} ({money(stats.prompt_cost)} / "
          f"{money(stats.completion_cost)})"),

@@ -41,7 +41,8 @@ class DatasetMethods:
             inputs_schema=inputs_schema, outputs_schema=outputs_schema,
         )
 
-    def read_dataset(self, *, dataset_name: str | None = None, dataset_id: ID | None = None) -> Dataset:
+    def read_dataset(self, *, dataset_name: str | None = None,
+                     dataset_id: ID | None = None) -> Dataset:
         return self._backend.datasets.read(dataset_id=dataset_id, dataset_name=dataset_name)
 
     def has_dataset(self, *, dataset_name: str | None = None, dataset_id: ID | None = None) -> bool:
@@ -82,7 +83,8 @@ class DatasetMethods:
         return self._backend.datasets.update(ds_id, name=name, description=description,
                                              metadata=metadata)
 
-    def delete_dataset(self, *, dataset_id: ID | None = None, dataset_name: str | None = None) -> None:
+    def delete_dataset(self, *, dataset_id: ID | None = None,
+                       dataset_name: str | None = None) -> None:
         self._backend.datasets.delete(dataset_id=dataset_id, dataset_name=dataset_name)
 
     # -- examples ---------------------------------------------------------------------------
@@ -186,7 +188,8 @@ class DatasetMethods:
                 upd[key] = value
         return self._backend.examples.update_many([upd])[0]
 
-    def update_examples(self, *, updates: Sequence[Mapping[str, Any]], **unknown: Any) -> dict[str, Any]:
+    def update_examples(self, *, updates: Sequence[Mapping[str, Any]], **unknown: Any) -> dict[str,
+                                                                                               Any]:
         refuse_unknown("update_examples", unknown, ("dataset_id", "dataset_name"))
         changed = self._backend.examples.update_many(updates)
         return {"message": f"{len(changed)} examples updated", "count": len(changed)}

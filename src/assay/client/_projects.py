@@ -93,7 +93,8 @@ class ProjectMethods:
             project_id, name=name, description=description, metadata=metadata,
             extra=project_extra, end_time=end_time)
 
-    def delete_project(self, *, project_name: str | None = None, project_id: ID | None = None) -> None:
+    def delete_project(self, *, project_name: str | None = None,
+                       project_id: ID | None = None) -> None:
         self._backend.projects.delete(project_id=project_id, project_name=project_name)
 
 

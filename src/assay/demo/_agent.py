@@ -91,7 +91,7 @@ async def convert_units(value: float, from_unit: str, to_unit: str) -> float:
 TOOLS = {"lookup_city": lookup_city, "calculator": calculator, "convert_units": convert_units}
 
 
-# -- the scripted model -----------------------------------------------------------------------------
+# -- the scripted model -------------------------------------------------------------------------
 def _number(x: float) -> str:
     return str(int(round(x))) if abs(x - round(x)) < 1e-9 else f"{x:.2f}"
 
@@ -103,7 +103,8 @@ def _policy(question: str, results: list[Any]) -> tuple[str, dict[str, Any]] | s
         if not results:
             return "lookup_city", {"city": m[1]}
         if len(results) == 1:
-            return "calculator", {"expression": f"{results[0]['population']} / {results[0]['area_km2']}"}
+            return "calculator", {
+                "expression": f"{results[0]['population']} / {results[0]['area_km2']}"}
         return f"{m[1]} has about {int(round(results[1]))} people per km2."
     if m := re.match(r"What is the population of (\w+)", q):
         if m[1] == "Sydney":  # answers from memory instead of calling the tool

@@ -48,7 +48,7 @@ def _subset(expected: Any, actual: Any, exact: bool) -> bool:
         return all(k in actual and _subset(v, actual[k], exact) for k, v in expected.items())
     if isinstance(expected, (list, tuple)):
         return (isinstance(actual, (list, tuple)) and len(expected) == len(actual)
-                and all(_subset(e, a, exact) for e, a in zip(expected, actual)))
+                and all(_subset(e, a, exact) for e, a in zip(expected, actual, strict=True)))
     return _same(expected, actual)
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._gc import relaxed_gc
 from .._ids import new_id_text, utcnow
 from .._sync import offload, run_sync
 from ..errors import InvalidInputError
@@ -45,7 +46,6 @@ from ._experiment import (
 from ._git import git_info
 from ._ray import ExecutorOption, resolve_executor
 from ._results import ExperimentResultRow, ExperimentResults
-from .._gc import relaxed_gc
 from ._runner import (
     MemoryClient,
     Plan,

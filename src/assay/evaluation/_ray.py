@@ -36,16 +36,16 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .._gc import relaxed_gc
 from ..errors import InvalidInputError, require
 from ..schemas import Run
 from ..tracing import tracing_context, tracing_is_enabled
 from ..tracing._writer import RunWriter
 from ._evaluators import RowEvaluator, error_results
 from ._results import ExperimentResultRow, ExperimentResults
-from .._gc import relaxed_gc
 from ._runner import Plan, Target, Unit, run_units
-from ._sink import feedback_rows
 from ._schemas import EvaluationResult, EvaluationResults
+from ._sink import feedback_rows
 
 __all__ = ["ExecutorOption", "RayExecutor", "resolve_executor"]
 

@@ -78,7 +78,7 @@ def adapt_target(target: Any) -> Target:
                 f"target {name!r} takes no positional parameter: it is called with the "
                 "example's inputs dict, e.g. def target(inputs: dict) -> dict")
     is_async = inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(
-        getattr(target, "__call__", None))
+        getattr(target, "__call__", None))  # noqa: B004 (an instance with an async __call__)
     return Target(target, is_async, name)
 
 

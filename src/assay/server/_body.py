@@ -50,7 +50,8 @@ except ImportError:  # pragma: no cover - pure-json fallback
 
 def _too_large(limit: int, what: str = "request body") -> ApiError:
     return ApiError(413, "payload_too_large",
-                    f"{what} exceeds the server's limit of {limit} bytes (assay serve --max-body-bytes)",
+                    f"{what} exceeds the server's limit of {limit} bytes "
+                    "(assay serve --max-body-bytes)",
                     limit=limit)
 
 

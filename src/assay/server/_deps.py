@@ -18,7 +18,8 @@ from ..store import Store
 from . import _body
 from ._folder import Folder
 
-__all__ = ["FolderDep", "JsonBody", "Parts", "Settings", "StoreDep", "dump", "json_body", "json_query",
+__all__ = ["FolderDep", "JsonBody", "Parts", "Settings", "StoreDep", "dump", "json_body",
+           "json_query",
            "multipart_body", "ok", "tenant_store"]
 
 

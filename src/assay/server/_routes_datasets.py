@@ -83,7 +83,8 @@ def list_versions(
 def read_version(store: StoreDep, dataset_id: uuid.UUID, as_of: str | None = None,
                  tag: str | None = None) -> JSONResponse:
     if (as_of is None) == (tag is None):
-        raise ApiError(422, "invalid_input", "give exactly one of the query parameters as_of or tag")
+        raise ApiError(422, "invalid_input",
+                       "give exactly one of the query parameters as_of or tag")
     return ok(store.datasets.version(dataset_id, as_of if as_of is not None else tag))
 
 
@@ -121,7 +122,7 @@ def _create_grouped(store: Store, items: Sequence[tuple[str, dict[str, Any]]]) -
                 made = store.examples.create_many([items[i][1] for i in idx], dataset_id=ds_id)
             except ExampleValidationError as exc:
                 raise ExampleValidationError(idx[exc.index], exc.problem) from None
-            created.update(zip(idx, made))
+            created.update(zip(idx, made, strict=True))
     return [created[i] for i in range(len(items))]
 
 
@@ -216,7 +217,8 @@ def delete_example(store: StoreDep, example_id: uuid.UUID) -> JSONResponse:
 
 
 @router.delete("/examples")
-def delete_examples(store: StoreDep, example_ids: Annotated[list[uuid.UUID], Query()]) -> JSONResponse:
+def delete_examples(store: StoreDep,
+                    example_ids: Annotated[list[uuid.UUID], Query()]) -> JSONResponse:
     n = store.examples.delete_many(example_ids)
     return ok({"example_ids": [str(i) for i in example_ids], "count": n})
 
@@ -235,7 +237,8 @@ def _example_parts(parts: list[Part]) -> list[tuple[str, dict[str, Any]]]:
             uuid.UUID(ex_id)
         except ValueError:
             raise ApiError(422, "unknown_part", f"multipart part {part.name!r}: expected "
-                           "'<example id>', '<example id>.inputs' or '<example id>.outputs'") from None
+                           "'<example id>', '<example id>.inputs' or '<example id>.outputs'"
+                           ) from None
         if field.startswith("attachment"):
             raise ApiError(422, "unsupported", f"multipart part {part.name!r}: example "
                            "attachments are not supported by this server")
@@ -263,10 +266,11 @@ def _example_parts(parts: list[Part]) -> list[tuple[str, dict[str, Any]]]:
 def upload_examples(store: StoreDep, dataset_id: uuid.UUID,
                     parts: Parts) -> JSONResponse:
     items = []
-    for i, (ex_id, fields) in enumerate(_example_parts(parts)):
+    for ex_id, fields in _example_parts(parts):
         ex = validate(ExampleIn, fields, f"example {ex_id}")
         if ex.dataset_id is not None and ex.dataset_id != dataset_id:
-            raise ApiError(422, "invalid_input", f"example {ex_id}: dataset_id differs from the URL")
+            raise ApiError(422, "invalid_input",
+                           f"example {ex_id}: dataset_id differs from the URL")
         items.append((str(dataset_id), _with_source_run(store, ex, ex.item())))
     made = _create_grouped(store, items)
     as_of = store.datasets.version(dataset_id).as_of if made else None

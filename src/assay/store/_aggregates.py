@@ -174,7 +174,7 @@ class RunDeltas:
             start = self.added_start.get(sid)
             if start is None and not any(d):
                 continue
-            row = dict(zip(_SUMS, d))
+            row = dict(zip(_SUMS, d, strict=True))
             row.update(session_id=sid, tenant_id=self.tenants[sid], last_root_start=start)
             rows.append(row)
         if rows:

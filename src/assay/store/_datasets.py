@@ -217,7 +217,8 @@ class DatasetRepo:
             conn.execute(datasets.delete().where(datasets.c.id == ds_id))
 
     # -- versions ---------------------------------------------------------------------------
-    def version(self, dataset_id: uuid.UUID | str, as_of: datetime | str | None = None) -> DatasetVersion:
+    def version(self, dataset_id: uuid.UUID | str,
+                as_of: datetime | str | None = None) -> DatasetVersion:
         """The dataset's version (time of its last change) at ``as_of`` (default: now)."""
         with self.store.read() as conn:
             ds_id = self._resolve(conn, dataset_id, None)
@@ -243,7 +244,8 @@ class DatasetRepo:
         ).one()
         return max(t for t in row if t is not None)
 
-    def tag(self, dataset_id: uuid.UUID | str, tag: str, as_of: datetime | str | None = None) -> DatasetVersion:
+    def tag(self, dataset_id: uuid.UUID | str, tag: str,
+            as_of: datetime | str | None = None) -> DatasetVersion:
         """Name a version (default: the current one); moving a tag re-points it."""
         if not tag or not isinstance(tag, str):
             raise InvalidInputError("a version tag must be a non-empty string")
@@ -255,7 +257,8 @@ class DatasetRepo:
                     dataset_tags.c.dataset_id == ds_id, dataset_tags.c.tag == tag
                 )
             )
-            conn.execute(dataset_tags.insert().values(dataset_id=ds_id, tag=tag, as_of=version.as_of))
+            conn.execute(dataset_tags.insert().values(dataset_id=ds_id, tag=tag,
+                                                      as_of=version.as_of))
         return self.version(ds_id, version.as_of)
 
     def list_versions(self, dataset_id: uuid.UUID | str) -> list[DatasetVersion]:
@@ -281,7 +284,8 @@ class DatasetRepo:
             ):
                 tags.setdefault(at, []).append(tag)
                 times.add(at)
-        return [DatasetVersion(as_of=t, tags=sorted(tags.get(t, []))) for t in sorted(times, reverse=True)]
+        return [DatasetVersion(as_of=t, tags=sorted(tags.get(t, []))) for t in sorted(times,
+                                                                                      reverse=True)]
 
     def _as_of_us(self, conn: Connection, ds_id: str, as_of: datetime | str | None) -> int:
         if as_of is None or as_of == "latest":

@@ -97,12 +97,15 @@ class KeyRepo:
     def revoke(self, key_id_or_prefix: str) -> ApiKey:
         with self.store.write() as conn:
             row = conn.execute(select(api_keys).where(
-                (api_keys.c.id == key_id_or_prefix) | (api_keys.c.prefix == key_id_or_prefix))).all()
+                (api_keys.c.id == key_id_or_prefix)
+                | (api_keys.c.prefix == key_id_or_prefix))).all()
             if not row:
                 raise NotFoundError(f"API key {key_id_or_prefix!r} not found")
             if len(row) > 1:
-                raise InvalidInputError(f"{key_id_or_prefix!r} matches several keys: use the key id")
-            conn.execute(update(api_keys).where(api_keys.c.id == row[0].id).values(revoked_at=utcnow()))
+                raise InvalidInputError(
+                    f"{key_id_or_prefix!r} matches several keys: use the key id")
+            conn.execute(update(api_keys).where(api_keys.c.id == row[0].id)
+                         .values(revoked_at=utcnow()))
         return next(k for k in self.list() if k.id == row[0].id)
 
     def authenticate(self, key: str | None) -> str:

@@ -203,7 +203,8 @@ class ProjectRepo:
                 q = q.where(sessions.c.reference_dataset_id.is_(None))
             elif reference_free is False:
                 q = q.where(sessions.c.reference_dataset_id.is_not(None))
-            q = q.order_by(sessions.c.start_time.desc(), sessions.c.id.desc()).offset(max(offset, 0))
+            q = q.order_by(sessions.c.start_time.desc(),
+                           sessions.c.id.desc()).offset(max(offset, 0))
             if limit is not None:
                 q = q.limit(limit)
             rows = conn.execute(q).all()

@@ -266,7 +266,8 @@ class RunRepo:
         if inserts:
             insert_many(conn, runs, inserts)
         if updates:  # one executemany for every completed run (patches sent apart from posts)
-            conn.execute(_UPDATE, [{"_id": r["id"], **{c: r[c] for c in _UPDATABLE}} for r in updates])
+            conn.execute(_UPDATE,
+                         [{"_id": r["id"], **{c: r[c] for c in _UPDATABLE}} for r in updates])
         deltas.apply(conn)
         if posted:
             fb = FeedbackDeltas()
@@ -290,7 +291,8 @@ class RunRepo:
                     runs.c.trace_id == row.trace_id, runs.c.tenant_id == self.store.tenant_id
                 )
                 if row.dotted_order:
-                    q = q.where(runs.c.dotted_order.startswith(row.dotted_order + ".", autoescape=True))
+                    q = q.where(runs.c.dotted_order.startswith(row.dotted_order + ".",
+                                                               autoescape=True))
                 desc = [_row_to_run(r) for r in conn.execute(q.order_by(runs.c.dotted_order))]
                 _attach(run, desc)
         return run

@@ -12,17 +12,17 @@ one, a delete only closes it. ``as_of`` T therefore reads rows with
 from __future__ import annotations
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     Column,
     Double,
     ForeignKey,
     Index,
+    LargeBinary,
     MetaData,
     String,
     Table,
     Text,
-    BigInteger,
-    LargeBinary,
     UniqueConstraint,
     text,
 )

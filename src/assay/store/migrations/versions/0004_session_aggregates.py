@@ -11,8 +11,8 @@ for its run (``session_id`` NULL) and whose run has since been posted gets that 
 as a post now does; a partial index finds the feedback still waiting.
 """
 
-from alembic import op
 import sqlalchemy as sa
+from alembic import op
 
 from assay.store._types import Micros
 
