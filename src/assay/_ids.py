@@ -57,8 +57,8 @@ def is_canonical_uuid(text: str) -> bool:
 
 def uuid_text(value: uuid.UUID | str, what: str = "id") -> str:
     """Canonical UUID text; canonical strings and UUID objects skip parsing (ingest hot path)."""
-    if value.__class__ is str and _CANONICAL_UUID.fullmatch(value):  # type: ignore[arg-type]
-        return value  # type: ignore[return-value]
+    if value.__class__ is str and _CANONICAL_UUID.fullmatch(value):
+        return value
     if value.__class__ is uuid.UUID:
         return str(value)
     return str(as_uuid(value, what))

@@ -16,6 +16,8 @@ Every message names the object or field at fault so a user never has to guess.
 
 from __future__ import annotations
 
+from types import ModuleType
+
 __all__ = [
     "AssayError",
     "NotFoundError",
@@ -86,7 +88,7 @@ class MissingDependencyError(AssayError, ImportError):
         )
 
 
-def require(module: str, extra: str, feature: str):  # type: ignore[no-untyped-def]
+def require(module: str, extra: str, feature: str) -> ModuleType:
     """Import an optional module lazily, or raise an install hint naming the extra."""
     import importlib
 

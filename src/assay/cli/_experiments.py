@@ -7,7 +7,7 @@ carries, rendered as tables (or ``--json`` for scripts). ``stats_table`` is shar
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 from rich.table import Table
@@ -23,6 +23,9 @@ from ._common import (
     open_client,
     secs,
 )
+
+if TYPE_CHECKING:
+    from ..schemas import TracerSessionResult
 
 __all__ = ["app", "feedback_summary", "stats_table"]
 
@@ -107,8 +110,10 @@ def list_(
     """List experiments, newest first, with their main statistics."""
     with handle_errors():
         client = open_client(db)
-        items = list(client.list_projects(reference_free=False, reference_dataset_name=dataset,
-                                          include_stats=True, limit=limit))
+        # include_stats=True: each is a TracerSessionResult
+        items = cast("list[TracerSessionResult]", list(client.list_projects(
+            reference_free=False, reference_dataset_name=dataset, include_stats=True,
+            limit=limit)))
         names = {str(d.id): d.name for d in client.list_datasets()}
     if json_out:
         emit_json([p.model_dump() for p in items])
@@ -199,6 +204,6 @@ def show(
 try:  # `compare` belongs to its own module; register it in this group when present
     from ._compare import compare as _compare_command
 except ImportError:  # pragma: no cover
-    _compare_command = None
+    _compare_command = None  # type: ignore[assignment]  # the optional module is absent
 if _compare_command is not None:
     app.command("compare")(_compare_command)

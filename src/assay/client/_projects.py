@@ -155,10 +155,10 @@ class FeedbackMethods:
         self,
         feedback_id: ID,
         *,
-        score: float | bool | None = _UNSET,  # type: ignore[assignment]
+        score: float | bool | None = _UNSET,
         value: Any = _UNSET,
         correction: Any = _UNSET,
-        comment: str | None = _UNSET,  # type: ignore[assignment]
+        comment: str | None = _UNSET,
     ) -> Feedback:
         """Change only the fields given; ``None`` clears one (as LangSmith's). The project's
         feedback statistics follow. Returns the feedback as stored now."""

@@ -9,6 +9,7 @@ own exceptions (401 AuthError, 404 NotFoundError, 409 ConflictError, 4xx Invalid
 
 from __future__ import annotations
 
+import builtins
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
@@ -177,7 +178,7 @@ class _Datasets:
                                  body={"tag": tag, "as_of": as_of})
         return DatasetVersion.model_validate(data)
 
-    def list_versions(self, dataset_id: uuid.UUID | str) -> list[DatasetVersion]:
+    def list_versions(self, dataset_id: uuid.UUID | str) -> builtins.list[DatasetVersion]:
         return [DatasetVersion.model_validate(v)
                 for v in self.http.pages(f"/datasets/{dataset_id}/versions", {}, 0, None)]
 
@@ -238,7 +239,7 @@ class _Examples:
         return Example.model_validate(
             self.http.request("GET", f"/examples/{example_id}", params={"as_of": as_of}))
 
-    def update_many(self, updates: Sequence[Mapping[str, Any]]) -> list[Example]:
+    def update_many(self, updates: Sequence[Mapping[str, Any]]) -> builtins.list[Example]:
         if not updates:
             return []
         for i, upd in enumerate(updates):
@@ -451,7 +452,7 @@ class RemoteBackend:
         return self.http.api_url
 
     def info(self) -> dict[str, Any]:
-        return self.http.request("GET", "/info")  # type: ignore[no-any-return]
+        return self.http.request("GET", "/info")
 
     def close(self) -> None:
         self.http.close()

@@ -132,7 +132,7 @@ def read_examples(
             if None in row:
                 raise ExampleValidationError(len(out), f"{path}:{lineno}: more cells than columns")
             if input_keys is not None:
-                item: dict[str, Any] = {
+                item = {
                     "inputs": {k: row[k] for k in input_keys},
                     "outputs": {k: row[k] for k in (output_keys or [])} or None,
                 }

@@ -16,7 +16,7 @@ import asyncio
 import json
 import operator
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from ..tracing import get_current_run_tree, traceable
@@ -52,8 +52,9 @@ async def lookup_city(city: str) -> dict[str, Any]:
     return {"city": city, "population": population, "area_km2": area}
 
 
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-        ast.Div: operator.truediv, ast.USub: operator.neg}
+_OPS: dict[type[ast.AST], Callable[..., float]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.Div: operator.truediv, ast.USub: operator.neg}
 
 
 def _eval(node: ast.AST) -> float:
@@ -88,7 +89,8 @@ async def convert_units(value: float, from_unit: str, to_unit: str) -> float:
         raise ValueError(f"cannot convert {from_unit} to {to_unit}") from None
 
 
-TOOLS = {"lookup_city": lookup_city, "calculator": calculator, "convert_units": convert_units}
+TOOLS: dict[str, Callable[..., Awaitable[Any]]] = {
+    "lookup_city": lookup_city, "calculator": calculator, "convert_units": convert_units}
 
 
 # -- the scripted model -------------------------------------------------------------------------

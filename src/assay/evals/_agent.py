@@ -57,9 +57,9 @@ class AgentUnderTest:
             input_mapper = input_mapper or target.input_mapper
             output_mapper = output_mapper or target.output_mapper
             target = target.target
-        self.target = target
-        self.input_mapper = input_mapper
-        self.output_mapper = output_mapper
+        self.target: Any = target
+        self.input_mapper: Callable[[Any], Any] | None = input_mapper
+        self.output_mapper: Callable[[Any], str] | None = output_mapper
         self.fn, self.is_async, self.description = self._resolve(target)
         self.takes_input = _takes_input(self.fn)
 

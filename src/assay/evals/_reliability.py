@@ -19,7 +19,7 @@ expected calls that succeeds whenever any assignment exists (see ``_matching``).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -27,6 +27,8 @@ from ..errors import InvalidInputError
 from ._matching import max_matching, ordered_matching
 from ._models import ExpectedToolCall, ReliabilityEvaluationResult, ToolCall, ToolCallCheck
 from ._toolcalls import extract_tool_calls
+
+T = TypeVar("T")
 
 __all__ = ["ReliabilityEvaluator", "args_match"]
 
@@ -89,7 +91,7 @@ def _specs(values: Any, what: str) -> list[ExpectedToolCall]:
     return out
 
 
-def _unique(names: list[str]) -> list[str]:
+def _unique(names: list[T]) -> list[T]:
     return list(dict.fromkeys(names))
 
 

@@ -20,6 +20,7 @@ from .._ids import new_id, utcnow
 from ..errors import InvalidInputError, NotFoundError
 from ..schemas import Dataset, Example
 from ..store import Store
+from ..store._examples import StoredExample
 from ._stream import ExampleStream
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ __all__ = ["ResolvedData", "dataset_id_of", "load_dataset", "resolve_data"]
 
 @dataclass
 class ResolvedData:
-    examples: Sequence[Example]  # a list, or an ExampleStream still being read
+    examples: Sequence[Example | StoredExample]  # a list, or an ExampleStream still being read
     dataset_id: str | None = None
     dataset_version: str | None = None
     splits: list[str] = field(default_factory=list)

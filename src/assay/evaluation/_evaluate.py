@@ -28,6 +28,7 @@ from .._ids import new_id_text, utcnow
 from .._sync import offload, run_sync
 from ..errors import InvalidInputError
 from ..schemas import Example, Feedback, TracerSession
+from ..store._examples import StoredExample
 from ..tracing import tracing_context
 from ._data import ResolvedData, dataset_id_of, load_dataset, resolve_data
 from ._evaluators import adapt_evaluator, adapt_summary_evaluator
@@ -166,8 +167,8 @@ def _stream_units(examples: ExampleStream, reps: int) -> Iterator[Unit]:
             yield Unit(rep * n + i, ex, rep)
 
 
-def _eager_units(examples: Sequence[Example], reps: int, done: dict[tuple[str, int], Any],
-                 results: ExperimentResults) -> list[Unit]:
+def _eager_units(examples: Sequence[Example | StoredExample], reps: int,
+                 done: dict[tuple[str, int], Any], results: ExperimentResults) -> list[Unit]:
     """Units still to run; rows a resumed experiment already finished go into ``results``."""
     n = len(examples)
     units: list[Unit] = []
@@ -325,6 +326,7 @@ async def _execute_inner(prep: _Prepared) -> ExperimentResults:
             with relaxed_gc():
                 if plan.remote is not None:
                     followers.launch()
+                    assert isinstance(prep.units, list)  # never a stream with an executor
                     await plan.remote.run(plan, prep.units, results)
                 else:
                     await _while_created(prep, run_units(plan, prep.units, results))
@@ -368,7 +370,7 @@ async def _while_created(prep: _Prepared, work: Coroutine[Any, Any, None]) -> No
     if prep.creation is None:
         return await work
     creation = prep.creation
-    running = asyncio.ensure_future(work)
+    running: asyncio.Future[Any] = asyncio.ensure_future(work)
     created = asyncio.wrap_future(creation.future)
     try:
         await asyncio.wait({running, created}, return_when=asyncio.FIRST_COMPLETED)

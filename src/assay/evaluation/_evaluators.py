@@ -142,7 +142,8 @@ def _one(item: Any, name: str, *, allow_no_key: bool) -> EvaluationResult:
             f"evaluator {name!r} returned an invalid result {item}: {exc}") from None
 
 
-_SCORES = frozenset((bool, int, float))  # exactly these types: stored as they are
+# exactly these types: stored as they are
+_SCORES: frozenset[type[Any]] = frozenset((bool, int, float))
 
 
 def to_results(raw: Any, name: str, *, plain: bool = False) -> list[Any]:
@@ -231,6 +232,7 @@ class RowEvaluator:
             return method(row.run, row.example)
         if self.plan is None:
             return self.func(row.run, row.example)
+        assert self._args is not None  # set with the plan
         if len(self.plan) == 1:
             return self.func(**{self.plan[0]: self._args(row)})
         if self._by_position:

@@ -380,7 +380,7 @@ def _pickler_class() -> Any:
     if _pickler is None:
         from ray import cloudpickle
 
-        class Pickler(cloudpickle.Pickler):  # type: ignore[misc, name-defined]
+        class Pickler(cloudpickle.Pickler):
             def reducer_override(self, obj: Any) -> Any:
                 if type(obj) is contextvars.ContextVar:
                     where = _context_var_names().get(id(obj))
@@ -404,7 +404,7 @@ def _context_var_names() -> dict[int, tuple[str, str]]:
 
 
 def _context_var(module: str, attr: str) -> contextvars.ContextVar[Any]:
-    return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+    return getattr(importlib.import_module(module), attr)
 
 
 def _pack(root_id: str, runs: list[dict[str, Any]], evals: list[EvaluationResult]) -> bytes:

@@ -75,7 +75,8 @@ class JudgeOptions(BaseModel):
 class JudgeModel(Protocol):
     """What an accuracy judge needs from a model."""
 
-    name: str
+    @property
+    def name(self) -> str: ...  # read-only: the judges derive it from provider and model
 
     async def acomplete(
         self, messages: Sequence[Message], *, output_schema: OutputSchema | None = None

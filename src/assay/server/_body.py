@@ -329,7 +329,7 @@ def parse_multipart(data: bytes, content_type: str, *, max_parts: int = 100_000)
             usual = _USUAL_HEAD.match(seg, 2)
             if usual is not None:
                 name_b, file_b, ctype_b, length_b = usual.groups()
-                headers = {}  # the disposition is parsed: name and filename
+                headers: dict[str, str] = {}  # the disposition is parsed: name and filename
                 if ctype_b is not None:
                     headers["content-type"] = ctype_b.decode("latin-1")
                 if length_b is not None:
@@ -342,7 +342,7 @@ def parse_multipart(data: bytes, content_type: str, *, max_parts: int = 100_000)
             if not seg.startswith(b"\r\n", pos):
                 raise _malformed(f"part #{index} does not start with CRLF after its boundary")
             pos += 2
-        headers: dict[str, str] = {}
+        headers = {}
         if seg.startswith(b"\r\n", pos):  # a part without headers
             body_start = pos + 2
         else:

@@ -38,7 +38,7 @@ class Settings:
 
 
 def _settings(request: Request) -> Settings:
-    return request.app.state.settings  # type: ignore[no-any-return]
+    return request.app.state.settings
 
 
 def _api_key(request: Request) -> str | None:
@@ -77,7 +77,7 @@ StoreDep = Annotated[Store, Depends(tenant_store)]
 
 async def _folder(request: Request) -> Folder:
     # async: a sync dependency costs every request a hop to the thread pool and back
-    return request.app.state.folder  # type: ignore[no-any-return]
+    return request.app.state.folder
 
 
 FolderDep = Annotated[Folder, Depends(_folder)]

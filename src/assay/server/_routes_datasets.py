@@ -8,6 +8,7 @@ from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 
 from ..errors import ExampleValidationError, InvalidInputError, NotFoundError
 from ..store import Store
@@ -23,7 +24,7 @@ __all__ = ["router"]
 router = APIRouter()
 
 Ids = Annotated[list[uuid.UUID] | None, Query()]
-M = TypeVar("M")
+M = TypeVar("M", bound=BaseModel)
 
 
 # -- datasets ---------------------------------------------------------------------------------

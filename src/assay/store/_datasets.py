@@ -6,6 +6,7 @@ as rows), so ``as_of`` any past time or tag returns exactly what the dataset hel
 
 from __future__ import annotations
 
+import builtins
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -73,7 +74,7 @@ class DatasetRepo:
         if not isinstance(name, str) or not name.strip():
             raise InvalidInputError("dataset name must be a non-empty string")
         now = utcnow()
-        row = {
+        row: dict[str, Any] = {
             "id": str(as_uuid(id, "dataset id")) if id else new_id_text(),
             "tenant_id": self.store.tenant_id,
             "name": name,
@@ -261,7 +262,7 @@ class DatasetRepo:
                                                       as_of=version.as_of))
         return self.version(ds_id, version.as_of)
 
-    def list_versions(self, dataset_id: uuid.UUID | str) -> list[DatasetVersion]:
+    def list_versions(self, dataset_id: uuid.UUID | str) -> builtins.list[DatasetVersion]:
         """Every version the dataset had, newest first, with their tags."""
         with self.store.read() as conn:
             ds_id = self._resolve(conn, dataset_id, None)

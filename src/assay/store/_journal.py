@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pydantic_core
@@ -114,9 +114,9 @@ def _fill_orders(conn: Connection, tenant: str, posts: list[Any]) -> None:
             up = "" if parent is None else known.get(parent)
             if up is None:
                 return False
-            seg = dotted_segment_us(start, post.get("id"))
+            seg = dotted_segment_us(start, post["id"])
             order = post["dotted_order"] = f"{up}.{seg}" if up else seg
-        known[post.get("id")] = order
+        known[post["id"]] = order
         return True
 
     waiting = [post for post in posts if not settle(post)]
@@ -140,7 +140,7 @@ def _unpack(data: bytes) -> bytes:
     return zlib.decompress(data) if data[:1] == b"x" else data
 
 
-def _taken_elsewhere(conn: Connection, tenant: str, table: Any, ids: Sequence[str]) -> str | None:
+def _taken_elsewhere(conn: Connection, tenant: str, table: Any, ids: Iterable[str]) -> str | None:
     """The first of ``ids`` stored in another workspace (ids are global keys), or None."""
     ids = sorted(ids)
     for i in range(0, len(ids), 500):

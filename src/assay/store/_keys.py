@@ -79,7 +79,7 @@ class KeyRepo:
         except NotFoundError:
             t = self.create_tenant(tenant)
         secret = KEY_PREFIX + secrets.token_urlsafe(32)
-        row = {"id": new_id_text(), "tenant_id": t.id, "key_hash": _hash(secret),
+        row: dict[str, Any] = {"id": new_id_text(), "tenant_id": t.id, "key_hash": _hash(secret),
                "prefix": secret[:10], "description": description, "created_at": utcnow()}
         with self.store.write() as conn:
             conn.execute(api_keys.insert().values(**row))

@@ -71,7 +71,7 @@ class ProjectRepo:
         extra_d = dict(extra or {})
         if metadata is not None:
             extra_d["metadata"] = {**(extra_d.get("metadata") or {}), **dict(metadata)}
-        row = {
+        row: dict[str, Any] = {
             "id": str(as_uuid(id, "project id")) if id else new_id_text(),
             "tenant_id": self.store.tenant_id,
             "name": name,

@@ -148,14 +148,14 @@ class RunRepo:
 
         Each run names its project by ``session_id`` or ``session_name`` (created if missing).
         """
-        posts = [(_clean(r), r) for r in posts]
-        patches = [(_clean(r), r) for r in patches]
-        if not posts and not patches:
+        post_pairs = [(_clean(r), r) for r in posts]
+        patch_pairs = [(_clean(r), r) for r in patches]
+        if not post_pairs and not patch_pairs:
             return 0
         for attempt in range(3):
             try:
                 with self.store.write() as conn:
-                    return self._upsert(conn, posts, patches, default_project)
+                    return self._upsert(conn, post_pairs, patch_pairs, default_project)
             except StoreError as exc:
                 # a concurrent writer inserted one of our ids (or projects) first: read again.
                 # Not inside an enclosing transaction(), which the failure has spoilt.
@@ -170,7 +170,7 @@ class RunRepo:
         """``upsert`` in the caller's transaction (the journal's fold). ``clean``: the runs
         already went through ``_clean`` (``Journal.admit``), so they are their own clean form."""
         if clean:
-            return self._upsert(conn, [(r, r) for r in posts],  # type: ignore[misc]
+            return self._upsert(conn, [(r, r) for r in posts],
                                 [(r, r) for r in patches], default_project)
         return self._upsert(conn, [(_clean(r), r) for r in posts],
                             [(_clean(r), r) for r in patches], default_project)
@@ -193,8 +193,10 @@ class RunRepo:
             cache[name] = projects._get_or_create(conn, name)
         return cache[name]
 
-    def _upsert(self, conn: Connection, posts: list[tuple[dict, Mapping]],
-                patches: list[tuple[dict, Mapping]], default_project: str) -> int:
+    def _upsert(self, conn: Connection,
+                posts: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
+                patches: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
+                default_project: str) -> int:
         ids = sorted({r["id"] for r, _ in posts} | {r["id"] for r, _ in patches})
         existing: dict[str, dict[str, Any]] = {}
         deltas = RunDeltas()
@@ -246,7 +248,8 @@ class RunRepo:
             for k, v in clean.items():
                 if k != "status" and k != "session_id":  # a patch never moves a run
                     cur[k] = v
-        inserts, updates = [], []
+        inserts: list[dict[str, Any]] = []
+        updates: list[dict[str, Any]] = []
         posted: dict[str, list[str]] = {}  # session -> runs whose post is now stored
         for run_id in ids:
             cur = existing[run_id]
@@ -258,11 +261,11 @@ class RunRepo:
                         cur["name"] = ""
                     else:
                         raise InvalidInputError(f"run {run_id}: missing required field {need!r}")
-            row = _finish(cur)
-            deltas.add(row, 1)
-            if row["status"] != _ORPHAN and (run_id in fresh or run_id in was_orphan):
-                posted.setdefault(row["session_id"], []).append(run_id)
-            (inserts if run_id in fresh else updates).append(row)
+            merged = _finish(cur)
+            deltas.add(merged, 1)
+            if merged["status"] != _ORPHAN and (run_id in fresh or run_id in was_orphan):
+                posted.setdefault(merged["session_id"], []).append(run_id)
+            (inserts if run_id in fresh else updates).append(merged)
         if inserts:
             insert_many(conn, runs, inserts)
         if updates:  # one executemany for every completed run (patches sent apart from posts)

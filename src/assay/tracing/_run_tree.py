@@ -145,6 +145,15 @@ class RunTree:
         "extra", "session_name", "session_id", "_ref", "_kids", "_writer",
         "_client", "_closed", "_sent", "__weakref__",
     )
+    # set in __init__ and the fast constructors, branch by branch: declared once here
+    _trace: str
+    _parent_id: str | None
+    _parent_dotted: str | None
+    session_name: str | None
+    session_id: str | None
+    _ref: uuid.UUID | str | None  # canonical text from the fast path, parsed on first read
+    _client: Client | None
+    _writer: RunWriter | None
 
     def __init__(
         self,
@@ -305,7 +314,7 @@ class RunTree:
     def reference_example_id(self) -> uuid.UUID | None:
         ref = self._ref
         if ref.__class__ is str:  # as evaluate() read it from the store: parsed on first use
-            ref = self._ref = uuid.UUID(ref)  # type: ignore[arg-type]
+            ref = self._ref = uuid.UUID(ref)
         return ref  # type: ignore[return-value]
 
     @reference_example_id.setter
@@ -455,7 +464,7 @@ class RunTree:
         if writer is None:
             client = self.client
             try:
-                get = client._tracing_writer  # type: ignore[attr-defined]
+                get = client._tracing_writer
             except AttributeError:
                 raise InvalidInputError(
                     f"tracing needs an assay Client, got {type(client).__name__}") from None
@@ -564,7 +573,7 @@ def _compiled() -> Any:
     if os.environ.get("ASSAY_PURE_PYTHON"):
         return None
     try:
-        from . import _speedups  # type: ignore[attr-defined]
+        from . import _speedups
     except ImportError:
         return None
 

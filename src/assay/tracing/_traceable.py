@@ -305,6 +305,7 @@ def _wrap_sync(fn: Callable[..., Any], o: _Options,
         _RUN.reset(token)
         hook = o.process_outputs
         if close(run, result if hook is None else o.outputs(result)) != QUEUED:
+            assert run._writer is not None  # set when its post was queued
             run._writer.patch(run)  # the writer took the post before the end (rare)
         return result
 
@@ -555,6 +556,7 @@ class trace:
         extra: Mapping[str, Any] | None = None,
     ) -> None:
         check_run_type(run_type)
+        self._args: tuple[str, str, Any, dict[str, Any]]
         self._args = (name, run_type, inputs, dict(client=client, project_name=project_name,
                       project_id=project_id, metadata=metadata, tags=tags,
                       reference_example_id=reference_example_id, run_id=run_id, extra=extra))

@@ -271,7 +271,7 @@ class RunWriter:
             self._sort([item], posts, patches, whole, markers, True)
             return whole.pop() if whole else None
 
-        return take(items, QUEUED, slow)  # type: ignore[misc]
+        return take(items, QUEUED, slow)
 
     def _sort(self, items: list[Any], posts: list[Any], patches: list[dict[str, Any]],
               whole: list[RunTree], markers: list[threading.Event], local: bool) -> None:

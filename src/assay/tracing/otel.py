@@ -136,7 +136,7 @@ def span_to_run_fields(span: ReadableSpan) -> dict[str, Any]:
                 usage["total_cost"] = float(attrs["operation.cost"])
             meta["usage_metadata"] = usage
         ttfc = attrs.get("gen_ai.client.operation.time_to_first_chunk")
-        if ttfc is not None:
+        if ttfc is not None and span.start_time is not None:
             t = span.start_time // 1000 + int(float(ttfc) * 1_000_000)
             out["events"].append({"name": "new_token", "time": _us_to_dt(t).isoformat()})
     elif op == "execute_tool":
@@ -219,6 +219,7 @@ class AssaySpanProcessor(SpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         ctx = span.get_span_context()
+        assert ctx is not None  # the SDK's spans always carry theirs
         key = (ctx.trace_id, ctx.span_id)
         run = self._open.pop(key, None) or self._start(span)
         fields = span_to_run_fields(span)
