@@ -22,7 +22,7 @@ import os
 import time
 import traceback
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -91,7 +91,8 @@ _PLAIN = frozenset({str, int, float, bool, list, tuple, type(None), bytes})
 def _as_outputs(value: Any) -> dict[str, Any]:
     cls = type(value)
     if cls is dict:
-        return value
+        same: dict[str, Any] = value
+        return same
     if cls in _PLAIN:  # skip the (slow) Mapping ABC check for the common cases
         return {"output": value}
     if isinstance(value, Mapping):
@@ -589,6 +590,11 @@ def _compiled() -> Any:
 SPEEDUPS = _compiled()
 # The hot paths' steps: RunTree._fast_child/_fast_root/_close, the id and the writer's rows
 # in C when built
+fast_child: Callable[[RunTree, str, str, dict[str, Any]], RunTree]
+fast_root: Callable[..., RunTree]
+close: Callable[[RunTree, Any], int]
+rows: Callable[[list[RunTree]], list[tuple[Any, ...]]]
+take: Callable[[list[Any], int, Callable[[Any], Any]], list[tuple[Any, ...]]] | None
 if SPEEDUPS is not None:
     fast_child, fast_root, close = SPEEDUPS.child, SPEEDUPS.root, SPEEDUPS.close
     rows, take, _new_id = SPEEDUPS.rows, SPEEDUPS.take, SPEEDUPS.new_id

@@ -271,6 +271,7 @@ class RunWriter:
             self._sort([item], posts, patches, whole, markers, True)
             return whole.pop() if whole else None
 
+        assert take is not None  # called only where the C part is built
         return take(items, QUEUED, slow)
 
     def _sort(self, items: list[Any], posts: list[Any], patches: list[dict[str, Any]],
