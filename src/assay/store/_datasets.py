@@ -109,15 +109,16 @@ class DatasetRepo:
         tenant = self.store.tenant_id
         if dataset_id is not None:
             ds_id = str(as_uuid(dataset_id, "dataset_id"))
-            found = conn.execute(_BY_ID_SQL, {"t": tenant, "id": ds_id}).scalar()
+            found: str | None = conn.execute(_BY_ID_SQL, {"t": tenant, "id": ds_id}).scalar()
             if found is None:
                 raise NotFoundError(f"dataset {ds_id} not found")
             return found
         if dataset_name is not None:
-            found = conn.execute(_BY_NAME_SQL, {"t": tenant, "n": dataset_name}).scalar()
-            if found is None:
+            by_name: str | None = conn.execute(_BY_NAME_SQL,
+                                               {"t": tenant, "n": dataset_name}).scalar()
+            if by_name is None:
                 raise NotFoundError(f"dataset {dataset_name!r} not found")
-            return found
+            return by_name
         raise InvalidInputError("give dataset_id or dataset_name")
 
     def _counts(self, conn: Connection, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -243,7 +244,8 @@ class DatasetRepo:
         row = conn.execute(
             select(latest, closed, datasets.c.created_at).where(datasets.c.id == ds_id)
         ).one()
-        return max(t for t in row if t is not None)
+        latest_change: datetime = max(t for t in row if t is not None)
+        return latest_change
 
     def tag(self, dataset_id: uuid.UUID | str, tag: str,
             as_of: datetime | str | None = None) -> DatasetVersion:

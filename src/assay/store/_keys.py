@@ -119,6 +119,7 @@ class KeyRepo:
             raise AuthError("unknown API key")
         if row.revoked_at is not None:
             raise AuthError("this API key was revoked")
-        return row.tenant_id
+        tenant: str = row.tenant_id
+        return tenant
 
 

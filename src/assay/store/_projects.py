@@ -131,7 +131,7 @@ class ProjectRepo:
 
     def _get_or_create(self, conn: Connection, name: str) -> str:
         """Inside a write transaction: the id of the project named ``name``, created if new."""
-        found = conn.execute(
+        found: str | None = conn.execute(
             select(sessions.c.id).where(self._tenant, sessions.c.name == name)
         ).scalar()
         if found is not None:

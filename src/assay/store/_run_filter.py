@@ -289,7 +289,7 @@ class _Compiler:
 
     def _compare(self, node: Call, attr: Attr) -> ColumnElement[bool]:
         column, kind = _COLUMNS[attr.name]
-        col = self.t.c[column]
+        col: ColumnElement[Any] = self.t.c[column]
         op, raw = node.name, node.args[1]
         if kind == "bool" and op not in ("eq", "neq"):
             raise self.fail(node.at, f"{attr.name} is true or false: use eq or neq")
@@ -322,8 +322,9 @@ class _Compiler:
             if args[0].name in _FAMILY:
                 return self._family(_FAMILY[args[0].name][0], [node])
             if args[0].name in _COLUMNS and _COLUMNS[args[0].name][1] == "text":
-                return self.t.c[_COLUMNS[args[0].name][0]].icontains(
+                found: ColumnElement[bool] = self.t.c[_COLUMNS[args[0].name][0]].icontains(
                     args[1], autoescape=True)
+                return found
         raise self.fail(node.at, "search() takes a string, or a text attribute and a string: "
                                  "search(\"x\"), search(name, \"x\")")
 
@@ -332,9 +333,9 @@ class _Compiler:
         """One entry of the family (a feedback row, a metadata key) meeting every call."""
         if family == "feedback":
             f = feedback.alias()
-            cols: dict[str, tuple[Any, str]] = {"key": (f.c.key, "text"),
-                                                "score": (f.c.score, "number"),
-                                                "value": (f.c.label, "text")}
+            cols: dict[str, tuple[ColumnElement[Any], str]] = {
+                "key": (f.c.key, "text"), "score": (f.c.score, "number"),
+                "value": (f.c.label, "text")}
             conds = [self._part(c, cols) for c in calls]
             return select(literal(1)).select_from(f).where(
                 f.c.run_id == self.t.c.id, f.c.tenant_id == self.t.c.tenant_id, *conds).exists()
@@ -355,7 +356,8 @@ class _Compiler:
         return select(literal(1)).select_from(each).where(
             and_(*conds)).exists()
 
-    def _part(self, node: Call, cols: dict[str, tuple[Any, str]]) -> ColumnElement[bool]:
+    def _part(self, node: Call, cols: dict[str, tuple[ColumnElement[Any], str]]
+              ) -> ColumnElement[bool]:
         attr = node.args[0]
         part = _FAMILY[attr.name][1]
         col, kind = cols[part]
@@ -388,15 +390,17 @@ def text_search(text: str, table: Any) -> ColumnElement[bool]:
         table.c.name, table.c.error, cast(table.c.inputs, Text), cast(table.c.outputs, Text))))
 
 
-def _apply(col: Any, op: str, value: Any) -> ColumnElement[bool]:
+def _apply(col: ColumnElement[Any], op: str, value: Any) -> ColumnElement[bool]:
     if value is NULL:
         return col.is_(None) if op == "eq" else col.is_not(None)
     if op == "eq":
-        return col == value
+        equal: ColumnElement[bool] = col == value
+        return equal
     if op == "neq":  # a missing value differs from any value
         return or_(col.is_(None), col != value)
-    return {"gt": col > value, "gte": col >= value, "lt": col < value,
-            "lte": col <= value}[op]
+    ordered: dict[str, ColumnElement[bool]] = {"gt": col > value, "gte": col >= value,
+                                               "lt": col < value, "lte": col <= value}
+    return ordered[op]
 
 
 def _bad() -> Any:
