@@ -38,7 +38,8 @@ ExpectedSpec = str | ExpectedToolCall | Mapping[str, Any]
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
-    return a == b
+    same: bool = a == b
+    return same
 
 
 def _subset(expected: Any, actual: Any, exact: bool) -> bool:
