@@ -386,7 +386,8 @@ def _pickler_class() -> Any:
                     where = _context_var_names().get(id(obj))
                     if where is not None:
                         return _context_var, where
-                return super().reducer_override(obj)
+                # ray's vendored cloudpickle has no annotations
+                return super().reducer_override(obj)  # type: ignore[no-untyped-call]
 
         _pickler = Pickler
     return _pickler
@@ -404,7 +405,8 @@ def _context_var_names() -> dict[int, tuple[str, str]]:
 
 
 def _context_var(module: str, attr: str) -> contextvars.ContextVar[Any]:
-    return getattr(importlib.import_module(module), attr)
+    var: contextvars.ContextVar[Any] = getattr(importlib.import_module(module), attr)
+    return var
 
 
 def _pack(root_id: str, runs: list[dict[str, Any]], evals: list[EvaluationResult]) -> bytes:

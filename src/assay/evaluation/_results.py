@@ -237,7 +237,8 @@ class ExperimentResults:
         import importlib.util
 
         if importlib.util.find_spec("pandas") and self._done and self._rows:
-            return self.to_pandas()._repr_html_()
+            html: str = self.to_pandas()._repr_html_()
+            return html
         return repr(self)
 
     # -- tabular --------------------------------------------------------------------------
