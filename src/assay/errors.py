@@ -76,6 +76,10 @@ class RemoteError(AssayError):
 class JudgeError(AssayError):
     """An LLM judge could not produce a valid verdict."""
 
+    attempts: int | None = None  # the calls made before giving up
+    status_code: int | None = None  # the provider's HTTP status of the last failure, if any
+    last_output: str | None = None  # the start of the last answer that did not validate
+
 
 class MissingDependencyError(AssayError, ImportError):
     """An optional integration is used without its extra installed."""

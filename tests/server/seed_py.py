@@ -1,5 +1,4 @@
 from langsmith import Client
-
 client = Client()
 # Create a dataset
 dataset_name = "HelloDataset"
@@ -15,13 +14,11 @@ examples = [
 },
 ]
 client.create_examples(dataset_id=dataset.id, examples=examples)
-from langsmith.schemas import Example, Run  # noqa: E402
-
+from langsmith.schemas import Example, Run
 dataset_name = "HelloDataset"
 def foo_label(root_run: Run, example: Example) -> dict:
     return {"score": 1, "key": "foo"}
-from langsmith import evaluate  # noqa: E402
-
+from langsmith import evaluate
 results = evaluate(
 lambda inputs: "Hello " + inputs["input"],
 data=dataset_name,

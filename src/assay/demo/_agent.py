@@ -151,7 +151,7 @@ async def _choose_tool(messages: list[dict[str, Any]], question: str,
             "function": {"name": name, "arguments": json.dumps(args)}}
     completion = _tokens(json.dumps(call["function"]))
     await asyncio.sleep(0.012 + prompt * 0.00002)
-    get_current_run_tree().set_usage(prompt, completion, provider=PROVIDER, model=MODEL)  # type: ignore[union-attr]
+    get_current_run_tree().set_usage(prompt, completion, provider=PROVIDER, model=MODEL)  # type: ignore[union-attr]  # in @traceable
     return {"role": "assistant", "content": None, "tool_calls": [call]}
 
 
@@ -159,7 +159,7 @@ async def _choose_tool(messages: list[dict[str, Any]], question: str,
 async def _stream_answer(messages: list[dict[str, Any]], answer: str) -> AsyncIterator[str]:
     """The final model step, streamed word by word (its first chunk is timed)."""
     prompt = sum(_tokens(str(m["content"])) for m in messages)
-    get_current_run_tree().set_usage(prompt, _tokens(answer), provider=PROVIDER, model=MODEL)  # type: ignore[union-attr]
+    get_current_run_tree().set_usage(prompt, _tokens(answer), provider=PROVIDER, model=MODEL)  # type: ignore[union-attr]  # in @traceable
     await asyncio.sleep(0.010 + prompt * 0.00002)  # time to first token
     for i, word in enumerate(answer.split(" ")):
         await asyncio.sleep(0.002)

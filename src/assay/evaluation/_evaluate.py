@@ -141,7 +141,7 @@ def _resolve_data(o: _Options, existing: TracerSession | None) -> ResolvedData:
         if existing.reference_dataset_id is None:
             raise InvalidInputError(f"experiment {existing.name!r} has no dataset: pass data=")
         meta = existing.metadata
-        return load_dataset(o.client, str(existing.reference_dataset_id),  # type: ignore[arg-type]
+        return load_dataset(o.client, str(existing.reference_dataset_id),  # type: ignore[arg-type]  # client resolved
                             as_of=o.as_of or meta.get("dataset_version"),
                             splits=o.splits or meta.get("dataset_splits"))
     ds_id = dataset_id_of(o.client, o.data) if o.client is not None else None
@@ -151,7 +151,7 @@ def _resolve_data(o: _Options, existing: TracerSession | None) -> ResolvedData:
         if as_of is None:  # the version the experiment started on
             as_of = existing.metadata.get("dataset_version")
     if ds_id is not None:  # a fresh local experiment starts while the examples are read
-        return load_dataset(o.client, ds_id, as_of=as_of, splits=o.splits,  # type: ignore[arg-type]
+        return load_dataset(o.client, ds_id, as_of=as_of, splits=o.splits,  # type: ignore[arg-type]  # client resolved
                             stream=existing is None and o.executor is None, checked=True)
     name_hint = (o.experiment if isinstance(o.experiment, str) and existing is None
                  else o.experiment_prefix)
@@ -217,15 +217,15 @@ def _prepare_inner(o: _Options) -> _Prepared:
         if not o.upload_results:
             raise InvalidInputError("experiment= continues a stored experiment: it needs "
                                     "upload_results=True")
-        existing = find_experiment(o.client, o.experiment)  # type: ignore[arg-type]
+        existing = find_experiment(o.client, o.experiment)  # type: ignore[arg-type]  # client resolved
     generated = not (isinstance(o.experiment, str) and existing is None)
     # A fresh local experiment with a name of our own writes its row while its first examples
     # run (see Creation). Runs journaled earlier (a previous experiment) are folded first:
     # folded beside its examples, they would slow its runs and skew the latencies it measures.
     created_later = (o.upload_results and existing is None and generated and remote is None
-                     and not o.client.is_remote)  # type: ignore[union-attr]
+                     and not o.client.is_remote)  # type: ignore[union-attr]  # client resolved
     if created_later:  # before the dataset's pages hold a connection
-        o.client.store.settle()  # type: ignore[union-attr]
+        o.client.store.settle()  # type: ignore[union-attr]  # client resolved
     resolved = _resolve_data(o, existing)
     reps = o.num_repetitions or (int(existing.metadata.get("num_repetitions") or 1)
                                if existing is not None else 1)
@@ -260,7 +260,7 @@ def _prepare_inner(o: _Options) -> _Prepared:
     done: dict[tuple[str, int], Any] = {}
     if state is not None and not state.created:
         wanted = {(str(ex.id), r) for r in range(reps) for ex in examples}
-        done = finished_rows(o.client, state.id, wanted=wanted,  # type: ignore[arg-type]
+        done = finished_rows(o.client, state.id, wanted=wanted,  # type: ignore[arg-type]  # client resolved
                              need_feedback=bool(evs), errors_count=o.error_handling == "log")
     units: Iterable[Unit]
     if isinstance(examples, ExampleStream) and not done:
@@ -319,7 +319,7 @@ async def _execute_inner(prep: _Prepared) -> ExperimentResults:
     stored = False  # the feedback and runs left at the end went to the store
     try:
         if plan.upload:
-            plan.sink = FeedbackSink(prep.client.store, interval=0.02,  # type: ignore[union-attr]
+            plan.sink = FeedbackSink(prep.client.store, interval=0.02,  # type: ignore[union-attr]  # client resolved
                                      hold=prep.creation, experiment_id=plan.session_id)
             plan.sink.start()
         try:
@@ -347,7 +347,7 @@ async def _execute_inner(prep: _Prepared) -> ExperimentResults:
             if plan.sink is not None and not stored:  # what did run is kept
                 with contextlib.suppress(Exception):  # a failed write: raised already, or
                     await plan.sink.close()           # second to the error being raised
-                await offload(prep.client.flush)  # type: ignore[union-attr]
+                await offload(prep.client.flush)  # type: ignore[union-attr]  # client resolved
         finally:
             if followers.git is not None:  # its write never outlives the experiment
                 await asyncio.gather(followers.git, return_exceptions=True)

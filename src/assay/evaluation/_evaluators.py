@@ -219,7 +219,7 @@ class RowEvaluator:
         self.inline = True
         self._slow = 0  # slow calls in a row
         self._args = operator.attrgetter(*plan) if plan else None
-        self._by_position = bool(plan) and len(plan) > 1 and _positional(func, plan)  # type: ignore[arg-type]
+        self._by_position = plan is not None and len(plan) > 1 and _positional(func, plan)
 
     @property
     def needs_run(self) -> bool:

@@ -190,7 +190,7 @@ class Creation:
             if error is not None:
                 self.future.set_exception(error)
             else:
-                self.future.set_result(state)  # type: ignore[arg-type]
+                self.future.set_result(state)  # type: ignore[arg-type]  # set when no error
 
     def result(self) -> ExperimentState:
         return self.future.result()

@@ -335,7 +335,7 @@ async def _run_batch_async(target: Target, evaluators: list[RowEvaluator], confi
     units = [Unit(i, example, rep) for i, (example, rep) in enumerate(items)]
     # as on the driver: runs the evaluators trace themselves go to the "evaluators" project,
     # if tracing is on there (the roots and what the target traces always are)
-    with tracing_context(client=client, project_name="evaluators",  # type: ignore[arg-type]
+    with tracing_context(client=client, project_name="evaluators",  # type: ignore[arg-type]  # _BufferClient: duck-typed
                          enabled=config.trace_evaluators), relaxed_gc():
         await run_units(plan, units, rows)
     by_trace: dict[str, list[dict[str, Any]]] = {}

@@ -63,7 +63,7 @@ class ExperimentResultRow(Mapping[str, Any]):
         ex = self._example
         if ex.__class__ is StoredExample:
             ex = self._example = ex.model()
-        return ex  # type: ignore[return-value]
+        return ex  # type: ignore[return-value]  # an Example now
 
     @property
     def evaluation_results(self) -> EvaluationResults:
@@ -228,7 +228,7 @@ class ExperimentResults:
     @property
     def results(self) -> list[ExperimentResultRow]:
         self.wait()
-        return list(self._rows)  # type: ignore[arg-type]
+        return list(self._rows)  # type: ignore[arg-type]  # all set after wait()
 
     def __repr__(self) -> str:
         return f"<ExperimentResults {self.experiment_name}>"

@@ -222,7 +222,7 @@ async def _run_unit(plan: Plan, unit: Unit) -> ExperimentResultRow | None:
     finally:
         _RUN.reset(token)
     tree._closed = True  # tree.patch(), inlined: ended above, its writer known
-    plan.writer.patch(tree)  # type: ignore[union-attr]
+    plan.writer.patch(tree)  # type: ignore[union-attr]  # set in __post_init__
     if failed and plan.error_handling == "ignore":
         plan.ignored_traces.append(tree.trace_id)
         return None

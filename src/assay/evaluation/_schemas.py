@@ -91,4 +91,4 @@ def as_result(item: EvaluationResult | tuple[str, bool | int | float]) -> Evalua
     """An ``EvaluationResult`` from what a row keeps: one already, or a (key, score) pair."""
     if item.__class__ is tuple:
         return EvaluationResult._of_score(*item)
-    return item  # type: ignore[return-value]
+    return item  # type: ignore[return-value]  # not a pair: a result

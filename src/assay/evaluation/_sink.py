@@ -121,7 +121,7 @@ class FeedbackSink:
             if r.__class__ is tuple:
                 rows.append([run_id, run_id, r[0], r[1]])
             else:
-                rows.extend(feedback_rows((r,), run_id, run_id,  # type: ignore[arg-type]
+                rows.extend(feedback_rows((r,), run_id, run_id,  # type: ignore[arg-type]  # a result, not a pair
                                           self._defaults["session_id"]))
         self.add(rows)
 

@@ -45,7 +45,7 @@ def _may_hold_big_int(raw: bytes) -> bool:
 try:  # optional speed-up (the ``server`` extra installs it; langsmith depends on it too)
     import orjson as _orjson
 except ImportError:  # pragma: no cover - pure-json fallback
-    _orjson = None  # type: ignore[assignment]
+    _orjson = None  # type: ignore[assignment]  # optional module
 
 
 def _too_large(limit: int, what: str = "request body") -> ApiError:

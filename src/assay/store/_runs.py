@@ -507,4 +507,4 @@ def _attach(root: Run, descendants: list[Run]) -> None:
     for run in descendants:
         parent = by_id.get(run.parent_run_id)
         if parent is not None:
-            parent.child_runs.append(run)  # type: ignore[union-attr]
+            parent.child_runs.append(run)  # type: ignore[union-attr]  # set to [] above

@@ -316,7 +316,7 @@ class RunTree:
         ref = self._ref
         if ref.__class__ is str:  # as evaluate() read it from the store: parsed on first use
             ref = self._ref = uuid.UUID(ref)
-        return ref  # type: ignore[return-value]
+        return ref  # type: ignore[return-value]  # parsed above
 
     @reference_example_id.setter
     def reference_example_id(self, value: uuid.UUID | None) -> None:

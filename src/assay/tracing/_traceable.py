@@ -519,8 +519,8 @@ def traceable(
             wrapped = _wrap_gen(fn, o)
         else:
             wrapped = _wrap_sync(fn, o)
-        wrapped.__assay_traceable__ = True  # type: ignore[attr-defined]
-        return wrapped  # type: ignore[return-value]
+        wrapped.__assay_traceable__ = True  # type: ignore[attr-defined]  # a marker on the function
+        return wrapped  # type: ignore[return-value]  # fn's signature (wraps)
 
     if func is None:
         return decorate

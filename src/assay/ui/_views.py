@@ -76,7 +76,7 @@ def experiments_page(store: Store, dataset_id: str) -> dict[str, Any]:
     ds = store.datasets.read(dataset_id=dataset_id)
     projects = store.projects.list(reference_dataset_id=ds.id, include_stats=True)
     return {"dataset": ds, "experiments": projects,
-            "feedback_keys": _feedback_columns(projects)}  # type: ignore[arg-type]
+            "feedback_keys": _feedback_columns(projects)}  # type: ignore[arg-type]  # include_stats: results
 
 
 @dataclass
