@@ -123,8 +123,8 @@ def _has_no_usage(run: Mapping[str, Any]) -> bool:
     if isinstance(meta, Mapping) and "usage_metadata" in meta:
         return False
     outputs = run.get("outputs")
-    return not (isinstance(outputs,
-                           Mapping) and ("usage_metadata" in outputs or "llm_output" in outputs))
+    return not (isinstance(outputs, Mapping)
+                and ("usage_metadata" in outputs or "llm_output" in outputs))
 
 
 def derive_usage(run: Mapping[str, Any]) -> dict[str, Any]:

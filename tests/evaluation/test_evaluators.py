@@ -73,8 +73,8 @@ async def test_async_and_named_functions_and_return_shapes() -> None:
         return {"score": 1, "value": "CORRECT", "comment": "same"}
 
     res = await call(correct)
-    assert [(r.key, r.score, r.value, r.comment) for r in res] == [("correct", 1, "CORRECT",
-                                                                    "same")]
+    assert [(r.key, r.score, r.value, r.comment) for r in res] == [
+        ("correct", 1, "CORRECT", "same")]
 
     def many(outputs):
         return [{"key": "a", "score": 0.5}, EvaluationResult(key="b", value="x")]

@@ -236,8 +236,8 @@ def test_invoke_objects_and_callable_objects(client: Client) -> None:
     assert [r["run"].outputs["output"] for r in evaluate(AsyncAgent(), data="d",
                                                          client=client)] == [
         "agent 0", "agent 1", "agent 2"]
-    assert [r["run"].outputs["output"] for r in evaluate(Fn(), data="d", client=client)] == [0, 1,
-                                                                                             2]
+    assert [r["run"].outputs["output"]
+            for r in evaluate(Fn(), data="d", client=client)] == [0, 1, 2]
     with pytest.raises(InvalidInputError, match="no positional parameter"):
         evaluate(lambda: 1, data="d", client=client)
 

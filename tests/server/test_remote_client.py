@@ -46,8 +46,8 @@ def scenario(client: Client, tmp: Path) -> dict[str, Any]:
                      client.list_dataset_splits(dataset_name="scn", as_of="v1"))
     client.update_example(test[0].id, outputs={"a": -1})
     client.delete_example(test[1].id)
-    out["now"] = sorted((e.inputs["q"],
-                         e.outputs["a"]) for e in client.list_examples(dataset_id=ds.id))
+    out["now"] = sorted((e.inputs["q"], e.outputs["a"])
+                        for e in client.list_examples(dataset_id=ds.id))
     out["v1"] = sorted((e.inputs["q"], e.outputs["a"])
                        for e in client.list_examples(dataset_id=ds.id, as_of="v1"))
     out["read_old"] = client.read_example(test[0].id, as_of="v1").outputs

@@ -188,8 +188,8 @@ class DatasetMethods:
                 upd[key] = value
         return self._backend.examples.update_many([upd])[0]
 
-    def update_examples(self, *, updates: Sequence[Mapping[str, Any]], **unknown: Any) -> dict[str,
-                                                                                               Any]:
+    def update_examples(self, *, updates: Sequence[Mapping[str, Any]],
+                        **unknown: Any) -> dict[str, Any]:
         refuse_unknown("update_examples", unknown, ("dataset_id", "dataset_name"))
         changed = self._backend.examples.update_many(updates)
         return {"message": f"{len(changed)} examples updated", "count": len(changed)}

@@ -138,10 +138,10 @@ def read_examples(
                 }
             else:
                 item = {
-                    "inputs": {c[7:]: _uncell(v) for c,
-                               v in row.items() if c.startswith("inputs.") and v != ""},
-                    "outputs": {c[8:]: _uncell(v) for c,
-                                v in row.items() if c.startswith("outputs.") and v != ""} or None,
+                    "inputs": {c[7:]: _uncell(v) for c, v in row.items()
+                               if c.startswith("inputs.") and v != ""},
+                    "outputs": {c[8:]: _uncell(v) for c, v in row.items()
+                                if c.startswith("outputs.") and v != ""} or None,
                 }
                 if row.get("id"):
                     item["id"] = row["id"]

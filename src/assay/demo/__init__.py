@@ -68,10 +68,10 @@ def evaluators() -> list[Any]:
     return [correct, tools, concise]
 
 
-def pass_rate(outputs: list[dict[str, Any]], reference_outputs: list[dict[str, Any]]) -> dict[str,
-                                                                                              Any]:
-    ok = [str(o.get("answer")) == str(r.get("answer")) for o,
-          r in zip(outputs, reference_outputs, strict=True)]
+def pass_rate(outputs: list[dict[str, Any]],
+              reference_outputs: list[dict[str, Any]]) -> dict[str, Any]:
+    ok = [str(o.get("answer")) == str(r.get("answer"))
+          for o, r in zip(outputs, reference_outputs, strict=True)]
     return {"key": "pass_rate", "score": sum(ok) / len(ok) if ok else 0.0}
 
 

@@ -287,8 +287,8 @@ class DatasetRepo:
             ):
                 tags.setdefault(at, []).append(tag)
                 times.add(at)
-        return [DatasetVersion(as_of=t, tags=sorted(tags.get(t, []))) for t in sorted(times,
-                                                                                      reverse=True)]
+        return [DatasetVersion(as_of=t, tags=sorted(tags.get(t, [])))
+                for t in sorted(times, reverse=True)]
 
     def _as_of_us(self, conn: Connection, ds_id: str, as_of: datetime | str | None) -> int:
         if as_of is None or as_of == "latest":

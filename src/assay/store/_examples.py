@@ -54,8 +54,8 @@ def _in_splits(splits: Sequence[str]) -> Any:
 
 
 def _bad(index: int | None, problem: str) -> InvalidInputError:
-    return ExampleValidationError(index,
-                                  problem) if index is not None else InvalidInputError(problem)
+    return (ExampleValidationError(index, problem) if index is not None
+            else InvalidInputError(problem))
 
 
 def normalize_example(item: Any, index: int | None = None) -> dict[str, Any]:

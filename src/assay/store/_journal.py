@@ -72,8 +72,8 @@ def from_values(items: Sequence[Any], columns: Sequence[str],
     """Items journaled as lists of values in ``columns`` order back as dicts (``shared``: the
     fields every such item has, given once per batch); dict items pass through."""
     if shared:
-        return [{**shared, **dict(zip(columns, i,
-                                      strict=False))} if i.__class__ is list else i for i in items]
+        return [{**shared, **dict(zip(columns, i, strict=False))} if i.__class__ is list else i
+                for i in items]
     return [dict(zip(columns, i, strict=False)) if i.__class__ is list else i for i in items]
 
 
