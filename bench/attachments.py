@@ -193,7 +193,8 @@ def main() -> None:
     p.add_argument("--database-url", default=None,
                    help="a PostgreSQL URL (default: a fresh SQLite file in a temp directory)")
     a = p.parse_args()
-    with tempfile.TemporaryDirectory(prefix="assay-bench-att-", dir=os.environ.get("TMPDIR")) as tmp:
+    with tempfile.TemporaryDirectory(prefix="assay-bench-att-",
+                                     dir=os.environ.get("TMPDIR")) as tmp:
         where = Path(tmp)
         db_url = a.database_url or f"sqlite:///{where / 'assay.db'}"
         backend = "postgresql" if a.database_url else "sqlite"

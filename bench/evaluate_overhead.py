@@ -3,10 +3,10 @@
     .venv/bin/python bench/evaluate_overhead.py [--n 10000] [--repeats 3] [--profile out.txt]
 
 A no-op target and one trivial evaluator over N examples, results stored in a fresh SQLite store
-(runs and feedback; ``evaluate`` returns once everything is durable in the store's journal). The floor is a plain asyncio
-loop that calls the same two functions and inserts one row per example with stdlib ``sqlite3``
-in one transaction. Figures are medians of ``--repeats`` runs, interleaved so that background
-load hits both sides alike. Goal (issue 8): <= 50 us per example at N = 10,000.
+(runs and feedback; ``evaluate`` returns once everything is durable in the store's journal). The
+floor is a plain asyncio loop that calls the same two functions and inserts one row per example with
+stdlib ``sqlite3`` in one transaction. Figures are medians of ``--repeats`` runs, interleaved so
+that background load hits both sides alike. Goal (issue 8): <= 50 us per example at N = 10,000.
 
 The breakdown runs the same experiment in parts (each a separate measurement, so they do not add
 up exactly): reading the examples, the loop in memory (``upload_results=False``), journaling N
@@ -33,8 +33,8 @@ from typing import Any
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(_HERE, "..", "src"))
 
-from assay import Client
-from assay.evaluation import evaluate
+from assay import Client  # noqa: E402
+from assay.evaluation import evaluate  # noqa: E402
 
 GOAL_US = 50.0
 

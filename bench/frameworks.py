@@ -45,9 +45,9 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(_HERE, "..", "src"))
 os.environ.pop("OPENAI_API_KEY", None)  # nothing may be exported anywhere
 
-from assay.client import Client
-from assay.integrations import instrument
-from assay.tracing import trace
+from assay.client import Client  # noqa: E402 - after the sys.path set-up
+from assay.integrations import instrument  # noqa: E402
+from assay.tracing import trace  # noqa: E402
 
 QUESTION = "How many people live in Paris? Use lookup_city."
 STEPS = 3  # llm (tool call), tool, llm (answer)

@@ -141,14 +141,14 @@ def main() -> None:
         _record([py, str(HERE / "tracing_overhead.py"), "--spans", str(args.n or 20_000),
                  "--repeats", "1"], raw)
     elif args.workload == "stats":
-        code = ("import sys; sys.path.insert(0, %r); sys.path.insert(0, %r)\n"
+        code = ("import sys; sys.path.insert(0, {!r}); sys.path.insert(0, {!r})\n"
                 "from measures._statsdata import cached_sqlite, session_id_for\n"
                 "from assay.store import Store\n"
                 "p = cached_sqlite([10_000, 100_000, 1_000_000], print)\n"
                 "s = Store.open(p)\n"
                 "for _ in range(3):\n"
-                "    s.projects.read(project_id=session_id_for(%d), include_stats=True)\n"
-                % (str(HERE), str(HERE.parent / "src"), args.n or 1_000_000))
+                "    s.projects.read(project_id=session_id_for({:d}), include_stats=True)\n"
+                .format(str(HERE), str(HERE.parent / "src"), args.n or 1_000_000))
         _record([py, "-c", code], raw, rate=200)
     else:  # ingest: profile the server while the benchmark's senders load it
         from measures import ingest

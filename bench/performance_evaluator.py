@@ -92,7 +92,7 @@ def main() -> int:
     evaluated: list[float] = []
     evaluated_async: list[float] = []
     last = None
-    for r in range(args.rounds):
+    for _ in range(args.rounds):
         bare += time_bare(workload, args.iterations)
         last = PerformanceEvaluator(workload, None, num_iterations=args.iterations,
                                     warmup_runs=WARMUP).run()

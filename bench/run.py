@@ -20,15 +20,14 @@ import platform
 import sys
 import time
 import traceback
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "src"))
 
-from measures._common import (RESULTS, Context, apply_offline_env, fmt_value,  # noqa: E402
-                              loadavg)
+from measures._common import RESULTS, Context, apply_offline_env, fmt_value, loadavg  # noqa: E402
 
 ORDER = ["harness", "concurrency", "tracing", "stats", "ingest", "startup", "fold"]
 
@@ -40,7 +39,7 @@ def _print_result(name: str, title: str, res: dict) -> None:
         rows = [table["header"]] + [[str(c) for c in r] for r in table["rows"]]
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         for k, r in enumerate(rows):
-            print("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+            print("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
             if k == 0:
                 print("  " + "  ".join("-" * w for w in widths))
     for g in res.get("goals", []):
@@ -97,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     compileall.compile_dir(str(HERE.parent / "src" / "assay"), quiet=1)
     ctx = Context(quick=args.quick, repeats=args.repeats, rebuild_venvs=args.rebuild_venvs,
                   pg_url=args.pg_url, log=lambda m: print(m, flush=True))
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     load_start = loadavg()
     print(f"assay bench — {started:%Y-%m-%d %H:%M} UTC, python {platform.python_version()}, "
           f"{os.cpu_count()} cores, load average {load_start}"
@@ -133,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
 
     goals = [(n, g) for n, r in report["measurements"].items() for g in r.get("goals", [])]
     print("\n== goals")
-    for n, g in goals:
+    for _, g in goals:
         status = {True: "PASS", False: "MISS", None: "n/a "}[g["passed"]]
         value = fmt_value(g["value"], g["unit"])
         ratio = "" if g["ratio"] is None else f" = {g['x_goal']:.2f} x goal"

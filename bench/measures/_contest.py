@@ -86,7 +86,8 @@ def measure_interleaved(cs: list[Contestant], n: int, ctx: Context) -> dict[str,
         for i, c in enumerate(cs):
             if round_ < counts[i]:
                 runs[i].append(run_once(c, pys[i], effective_n(c, n, ctx)))
-    return {c.label: _summary(c, n, effective_n(c, n, ctx), r) for c, r in zip(cs, runs)}
+    return {c.label: _summary(c, n, effective_n(c, n, ctx), r)
+            for c, r in zip(cs, runs, strict=True)}
 
 
 def _summary(c: Contestant, n: int, n_eff: int, runs: list[dict[str, Any]]) -> dict[str, Any]:

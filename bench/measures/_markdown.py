@@ -32,7 +32,7 @@ def render(report: dict[str, Any]) -> str:
         "",
     ]
     goal_rows = []
-    for name, res in m.items():
+    for res in m.values():
         for g in res.get("goals", []):
             value = fmt_value(g["value"], g["unit"])
             goal_rows.append([g["goal"], value, f"{g.get('op', '<=')} {g['limit']:g}",

@@ -251,7 +251,7 @@ def copy_sqlite_to_pg(sqlite_path: Path, pg_store: Any, sizes: list[int],
                 for row in rows:
                     if any(flags):
                         row = tuple(bool(v) if f and v is not None else v
-                                    for v, f in zip(row, flags))
+                                    for v, f in zip(row, flags, strict=True))
                     cp.write_row(row)
                     count += 1
             log(f"    postgres: {table.name}: {count:,} rows copied in "

@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._common import Context, goal
-from ._contest import (Contestant, effective_n, measure, measure_interleaved,
-                       offline_enforced)
+from ._contest import Contestant, effective_n, measure, measure_interleaved, offline_enforced
 
 NAME = "harness"
 TITLE = "harness overhead per example (no-op target, one trivial evaluator)"

@@ -23,7 +23,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +81,7 @@ def build_bodies(n_requests: int, session: str) -> list[bytes]:
     import zstandard
 
     cctx = zstandard.ZstdCompressor(level=3)
-    t0 = datetime.now(timezone.utc)
+    t0 = datetime.now(UTC)
     bodies = []
     for r in range(n_requests):
         boundary = uuid.uuid4().hex

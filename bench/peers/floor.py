@@ -20,7 +20,6 @@ import tempfile
 import time
 import uuid
 
-
 INSERT = ("INSERT INTO results (id, example_id, inputs, outputs, score, start_time, end_time)"
           " VALUES (?, ?, ?, ?, ?, ?, ?)")
 

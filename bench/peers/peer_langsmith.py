@@ -11,7 +11,7 @@ import importlib.metadata
 import json
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from langsmith import Client, evaluate
 from langsmith.schemas import Example, LangSmithInfo
@@ -43,7 +43,7 @@ def main() -> None:
             return {"y": inputs["x"]}
 
     dataset_id = uuid.uuid4()
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     examples = [Example(id=uuid.uuid4(), dataset_id=dataset_id, inputs={"x": i},
                         outputs={"y": i}, created_at=now) for i in range(args.n)]
     # info given up front: the client does not even ask the (unroutable) endpoint for /info

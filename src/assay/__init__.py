@@ -62,20 +62,53 @@ __all__ = sorted(_EXPORTS) + ["__version__"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from .client import Client, get_default_client
-    from .errors import AssayError, ConflictError, InvalidInputError, NotFoundError, StoreError
-    from .schemas import (Dataset, Example, Feedback, FeedbackStats, Run, TracerSession,
-                          TracerSessionResult)
-    from .store import Store
-    from .tracing import (get_current_run_tree, trace, traceable, tracing_context, wrap_anthropic,
-                          wrap_openai)
-    from .evaluation import (EvaluationResult, EvaluationResults, ExperimentResults, RayExecutor,
-                             aevaluate, evaluate)
-    from .errors import JudgeError
-    from .evals import (AccuracyEvaluationResult, AccuracyEvaluator, EvaluationScore,
-                        ExpectedToolCall, PerformanceEvaluationResult, PerformanceEvaluator,
-                        PerformanceRunResult, ReliabilityEvaluationResult, ReliabilityEvaluator,
-                        ToolCallCheck)
+    from .errors import (
+        AssayError,
+        ConflictError,
+        InvalidInputError,
+        JudgeError,
+        NotFoundError,
+        StoreError,
+    )
+    from .evals import (
+        AccuracyEvaluationResult,
+        AccuracyEvaluator,
+        EvaluationScore,
+        ExpectedToolCall,
+        PerformanceEvaluationResult,
+        PerformanceEvaluator,
+        PerformanceRunResult,
+        ReliabilityEvaluationResult,
+        ReliabilityEvaluator,
+        ToolCallCheck,
+    )
+    from .evaluation import (
+        EvaluationResult,
+        EvaluationResults,
+        ExperimentResults,
+        RayExecutor,
+        aevaluate,
+        evaluate,
+    )
     from .llm import JudgeOptions, get_judge
+    from .schemas import (
+        Dataset,
+        Example,
+        Feedback,
+        FeedbackStats,
+        Run,
+        TracerSession,
+        TracerSessionResult,
+    )
+    from .store import Store
+    from .tracing import (
+        get_current_run_tree,
+        trace,
+        traceable,
+        tracing_context,
+        wrap_anthropic,
+        wrap_openai,
+    )
 
 
 def __getattr__(name: str) -> Any:

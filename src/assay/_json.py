@@ -18,7 +18,8 @@ from typing import Any
 import orjson
 import pydantic_core
 
-__all__ = ["dumpb", "dumps", "dumps_column", "escape", "escape_text", "from_json_column", "jsonable",
+__all__ = ["dumpb", "dumps", "dumps_column", "escape", "escape_text", "from_json_column",
+           "jsonable",
            "loads", "loads_column", "unescape", "unescape_text"]
 
 _ESC = "\ufdd0"

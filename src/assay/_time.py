@@ -7,23 +7,23 @@ datetimes (taken as UTC), ISO strings and epoch numbers.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 __all__ = ["utcnow", "to_utc", "to_micros", "from_micros"]
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def to_utc(value: datetime) -> datetime:
     """Naive datetimes are taken as UTC (as LangSmith does)."""
     if value.tzinfo is None:
-        return value.replace(tzinfo=timezone.utc)
-    return value.astimezone(timezone.utc)
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def to_micros(value: datetime | int | float | str | None) -> int | None:
@@ -39,7 +39,7 @@ def to_micros(value: datetime | int | float | str | None) -> int | None:
     if isinstance(value, str):
         value = datetime.fromisoformat(value.replace("Z", "+00:00"))
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
+        value = value.replace(tzinfo=UTC)
     delta = value - _EPOCH
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
@@ -50,4 +50,4 @@ def from_micros(value: int | datetime | None) -> datetime | None:
     if value is None or isinstance(value, datetime):
         return value
     seconds, micros = divmod(int(value), 1_000_000)
-    return datetime.fromtimestamp(seconds, timezone.utc).replace(microsecond=micros)
+    return datetime.fromtimestamp(seconds, UTC).replace(microsecond=micros)

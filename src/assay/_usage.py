@@ -36,7 +36,8 @@ def _int(value: Any) -> int | None:
 
 
 def usage_of(run: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The run's usage_metadata: extra.metadata, then outputs (JS SDK), then LangChain llm_output."""
+    """The run's usage_metadata: extra.metadata, then outputs (JS SDK), then LangChain
+    llm_output."""
     extra = run.get("extra") or {}
     meta = extra.get("metadata") if isinstance(extra, Mapping) else None
     for holder in (meta, run.get("outputs"), run):
@@ -77,7 +78,8 @@ _PROVIDER_ALIASES = {"azure_openai": "azure", "google_genai": "google", "google_
 
 
 @lru_cache(maxsize=1024)
-def _price_cached(provider: str | None, model: str, inp: int, out: int, cached: int) -> tuple[float, float] | None:
+def _price_cached(provider: str | None, model: str, inp: int, out: int,
+                  cached: int) -> tuple[float, float] | None:
     try:
         from genai_prices import Usage, calc_price
     except ImportError:  # pragma: no cover
@@ -94,7 +96,8 @@ def _price_cached(provider: str | None, model: str, inp: int, out: int, cached: 
 
 def price(provider: str | None, model: str | None, input_tokens: int, output_tokens: int,
           cache_read_tokens: int = 0) -> tuple[float, float] | None:
-    """(prompt_cost, completion_cost) in USD from genai-prices, or None when the model is unknown."""
+    """(prompt_cost, completion_cost) in USD from genai-prices, or None when the model is
+    unknown."""
     if not model:
         return None
     prov = _PROVIDER_ALIASES.get(provider or "", provider) if provider else None
@@ -120,7 +123,8 @@ def _has_no_usage(run: Mapping[str, Any]) -> bool:
     if isinstance(meta, Mapping) and "usage_metadata" in meta:
         return False
     outputs = run.get("outputs")
-    return not (isinstance(outputs, Mapping) and ("usage_metadata" in outputs or "llm_output" in outputs))
+    return not (isinstance(outputs, Mapping)
+                and ("usage_metadata" in outputs or "llm_output" in outputs))
 
 
 def derive_usage(run: Mapping[str, Any]) -> dict[str, Any]:
@@ -167,7 +171,8 @@ def derive_usage(run: Mapping[str, Any]) -> dict[str, Any]:
         priced = price(provider, model, p or 0, c or 0, cached)
         if priced is not None:
             out["prompt_cost"], out["completion_cost"] = priced
-    if out["total_cost"] is None and (out["prompt_cost"] is not None or out["completion_cost"] is not None):
+    if out["total_cost"] is None and (out["prompt_cost"] is not None
+                                      or out["completion_cost"] is not None):
         out["total_cost"] = (out["prompt_cost"] or 0.0) + (out["completion_cost"] or 0.0)
     return out
 

@@ -16,6 +16,8 @@ Every message names the object or field at fault so a user never has to guess.
 
 from __future__ import annotations
 
+from types import ModuleType
+
 __all__ = [
     "AssayError",
     "NotFoundError",
@@ -74,6 +76,10 @@ class RemoteError(AssayError):
 class JudgeError(AssayError):
     """An LLM judge could not produce a valid verdict."""
 
+    attempts: int | None = None  # the calls made before giving up
+    status_code: int | None = None  # the provider's HTTP status of the last failure, if any
+    last_output: str | None = None  # the start of the last answer that did not validate
+
 
 class MissingDependencyError(AssayError, ImportError):
     """An optional integration is used without its extra installed."""
@@ -86,7 +92,7 @@ class MissingDependencyError(AssayError, ImportError):
         )
 
 
-def require(module: str, extra: str, feature: str):  # type: ignore[no-untyped-def]
+def require(module: str, extra: str, feature: str) -> ModuleType:
     """Import an optional module lazily, or raise an install hint naming the extra."""
     import importlib
 

@@ -37,7 +37,7 @@ class Record(BaseModel):
 
     model_config = ConfigDict(extra="allow", populate_by_name=True, from_attributes=True)
 
-    def json(self, *, indent: int | None = None, **kwargs: Any) -> str:  # type: ignore[override]
+    def json(self, *, indent: int | None = None, **kwargs: Any) -> str:
         """pydantic v1 spelling kept on purpose: LangSmith docs call ``resp.json(indent=2)``."""
         return self.model_dump_json(indent=indent, **kwargs)
 

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from assay._ids import dotted_segment, new_id
@@ -34,7 +34,7 @@ class Outcome:
     labels: dict[str, str] = field(default_factory=dict)
 
 
-T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def make_dataset(store: Store, name: str, n: int, *,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +33,7 @@ EXAMPLES = [uuid.uuid4() for _ in range(40)]
 def _exp(name: str, scores: np.ndarray, latency: np.ndarray, *, dataset: uuid.UUID = DS,
          errors: np.ndarray | None = None, examples: list[uuid.UUID] = EXAMPLES) -> ExperimentData:
     project = TracerSessionResult(id=uuid.uuid4(), name=name, reference_dataset_id=dataset,
-                                  start_time=datetime.now(timezone.utc))
+                                  start_time=datetime.now(UTC))
     rows = [ExampleResult(key=str(ex), example_id=ex, run_ids=[uuid.uuid4()],
                           latency=float(latency[i]), tokens=100.0, cost=0.01,
                           error_rate=float(errors[i]) if errors is not None else 0.0,

@@ -1,4 +1,5 @@
-"""AccuracyEvaluator against a scripted OpenAI-compatible judge on 127.0.0.1 (real SDK, real HTTP)."""
+"""AccuracyEvaluator against a scripted OpenAI-compatible judge on 127.0.0.1 (real SDK, real
+HTTP)."""
 
 from __future__ import annotations
 

@@ -7,10 +7,9 @@ what state is left behind); speed goals live in bench/performance_evaluator.py.
 from __future__ import annotations
 
 import asyncio
-import gc
-import weakref
 import time
 import tracemalloc
+import weakref
 from typing import Any
 
 import numpy as np
@@ -54,7 +53,8 @@ def test_latency_runs_without_tracemalloc_memory_runs_with_it() -> None:
         assert set(stats) == {"average", "median", "min", "max", "std_dev", "p90", "p95", "p99"}
     assert result.latency_stats["min"] == min(r.latency_seconds for r in result.all_runs)
     assert result.latency_measured_with_tracemalloc is False
-    assert result.agent == "test_latency_runs_without_tracemalloc_memory_runs_with_it.<locals>.agent"
+    assert result.agent == ("test_latency_runs_without_tracemalloc_memory_runs_with_it"
+                            ".<locals>.agent")
 
 
 def test_memory_increase_and_peak_are_relative_to_the_run() -> None:

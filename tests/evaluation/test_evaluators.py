@@ -73,12 +73,14 @@ async def test_async_and_named_functions_and_return_shapes() -> None:
         return {"score": 1, "value": "CORRECT", "comment": "same"}
 
     res = await call(correct)
-    assert [(r.key, r.score, r.value, r.comment) for r in res] == [("correct", 1, "CORRECT", "same")]
+    assert [(r.key, r.score, r.value, r.comment) for r in res] == [
+        ("correct", 1, "CORRECT", "same")]
 
     def many(outputs):
         return [{"key": "a", "score": 0.5}, EvaluationResult(key="b", value="x")]
 
-    assert [(r.key, r.score, r.value) for r in await call(many)] == [("a", 0.5, None), ("b", None, "x")]
+    assert [(r.key, r.score, r.value) for r in await call(many)] == [("a", 0.5, None),
+                                                                     ("b", None, "x")]
 
     def wrapped(outputs):
         return EvaluationResults(results=[EvaluationResult(key="c", score=2)])
@@ -166,7 +168,7 @@ async def test_summary_evaluators() -> None:
         return {"key": "n", "score": len(rs) + len(exs)}
 
     async def named(outputs, reference_outputs):
-        return sum(o == r for o, r in zip(outputs, reference_outputs)) / len(outputs)
+        return sum(o == r for o, r in zip(outputs, reference_outputs, strict=True)) / len(outputs)
 
     def boom(runs, examples):
         raise ZeroDivisionError("no rows")

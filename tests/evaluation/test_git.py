@@ -103,7 +103,8 @@ def test_repository_without_commits(tmp_path: Path) -> None:
     assert info is not None and info["commit"] is None and info["branch"] == "main"
 
 
-def test_experiment_metadata_has_no_git_key_outside_a_repo(tmp_path: Path, client, monkeypatch) -> None:
+def test_experiment_metadata_has_no_git_key_outside_a_repo(tmp_path: Path, client,
+                                                           monkeypatch) -> None:
     from assay import evaluate
 
     monkeypatch.chdir(tmp_path)

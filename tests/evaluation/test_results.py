@@ -28,7 +28,8 @@ def target(inputs: dict) -> dict:
 def test_to_pandas_columns_match_the_stored_traces(client: Client) -> None:
     make_dataset(client, "d", 3)
     res = evaluate(target, data="d", client=client, num_repetitions=2,
-                   evaluators=[lambda outputs, reference_outputs: outputs.get("y") == reference_outputs["y"]])
+                   evaluators=[lambda outputs, reference_outputs:
+                               outputs.get("y") == reference_outputs["y"]])
     df = res.to_pandas()
     assert len(df) == 6
     for col in ("inputs.x", "outputs.y", "reference.y", "feedback.lambda", "error", "latency",

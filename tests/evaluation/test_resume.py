@@ -50,7 +50,7 @@ def size(outputs):
 evaluate(target, data="resume-data", evaluators=[exact, size], experiment="resume-exp",
          num_repetitions=%d, client=client, max_concurrency=2)
 print("finished")
-''' % REPS
+''' % REPS  # noqa: UP031 (the template is Python code with braces in it)
 
 
 @traceable(run_type="llm", name="model")

@@ -37,7 +37,8 @@ class Gauge:
 
 
 @pytest.mark.parametrize("limit", [1, 3])
-async def test_max_concurrency_bounds_target_and_evaluators_together(client: Client, limit: int) -> None:
+async def test_max_concurrency_bounds_target_and_evaluators_together(client: Client,
+                                                                     limit: int) -> None:
     make_dataset(client, "d", 24)
     gauge = Gauge()
 
@@ -232,9 +233,11 @@ def test_invoke_objects_and_callable_objects(client: Client) -> None:
 
     assert [r["run"].outputs for r in evaluate(Graph(), data="d", client=client)] == [
         {"y": 0}, {"y": 10}, {"y": 20}]
-    assert [r["run"].outputs["output"] for r in evaluate(AsyncAgent(), data="d", client=client)] == [
+    assert [r["run"].outputs["output"] for r in evaluate(AsyncAgent(), data="d",
+                                                         client=client)] == [
         "agent 0", "agent 1", "agent 2"]
-    assert [r["run"].outputs["output"] for r in evaluate(Fn(), data="d", client=client)] == [0, 1, 2]
+    assert [r["run"].outputs["output"]
+            for r in evaluate(Fn(), data="d", client=client)] == [0, 1, 2]
     with pytest.raises(InvalidInputError, match="no positional parameter"):
         evaluate(lambda: 1, data="d", client=client)
 
@@ -269,7 +272,8 @@ def test_result_shapes_reach_feedback(client: Client) -> None:
     def as_str(outputs): return "good"
     def as_list(inputs, outputs): return [{"key": "a", "score": 1}, {"key": "b", "value": "x"}]
     def as_results(run): return {"results": [EvaluationResult(key="c", score=0.5)]}
-    async def as_async(outputs, reference_outputs): return {"key": "d", "score": 0.25, "comment": "hm"}
+    async def as_async(outputs, reference_outputs): return {"key": "d", "score": 0.25,
+                                                            "comment": "hm"}
 
     res = evaluate(lambda inputs: {"y": inputs["x"]}, data="d", client=client,
                    evaluators=[as_bool, as_int, as_str, as_list, as_results, as_async])
@@ -392,7 +396,7 @@ def test_rows_give_the_stored_examples_and_results_they_were_built_from(client: 
     res = evaluate(target, data="d", evaluators=[matches, rich], client=client)
     stored = {ex.id: ex for ex in client.list_examples(dataset_name="d")}
     assert len(res) == 6
-    for row, ref in zip(res, refs):
+    for row, ref in zip(res, refs, strict=True):
         ex = row["example"]
         assert ex == stored[ex.id] and row.example is ex  # the Example, built once
         assert ref == ex.id and type(ref) is type(ex.id)  # a UUID inside the target too

@@ -22,8 +22,7 @@ def _model(prompt: str, n: int):
     run = get_current_run_tree()
     run.set_usage(input_tokens=100 + n, output_tokens=10 + n, provider="openai",
                   model="gpt-4o-mini")
-    for word in ("the", "answer", "is", str(n)):
-        yield word
+    yield from ("the", "answer", "is", str(n))
 
 
 @traceable(run_type="tool", name="double")
@@ -59,7 +58,7 @@ def parity(run, example) -> dict:  # LangSmith's legacy positional form
 
 
 def mean_y(outputs: list, reference_outputs: list) -> dict:
-    ok = [o.get("y") == r["y"] for o, r in zip(outputs, reference_outputs)]
+    ok = [o.get("y") == r["y"] for o, r in zip(outputs, reference_outputs, strict=True)]
     return {"key": "accuracy", "score": sum(ok) / len(ok)}
 
 

@@ -4,7 +4,7 @@ read-back (on both backends)."""
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import select
@@ -15,12 +15,11 @@ from assay.store import Store
 from assay.store._bulk import insert_many
 from assay.store._tables import feedback
 
-
 RUN, SESSION = str(uuid.uuid4()), str(uuid.uuid4())
 
 
 def _row(tenant: str, **over: object) -> dict:
-    now = datetime(2030, 1, 2, 3, 4, 5, 678901, tzinfo=timezone.utc)
+    now = datetime(2030, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
     row = {"id": str(uuid.uuid4()), "tenant_id": tenant, "run_id": RUN,
            "session_id": SESSION, "trace_id": None, "key": "k", "score": 0.5,
            "value": {"nested": [1, "two", None]}, "label": "x", "comment": "c",
@@ -58,13 +57,13 @@ def test_delete_traces_keeps_only_what_is_asked(client: Client) -> None:
     posts = []
     for t in traces:
         posts.append({"id": str(t), "trace_id": str(t), "name": "root", "run_type": "chain",
-                      "start_time": datetime.now(timezone.utc), "session_id": str(p.id)})
+                      "start_time": datetime.now(UTC), "session_id": str(p.id)})
         kid = uuid.uuid4()
         posts.append({"id": str(kid), "trace_id": str(t), "parent_run_id": str(t),
-                      "name": "kid", "run_type": "llm", "start_time": datetime.now(timezone.utc),
+                      "name": "kid", "run_type": "llm", "start_time": datetime.now(UTC),
                       "session_id": str(p.id)})
     posts.append({"id": str(uuid.uuid4()), "name": "elsewhere", "run_type": "chain",
-                  "start_time": datetime.now(timezone.utc), "session_id": str(other.id)})
+                  "start_time": datetime.now(UTC), "session_id": str(other.id)})
     client.store.runs.upsert(posts=posts)
     for t in traces:
         client.create_feedback(t, "k", score=1)

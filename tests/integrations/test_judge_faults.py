@@ -1,7 +1,8 @@
 """The judge is as sturdy as the agents: at 30% faults every accuracy evaluation gets a score.
 
 The scripted model server answers the judge's requests from a fixed script (by arrival order,
-so the run is deterministic): 7 of every 20 replies (35%) are faults of every kind seen in the field —
+so the run is deterministic): 7 of every 20 replies (35%) are faults of every kind seen in the
+field —
 429 with Retry-After, 500, a body that is not JSON, HTTP 200 with an empty ``choices`` list,
 HTTP 200 without ``choices``, a reply past the client's timeout, a verdict that is not JSON —
 including a burst of three in a row. All are retried under the judge's one policy.

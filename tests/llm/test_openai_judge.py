@@ -129,7 +129,7 @@ async def test_500s_are_retried_with_backoff(server: FakeLLMServer) -> None:
                                 backoff_max=1.0))
     assert score.score == 7
     assert len(server.requests) == 3
-    gaps = [b.time - a.time for a, b in zip(server.requests, server.requests[1:])]
+    gaps = [b.time - a.time for a, b in zip(server.requests, server.requests[1:], strict=False)]
     assert gaps[0] >= 0.09 and gaps[1] >= 0.19, gaps  # 0.1s then 0.2s
 
 

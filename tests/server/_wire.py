@@ -13,7 +13,8 @@ import zstandard
 BOUNDARY = "assayTestBoundary7MA4YWxkTrZu0gW"
 
 
-def multipart(parts: list[tuple[str, Any]], *, encoding: str | None = None) -> tuple[bytes, dict[str, str]]:
+def multipart(parts: list[tuple[str, Any]], *,
+              encoding: str | None = None) -> tuple[bytes, dict[str, str]]:
     """``parts`` of (name, JSON value or raw bytes) -> (body, headers), optionally compressed."""
     chunks = []
     for name, value in parts:

@@ -61,7 +61,8 @@ def _start(store_url: str, backend: str) -> Iterator[Server]:
 
 
 @pytest.fixture(scope="session")
-def sqlite_server(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def sqlite_server(sqlite_template: Path,
+                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     target = tmp_path_factory.mktemp("server") / "assay.db"
     shutil.copy(sqlite_template, target)
     yield from _start(f"sqlite:///{target}", "sqlite")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
@@ -160,7 +161,8 @@ def test_bad_attachments_are_refused_whole(ws: Workspace) -> None:
                                    (f"{good_id}.inputs", b"{}", "application/json")])
     assert untyped.status_code == 201  # (control: the good example alone is fine)
     # nothing of any refused request was kept: only the control example, no blobs
-    assert [e["id"] for e in ws.http.get("/examples", params={"dataset": ds["id"]}).json()] == [good_id]
+    listed = ws.http.get("/examples", params={"dataset": ds["id"]}).json()
+    assert [e["id"] for e in listed] == [good_id]
     assert _blob_count(ws.store) == 0
     # a bad attachments_operations on update: refused, the example unchanged
     r = _post(ws, ds["id"], [(good_id, b"{}", "application/json"),
@@ -329,7 +331,7 @@ def test_upsert_endpoint_creates_and_updates_with_attachments(ws: Workspace) -> 
     """``/v1/platform/examples/multipart``: dataset per example, create or update by id."""
     ds = ws.http.post("/datasets", json={"name": f"ups-{uuid.uuid4().hex[:6]}"}).json()
     ex_id = str(uuid.uuid4())
-    body_json = ('{"dataset_id": "%s"}' % ds["id"]).encode()
+    body_json = json.dumps({"dataset_id": ds["id"]}).encode()
 
     def upsert(*extra: tuple[str, bytes, str]) -> httpx.Response:
         body, ctype = _multipart([(ex_id, body_json, "application/json"),

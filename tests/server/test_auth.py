@@ -62,7 +62,8 @@ def test_workspaces_are_isolated(ws: Workspace) -> None:
     ex = a.post("/examples", json={"dataset_id": ds["id"], "inputs": {"q": 1}}).json()
     sess = a.post("/sessions", json={"name": "exp", "reference_dataset_id": ds["id"]}).json()
     run = make_run("root", session="exp", end_time="2026-01-01T00:00:01+00:00",
-                   start=__import__("datetime").datetime(2026, 1, 1, tzinfo=__import__("datetime").timezone.utc))
+                   start=__import__("datetime").datetime(
+                       2026, 1, 1, tzinfo=__import__("datetime").timezone.utc))
     assert a.post("/runs/batch", json={"post": [run]}).status_code == 202
     fb = a.post("/feedback", json={"run_id": run["id"], "key": "acc", "score": 1}).json()
     before = a.get(f"/sessions/{sess['id']}", params={"include_stats": True}).json()

@@ -1,4 +1,5 @@
-"""Bad input of every kind: a 4xx JSON error naming the problem, never a 500, never a partial write."""
+"""Bad input of every kind: a 4xx JSON error naming the problem, never a 500, never a partial
+write."""
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ def _nothing_written(ws: Workspace) -> None:
 
 def test_malformed_and_mistyped_bodies(ws: Workspace) -> None:
     h = ws.http
-    _expect(h.post("/datasets", content=b'{"name": "x"', headers={"content-type": "application/json"}),
+    _expect(h.post("/datasets", content=b'{"name": "x"',
+                   headers={"content-type": "application/json"}),
             400, "not valid JSON")
     _expect(h.post("/datasets", content=b""), 400, "empty")
     _expect(h.post("/feedback", content=b'{"key": "k", "score": NaN, "run_id": null}'), 400, "NaN")
@@ -171,7 +173,8 @@ def test_size_limits_and_zip_bombs(ws: Workspace) -> None:
             "decompressed")
     _expect(ws.http.post("/runs/batch", content=g, headers={"content-encoding": "gzip"}), 413,
             "decompressed")
-    mp_bomb, headers = multipart([(f"post.{uuid.uuid4()}", make_run(inputs={"b": "y" * (2 * TEST_MAX_BODY)}))],
+    mp_bomb, headers = multipart([(f"post.{uuid.uuid4()}",
+                                   make_run(inputs={"b": "y" * (2 * TEST_MAX_BODY)}))],
                                  encoding="zstd")
     _expect(ws.http.post("/runs/multipart", content=mp_bomb, headers=headers), 413)
     _nothing_written(ws)
@@ -211,7 +214,8 @@ GARBAGE = [b"", b"{", b"[]", b"null", b"0", b'"x"', b"\xff\xfe\x00", b'{"id": "x
 def test_garbage_never_gives_a_500(ws: Workspace) -> None:
     rid = str(uuid.uuid4())
     targets = [("POST", "/datasets"), ("PATCH", f"/datasets/{rid}"), ("POST", "/examples"),
-               ("POST", "/examples/bulk"), ("PATCH", "/examples/bulk"), ("PATCH", f"/examples/{rid}"),
+               ("POST", "/examples/bulk"), ("PATCH", "/examples/bulk"),
+               ("PATCH", f"/examples/{rid}"),
                ("POST", "/sessions"), ("PATCH", f"/sessions/{rid}"), ("POST", "/runs"),
                ("PATCH", f"/runs/{rid}"), ("POST", "/runs/batch"), ("POST", "/runs/query"),
                ("POST", "/feedback"), ("PUT", f"/datasets/{rid}/tags"), ("POST", "/runs/multipart"),

@@ -78,7 +78,8 @@ def test_patch_before_post_and_merged_post(ws: Workspace) -> None:
 def test_runs_batch_single_patch_and_read(ws: Workspace) -> None:
     root = make_run("root", session="batch")
     child = make_run("child", session="batch", parent=root, run_type="llm",
-                     extra={"metadata": {"usage_metadata": {"input_tokens": 3, "output_tokens": 4}}})
+                     extra={"metadata": {"usage_metadata": {"input_tokens": 3,
+                                                            "output_tokens": 4}}})
     resp = ws.http.post("/runs/batch", json={"post": [root, child], "patch": []})
     assert resp.status_code == 202, resp.text
     end = datetime.now(UTC).isoformat()
@@ -119,7 +120,8 @@ def test_runs_query_filters_and_cursor_pages(ws: Workspace) -> None:
         if not cursor:
             break
     assert seen == ["r4", "r3", "r2", "r1", "r0"]  # newest first, as LangSmith
-    assert [r["name"] for r in query(order="asc", is_root=True)["runs"]] == [f"r{i}" for i in range(5)]
+    assert [r["name"] for r in query(order="asc",
+                                     is_root=True)["runs"]] == [f"r{i}" for i in range(5)]
     assert [r["name"] for r in query(run_type="tool")["runs"]] == ["kid"]
     assert [r["name"] for r in query(trace=roots[0]["id"])["runs"]] == ["r0", "kid"]
     assert [r["name"] for r in query(parent_run=roots[0]["id"])["runs"]] == ["kid"]

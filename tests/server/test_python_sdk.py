@@ -37,7 +37,8 @@ def test_seed_script_is_the_seed_snippet_verbatim() -> None:
             for line in _seed_python()]
     # the seed lost the function body's indentation in extraction; only that is restored
     assert [line.lstrip() for line in ours] == [line.lstrip() for line in want]
-    assert [line for line in ours if line != line.lstrip()] == ['    return {"score": 1, "key": "foo"}']
+    assert [line for line in ours if line != line.lstrip()] == [
+        '    return {"score": 1, "key": "foo"}']
 
 
 def _run(script: Path, ws: Workspace, *args: str) -> str:
@@ -54,7 +55,8 @@ def test_seed_python_snippet(ws: Workspace) -> None:
     assert printed["name"].startswith("Hello-")
     assert printed["feedback_stats"]["foo"]["n"] == 2
     assert printed["feedback_stats"]["foo"]["avg"] == 1.0
-    assert printed["reference_dataset_id"] == str(ws.store.datasets.read(dataset_name="HelloDataset").id)
+    assert printed["reference_dataset_id"] == str(
+        ws.store.datasets.read(dataset_name="HelloDataset").id)
     meta = printed["extra"]["metadata"]
     assert meta["num_repetitions"] == 1 and meta["dataset_splits"] == ["base"]
     assert "dataset_version" in meta  # set by PATCH /sessions (nulls left name etc. unchanged)
@@ -90,7 +92,8 @@ def test_streaming_llm_with_tool_in_chain(ws: Workspace) -> None:
     assert {llm.trace_id, tool.trace_id} == {chain.id}
 
     stats = ws.http.get("/sessions", params={"name": "py-agent", "include_stats": True}).json()[0]
-    assert (stats["prompt_tokens"], stats["completion_tokens"], stats["total_tokens"]) == (1200, 350, 1550)
+    assert (stats["prompt_tokens"], stats["completion_tokens"],
+            stats["total_tokens"]) == (1200, 350, 1550)
     price = calc_price(Usage(input_tokens=1200, output_tokens=350), model_ref="gpt-4o-mini",
                        provider_id="openai")
     assert stats["prompt_cost"] == pytest.approx(float(price.input_price))
@@ -171,7 +174,8 @@ def test_dataset_splits_with_the_official_client(ws: Workspace) -> None:
     assert sorted(str(e.id) for e in ls.list_examples(dataset_id=ds.id, splits=["hard"])) == ids[:2]
     ls.update_dataset_splits(dataset_id=ds.id, split_name="hard", example_ids=ids[:1],
                              remove=True)
-    assert [str(e.id) for e in ws.store.examples.list(dataset_id=ds.id, splits=["hard"])] == [ids[1]]
+    assert [str(e.id) for e in ws.store.examples.list(dataset_id=ds.id,
+                                                      splits=["hard"])] == [ids[1]]
     bad = ws.http.put(f"/datasets/{ds.id}/splits", json={"split_name": "", "examples": ids})
     assert bad.status_code == 422 and "split_name" in bad.json()["detail"]
     gone = ws.http.put(f"/datasets/{ds.id}/splits",

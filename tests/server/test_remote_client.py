@@ -10,8 +10,13 @@ from typing import Any
 import pytest
 
 from assay.client import Client
-from assay.errors import (AuthError, ConflictError, ExampleValidationError, InvalidInputError,
-                          NotFoundError)
+from assay.errors import (
+    AuthError,
+    ConflictError,
+    ExampleValidationError,
+    InvalidInputError,
+    NotFoundError,
+)
 
 from .conftest import Server
 
@@ -41,12 +46,14 @@ def scenario(client: Client, tmp: Path) -> dict[str, Any]:
                      client.list_dataset_splits(dataset_name="scn", as_of="v1"))
     client.update_example(test[0].id, outputs={"a": -1})
     client.delete_example(test[1].id)
-    out["now"] = sorted((e.inputs["q"], e.outputs["a"]) for e in client.list_examples(dataset_id=ds.id))
+    out["now"] = sorted((e.inputs["q"], e.outputs["a"])
+                        for e in client.list_examples(dataset_id=ds.id))
     out["v1"] = sorted((e.inputs["q"], e.outputs["a"])
                        for e in client.list_examples(dataset_id=ds.id, as_of="v1"))
     out["read_old"] = client.read_example(test[0].id, as_of="v1").outputs
     out["versions"] = len(list(client.list_dataset_versions(dataset_id=ds.id)))
-    out["paged"] = [e.inputs["q"] for e in client.list_examples(dataset_id=ds.id, offset=1, limit=2)]
+    out["paged"] = [e.inputs["q"] for e in client.list_examples(dataset_id=ds.id, offset=1,
+                                                                limit=2)]
     path = tmp / "scn.jsonl"
     out["exported"] = client.export_dataset(path, dataset_name="scn")
     copy = client.import_dataset(path, dataset_name="scn-copy")
@@ -63,7 +70,8 @@ def scenario(client: Client, tmp: Path) -> dict[str, Any]:
     client.create_run("llm", {"p": "x"}, "llm", project_name="scn-exp", id=cid,
                       start_time=child_start, trace_id=rid, parent_run_id=rid,
                       dotted_order=f"{root_order}.{child_start.strftime('%Y%m%dT%H%M%S%fZ')}{cid}",
-                      extra={"metadata": {"usage_metadata": {"input_tokens": 10, "output_tokens": 5},
+                      extra={"metadata": {"usage_metadata": {"input_tokens": 10,
+                                                             "output_tokens": 5},
                                           "ls_provider": "openai", "ls_model_name": "gpt-4o-mini"}},
                       events=[{"name": "new_token",
                                "time": (start + timedelta(milliseconds=30)).isoformat()}])
@@ -85,7 +93,8 @@ def scenario(client: Client, tmp: Path) -> dict[str, Any]:
     out["session_feedback"] = {k: v.avg for k, v in (stats.session_feedback_stats or {}).items()}
     out["runs"] = [r.name for r in client.list_runs(project_name="scn-exp")]
     out["roots"] = [r.name for r in client.list_runs(project_id=project.id, is_root=True)]
-    out["llm_runs"] = [r.total_tokens for r in client.list_runs(project_name="scn-exp", run_type="llm")]
+    out["llm_runs"] = [r.total_tokens for r in client.list_runs(project_name="scn-exp",
+                                                                run_type="llm")]
     out["filtered"] = [r.name for r in client.list_runs(
         project_name="scn-exp", filter='and(eq(run_type, "llm"), gt(total_tokens, 10))',
         trace_filter='eq(name, "root")')]
@@ -126,7 +135,8 @@ def test_remote_client_matches_local(server: Server, sqlite_url: str, tmp_path: 
     assert local["splits"] == (["hard", "test", "train"], ["test", "train"])
 
 
-def test_remote_client_from_env_and_auth_errors(server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_remote_client_from_env_and_auth_errors(server: Server,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
     key, view = server.new_key()
     monkeypatch.setenv("ASSAY_API_URL", server.url)
     monkeypatch.setenv("ASSAY_API_KEY", key)
@@ -160,4 +170,5 @@ def test_assay_evaluate_against_the_server(server: Server) -> None:
     assert stats.feedback_stats["exact"].n == 4 and stats.feedback_stats["exact"].avg == 1.0
     assert stats.test_run_number == 1
     # it all landed in the key's workspace on the server
-    assert view.projects.read(project_name=results.experiment_name, include_stats=True).run_count == 4
+    assert view.projects.read(project_name=results.experiment_name,
+                              include_stats=True).run_count == 4

@@ -38,7 +38,8 @@ def test_sessions_create_read_patch_delete(ws: Workspace) -> None:
     # PATCH: nulls mean unchanged
     patched = ws.http.patch(f"/sessions/{sid}", json={
         "name": None, "description": None, "end_time": None,
-        "extra": {"metadata": {"dataset_version": "2026-01-01T00:00:00+00:00", "num_repetitions": 1}}})
+        "extra": {"metadata": {"dataset_version": "2026-01-01T00:00:00+00:00",
+                               "num_repetitions": 1}}})
     assert patched.status_code == 200, patched.text
     got = ws.http.get(f"/sessions/{sid}").json()
     assert got["name"] == "exp-1" and got["reference_dataset_id"] == ds["id"]
@@ -50,9 +51,11 @@ def test_sessions_create_read_patch_delete(ws: Workspace) -> None:
     # duplicate names conflict; upsert returns the existing project
     dup = ws.http.post("/sessions", json={"name": "exp-1"})
     assert dup.status_code == 409 and "exp-1" in dup.json()["detail"]
-    assert ws.http.post("/sessions", params={"upsert": "true"}, json={"name": "exp-1"}).json()["id"] == sid
+    assert ws.http.post("/sessions", params={"upsert": "true"},
+                        json={"name": "exp-1"}).json()["id"] == sid
     # the tenant lookup the Python SDK makes
-    assert ws.http.get("/sessions", params={"limit": 1}).json()[0]["tenant_id"] == ws.store.tenant_id
+    assert ws.http.get("/sessions",
+                       params={"limit": 1}).json()[0]["tenant_id"] == ws.store.tenant_id
     assert ws.http.get("/sessions", params={"reference_dataset": ds["id"]}).json()[0]["id"] == sid
     assert ws.http.get("/sessions", params={"reference_free": "true"}).json() == []
     assert ws.http.delete(f"/sessions/{sid}").status_code == 200
@@ -71,7 +74,8 @@ def test_datasets_examples_and_versions(ws: Workspace) -> None:
     ])
     assert bulk.status_code == 200, bulk.text
     v1 = ws.http.get(f"/datasets/{ds['id']}/version", params={"as_of": "latest"}).json()["as_of"]
-    assert ws.http.put(f"/datasets/{ds['id']}/tags", json={"tag": "v1", "as_of": v1}).status_code == 200
+    assert ws.http.put(f"/datasets/{ds['id']}/tags",
+                       json={"tag": "v1", "as_of": v1}).status_code == 200
     # multipart upload, as both SDKs do it
     ex_id = str(uuid.uuid4())
     body, headers = multipart([(ex_id, {"created_at": "2026-01-01T00:00:00+00:00",
@@ -101,7 +105,8 @@ def test_datasets_examples_and_versions(ws: Workspace) -> None:
     assert len(versions) >= 4 and any(v["tags"] == ["v1"] for v in versions)
     assert ws.http.get(f"/datasets/{ds['id']}/version", params={"tag": "v1"}).json()["as_of"] == v1
     # dataset reads and patch
-    assert ws.http.get("/datasets", params={"name": "qa", "limit": 1}).json()[0]["example_count"] == 2
+    assert ws.http.get("/datasets",
+                       params={"name": "qa", "limit": 1}).json()[0]["example_count"] == 2
     assert ws.http.get(f"/datasets/{ds['id']}", params={"limit": 1}).json()["name"] == "qa"
     assert ws.http.patch(f"/datasets/{ds['id']}", json={"name": "qa2"}).json()["name"] == "qa2"
     assert ws.http.delete(f"/datasets/{ds['id']}").status_code == 200
@@ -121,7 +126,8 @@ def test_examples_multipart_upsert_and_patch(ws: Workspace) -> None:
     got = ws.http.get(f"/examples/{ex_id}").json()
     assert got["inputs"] == {"x": 2} and got["split"] == ["train"]
     body, headers = multipart([(ex_id, {}), (f"{ex_id}.outputs", {"y": 3})])
-    resp = ws.http.patch(f"/v1/platform/datasets/{ds['id']}/examples", content=body, headers=headers)
+    resp = ws.http.patch(f"/v1/platform/datasets/{ds['id']}/examples", content=body,
+                         headers=headers)
     assert resp.status_code == 200, resp.text
     assert ws.http.get(f"/examples/{ex_id}").json()["outputs"] == {"y": 3}
 
@@ -140,8 +146,10 @@ def test_feedback_create_list_read_delete(ws: Workspace) -> None:
     ])
     assert len(many.json()) == 2
     assert ws.http.get(f"/feedback/{fid}").json()["score"] == 0.5
-    assert {f["key"] for f in ws.http.get("/feedback", params={"run": [run["id"]]}).json()} == {"acc", "label"}
-    assert [f["key"] for f in ws.http.get("/feedback", params={"key": ["summary"]}).json()] == ["summary"]
+    assert {f["key"] for f in ws.http.get("/feedback",
+                                          params={"run": [run["id"]]}).json()} == {"acc", "label"}
+    assert [f["key"] for f in ws.http.get("/feedback",
+                                          params={"key": ["summary"]}).json()] == ["summary"]
     assert len(ws.http.get("/feedback", params={"session": [sid]}).json()) == 3
     stats = ws.http.get(f"/sessions/{sid}", params={"include_stats": True}).json()
     assert stats["feedback_stats"]["label"]["values"] == {"good": 1}

@@ -75,7 +75,8 @@ def _check(stats: dict[str, Any]) -> None:
     assert roots["latency_p99"] == pytest.approx(2 + 2 * 0.98)  # numpy's linear method
     assert roots["error_rate"] == pytest.approx(1 / 3)
     # each root counts its llm call's usage, as LangSmith rolls it up
-    assert (roots["prompt_tokens"], roots["completion_tokens"], roots["total_tokens"]) == (60, 6, 66)
+    assert (roots["prompt_tokens"], roots["completion_tokens"],
+            roots["total_tokens"]) == (60, 6, 66)
     assert roots["total_cost"] == pytest.approx(0.0066)
     assert roots["median_tokens"] == pytest.approx(22)
     assert roots["feedback_stats"]["correct"]["n"] == 2

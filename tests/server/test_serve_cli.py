@@ -45,7 +45,8 @@ def test_assay_serve_with_workers_keys_and_body_limit(sqlite_url: str) -> None:
     assert key.startswith("asy_") and "not shown again" in made.stderr
     port = _free_port()
     proc = subprocess.Popen([*ASSAY, "serve", "--db", sqlite_url, "--port", str(port),
-                             "--workers", "2", "--max-body-bytes", "4096", "--log-level", "warning"],
+                             "--workers", "2", "--max-body-bytes", "4096", "--log-level",
+                             "warning"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     url = f"http://127.0.0.1:{port}"
     try:

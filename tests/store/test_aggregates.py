@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import random
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -24,7 +24,7 @@ from assay.store._stats import recompute_session_stats, session_stats
 from assay.store._tables import feedback as feedback_table
 from assay.store._tables import sessions
 
-T0 = datetime(2025, 3, 1, tzinfo=timezone.utc)
+T0 = datetime(2025, 3, 1, tzinfo=UTC)
 
 
 def _same(a: Any, b: Any, where: str) -> None:

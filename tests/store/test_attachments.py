@@ -33,7 +33,8 @@ def _names(client: Client, ex_id: object, **kw: object) -> dict[str, bytes]:
 def test_blobs_are_content_addressed_and_deduplicated(client: Client, store: Store) -> None:
     ds = client.create_dataset("d")
     made = client.create_examples(dataset_id=ds.id, examples=[
-        {"inputs": {"i": i}, "attachments": {"img": ("image/png", PNG), "doc": ("application/pdf", PDF)}}
+        {"inputs": {"i": i},
+         "attachments": {"img": ("image/png", PNG), "doc": ("application/pdf", PDF)}}
         for i in range(3)])
     assert _blob_count(store) == 2  # six attachments, two distinct contents
     ex = client.read_example(made["example_ids"][0])
@@ -52,7 +53,8 @@ def test_blobs_are_content_addressed_and_deduplicated(client: Client, store: Sto
 def test_versions_keep_their_attachments(client: Client, store: Store) -> None:
     ds = client.create_dataset("d")
     ex = client.create_example({"q": 1}, dataset_id=ds.id,
-                               attachments={"img": ("image/png", PNG), "note": ("text/plain", b"v1")})
+                               attachments={"img": ("image/png", PNG),
+                                            "note": ("text/plain", b"v1")})
     v1 = client.read_example(ex.id).modified_at
     # an update of other fields keeps every attachment (references copied, bytes not)
     client.update_example(ex.id, inputs={"q": 2})
@@ -177,7 +179,8 @@ def test_deleted_dataset_blobs_are_collected(client: Client, store: Store) -> No
     ds = client.create_dataset("d")
     client.create_example({"q": 1}, dataset_id=ds.id, attachments={"img": ("image/png", PNG)})
     keep = client.create_dataset("keep")
-    client.create_example({"q": 1}, dataset_id=keep.id, attachments={"doc": ("application/pdf", PDF)})
+    client.create_example({"q": 1}, dataset_id=keep.id,
+                          attachments={"doc": ("application/pdf", PDF)})
     shared = client.create_dataset("shares-the-pdf")
     client.create_example({"q": 1}, dataset_id=shared.id,
                           attachments={"doc": ("application/pdf", PDF), "img": ("image/png", PNG)})
@@ -222,7 +225,8 @@ def test_evaluate_hands_attachments_to_target_and_evaluators(client: Client) -> 
 
     def same_size(outputs: dict, reference_outputs: dict, attachments: dict) -> dict:
         return {"key": "size_ok", "score": int(
-            outputs["size"] == reference_outputs["size"] == len(attachments["img"]["reader"].read()))}
+            outputs["size"] == reference_outputs["size"]
+            == len(attachments["img"]["reader"].read()))}
 
     res = evaluate(target, data="mm", evaluators=[same_size], client=client)
     rows = list(res)
@@ -243,7 +247,8 @@ def test_readers_fetch_on_first_read(client: Client, store: Store) -> None:
 
     ds = client.create_dataset("lazy")
     client.create_examples(dataset_id=ds.id, examples=[
-        {"inputs": {"i": i}, "attachments": {"img": ("image/png", PNG + bytes(i))}} for i in range(5)])
+        {"inputs": {"i": i}, "attachments": {"img": ("image/png", PNG + bytes(i))}}
+        for i in range(5)])
     reads: list[str] = []
 
     def count(conn, cursor, statement, *args):  # type: ignore[no-untyped-def]

@@ -48,7 +48,8 @@ def test_two_processes_write_the_same_file(tmp_path: Path) -> None:
 def test_two_processes_open_a_new_file_at_once(tmp_path: Path) -> None:
     """Both try to migrate a brand-new store; the write lock makes one wait for the other."""
     path = tmp_path / "fresh.db"
-    code = "import sys; from assay.store import Store; print(Store.open(sys.argv[1]).schema_version())"
+    code = ("import sys; from assay.store import Store; "
+            "print(Store.open(sys.argv[1]).schema_version())")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(4)]
     for p in procs:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import event
 
 from assay.client import Client
-from assay.errors import (ConflictError, ExampleValidationError, InvalidInputError,
-                          NotFoundError)
+from assay.errors import ConflictError, ExampleValidationError, InvalidInputError, NotFoundError
 
 
 def _make(client: Client, name: str = "HelloDataset", n: int = 3):
@@ -33,7 +32,8 @@ def test_dataset_crud(client: Client) -> None:
     assert [d.name for d in client.list_datasets()] == ["HelloDataset"]
     assert list(client.list_datasets(dataset_name_contains="Nope")) == []
     updated = client.update_dataset(ds.id, name="Renamed", description="new")
-    assert (updated.name, updated.description, updated.metadata) == ("Renamed", "new", {"team": "qa"})
+    assert (updated.name, updated.description, updated.metadata) == ("Renamed", "new",
+                                                                     {"team": "qa"})
     client.delete_dataset(dataset_name="Renamed")
     assert not client.has_dataset(dataset_name="Renamed")
     with pytest.raises(NotFoundError, match="Renamed"):
@@ -55,7 +55,8 @@ def test_list_examples_by_name_id_split_metadata_and_pages(client: Client) -> No
     by_name = list(client.list_examples(dataset_name="HelloDataset"))
     assert [e.id for e in by_id] == [e.id for e in by_name]
     assert [e.inputs["input"] for e in by_id] == [f"n{i}" for i in range(5)]
-    assert [e.inputs["input"] for e in client.list_examples(dataset_id=ds.id, splits=["test"])] == ["n4"]
+    assert [e.inputs["input"] for e in client.list_examples(dataset_id=ds.id,
+                                                            splits=["test"])] == ["n4"]
     assert len(list(client.list_examples(dataset_id=ds.id, splits=["train", "test"]))) == 5
     assert [e.inputs["input"] for e in client.list_examples(
         dataset_id=ds.id, metadata={"lang": "fr"})] == ["n1", "n3"]
@@ -109,7 +110,7 @@ def test_unknown_dataset_and_bad_ids_are_clear_errors(client: Client) -> None:
 
 def test_as_of_returns_the_dataset_as_it_was(client: Client) -> None:
     ds = _make(client, n=3)
-    v1 = client.read_dataset_version(dataset_id=ds.id, as_of=datetime.now(timezone.utc))
+    v1 = client.read_dataset_version(dataset_id=ds.id, as_of=datetime.now(UTC))
     client.update_dataset_tag(dataset_id=ds.id, tag="v1")
     before = {str(e.id): e.inputs for e in client.list_examples(dataset_id=ds.id)}
     first, second, third = list(client.list_examples(dataset_id=ds.id))

@@ -10,7 +10,8 @@ import pytest
 from assay.store import HEAD, Store, resolve_url
 
 
-def test_default_location_is_dot_assay_under_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_location_is_dot_assay_under_cwd(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("ASSAY_DATABASE_URL", raising=False)
     store = Store.open()

@@ -62,7 +62,8 @@ def test_upload_csv_with_named_columns(client: Client, tmp_path: Path) -> None:
     path.write_text("question,answer,ignored\nhi,hello,x\nbye,goodbye,y\n")
     ds = client.upload_csv(path, input_keys=["question"], output_keys=["answer"], name="plain")
     got = [(e.inputs, e.outputs) for e in client.list_examples(dataset_id=ds.id)]
-    assert got == [({"question": "hi"}, {"answer": "hello"}), ({"question": "bye"}, {"answer": "goodbye"})]
+    assert got == [({"question": "hi"}, {"answer": "hello"}),
+                   ({"question": "bye"}, {"answer": "goodbye"})]
     with pytest.raises(InvalidInputError, match=r"no column\(s\) \['nope'\]"):
         client.upload_csv(path, input_keys=["nope"], output_keys=[], name="x")
 

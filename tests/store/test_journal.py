@@ -12,14 +12,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from .test_aggregates import _check_all
+from sqlalchemy import func, select, text
 
 from assay.client import Client
 from assay.errors import NotFoundError
 from assay.store import Store
 from assay.store._tables import journal, runs
-from sqlalchemy import func, select, text
+
+from .test_aggregates import _check_all
 
 T0 = 1_700_000_000_000_000  # epoch microseconds
 
@@ -381,7 +381,7 @@ def test_feedback_journaled_as_lists_of_values_folds_like_the_dicts(store: Store
                 "key": "note", "comment": "kept whole", "feedback_source": {"type": "model"}}
         if kind == "dicts":
             store.journal.append_feedback(
-                [{**shared, **dict(zip(SCORE_COLUMNS, v))} for v in values] + [rich])
+                [{**shared, **dict(zip(SCORE_COLUMNS, v, strict=True))} for v in values] + [rich])
         elif kind == "lists":
             store.journal.append_feedback(values, columns=SCORE_COLUMNS, defaults=shared)
             store.journal.append_feedback([rich])

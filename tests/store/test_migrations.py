@@ -68,7 +68,8 @@ def test_migrations_build_exactly_the_declared_schema(store_url: str) -> None:
     with store.engine.connect() as conn:
         ctx = MigrationContext.configure(conn, opts={"compare_type": True})
         diff = [d for d in compare_metadata(ctx, metadata)
-                if not (isinstance(d, tuple) and d[0] == "remove_table" and d[1].name == "alembic_version")]
+                if not (isinstance(d, tuple) and d[0] == "remove_table"
+                        and d[1].name == "alembic_version")]
     store.close()
     assert diff == []
 

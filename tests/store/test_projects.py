@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import numpy as np
 import pytest
@@ -22,7 +22,7 @@ def test_project_crud_and_null_means_unchanged(client: Client) -> None:
     assert client.create_project("exp", upsert=True).id == p.id
     u = client.update_project(p.id, name=None, description=None, metadata=None, end_time=None)
     assert (u.name, u.description, u.metadata) == ("exp", "first", {"a": 1})
-    end = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    end = datetime(2030, 1, 1, tzinfo=UTC)
     u = client.update_project(p.id, metadata={"b": 2}, end_time=end)
     assert u.metadata == {"b": 2} and u.end_time == end
     assert [x.name for x in client.list_projects(reference_dataset_id=ds.id)] == ["exp"]
@@ -50,14 +50,14 @@ def test_create_returns_what_a_read_gives(client: Client) -> None:
 
 def test_end_sets_the_end_time_of_this_workspace_s_project_only(client: Client) -> None:
     p = client.create_project("ending")
-    end = datetime(2031, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    end = datetime(2031, 1, 2, 3, 4, 5, tzinfo=UTC)
     client.store.projects.end(p.id, end)
     assert client.read_project(project_id=p.id).end_time == end
     with pytest.raises(NotFoundError, match="not found"):
         client.store.projects.end(uuid.uuid4(), end)
     other = client.store.for_tenant(str(uuid.uuid4()))
     with pytest.raises(NotFoundError, match="not found"):
-        other.projects.end(p.id, datetime(2040, 1, 1, tzinfo=timezone.utc))
+        other.projects.end(p.id, datetime(2040, 1, 1, tzinfo=UTC))
     assert client.read_project(project_id=p.id).end_time == end
 
 
@@ -99,20 +99,25 @@ def test_statistics_match_an_independent_computation(client: Client) -> None:
     ex = client.create_example({"q": 1}, dataset_id=ds.id)
     earlier = client.create_project("exp-0", reference_dataset_id=ds.id)
     p = client.create_project("exp-1", reference_dataset_id=ds.id)
-    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
     rng = np.random.default_rng(7)
     latencies = [round(float(x), 6) for x in rng.uniform(0.05, 3.0, size=37)]
     roots, children = [], []
     for i, lat in enumerate(latencies):
-        root = _run(p.id, t0 + timedelta(seconds=i), lat, error="ValueError: boom" if i % 9 == 0 else None,
+        root = _run(p.id, t0 + timedelta(seconds=i), lat,
+                    error="ValueError: boom" if i % 9 == 0 else None,
                     example=str(ex.id))
         roots.append(root)
         if i % 2 == 0:  # an llm child that streamed, with usage on a priced model
             children.append(_run(p.id, root["start_time"], lat / 2, parent=root["id"],
                                  trace=root["id"], run_type="llm",
-                                 extra={"metadata": {"ls_provider": "openai", "ls_model_name": "gpt-4o-mini",
-                                                     "usage_metadata": {"input_tokens": 100 + i, "output_tokens": 10}}},
-                                 events=[{"name": "new_token", "time": (root["start_time"] + timedelta(milliseconds=20 + i)).isoformat()}]))
+                                 extra={"metadata": {"ls_provider": "openai",
+                                                     "ls_model_name": "gpt-4o-mini",
+                                                     "usage_metadata": {"input_tokens": 100 + i,
+                                                                        "output_tokens": 10}}},
+                                 events=[{"name": "new_token",
+                                          "time": (root["start_time"]
+                                                   + timedelta(milliseconds=20 + i)).isoformat()}]))
     client._backend.runs.upsert(posts=roots + children)
     for i, root in enumerate(roots):
         client.create_feedback(root["id"], "correct", value="CORRECT" if i % 3 else "INCORRECT",

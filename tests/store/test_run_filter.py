@@ -4,7 +4,7 @@ PostgreSQL alike, and what it refuses (with the filter's text and the place in i
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -12,7 +12,7 @@ from assay.errors import InvalidInputError
 from assay.store import Store
 from assay.store._run_filter import MAX_DEPTH, FilterError, parse_filter
 
-T0 = datetime(2026, 5, 1, 12, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 
 
 def _run(name: str, run_type: str = "chain", *, parent: dict | None = None, start: float = 0,

@@ -8,10 +8,10 @@ from typing import Any
 
 import httpx
 import pytest
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 
 from assay.store import Store
-from assay.ui import COOKIE_NAME, StoreFromKey, create_ui_router, ui_router_for
+from assay.ui import COOKIE_NAME, LoginRedirect, StoreFromKey, create_ui_router, ui_router_for
 from assay.ui._format import pretty, signed, usd
 from assay.ui._svg import histogram_svg
 
@@ -155,6 +155,26 @@ def test_custom_store_dependency(sqlite_url: str) -> None:
         assert http.post("/ui/login", data={"api_key": " "}).status_code == 401
     dep = StoreFromKey(lambda: store, auth=False)
     assert dep.store is store
+    store.close()
+
+
+def test_custom_dependency_may_ask_for_a_login(sqlite_url: str) -> None:
+    """The dependency's contract is "a Store or a LoginRedirect" (what StoreFromKey returns):
+    a custom one may send the browser to the login form, every page answers with a 303."""
+    store = Store.open(sqlite_url)
+    make_dataset(store, "mine", 1)
+
+    def get_store(request: Request) -> Store | LoginRedirect:
+        return store if request.headers.get("x-team") == "qa" else LoginRedirect(request.url.path)
+
+    app = FastAPI()
+    app.include_router(create_ui_router(get_store))
+    with LiveServer(app) as live, httpx.Client(base_url=live.url) as http:
+        for path in ("/", "/ui/datasets/x", "/ui/compare", "/ui/runs/x"):
+            resp = http.get(path)
+            assert resp.status_code == 303, (path, resp.text)
+            assert resp.headers["location"].startswith("/ui/login?next=%2F"), path
+        assert "mine" in http.get("/", headers={"x-team": "qa"}).text
     store.close()
 
 

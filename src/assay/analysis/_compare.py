@@ -109,7 +109,7 @@ def _diff(metric: str, name: str, lower_better: bool, base: ExperimentData,
             a_vals.append(x)
             c_vals.append(y)
     out = MetricDiff(
-        metric=name, kind="feedback" if metric.startswith("feedback:") else metric,  # type: ignore[arg-type]
+        metric=name, kind="feedback" if metric.startswith("feedback:") else metric,  # type: ignore[arg-type]  # a known metric kind
         better="lower" if lower_better else "higher", baseline=_ref(base), candidate=_ref(cand),
         n=len(a_vals), confidence=opts.confidence,
     )
@@ -151,7 +151,7 @@ def compare(experiments: Sequence[ExperimentData],
         for cand in cands
         for metric, name, lower in _metrics([base, cand], opts.lower_is_better)
     ]
-    return Comparison(dataset_id=datasets.pop(), baseline=_ref(base),  # type: ignore[arg-type]
+    return Comparison(dataset_id=datasets.pop(), baseline=_ref(base),  # type: ignore[arg-type]  # None refused above
                       candidates=[_ref(c) for c in cands], options=opts, diffs=diffs)
 
 

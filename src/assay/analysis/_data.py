@@ -88,13 +88,13 @@ def _feedback_by_root(store: Store, pid: str, roots: list[Run],
                       llm_by_trace: dict[Any, list[Run]]) -> dict[Any, list[Feedback]]:
     """Feedback on any run of a trace belongs to the trace's root (evaluators score roots)."""
     root_of: dict[Any, Any] = {r.id: r.id for r in roots}
-    by_trace = {r.trace_id: r.id for r in roots}
+    by_trace: dict[Any, Any] = {r.trace_id: r.id for r in roots}
     for trace_id, llms in llm_by_trace.items():
         for run in llms:
             if trace_id in by_trace:
                 root_of.setdefault(run.id, by_trace[trace_id])
     items = [f for f in store.feedback.list(project_ids=[pid]) if f.run_id is not None]
-    unknown = list({f.run_id for f in items if f.run_id not in root_of
+    unknown = list({f.run_id for f in items if f.run_id is not None and f.run_id not in root_of
                     and f.trace_id not in by_trace})
     if unknown:
         for run in store.runs.list(run_ids=unknown):

@@ -10,7 +10,8 @@ __all__ = ["app", "main"]
 
 app = typer.Typer(
     name="assay",
-    help="Evaluate LLM agents: datasets, experiments, statistics, and a LangSmith-compatible server.",
+    help=("Evaluate LLM agents: datasets, experiments, statistics, and a LangSmith-compatible"
+          " server."),
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )

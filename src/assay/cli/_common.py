@@ -6,13 +6,16 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 
 from .._json import jsonable
 from ..errors import AssayError, InvalidInputError, NotFoundError
+
+if TYPE_CHECKING:
+    from ..client import Client
 
 __all__ = ["DbOption", "JsonOption", "console", "emit_json", "err_console", "error_line",
            "handle_errors", "money", "open_client", "secs"]
@@ -72,7 +75,7 @@ def handle_errors() -> Iterator[None]:
         raise typer.Exit(EXIT_ERROR) from None
 
 
-def open_client(db: str | None):  # type: ignore[no-untyped-def]
+def open_client(db: str | None) -> Client:
     from ..client import Client
 
     return Client(database_url=db)

@@ -6,12 +6,15 @@ person looking at the UI never disagree.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
 from ._common import DbOption, JsonOption, console, emit_json, handle_errors, open_client
+
+if TYPE_CHECKING:
+    from ..analysis import Comparison
 
 __all__ = ["compare"]
 
@@ -65,7 +68,7 @@ def compare(
         raise typer.Exit(EXIT_REGRESSION)
 
 
-def _print(result) -> None:  # type: ignore[no-untyped-def]
+def _print(result: Comparison) -> None:
     from rich import box
 
     from ..analysis._format import metric_value, signed

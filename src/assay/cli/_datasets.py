@@ -24,7 +24,8 @@ def list_(db: DbOption = None, json_out: JsonOption = False) -> None:
     table = Table("name", "examples", "experiments", "modified", "id")
     for d in items:
         table.add_row(d.name, str(d.example_count), str(d.session_count),
-                      d.modified_at.isoformat(timespec="seconds") if d.modified_at else "", str(d.id))
+                      d.modified_at.isoformat(timespec="seconds") if d.modified_at else "",
+                      str(d.id))
     console.print(table)
 
 
@@ -41,7 +42,8 @@ def show(
     with handle_errors():
         client = open_client(db)
         ds = client.read_dataset(dataset_name=name)
-        examples = list(client.list_examples(dataset_id=ds.id, splits=split, as_of=as_of, limit=limit))
+        examples = list(client.list_examples(dataset_id=ds.id, splits=split, as_of=as_of,
+                                             limit=limit))
         versions = list(client.list_dataset_versions(dataset_id=ds.id))
     if json_out:
         emit_json({"dataset": ds.model_dump(), "examples": [e.model_dump() for e in examples],
@@ -50,11 +52,13 @@ def show(
     console.print(f"[bold]{ds.name}[/bold] ({ds.example_count} examples) {ds.id}")
     table = Table("id", "split", "inputs", "outputs")
     for e in examples:
-        table.add_row(str(e.id)[:8], ",".join(e.split or []), str(e.inputs)[:80], str(e.outputs)[:80])
+        table.add_row(str(e.id)[:8], ",".join(e.split or []), str(e.inputs)[:80],
+                      str(e.outputs)[:80])
     console.print(table)
     if versions:
         console.print("versions: " + ", ".join(
-            v.as_of.isoformat() + (f" [{', '.join(v.tags)}]" if v.tags else "") for v in versions[:10]))
+            v.as_of.isoformat() + (f" [{', '.join(v.tags)}]" if v.tags else "")
+            for v in versions[:10]))
 
 
 @app.command("import")

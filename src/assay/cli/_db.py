@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -95,7 +95,7 @@ def check(
         if repair:
             with store.write() as conn:
                 rebuild_aggregates(conn)
-        bad: list[dict[str, object]] = []
+        bad: list[dict[str, Any]] = []
         checked = 0
         with store.read() as conn:
             for row in conn.execute(select(sessions)):

@@ -7,13 +7,25 @@ carries, rendered as tables (or ``--json`` for scripts). ``stats_table`` is shar
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 from rich.table import Table
 
-from ._common import (DbOption, JsonOption, console, emit_json, error_line, handle_errors,
-                      money, open_client, secs)
+from ._common import (
+    DbOption,
+    JsonOption,
+    console,
+    emit_json,
+    error_line,
+    handle_errors,
+    money,
+    open_client,
+    secs,
+)
+
+if TYPE_CHECKING:
+    from ..schemas import TracerSessionResult
 
 __all__ = ["app", "feedback_summary", "stats_table"]
 
@@ -65,7 +77,8 @@ def stats_table(stats: Any, title: str | None = None) -> Table:
          f"{secs(stats.first_token_p50)} / {secs(stats.first_token_p99)}"),
         ("streaming rate", _rate(stats.streaming_rate)),
         ("tokens (prompt / completion)",
-         f"{stats.total_tokens or 0} ({stats.prompt_tokens or 0} / {stats.completion_tokens or 0})"),
+         f"{stats.total_tokens or 0} "
+         f"({stats.prompt_tokens or 0} / {stats.completion_tokens or 0})"),
         ("cost (prompt / completion)",
          f"{money(stats.total_cost)} ({money(stats.prompt_cost)} / "
          f"{money(stats.completion_cost)})"),
@@ -97,8 +110,10 @@ def list_(
     """List experiments, newest first, with their main statistics."""
     with handle_errors():
         client = open_client(db)
-        items = list(client.list_projects(reference_free=False, reference_dataset_name=dataset,
-                                          include_stats=True, limit=limit))
+        # include_stats=True: each is a TracerSessionResult
+        items = cast("list[TracerSessionResult]", list(client.list_projects(
+            reference_free=False, reference_dataset_name=dataset, include_stats=True,
+            limit=limit)))
         names = {str(d.id): d.name for d in client.list_datasets()}
     if json_out:
         emit_json([p.model_dump() for p in items])
@@ -189,6 +204,6 @@ def show(
 try:  # `compare` belongs to its own module; register it in this group when present
     from ._compare import compare as _compare_command
 except ImportError:  # pragma: no cover
-    _compare_command = None
+    _compare_command = None  # type: ignore[assignment]  # the optional module is absent
 if _compare_command is not None:
     app.command("compare")(_compare_command)

@@ -37,7 +37,8 @@ def create(
 
 @app.command("list")
 def list_(
-    workspace: Annotated[str | None, typer.Option("--workspace", "-w", help="Only this workspace.")] = None,
+    workspace: Annotated[str | None,
+                         typer.Option("--workspace", "-w", help="Only this workspace.")] = None,
     db: DbOption = None,
     json_out: JsonOption = False,
 ) -> None:

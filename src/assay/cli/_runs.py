@@ -14,8 +14,17 @@ import typer
 from rich.table import Table
 from rich.tree import Tree
 
-from ._common import (DbOption, JsonOption, console, emit_json, error_line, handle_errors,
-                      money, open_client, secs)
+from ._common import (
+    DbOption,
+    JsonOption,
+    console,
+    emit_json,
+    error_line,
+    handle_errors,
+    money,
+    open_client,
+    secs,
+)
 
 __all__ = ["app"]
 

@@ -14,15 +14,19 @@ __all__ = ["serve"]
 
 def serve(
     db: DbOption = None,
-    host: Annotated[str, typer.Option(help="Interface to listen on (0.0.0.0 for all).")] = "127.0.0.1",
+    host: Annotated[str,
+                    typer.Option(help="Interface to listen on (0.0.0.0 for all).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.")] = 1984,
-    workers: Annotated[int, typer.Option(min=1, help="Worker processes (use >1 with PostgreSQL).")] = 1,
+    workers: Annotated[int,
+                       typer.Option(min=1, help="Worker processes (use >1 with PostgreSQL).")] = 1,
     max_body_bytes: Annotated[
-        int, typer.Option(min=1024, help="Largest request body accepted, compressed or not (bytes).")
+        int,
+        typer.Option(min=1024, help="Largest request body accepted, compressed or not (bytes).")
     ] = 64 * 1024 * 1024,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
     no_auth: Annotated[bool, typer.Option(
-        "--no-auth", help="Serve the default workspace without API keys (only on 127.0.0.1).")] = False,
+        "--no-auth",
+        help="Serve the default workspace without API keys (only on 127.0.0.1).")] = False,
 ) -> None:
     """Serve the store over HTTP for the official LangSmith SDKs and assay's remote Client.
 

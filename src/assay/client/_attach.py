@@ -24,7 +24,7 @@ def _pop(item: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[dict[str, Any]
     if hasattr(item, "model_dump"):
         item = item.model_dump(exclude_none=True)
     if not isinstance(item, Mapping):
-        return item, [None] * len(keys)  # type: ignore[return-value]  # normalize_example says why
+        return item, [None] * len(keys)
     rest = {k: v for k, v in item.items() if k not in keys}
     return rest, [item.get(k) for k in keys]
 
@@ -39,7 +39,7 @@ def create_with_attachments(backend: Any, examples: Sequence[Any], *, dataset_id
         items.append(rest)
         uploads.append(uploads_from_sdk(atts, allow_filesystem=allow_filesystem))
     if not any(uploads):
-        return backend.examples.create_many(items, dataset_id=dataset_id,  # type: ignore[no-any-return]
+        return backend.examples.create_many(items, dataset_id=dataset_id,
                                             dataset_name=dataset_name)
     made = backend.attachments.create_examples(items, uploads, dataset_id=dataset_id,
                                                dataset_name=dataset_name)
@@ -57,7 +57,7 @@ def update_with_attachments(backend: Any, updates: Sequence[Any], *,
         uploads.append(uploads_from_sdk(atts, allow_filesystem=allow_filesystem))
         ops.append(operations(op))
     if not any(uploads) and all(o is None for o in ops):
-        return backend.examples.update_many(plain)  # type: ignore[no-any-return]
+        return backend.examples.update_many(plain)
     if any(not isinstance(u, Mapping) or "id" not in u for u in plain):
         raise InvalidInputError("an update needs the example 'id'")
     return with_attachments(backend, backend.attachments.update_examples(plain, uploads, ops))

@@ -40,10 +40,12 @@ class Client(DatasetMethods, ProjectMethods, FeedbackMethods, QueueMethods, RunM
             if store is not None or database_url is not None:
                 from ..errors import InvalidInputError
 
-                raise InvalidInputError("give api_url (remote) or database_url/store (local), not both")
+                raise InvalidInputError(
+                    "give api_url (remote) or database_url/store (local), not both")
             key = api_key if api_key is not None else os.environ.get("ASSAY_API_KEY")
-            self._backend = RemoteBackend(api_url, key)
-            self._store = self._backend  # type: ignore[assignment]  # duck-typed repositories
+            # RemoteBackend duck-types the Store repositories the client calls (no shared base)
+            self._backend = RemoteBackend(api_url, key)  # type: ignore[assignment]
+            self._store = self._backend
             self._remote = True
             return
         self._store = store if store is not None else Store.open(database_url)

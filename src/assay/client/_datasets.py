@@ -57,7 +57,8 @@ class DatasetMethods:
             inputs_schema=inputs_schema, outputs_schema=outputs_schema,
         )
 
-    def read_dataset(self, *, dataset_name: str | None = None, dataset_id: ID | None = None) -> Dataset:
+    def read_dataset(self, *, dataset_name: str | None = None,
+                     dataset_id: ID | None = None) -> Dataset:
         return self._backend.datasets.read(dataset_id=dataset_id, dataset_name=dataset_name)
 
     def has_dataset(self, *, dataset_name: str | None = None, dataset_id: ID | None = None) -> bool:
@@ -102,7 +103,8 @@ class DatasetMethods:
                                              metadata=metadata, inputs_schema=inputs_schema,
                                              outputs_schema=outputs_schema)
 
-    def delete_dataset(self, *, dataset_id: ID | None = None, dataset_name: str | None = None) -> None:
+    def delete_dataset(self, *, dataset_id: ID | None = None,
+                       dataset_name: str | None = None) -> None:
         self._backend.datasets.delete(dataset_id=dataset_id, dataset_name=dataset_name)
 
     # -- examples ---------------------------------------------------------------------------
@@ -203,7 +205,8 @@ class DatasetMethods:
             filter=filter,
         )
         if include_attachments:  # as LangSmith: files are read only when asked for
-            found = with_attachments_paged(self._backend, found, as_of)
+            yield from with_attachments_paged(self._backend, found, as_of)
+            return
         yield from found
 
     def update_example(
@@ -232,7 +235,8 @@ class DatasetMethods:
         return update_with_attachments(self._backend, [upd],
                                        allow_filesystem=dangerously_allow_filesystem)[0]
 
-    def update_examples(self, *, updates: Sequence[Mapping[str, Any]], **unknown: Any) -> dict[str, Any]:
+    def update_examples(self, *, updates: Sequence[Mapping[str, Any]],
+                        **unknown: Any) -> dict[str, Any]:
         refuse_unknown("update_examples", unknown, ("dataset_id", "dataset_name"))
         changed = update_with_attachments(self._backend, updates)
         return {"message": f"{len(changed)} examples updated", "count": len(changed)}

@@ -93,7 +93,8 @@ class ProjectMethods:
             project_id, name=name, description=description, metadata=metadata,
             extra=project_extra, end_time=end_time)
 
-    def delete_project(self, *, project_name: str | None = None, project_id: ID | None = None) -> None:
+    def delete_project(self, *, project_name: str | None = None,
+                       project_id: ID | None = None) -> None:
         self._backend.projects.delete(project_id=project_id, project_name=project_name)
 
 
@@ -154,10 +155,10 @@ class FeedbackMethods:
         self,
         feedback_id: ID,
         *,
-        score: float | bool | None = _UNSET,  # type: ignore[assignment]
+        score: float | bool | None = _UNSET,
         value: Any = _UNSET,
         correction: Any = _UNSET,
-        comment: str | None = _UNSET,  # type: ignore[assignment]
+        comment: str | None = _UNSET,
     ) -> Feedback:
         """Change only the fields given; ``None`` clears one (as LangSmith's). The project's
         feedback statistics follow. Returns the feedback as stored now."""

@@ -9,6 +9,7 @@ own exceptions (401 AuthError, 404 NotFoundError, 409 ConflictError, 4xx Invalid
 
 from __future__ import annotations
 
+import builtins
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
@@ -61,12 +62,14 @@ class _Http:
             raise _error(resp)
         return resp.json() if resp.content else None
 
-    def pages(self, path: str, params: Mapping[str, Any], offset: int, limit: int | None) -> Iterator[Any]:
+    def pages(self, path: str, params: Mapping[str, Any], offset: int,
+              limit: int | None) -> Iterator[Any]:
         """Offset pagination until ``limit`` items or a short page."""
         got = 0
         while limit is None or got < limit:
             size = _PAGE if limit is None else min(_PAGE, limit - got)
-            page = self.request("GET", path, params={**params, "offset": offset + got, "limit": size})
+            page = self.request("GET", path,
+                                params={**params, "offset": offset + got, "limit": size})
             yield from page
             got += len(page)
             if len(page) < size:
@@ -116,18 +119,23 @@ class _Datasets:
         self.http = http
 
     def create(self, name: str, *, description: str | None = None, data_type: str = "kv",
-               metadata: Mapping[str, Any] | None = None, inputs_schema: Mapping[str, Any] | None = None,
-               outputs_schema: Mapping[str, Any] | None = None, id: uuid.UUID | str | None = None) -> Dataset:
+               metadata: Mapping[str, Any] | None = None,
+               inputs_schema: Mapping[str, Any] | None = None,
+               outputs_schema: Mapping[str, Any] | None = None,
+               id: uuid.UUID | str | None = None) -> Dataset:
         body = {"name": name, "description": description, "data_type": data_type,
                 "metadata": dict(metadata) if metadata else None,
-                "inputs_schema_definition": inputs_schema, "outputs_schema_definition": outputs_schema,
+                "inputs_schema_definition": inputs_schema,
+                "outputs_schema_definition": outputs_schema,
                 "id": str(id) if id else None}
         return Dataset.model_validate(self.http.request("POST", "/datasets", body=body))
 
-    def resolve_id(self, dataset_id: uuid.UUID | str | None = None, dataset_name: str | None = None) -> str:
+    def resolve_id(self, dataset_id: uuid.UUID | str | None = None,
+                   dataset_name: str | None = None) -> str:
         return str(self.read(dataset_id=dataset_id, dataset_name=dataset_name).id)
 
-    def read(self, *, dataset_id: uuid.UUID | str | None = None, dataset_name: str | None = None) -> Dataset:
+    def read(self, *, dataset_id: uuid.UUID | str | None = None,
+             dataset_name: str | None = None) -> Dataset:
         if dataset_id is not None:
             return Dataset.model_validate(self.http.request("GET", f"/datasets/{dataset_id}"))
         if dataset_name is not None:
@@ -137,12 +145,15 @@ class _Datasets:
             return Dataset.model_validate(found[0])
         raise InvalidInputError("give dataset_id or dataset_name")
 
-    def list(self, *, dataset_ids: Sequence[uuid.UUID | str] | None = None, dataset_name: str | None = None,
+    def list(self, *, dataset_ids: Sequence[uuid.UUID | str] | None = None,
+             dataset_name: str | None = None,
              dataset_name_contains: str | None = None, metadata: Mapping[str, Any] | None = None,
              offset: int = 0, limit: int | None = None) -> list[Dataset]:
-        params = {"id": _ids(dataset_ids), "name": dataset_name, "name_contains": dataset_name_contains,
+        params = {"id": _ids(dataset_ids), "name": dataset_name,
+                  "name_contains": dataset_name_contains,
                   "metadata": _json.dumps(metadata) if metadata else None}
-        return [Dataset.model_validate(d) for d in self.http.pages("/datasets", params, offset, limit)]
+        return [Dataset.model_validate(d) for d in self.http.pages("/datasets", params, offset,
+                                                                   limit)]
 
     def update(self, dataset_id: uuid.UUID | str, *, name: str | None = None,
                description: str | None = None, metadata: Mapping[str, Any] | None = None,
@@ -151,27 +162,33 @@ class _Datasets:
         body = {"name": name, "description": description, "metadata": metadata,
                 "inputs_schema_definition": inputs_schema,
                 "outputs_schema_definition": outputs_schema}
-        return Dataset.model_validate(self.http.request("PATCH", f"/datasets/{dataset_id}", body=body))
+        return Dataset.model_validate(self.http.request("PATCH", f"/datasets/{dataset_id}",
+                                                        body=body))
 
-    def delete(self, *, dataset_id: uuid.UUID | str | None = None, dataset_name: str | None = None) -> None:
+    def delete(self, *, dataset_id: uuid.UUID | str | None = None,
+               dataset_name: str | None = None) -> None:
         self.http.request("DELETE", f"/datasets/{self.resolve_id(dataset_id, dataset_name)}")
 
-    def version(self, dataset_id: uuid.UUID | str, as_of: datetime | str | None = None) -> DatasetVersion:
+    def version(self, dataset_id: uuid.UUID | str,
+                as_of: datetime | str | None = None) -> DatasetVersion:
         data = self.http.request("GET", f"/datasets/{dataset_id}/version",
                                  params={"as_of": as_of if as_of is not None else "latest"})
         return DatasetVersion.model_validate(data)
 
-    def tag(self, dataset_id: uuid.UUID | str, tag: str, as_of: datetime | str | None = None) -> DatasetVersion:
-        data = self.http.request("PUT", f"/datasets/{dataset_id}/tags", body={"tag": tag, "as_of": as_of})
+    def tag(self, dataset_id: uuid.UUID | str, tag: str,
+            as_of: datetime | str | None = None) -> DatasetVersion:
+        data = self.http.request("PUT", f"/datasets/{dataset_id}/tags",
+                                 body={"tag": tag, "as_of": as_of})
         return DatasetVersion.model_validate(data)
 
     def diff_versions(self, dataset_id: uuid.UUID | str, from_version: datetime | str,
-                      to_version: datetime | str) -> dict[str, list[str]]:
-        return self.http.request(  # type: ignore[no-any-return]
+                      to_version: datetime | str) -> dict[str, builtins.list[str]]:
+        diff: dict[str, builtins.list[str]] = self.http.request(
             "GET", f"/datasets/{dataset_id}/versions/diff",
             params={"from_version": from_version, "to_version": to_version})
+        return diff
 
-    def list_versions(self, dataset_id: uuid.UUID | str) -> list[DatasetVersion]:
+    def list_versions(self, dataset_id: uuid.UUID | str) -> builtins.list[DatasetVersion]:
         return [DatasetVersion.model_validate(v)
                 for v in self.http.pages(f"/datasets/{dataset_id}/versions", {}, 0, None)]
 
@@ -190,9 +207,11 @@ class _Examples:
         if not rows:
             return []
         body = [{"id": r["id"], "dataset_id": ds_id, "inputs": r["inputs"], "outputs": r["outputs"],
-                 "metadata": r["metadata"], "split": r["splits"], "source_run_id": r["source_run_id"]}
+                 "metadata": r["metadata"], "split": r["splits"],
+                 "source_run_id": r["source_run_id"]}
                 for r in rows]
-        return [Example.model_validate(e) for e in self.http.request("POST", "/examples/bulk", body=body)]
+        return [Example.model_validate(e) for e in self.http.request("POST", "/examples/bulk",
+                                                                     body=body)]
 
     def splits(self, *, dataset_id: uuid.UUID | str | None = None,
                dataset_name: str | None = None, as_of: datetime | str | None = None) -> list[str]:
@@ -210,7 +229,8 @@ class _Examples:
                 self.http.request("PUT", f"/datasets/{ds_id}/splits", body=body)]
 
     def list(self, *, dataset_id: uuid.UUID | str | None = None, dataset_name: str | None = None,
-             example_ids: Sequence[uuid.UUID | str] | None = None, splits: Sequence[str] | None = None,
+             example_ids: Sequence[uuid.UUID | str] | None = None,
+             splits: Sequence[str] | None = None,
              metadata: Mapping[str, Any] | None = None, as_of: datetime | str | None = None,
              offset: int = 0, limit: int | None = None, filter: str | None = None
              ) -> list[Example]:
@@ -220,16 +240,18 @@ class _Examples:
             raise InvalidInputError("give dataset_id, dataset_name or example_ids")
         if example_ids is not None and not example_ids:
             return []
-        params = {"dataset": dataset_id, "id": _ids(example_ids), "splits": list(splits) if splits else None,
+        params = {"dataset": dataset_id, "id": _ids(example_ids),
+                  "splits": list(splits) if splits else None,
                   "metadata": _json.dumps(metadata) if metadata else None, "as_of": as_of,
                   "filter": filter}
-        return [Example.model_validate(e) for e in self.http.pages("/examples", params, offset, limit)]
+        return [Example.model_validate(e)
+                for e in self.http.pages("/examples", params, offset, limit)]
 
     def read(self, example_id: uuid.UUID | str, *, as_of: datetime | str | None = None) -> Example:
         return Example.model_validate(
             self.http.request("GET", f"/examples/{example_id}", params={"as_of": as_of}))
 
-    def update_many(self, updates: Sequence[Mapping[str, Any]]) -> list[Example]:
+    def update_many(self, updates: Sequence[Mapping[str, Any]]) -> builtins.list[Example]:
         if not updates:
             return []
         for i, upd in enumerate(updates):
@@ -258,8 +280,10 @@ class _Projects:
     def _model(data: Mapping[str, Any], include_stats: bool) -> TracerSession:
         return (TracerSessionResult if include_stats else TracerSession).model_validate(data)
 
-    def create(self, name: str, *, description: str | None = None, metadata: Mapping[str, Any] | None = None,
-               extra: Mapping[str, Any] | None = None, reference_dataset_id: uuid.UUID | str | None = None,
+    def create(self, name: str, *, description: str | None = None,
+               metadata: Mapping[str, Any] | None = None,
+               extra: Mapping[str, Any] | None = None,
+               reference_dataset_id: uuid.UUID | str | None = None,
                id: uuid.UUID | str | None = None, start_time: datetime | None = None,
                end_time: datetime | None = None, upsert: bool = False) -> TracerSession:
         extra_d = dict(extra or {})
@@ -296,9 +320,11 @@ class _Projects:
                   "reference_dataset": reference_dataset_id, "reference_free": reference_free,
                   "metadata": _json.dumps(metadata) if metadata else None,
                   "include_stats": include_stats}
-        return [self._model(p, include_stats) for p in self.http.pages("/sessions", params, offset, limit)]
+        return [self._model(p, include_stats) for p in self.http.pages("/sessions", params, offset,
+                                                                       limit)]
 
-    def update(self, project_id: uuid.UUID | str, *, name: str | None = None, description: str | None = None,
+    def update(self, project_id: uuid.UUID | str, *, name: str | None = None,
+               description: str | None = None,
                metadata: Mapping[str, Any] | None = None, extra: Mapping[str, Any] | None = None,
                end_time: datetime | None = None) -> TracerSession:
         new_extra = dict(extra) if extra is not None else None
@@ -311,7 +337,8 @@ class _Projects:
     def end(self, project_id: uuid.UUID | str, end_time: datetime) -> None:
         self.update(project_id, end_time=end_time)
 
-    def delete(self, *, project_id: uuid.UUID | str | None = None, project_name: str | None = None) -> None:
+    def delete(self, *, project_id: uuid.UUID | str | None = None,
+               project_name: str | None = None) -> None:
         pid = project_id if project_id is not None else self.read(project_name=project_name).id
         self.http.request("DELETE", f"/sessions/{pid}")
 
@@ -320,7 +347,8 @@ class _Runs:
     def __init__(self, http: _Http) -> None:
         self.http = http
 
-    def upsert(self, posts: Iterable[Mapping[str, Any]] = (), patches: Iterable[Mapping[str, Any]] = (),
+    def upsert(self, posts: Iterable[Mapping[str, Any]] = (),
+               patches: Iterable[Mapping[str, Any]] = (),
                *, default_project: str = "default") -> int:
         def wire(run: Mapping[str, Any]) -> dict[str, Any]:
             if not isinstance(run, Mapping):
@@ -353,7 +381,8 @@ class _Runs:
              trace_id: uuid.UUID | str | None = None, parent_run_id: uuid.UUID | str | None = None,
              is_root: bool | None = None, error: bool | None = None,
              reference_example_ids: Sequence[uuid.UUID | str] | None = None,
-             run_ids: Sequence[uuid.UUID | str] | None = None, start_time: datetime | str | None = None,
+             run_ids: Sequence[uuid.UUID | str] | None = None,
+             start_time: datetime | str | None = None,
              filter: str | None = None, trace_filter: str | None = None,
              tree_filter: str | None = None, query: str | None = None,
              order: str = "asc", offset: int = 0, limit: int | None = None) -> list[Run]:
@@ -422,7 +451,8 @@ class _Feedback:
         return Feedback.model_validate(self.http.request("GET", f"/feedback/{feedback_id}"))
 
     def list(self, *, run_ids: Sequence[uuid.UUID | str] | None = None,
-             project_ids: Sequence[uuid.UUID | str] | None = None, feedback_key: Sequence[str] | None = None,
+             project_ids: Sequence[uuid.UUID | str] | None = None,
+             feedback_key: Sequence[str] | None = None,
              feedback_ids: Sequence[uuid.UUID | str] | None = None, offset: int = 0,
              limit: int | None = None) -> list[Feedback]:
         params = {"run": _ids(run_ids), "session": _ids(project_ids),
@@ -431,7 +461,8 @@ class _Feedback:
         for value in params.values():
             if value is not None and not value:
                 return []  # an empty filter matches nothing (and must not be dropped)
-        return [Feedback.model_validate(f) for f in self.http.pages("/feedback", params, offset, limit)]
+        return [Feedback.model_validate(f) for f in self.http.pages("/feedback", params, offset,
+                                                                    limit)]
 
     def update(self, feedback_id: uuid.UUID | str, **changes: Any) -> Feedback:
         return Feedback.model_validate(
@@ -464,7 +495,7 @@ class RemoteBackend:
         return self.http.api_url
 
     def info(self) -> dict[str, Any]:
-        return self.http.request("GET", "/info")  # type: ignore[no-any-return]
+        return self.http.request("GET", "/info")
 
     def close(self) -> None:
         self.http.close()

@@ -60,7 +60,8 @@ class RemoteAttachments:
             resp = self.http.client.request(method, path, content=body,
                                             headers={"content-type": ctype})
         except Exception as exc:  # httpx.HTTPError
-            raise RemoteError(f"cannot reach the assay server at {self.http.api_url}: {exc}") from exc
+            raise RemoteError(f"cannot reach the assay server at {self.http.api_url}: "
+                              f"{exc}") from exc
         if resp.status_code >= 400:
             raise _error(resp)
         return resp.json() if resp.content else None
@@ -78,7 +79,7 @@ class RemoteAttachments:
         ds_id = self.datasets.resolve_id(dataset_id, dataset_name)
         rows = [normalize_example(item, i) for i, item in enumerate(items)]  # same errors
         parts: list[tuple[str, bytes, str]] = []
-        for row, ups in zip(rows, uploads):
+        for row, ups in zip(rows, uploads, strict=False):
             ex_id = row["id"]
             parts.append(_json_part(ex_id, {"metadata": row["metadata"], "split": row["splits"],
                                             "source_run_id": row["source_run_id"]}))
@@ -101,7 +102,7 @@ class RemoteAttachments:
         if missing:
             raise NotFoundError(f"example(s) not found: {', '.join(missing)}")
         by_ds: dict[str, list[tuple[str, bytes, str]]] = {}
-        for upd, ups, op in zip(updates, uploads, ops):
+        for upd, ups, op in zip(updates, uploads, ops, strict=False):
             ex_id = str(upd["id"])
             parts = by_ds.setdefault(str(current[ex_id].dataset_id), [])
             body = {k: upd[k] for k in ("metadata", "split") if upd.get(k) is not None}

@@ -54,7 +54,8 @@ def _uncell(text: str) -> Any:
     return text
 
 
-def write_examples(examples: Iterable[Example], path: str | Path, *, format: str | None = None) -> int:
+def write_examples(examples: Iterable[Example], path: str | Path, *,
+                   format: str | None = None) -> int:
     fmt = detect_format(path, format)
     rows = list(examples)
     path = Path(path)
@@ -79,7 +80,8 @@ def write_examples(examples: Iterable[Example], path: str | Path, *, format: str
                 w.writerow(
                     [str(ex.id)]
                     + [_cell(ex.inputs[k]) if k in ex.inputs else "" for k in in_keys]
-                    + [_cell((ex.outputs or {})[k]) if k in (ex.outputs or {}) else "" for k in out_keys]
+                    + [_cell((ex.outputs or {})[k]) if k in (ex.outputs or {}) else ""
+                       for k in out_keys]
                     + [_json.dumps(meta) if meta else "", ",".join(ex.split or [])]
                 )
     tmp.replace(path)  # never leave a half-written export behind
@@ -107,7 +109,8 @@ def read_examples(
                 try:
                     item = json.loads(line)
                 except ValueError as exc:
-                    raise ExampleValidationError(len(out), f"{path}:{lineno}: invalid JSON: {exc}") from None
+                    raise ExampleValidationError(len(out),
+                                                 f"{path}:{lineno}: invalid JSON: {exc}") from None
                 if not isinstance(item, dict):
                     raise ExampleValidationError(len(out), f"{path}:{lineno}: expected an object")
                 item.pop("dataset_id", None)
@@ -129,14 +132,16 @@ def read_examples(
             if None in row:
                 raise ExampleValidationError(len(out), f"{path}:{lineno}: more cells than columns")
             if input_keys is not None:
-                item: dict[str, Any] = {
+                item = {
                     "inputs": {k: row[k] for k in input_keys},
                     "outputs": {k: row[k] for k in (output_keys or [])} or None,
                 }
             else:
                 item = {
-                    "inputs": {c[7:]: _uncell(v) for c, v in row.items() if c.startswith("inputs.") and v != ""},
-                    "outputs": {c[8:]: _uncell(v) for c, v in row.items() if c.startswith("outputs.") and v != ""} or None,
+                    "inputs": {c[7:]: _uncell(v) for c, v in row.items()
+                               if c.startswith("inputs.") and v != ""},
+                    "outputs": {c[8:]: _uncell(v) for c, v in row.items()
+                                if c.startswith("outputs.") and v != ""} or None,
                 }
                 if row.get("id"):
                     item["id"] = row["id"]
@@ -144,7 +149,8 @@ def read_examples(
                     try:
                         item["metadata"] = json.loads(row["metadata"])
                     except ValueError:
-                        raise ExampleValidationError(len(out), f"{path}:{lineno}: metadata is not JSON") from None
+                        raise ExampleValidationError(
+                            len(out), f"{path}:{lineno}: metadata is not JSON") from None
                 if row.get("split"):
                     item["split"] = row["split"].split(",")
             out.append(item)

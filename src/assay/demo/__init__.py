@@ -59,7 +59,8 @@ def correct(outputs: dict[str, Any], reference_outputs: dict[str, Any]) -> dict[
 
 def concise(outputs: dict[str, Any]) -> dict[str, Any]:
     text = outputs.get("text") or ""
-    return {"key": "concise", "score": int(0 < len(text) <= 30), "comment": f"{len(text)} characters"}
+    return {"key": "concise", "score": int(0 < len(text) <= 30),
+            "comment": f"{len(text)} characters"}
 
 
 def evaluators() -> list[Any]:
@@ -70,8 +71,10 @@ def evaluators() -> list[Any]:
     return [correct, tools, concise]
 
 
-def pass_rate(outputs: list[dict[str, Any]], reference_outputs: list[dict[str, Any]]) -> dict[str, Any]:
-    ok = [str(o.get("answer")) == str(r.get("answer")) for o, r in zip(outputs, reference_outputs)]
+def pass_rate(outputs: list[dict[str, Any]],
+              reference_outputs: list[dict[str, Any]]) -> dict[str, Any]:
+    ok = [str(o.get("answer")) == str(r.get("answer"))
+          for o, r in zip(outputs, reference_outputs, strict=True)]
     return {"key": "pass_rate", "score": sum(ok) / len(ok) if ok else 0.0}
 
 

@@ -16,7 +16,7 @@ import asyncio
 import json
 import operator
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from ..tracing import get_current_run_tree, traceable
@@ -52,8 +52,9 @@ async def lookup_city(city: str) -> dict[str, Any]:
     return {"city": city, "population": population, "area_km2": area}
 
 
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-        ast.Div: operator.truediv, ast.USub: operator.neg}
+_OPS: dict[type[ast.AST], Callable[..., float]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.Div: operator.truediv, ast.USub: operator.neg}
 
 
 def _eval(node: ast.AST) -> float:
@@ -88,10 +89,11 @@ async def convert_units(value: float, from_unit: str, to_unit: str) -> float:
         raise ValueError(f"cannot convert {from_unit} to {to_unit}") from None
 
 
-TOOLS = {"lookup_city": lookup_city, "calculator": calculator, "convert_units": convert_units}
+TOOLS: dict[str, Callable[..., Awaitable[Any]]] = {
+    "lookup_city": lookup_city, "calculator": calculator, "convert_units": convert_units}
 
 
-# -- the scripted model -----------------------------------------------------------------------------
+# -- the scripted model -------------------------------------------------------------------------
 def _number(x: float) -> str:
     return str(int(round(x))) if abs(x - round(x)) < 1e-9 else f"{x:.2f}"
 
@@ -103,7 +105,8 @@ def _policy(question: str, results: list[Any]) -> tuple[str, dict[str, Any]] | s
         if not results:
             return "lookup_city", {"city": m[1]}
         if len(results) == 1:
-            return "calculator", {"expression": f"{results[0]['population']} / {results[0]['area_km2']}"}
+            return "calculator", {
+                "expression": f"{results[0]['population']} / {results[0]['area_km2']}"}
         return f"{m[1]} has about {int(round(results[1]))} people per km2."
     if m := re.match(r"What is the population of (\w+)", q):
         if m[1] == "Sydney":  # answers from memory instead of calling the tool
@@ -148,7 +151,7 @@ async def _choose_tool(messages: list[dict[str, Any]], question: str,
             "function": {"name": name, "arguments": json.dumps(args)}}
     completion = _tokens(json.dumps(call["function"]))
     await asyncio.sleep(0.012 + prompt * 0.00002)
-    get_current_run_tree().set_usage(prompt, completion, provider=PROVIDER, model=MODEL)  # type: ignore[union-attr]
+    get_current_run_tree().set_usage(prompt, completion, provider=PROVIDER, model=MODEL)  # type: ignore[union-attr]  # in @traceable
     return {"role": "assistant", "content": None, "tool_calls": [call]}
 
 
@@ -156,7 +159,7 @@ async def _choose_tool(messages: list[dict[str, Any]], question: str,
 async def _stream_answer(messages: list[dict[str, Any]], answer: str) -> AsyncIterator[str]:
     """The final model step, streamed word by word (its first chunk is timed)."""
     prompt = sum(_tokens(str(m["content"])) for m in messages)
-    get_current_run_tree().set_usage(prompt, _tokens(answer), provider=PROVIDER, model=MODEL)  # type: ignore[union-attr]
+    get_current_run_tree().set_usage(prompt, _tokens(answer), provider=PROVIDER, model=MODEL)  # type: ignore[union-attr]  # in @traceable
     await asyncio.sleep(0.010 + prompt * 0.00002)  # time to first token
     for i, word in enumerate(answer.split(" ")):
         await asyncio.sleep(0.002)

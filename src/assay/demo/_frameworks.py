@@ -58,8 +58,8 @@ def _langgraph(base_url: str) -> Any:
         warnings.simplefilter("ignore")
         from langgraph.prebuilt import create_react_agent
 
-        model = ChatOpenAI(model="gpt-4o-mini", base_url=base_url,
-                           api_key="scripted",  # type: ignore[arg-type]
+        model = ChatOpenAI(model="gpt-4o-mini", base_url=base_url,  # type: ignore[call-arg]  # its aliases
+                           api_key="scripted",
                            streaming=True, stream_usage=True, max_retries=0)
         return create_react_agent(model, [tool(lookup_city)], name="city_agent")
 

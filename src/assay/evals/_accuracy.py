@@ -17,7 +17,7 @@ import json
 import math
 import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from .._sync import run_sync
@@ -189,8 +189,8 @@ class AccuracyEvaluator:
             raise InvalidInputError("accuracy evaluation needs expected_output as a string")
         return query, expected
 
-    async def _gather(self, make: Callable[[int], Any], n: int | None = None
-                      ) -> list[AccuracyIteration]:
+    async def _gather(self, make: Callable[[int], Awaitable[AccuracyIteration]],
+                      n: int | None = None) -> list[AccuracyIteration]:
         n = self.num_iterations if n is None else n
         gate = asyncio.Semaphore(self.max_concurrency)
 

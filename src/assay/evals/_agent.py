@@ -54,6 +54,10 @@ class AgentUnderTest:
     text to judge (by default ``output_text``).
     """
 
+    target: Any
+    input_mapper: Callable[[Any], Any] | None
+    output_mapper: Callable[[Any], str] | None
+
     def __init__(self, target: Any, *, input_mapper: Callable[[Any], Any] | None = None,
                  output_mapper: Callable[[Any], str] | None = None) -> None:
         if isinstance(target, AgentUnderTest):

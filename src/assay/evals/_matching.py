@@ -53,12 +53,12 @@ def max_matching(n_left: int, n_right: int, fits: Callable[[int, int], bool]) ->
                     queue.append(owner)
         if free_right is None:
             continue
-        j = free_right
-        while j is not None:  # flip the alternating path back to ``start``
-            u = parent_of_right[j]
+        r: int | None = free_right
+        while r is not None:  # flip the alternating path back to ``start``
+            u = parent_of_right[r]
             previous = match_left[u]
-            match_left[u], match_right[j] = j, u
-            j = previous
+            match_left[u], match_right[r] = r, u
+            r = previous
     return match_left
 
 

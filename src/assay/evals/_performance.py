@@ -150,7 +150,8 @@ class PerformanceEvaluator:
 
         runs = [PerformanceRunResult(latency_seconds=lat, memory_increase_bytes=inc,
                                      memory_peak_bytes=pk, memory_run_latency_seconds=mlat)
-                for lat, inc, pk, mlat in zip(latencies, increases, peaks, memory_latencies)]
+                for lat, inc, pk, mlat in zip(latencies, increases, peaks, memory_latencies,
+                                                  strict=True)]
         return PerformanceEvaluationResult(
             all_runs=runs,
             num_iterations=self.num_iterations,

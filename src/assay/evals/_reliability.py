@@ -19,7 +19,7 @@ expected calls that succeeds whenever any assignment exists (see ``_matching``).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -27,6 +27,8 @@ from ..errors import InvalidInputError
 from ._matching import max_matching, ordered_matching
 from ._models import ExpectedToolCall, ReliabilityEvaluationResult, ToolCall, ToolCallCheck
 from ._toolcalls import extract_tool_calls
+
+T = TypeVar("T")
 
 __all__ = ["ReliabilityEvaluator", "args_match"]
 
@@ -36,7 +38,8 @@ ExpectedSpec = str | ExpectedToolCall | Mapping[str, Any]
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
-    return a == b
+    same: bool = a == b
+    return same
 
 
 def _subset(expected: Any, actual: Any, exact: bool) -> bool:
@@ -48,7 +51,7 @@ def _subset(expected: Any, actual: Any, exact: bool) -> bool:
         return all(k in actual and _subset(v, actual[k], exact) for k, v in expected.items())
     if isinstance(expected, (list, tuple)):
         return (isinstance(actual, (list, tuple)) and len(expected) == len(actual)
-                and all(_subset(e, a, exact) for e, a in zip(expected, actual)))
+                and all(_subset(e, a, exact) for e, a in zip(expected, actual, strict=True)))
     return _same(expected, actual)
 
 
@@ -89,7 +92,7 @@ def _specs(values: Any, what: str) -> list[ExpectedToolCall]:
     return out
 
 
-def _unique(names: list[str]) -> list[str]:
+def _unique(names: list[T]) -> list[T]:
     return list(dict.fromkeys(names))
 
 

@@ -20,6 +20,7 @@ from .._ids import new_id, utcnow
 from ..errors import InvalidInputError, NotFoundError
 from ..schemas import Dataset, Example
 from ..store import Store
+from ..store._examples import StoredExample
 from ._stream import ExampleStream
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ __all__ = ["ResolvedData", "dataset_id_of", "load_dataset", "resolve_data"]
 
 @dataclass
 class ResolvedData:
-    examples: Sequence[Example]  # a list, or an ExampleStream still being read
+    examples: Sequence[Example | StoredExample]  # a list, or an ExampleStream still being read
     dataset_id: str | None = None
     dataset_version: str | None = None
     splits: list[str] = field(default_factory=list)
@@ -53,7 +54,8 @@ def _parse_as_of(as_of: datetime | str | None) -> tuple[datetime | None, str | N
             return datetime.fromisoformat(as_of.replace("Z", "+00:00")), None
         except ValueError:
             return None, as_of
-    raise InvalidInputError(f"as_of must be a datetime, an ISO time or a version tag, got {as_of!r}")
+    raise InvalidInputError(
+        f"as_of must be a datetime, an ISO time or a version tag, got {as_of!r}")
 
 
 def load_dataset(
@@ -130,7 +132,8 @@ def _as_example(item: Any, index: int) -> Example | Mapping[str, Any]:
     if hasattr(item, "inputs") and hasattr(item, "id"):  # e.g. a langsmith Example
         return Example.model_validate(item, from_attributes=True)
     raise InvalidInputError(
-        f"data item {index}: expected an Example or a dict with 'inputs', got {type(item).__name__}")
+        f"data item {index}: expected an Example or a dict with 'inputs', "
+        f"got {type(item).__name__}")
 
 
 def resolve_data(
@@ -144,7 +147,8 @@ def resolve_data(
 ) -> ResolvedData:
     """Fix the examples an experiment runs on (see the module docstring)."""
     if data is None:
-        raise InvalidInputError("give data=: a dataset name or id, a Dataset, or a list of examples")
+        raise InvalidInputError(
+            "give data=: a dataset name or id, a Dataset, or a list of examples")
     if isinstance(data, (str, uuid.UUID, Dataset)) or (
         hasattr(data, "id") and hasattr(data, "name") and not isinstance(data, Iterable)
     ):
@@ -158,7 +162,8 @@ def resolve_data(
             f"data must be a dataset name or id, a Dataset, or a list of examples; got "
             f"{type(data).__name__}")
     if as_of is not None or splits:
-        raise InvalidInputError("as_of and splits apply to a dataset; data here is a list of examples")
+        raise InvalidInputError(
+            "as_of and splits apply to a dataset; data here is a list of examples")
     items = [_as_example(x, i) for i, x in enumerate(data)]
     if not items:
         raise InvalidInputError("data is empty: there is nothing to evaluate")

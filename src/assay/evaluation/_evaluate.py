@@ -23,10 +23,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._gc import relaxed_gc
 from .._ids import new_id_text, utcnow
 from .._sync import offload, run_sync
 from ..errors import InvalidInputError
 from ..schemas import Example, Feedback, TracerSession
+from ..store._examples import StoredExample
 from ..tracing import tracing_context
 from ._attachments import wants_attachments
 from ._data import ResolvedData, dataset_id_of, load_dataset, resolve_data
@@ -46,7 +48,6 @@ from ._experiment import (
 from ._git import git_info
 from ._ray import ExecutorOption, resolve_executor
 from ._results import ExperimentResultRow, ExperimentResults
-from .._gc import relaxed_gc
 from ._runner import (
     MemoryClient,
     Plan,
@@ -142,7 +143,7 @@ def _resolve_data(o: _Options, existing: TracerSession | None) -> ResolvedData:
         if existing.reference_dataset_id is None:
             raise InvalidInputError(f"experiment {existing.name!r} has no dataset: pass data=")
         meta = existing.metadata
-        return load_dataset(o.client, str(existing.reference_dataset_id),  # type: ignore[arg-type]
+        return load_dataset(o.client, str(existing.reference_dataset_id),  # type: ignore[arg-type]  # client resolved
                             as_of=o.as_of or meta.get("dataset_version"),
                             splits=o.splits or meta.get("dataset_splits"),
                             attachments=files)
@@ -170,8 +171,8 @@ def _stream_units(examples: ExampleStream, reps: int) -> Iterator[Unit]:
             yield Unit(rep * n + i, ex, rep)
 
 
-def _eager_units(examples: Sequence[Example], reps: int, done: dict[tuple[str, int], Any],
-                 results: ExperimentResults) -> list[Unit]:
+def _eager_units(examples: Sequence[Example | StoredExample], reps: int,
+                 done: dict[tuple[str, int], Any], results: ExperimentResults) -> list[Unit]:
     """Units still to run; rows a resumed experiment already finished go into ``results``."""
     n = len(examples)
     units: list[Unit] = []
@@ -220,15 +221,15 @@ def _prepare_inner(o: _Options) -> _Prepared:
         if not o.upload_results:
             raise InvalidInputError("experiment= continues a stored experiment: it needs "
                                     "upload_results=True")
-        existing = find_experiment(o.client, o.experiment)  # type: ignore[arg-type]
+        existing = find_experiment(o.client, o.experiment)  # type: ignore[arg-type]  # client resolved
     generated = not (isinstance(o.experiment, str) and existing is None)
     # A fresh local experiment with a name of our own writes its row while its first examples
     # run (see Creation). Runs journaled earlier (a previous experiment) are folded first:
     # folded beside its examples, they would slow its runs and skew the latencies it measures.
     created_later = (o.upload_results and existing is None and generated and remote is None
-                     and not o.client.is_remote)  # type: ignore[union-attr]
+                     and not o.client.is_remote)  # type: ignore[union-attr]  # client resolved
     if created_later:  # before the dataset's pages hold a connection
-        o.client.store.settle()  # type: ignore[union-attr]
+        o.client.store.settle()  # type: ignore[union-attr]  # client resolved
     resolved = _resolve_data(o, existing)
     reps = o.num_repetitions or (int(existing.metadata.get("num_repetitions") or 1)
                                if existing is not None else 1)
@@ -263,7 +264,7 @@ def _prepare_inner(o: _Options) -> _Prepared:
     done: dict[tuple[str, int], Any] = {}
     if state is not None and not state.created:
         wanted = {(str(ex.id), r) for r in range(reps) for ex in examples}
-        done = finished_rows(o.client, state.id, wanted=wanted,  # type: ignore[arg-type]
+        done = finished_rows(o.client, state.id, wanted=wanted,  # type: ignore[arg-type]  # client resolved
                              need_feedback=bool(evs), errors_count=o.error_handling == "log")
     units: Iterable[Unit]
     if isinstance(examples, ExampleStream) and not done:
@@ -322,13 +323,14 @@ async def _execute_inner(prep: _Prepared) -> ExperimentResults:
     stored = False  # the feedback and runs left at the end went to the store
     try:
         if plan.upload:
-            plan.sink = FeedbackSink(prep.client.store, interval=0.02,  # type: ignore[union-attr]
+            plan.sink = FeedbackSink(prep.client.store, interval=0.02,  # type: ignore[union-attr]  # client resolved
                                      hold=prep.creation, experiment_id=plan.session_id)
             plan.sink.start()
         try:
             with relaxed_gc():
                 if plan.remote is not None:
                     followers.launch()
+                    assert isinstance(prep.units, list)  # never a stream with an executor
                     await plan.remote.run(plan, prep.units, results)
                 else:
                     await _while_created(prep, run_units(plan, prep.units, results))
@@ -349,7 +351,7 @@ async def _execute_inner(prep: _Prepared) -> ExperimentResults:
             if plan.sink is not None and not stored:  # what did run is kept
                 with contextlib.suppress(Exception):  # a failed write: raised already, or
                     await plan.sink.close()           # second to the error being raised
-                await offload(prep.client.flush)  # type: ignore[union-attr]
+                await offload(prep.client.flush)  # type: ignore[union-attr]  # client resolved
         finally:
             if followers.git is not None:  # its write never outlives the experiment
                 await asyncio.gather(followers.git, return_exceptions=True)
@@ -372,7 +374,7 @@ async def _while_created(prep: _Prepared, work: Coroutine[Any, Any, None]) -> No
     if prep.creation is None:
         return await work
     creation = prep.creation
-    running = asyncio.ensure_future(work)
+    running: asyncio.Future[Any] = asyncio.ensure_future(work)
     created = asyncio.wrap_future(creation.future)
     try:
         await asyncio.wait({running, created}, return_when=asyncio.FIRST_COMPLETED)

@@ -74,7 +74,8 @@ def _positional(func: Any, plan: tuple[str, ...]) -> bool:
         p.kind is p.POSITIONAL_OR_KEYWORD for p in params)
 
 
-def _plan(func: Any, supported: tuple[str, ...], legacy: tuple[str, str], what: str) -> tuple[str, ...] | None:
+def _plan(func: Any, supported: tuple[str, ...], legacy: tuple[str, str],
+          what: str) -> tuple[str, ...] | None:
     """Which row fields to pass, in order; None means the legacy positional pair.
 
     Same rule as LangSmith: if every parameter is a supported name (or has a default) and the
@@ -84,7 +85,8 @@ def _plan(func: Any, supported: tuple[str, ...], legacy: tuple[str, str], what: 
     try:
         sig = inspect.signature(func)
     except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"{what} {_name_of(func)!r}: cannot read its signature ({exc})") from None
+        raise InvalidInputError(
+            f"{what} {_name_of(func)!r}: cannot read its signature ({exc})") from None
     params = [p for p in sig.parameters.values()
               if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
     names = [p.name for p in params]
@@ -131,14 +133,17 @@ def _one(item: Any, name: str, *, allow_no_key: bool) -> EvaluationResult:
             "'comment'")
     score = data.get("score")
     if score is not None and not isinstance(score, (bool, int, float)):
-        raise InvalidInputError(f"evaluator {name!r}: score must be a number or bool, got {score!r}")
+        raise InvalidInputError(
+            f"evaluator {name!r}: score must be a number or bool, got {score!r}")
     try:
         return EvaluationResult(**data)
     except Exception as exc:  # pydantic ValidationError: say which evaluator
-        raise InvalidInputError(f"evaluator {name!r} returned an invalid result {item}: {exc}") from None
+        raise InvalidInputError(
+            f"evaluator {name!r} returned an invalid result {item}: {exc}") from None
 
 
-_SCORES = frozenset((bool, int, float))  # exactly these types: stored as they are
+# exactly these types: stored as they are
+_SCORES: frozenset[type[Any]] = frozenset((bool, int, float))
 
 
 def to_results(raw: Any, name: str, *, plain: bool = False) -> list[Any]:
@@ -170,7 +175,8 @@ def to_results(raw: Any, name: str, *, plain: bool = False) -> list[Any]:
     elif raw is not None and hasattr(raw, "model_dump") and hasattr(raw, "key"):
         return [_one(raw, name, allow_no_key=True)]
     elif raw is None:
-        raise InvalidInputError(f"evaluator {name!r} returned None: return a score, a value or a dict")
+        raise InvalidInputError(
+            f"evaluator {name!r} returned None: return a score, a value or a dict")
     else:
         raise InvalidInputError(
             f"evaluator {name!r} returned {type(raw).__name__}: expected a bool, number, str, "
@@ -202,7 +208,8 @@ class RowEvaluator:
         self.name = name or _name_of(func)
         self.kind = kind  # "function" | "run_evaluator"
         self.plan = plan
-        self.is_async = kind == "run_evaluator_async" or (kind == "function" and _is_async_callable(func))
+        self.is_async = kind == "run_evaluator_async" or (kind == "function"
+                                                          and _is_async_callable(func))
         self.keys = list(keys) if keys else [self.name]
         # A sync evaluator is called on the loop's thread while its calls stay fast (a thread
         # hop costs more than a trivial evaluator); a few slow calls in a row move it to the
@@ -212,7 +219,7 @@ class RowEvaluator:
         self.inline = True
         self._slow = 0  # slow calls in a row
         self._args = operator.attrgetter(*plan) if plan else None
-        self._by_position = bool(plan) and len(plan) > 1 and _positional(func, plan)  # type: ignore[arg-type]
+        self._by_position = plan is not None and len(plan) > 1 and _positional(func, plan)
 
     @property
     def needs_run(self) -> bool:
@@ -220,17 +227,20 @@ class RowEvaluator:
 
     def _call(self, row: Any) -> Any:
         if self.kind.startswith("run_evaluator"):
-            method = self.func.aevaluate_run if self.kind == "run_evaluator_async" else self.func.evaluate_run
+            method = (self.func.aevaluate_run if self.kind == "run_evaluator_async"
+                      else self.func.evaluate_run)
             return method(row.run, row.example)
         if self.plan is None:
             return self.func(row.run, row.example)
+        assert self._args is not None  # set with the plan
         if len(self.plan) == 1:
             return self.func(**{self.plan[0]: self._args(row)})
         if self._by_position:
             return self.func(*self._args(row))
-        return self.func(**dict(zip(self.plan, self._args(row))))
+        return self.func(**dict(zip(self.plan, self._args(row), strict=True)))
 
-    async def aevaluate(self, row: Any, *, executor: Executor | None = None) -> list[EvaluationResult]:
+    async def aevaluate(self, row: Any, *,
+                        executor: Executor | None = None) -> list[EvaluationResult]:
         """Run the evaluator on one row (a sync one on ``executor`` if given); an exception
         becomes an error result."""
         return [as_result(r) for r in await self._aevaluate(row, executor)]

@@ -79,8 +79,9 @@ def find_experiment(client: Client, experiment: Any) -> TracerSession | None:
     if isinstance(experiment, uuid.UUID):
         return client.read_project(project_id=experiment)
     if not isinstance(experiment, str) or not experiment:
-        if hasattr(experiment, "id") and hasattr(experiment, "name"):
-            return client.read_project(project_id=experiment.id)
+        obj: Any = experiment  # an object with the id and name of an experiment
+        if hasattr(obj, "id") and hasattr(obj, "name"):
+            return client.read_project(project_id=obj.id)
         raise InvalidInputError(
             f"experiment must be an experiment name, id or TracerSession, got {experiment!r}")
     try:
@@ -189,7 +190,7 @@ class Creation:
             if error is not None:
                 self.future.set_exception(error)
             else:
-                self.future.set_result(state)  # type: ignore[arg-type]
+                self.future.set_result(state)  # type: ignore[arg-type]  # set when no error
 
     def result(self) -> ExperimentState:
         return self.future.result()
@@ -232,10 +233,10 @@ def finished_rows(
             continue
         if run.error is not None and not errors_count:
             continue
-        fb = feedback.get(str(run.id), [])
-        if need_feedback and not fb:
+        fbs = feedback.get(str(run.id), [])
+        if need_feedback and not fbs:
             continue
-        done[key] = Finished(run=run, feedback=fb)
+        done[key] = Finished(run=run, feedback=fbs)
     keep = {str(f.run.trace_id) for f in done.values()}
     store.runs.delete_traces(str(experiment_id), keep=keep)
     return done

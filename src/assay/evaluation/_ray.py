@@ -36,16 +36,16 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .._gc import relaxed_gc
 from ..errors import InvalidInputError, require
 from ..schemas import Run
 from ..tracing import tracing_context, tracing_is_enabled
 from ..tracing._writer import RunWriter
 from ._evaluators import RowEvaluator, error_results
 from ._results import ExperimentResultRow, ExperimentResults
-from .._gc import relaxed_gc
 from ._runner import Plan, Target, Unit, run_units
-from ._sink import feedback_rows
 from ._schemas import EvaluationResult, EvaluationResults
+from ._sink import feedback_rows
 
 __all__ = ["ExecutorOption", "RayExecutor", "resolve_executor"]
 
@@ -335,7 +335,7 @@ async def _run_batch_async(target: Target, evaluators: list[RowEvaluator], confi
     units = [Unit(i, example, rep) for i, (example, rep) in enumerate(items)]
     # as on the driver: runs the evaluators trace themselves go to the "evaluators" project,
     # if tracing is on there (the roots and what the target traces always are)
-    with tracing_context(client=client, project_name="evaluators",  # type: ignore[arg-type]
+    with tracing_context(client=client, project_name="evaluators",  # type: ignore[arg-type]  # _BufferClient: duck-typed
                          enabled=config.trace_evaluators), relaxed_gc():
         await run_units(plan, units, rows)
     by_trace: dict[str, list[dict[str, Any]]] = {}
@@ -380,13 +380,14 @@ def _pickler_class() -> Any:
     if _pickler is None:
         from ray import cloudpickle
 
-        class Pickler(cloudpickle.Pickler):  # type: ignore[misc, name-defined]
+        class Pickler(cloudpickle.Pickler):
             def reducer_override(self, obj: Any) -> Any:
                 if type(obj) is contextvars.ContextVar:
                     where = _context_var_names().get(id(obj))
                     if where is not None:
                         return _context_var, where
-                return super().reducer_override(obj)
+                # ray's vendored cloudpickle has no annotations
+                return super().reducer_override(obj)  # type: ignore[no-untyped-call]
 
         _pickler = Pickler
     return _pickler
@@ -404,7 +405,8 @@ def _context_var_names() -> dict[int, tuple[str, str]]:
 
 
 def _context_var(module: str, attr: str) -> contextvars.ContextVar[Any]:
-    return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+    var: contextvars.ContextVar[Any] = getattr(importlib.import_module(module), attr)
+    return var
 
 
 def _pack(root_id: str, runs: list[dict[str, Any]], evals: list[EvaluationResult]) -> bytes:

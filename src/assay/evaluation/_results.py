@@ -63,15 +63,15 @@ class ExperimentResultRow(Mapping[str, Any]):
     def example(self) -> Example:
         ex = self._example
         if ex.__class__ is StoredExample:
-            ex = self._example = ex.model()  # type: ignore[union-attr]
-        return ex  # type: ignore[return-value]
+            ex = self._example = ex.model()
+        return ex  # type: ignore[return-value]  # an Example now
 
     @property
     def evaluation_results(self) -> EvaluationResults:
         res = self._results
         if res.__class__ is not EvaluationResults:
             res = self._results = EvaluationResults._of([as_result(r) for r in res])
-        return res  # type: ignore[return-value]
+        return res
 
     @evaluation_results.setter
     def evaluation_results(self, value: EvaluationResults | list[Any]) -> None:
@@ -189,7 +189,7 @@ class ExperimentResults:
                 if not self._wait(timeout):
                     return None
             if i < self._ready:
-                return self._rows[i]  # type: ignore[return-value]
+                return self._rows[i]
             if self._error is not None:
                 raise self._error
             raise StopIteration
@@ -231,7 +231,7 @@ class ExperimentResults:
     @property
     def results(self) -> list[ExperimentResultRow]:
         self.wait()
-        return list(self._rows)  # type: ignore[arg-type]
+        return list(self._rows)  # type: ignore[arg-type]  # all set after wait()
 
     def __repr__(self) -> str:
         return f"<ExperimentResults {self.experiment_name}>"
@@ -240,7 +240,8 @@ class ExperimentResults:
         import importlib.util
 
         if importlib.util.find_spec("pandas") and self._done and self._rows:
-            return self.to_pandas()._repr_html_()  # type: ignore[no-any-return]
+            html: str = self.to_pandas()._repr_html_()
+            return html
         return repr(self)
 
     # -- tabular --------------------------------------------------------------------------
@@ -320,7 +321,7 @@ def _trace_metrics(client: Client | None, experiment_id: uuid.UUID | None,
         stored = False
     out: dict[str, dict[str, Any]] = {}
     for root in roots:
-        acc = dict(_EMPTY)
+        acc: dict[str, Any] = dict(_EMPTY)
         first = _utc(root.first_token_time)
         for run in by_trace.get(str(root.trace_id), []):
             fields = run if stored else None
@@ -333,7 +334,8 @@ def _trace_metrics(client: Client | None, experiment_id: uuid.UUID | None,
             ft = _utc(run.first_token_time if stored else usage.get("first_token_time"))
             if ft is not None and (first is None or ft < first):
                 first = ft
-        if first is not None:
-            acc["first_token_latency"] = (first - _utc(root.start_time)).total_seconds()
+        start = _utc(root.start_time)
+        if first is not None and start is not None:
+            acc["first_token_latency"] = (first - start).total_seconds()
         out[str(root.trace_id)] = acc
     return out

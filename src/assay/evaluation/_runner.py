@@ -97,7 +97,7 @@ def adapt_target(target: Any) -> Target:
                 f"target {name!r} takes no positional parameter: it is called with the "
                 "example's inputs dict, e.g. def target(inputs: dict) -> dict")
     is_async = inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(
-        getattr(target, "__call__", None))
+        getattr(target, "__call__", None))  # noqa: B004 - the method itself
     names = example_args(target)  # LangSmith's (inputs, attachments, metadata) convention
     if names is not None:
         return Target(wrap_target(target, names, is_async), is_async, name, takes_example=True)
@@ -190,7 +190,8 @@ class MemoryClient:
         pass
 
 
-async def _call_target(plan: Plan, inputs: dict[str, Any]) -> Any:
+async def _call_target(plan: Plan, inputs: Any) -> Any:
+    """``inputs``: the example's inputs dict, or the example itself for a target taking it."""
     t = plan.target
     if t.is_async:
         coro = t.fn(inputs)
@@ -251,7 +252,7 @@ async def _run_unit(plan: Plan, unit: Unit) -> ExperimentResultRow | None:
     finally:
         _RUN.reset(token)
     tree._closed = True  # tree.patch(), inlined: ended above, its writer known
-    plan.writer.patch(tree)  # type: ignore[union-attr]
+    plan.writer.patch(tree)  # type: ignore[union-attr]  # set in __post_init__
     if failed and plan.error_handling == "ignore":
         plan.ignored_traces.append(tree.trace_id)
         return None

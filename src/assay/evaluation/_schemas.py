@@ -90,5 +90,5 @@ class EvaluationResults(BaseModel):
 def as_result(item: EvaluationResult | tuple[str, bool | int | float]) -> EvaluationResult:
     """An ``EvaluationResult`` from what a row keeps: one already, or a (key, score) pair."""
     if item.__class__ is tuple:
-        return EvaluationResult._of_score(*item)  # type: ignore[misc]
-    return item  # type: ignore[return-value]
+        return EvaluationResult._of_score(*item)
+    return item  # type: ignore[return-value]  # not a pair: a result

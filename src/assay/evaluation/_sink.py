@@ -119,9 +119,9 @@ class FeedbackSink:
         rows: list[Any] = []
         for r in results:
             if r.__class__ is tuple:
-                rows.append([run_id, run_id, r[0], r[1]])  # type: ignore[index]
+                rows.append([run_id, run_id, r[0], r[1]])
             else:
-                rows.extend(feedback_rows((r,), run_id, run_id,  # type: ignore[arg-type]
+                rows.extend(feedback_rows((r,), run_id, run_id,  # type: ignore[arg-type]  # a result, not a pair
                                           self._defaults["session_id"]))
         self.add(rows)
 

@@ -293,10 +293,12 @@ _installed = False
 _lock = threading.Lock()
 
 _PASS_THROUGH = frozenset({"flow_started", "method_execution_started"})
-_STARTS = ("FlowStartedEvent", "MethodExecutionStartedEvent", "CrewKickoffStartedEvent", "TaskStartedEvent", "AgentExecutionStartedEvent",
+_STARTS = ("FlowStartedEvent", "MethodExecutionStartedEvent", "CrewKickoffStartedEvent",
+           "TaskStartedEvent", "AgentExecutionStartedEvent",
            "LLMCallStartedEvent", "ToolUsageStartedEvent")
 _ENDS = ("FlowFinishedEvent", "FlowFailedEvent", "MethodExecutionFinishedEvent",
-         "MethodExecutionFailedEvent", "CrewKickoffCompletedEvent", "CrewKickoffFailedEvent", "TaskCompletedEvent",
+         "MethodExecutionFailedEvent", "CrewKickoffCompletedEvent", "CrewKickoffFailedEvent",
+         "TaskCompletedEvent",
          "TaskFailedEvent", "AgentExecutionCompletedEvent", "AgentExecutionErrorEvent",
          "LLMCallCompletedEvent", "LLMCallFailedEvent", "ToolUsageFinishedEvent",
          "ToolUsageErrorEvent")

@@ -61,7 +61,8 @@ def message_dict(m: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"role": _ROLES.get(m.type, m.type), "content": to_json(m.content)}
     calls = getattr(m, "tool_calls", None)
     if calls:
-        out["tool_calls"] = [{"id": c.get("id"), "name": c.get("name"), "args": to_json(c.get("args"))}
+        out["tool_calls"] = [{"id": c.get("id"), "name": c.get("name"),
+                              "args": to_json(c.get("args"))}
                              for c in calls]
     for key in ("tool_call_id", "name", "status"):
         value = getattr(m, key, None)
@@ -192,7 +193,7 @@ def _handler_base() -> type:
     require("langchain_core.callbacks", "langgraph", "LangChain tracing")
     from langchain_core.callbacks import BaseCallbackHandler
 
-    return BaseCallbackHandler  # type: ignore[no-any-return]
+    return BaseCallbackHandler
 
 
 def _make_handler_class() -> type:

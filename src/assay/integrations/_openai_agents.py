@@ -215,7 +215,7 @@ def _make_processor() -> Any:
     require("agents.tracing", "openai-agents", "OpenAI Agents SDK tracing")
     from agents.tracing import TracingProcessor
 
-    class AssayTracingProcessor(TracingProcessor):  # type: ignore[misc]
+    class AssayTracingProcessor(TracingProcessor):
         """Agents SDK traces and spans -> assay runs (see the module docstring)."""
 
         def __init__(self) -> None:

@@ -241,7 +241,7 @@ def adapter_for(obj: Any) -> AgentAdapter | None:
 
     Matching instruments that framework too, so the agent's own steps are traced."""
     if is_adapter(obj):
-        return obj  # type: ignore[no-any-return]
+        return obj
     name = framework_of(obj)
     if name is None:
         return None
@@ -250,7 +250,7 @@ def adapter_for(obj: Any) -> AgentAdapter | None:
         return None
     instrument(name)
     adapter = impl.adapt(obj)
-    return adapter  # type: ignore[no-any-return]
+    return adapter
 
 
 def require_adapter(obj: Any) -> AgentAdapter:
@@ -272,7 +272,7 @@ def tool_calls_from(obj: Any) -> list[ToolCall] | None:
     impl = _impl(name)
     if impl is None:
         return None
-    return impl.tool_calls(obj)  # type: ignore[no-any-return]
+    return impl.tool_calls(obj)
 
 
 # -- instrumentation ------------------------------------------------------------------------------

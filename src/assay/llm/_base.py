@@ -77,10 +77,10 @@ class _NoRun:
 def llm_run(name: str, *, inputs: dict[str, Any], metadata: dict[str, Any],
             enabled: bool = True) -> Iterator[Any]:
     """``assay.tracing.trace(..., run_type="llm")``, or a no-op when tracing is unavailable."""
-    trace = None
+    trace: Any = None
     if enabled:
         try:
-            from ..tracing import trace  # type: ignore[no-redef]
+            from ..tracing import trace
         except ImportError:
             trace = None
     if trace is None:

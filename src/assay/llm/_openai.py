@@ -72,7 +72,8 @@ class OpenAIJudge(SDKJudge):
 
     def _response_format(self, schema: OutputSchema | None) -> dict[str, Any] | None:
         mode = self.options.structured_output
-        if schema is None or mode == "prompt" or (mode == "auto" and self._schema_supported is False):
+        if schema is None or mode == "prompt" or (mode == "auto"
+                                                  and self._schema_supported is False):
             return None
         if mode == "json_object":
             return {"type": "json_object"}

@@ -101,7 +101,7 @@ def strict_json_schema(model: type[BaseModel], *, order: list[str] | None = None
     description (pydantic validation still enforces them and a violation is re-asked).
     ``order`` puts some properties first, e.g. reasoning before the score it justifies.
     """
-    schema = _tighten(copy.deepcopy(model.model_json_schema()))
+    schema: dict[str, Any] = _tighten(copy.deepcopy(model.model_json_schema()))
     if order and isinstance(schema.get("properties"), dict):
         props = schema["properties"]
         ordered = {k: props[k] for k in order if k in props}

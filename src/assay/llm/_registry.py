@@ -1,7 +1,8 @@
 """Choosing a judge by a short string or by an object, with install hints for extras.
 
     "openai:gpt-4o-mini"                               OpenAI (OPENAI_API_KEY)
-    "anthropic:claude-sonnet-4-5"                      Anthropic (ANTHROPIC_API_KEY, extra 'anthropic')
+    "anthropic:claude-sonnet-4-5"                      Anthropic (ANTHROPIC_API_KEY,
+                                                       extra 'anthropic')
     "openai-compatible:llama3@http://127.0.0.1:8000/v1"  vLLM, llama.cpp, LM Studio, LiteLLM ...
     "ollama:llama3.2"                                  Ollama (OLLAMA_BASE_URL or 127.0.0.1:11434)
 
@@ -93,7 +94,8 @@ def _from_client(client: Any, model: str | None, options: JudgeOptions | None) -
 
 def get_judge(judge: Any, *, model: str | None = None,
               options: JudgeOptions | None = None) -> JudgeModel:
-    """A judge from a spec string, a ``JudgeModel``, an SDK client (with ``model=``) or a function."""
+    """A judge from a spec string, a ``JudgeModel``, an SDK client (with ``model=``) or a
+    function."""
     if isinstance(judge, str):
         prefix, sep, rest = judge.partition(":")
         if not sep or not rest:

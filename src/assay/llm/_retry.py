@@ -115,7 +115,7 @@ async def call_with_retries(
                        if failure.timed_out else
                        f"judge {judge_name} failed after {what}: {failure.message}")
                 err = JudgeError(msg)
-                err.attempts = attempt  # type: ignore[attr-defined]
-                err.status_code = failure.status_code  # type: ignore[attr-defined]
+                err.attempts = attempt
+                err.status_code = failure.status_code
                 raise err from exc
             await sleep(backoff_delay(attempt - 1, options, failure.retry_after))

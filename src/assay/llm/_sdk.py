@@ -49,7 +49,7 @@ class SDKJudge(BaseJudge):
         """The SDK module, imported lazily (with an install hint where it is an extra)."""
         raise NotImplementedError
 
-    def _client_types(self) -> tuple[type, type]:
+    def _client_types(self) -> tuple[type[Any], type[Any]]:
         sdk = self._sdk()
         return getattr(sdk, self._client_class), getattr(sdk, "Async" + self._client_class)
 

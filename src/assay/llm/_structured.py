@@ -65,8 +65,8 @@ async def agenerate_structured(
     err = JudgeError(
         f"judge {getattr(judge, 'name', judge)!r} gave no usable {output_type.__name__} after "
         f"{attempts} attempt{'s' if attempts != 1 else ''}: {problem}")
-    err.attempts = attempts  # type: ignore[attr-defined]
-    err.last_output = snippet(completion.text or "", 500)  # type: ignore[attr-defined]
+    err.attempts = attempts
+    err.last_output = snippet(completion.text or "", 500)
     raise err
 
 

@@ -51,7 +51,8 @@ class JudgeOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     timeout: float = Field(60.0, gt=0, description="seconds per HTTP request")
-    max_retries: int = Field(3, ge=0, description="retries after 429/5xx/timeouts/connection errors")
+    max_retries: int = Field(3, ge=0,
+                             description="retries after 429/5xx/timeouts/connection errors")
     backoff_initial: float = Field(0.5, ge=0, description="first backoff delay in seconds")
     backoff_multiplier: float = Field(2.0, ge=1)
     backoff_max: float = Field(30.0, ge=0, description="cap of one backoff delay")
@@ -74,7 +75,8 @@ class JudgeOptions(BaseModel):
 class JudgeModel(Protocol):
     """What an accuracy judge needs from a model."""
 
-    name: str
+    @property
+    def name(self) -> str: ...  # read-only: the judges derive it from provider and model
 
     async def acomplete(
         self, messages: Sequence[Message], *, output_schema: OutputSchema | None = None

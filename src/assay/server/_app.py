@@ -88,8 +88,14 @@ def create_app(
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
 
-    from . import (_routes_datasets, _routes_feedback, _routes_results, _routes_runs,
-                   _routes_runs_v2, _routes_sessions)
+    from . import (
+        _routes_datasets,
+        _routes_feedback,
+        _routes_results,
+        _routes_runs,
+        _routes_runs_v2,
+        _routes_sessions,
+    )
 
     @app.get("/info")
     def info() -> JSONResponse:

@@ -46,7 +46,7 @@ def _secret(request: Request) -> bytes:
     secret = getattr(state, "attachment_secret", None)
     if secret is None:
         secret = state.attachment_secret = request.app.state.store.attachments.signing_secret()
-    return secret  # type: ignore[no-any-return]
+    return secret
 
 
 def _sign(secret: bytes, payload: str) -> str:
@@ -74,7 +74,7 @@ def verify_token(request: Request, token: str) -> dict[str, Any]:
     if claims.get("e", 0) < time.time():
         raise ApiError(410, "expired", "attachment URL has expired: read the example (or run) "
                        "again for a fresh URL")
-    return claims  # type: ignore[no-any-return]
+    return claims
 
 
 def attachment_urls(request: Request, store: Store,

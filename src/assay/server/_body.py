@@ -45,12 +45,13 @@ def _may_hold_big_int(raw: bytes) -> bool:
 try:  # optional speed-up (the ``server`` extra installs it; langsmith depends on it too)
     import orjson as _orjson
 except ImportError:  # pragma: no cover - pure-json fallback
-    _orjson = None  # type: ignore[assignment]
+    _orjson = None  # type: ignore[assignment]  # optional module
 
 
 def _too_large(limit: int, what: str = "request body") -> ApiError:
     return ApiError(413, "payload_too_large",
-                    f"{what} exceeds the server's limit of {limit} bytes (assay serve --max-body-bytes)",
+                    f"{what} exceeds the server's limit of {limit} bytes "
+                    "(assay serve --max-body-bytes)",
                     limit=limit)
 
 
@@ -315,7 +316,7 @@ def parse_multipart(data: bytes, content_type: str, *, max_parts: int = 100_000)
             usual = _USUAL_HEAD.match(seg, 2)
             if usual is not None:
                 name_b, file_b, ctype_b, length_b = usual.groups()
-                headers = {}  # the disposition is parsed: name and filename
+                headers: dict[str, str] = {}  # the disposition is parsed: name and filename
                 if ctype_b is not None:
                     headers["content-type"] = ctype_b.decode("latin-1")
                 if length_b is not None:
@@ -328,7 +329,7 @@ def parse_multipart(data: bytes, content_type: str, *, max_parts: int = 100_000)
             if not seg.startswith(b"\r\n", pos):
                 raise _malformed(f"part #{index} does not start with CRLF after its boundary")
             pos += 2
-        headers: dict[str, str] = {}
+        headers = {}
         if seg.startswith(b"\r\n", pos):  # a part without headers
             body_start = pos + 2
         else:

@@ -18,7 +18,8 @@ from ..store import Store
 from . import _body
 from ._folder import Folder
 
-__all__ = ["FolderDep", "JsonBody", "JsonResponse", "Parts", "Settings", "StoreDep", "dump", "json_body", "json_query",
+__all__ = ["FolderDep", "JsonBody", "JsonResponse", "Parts", "Settings", "StoreDep", "dump",
+           "json_body", "json_query",
            "multipart_body", "ok", "tenant_store"]
 
 
@@ -38,7 +39,7 @@ class Settings:
 
 
 def _settings(request: Request) -> Settings:
-    return request.app.state.settings  # type: ignore[no-any-return]
+    return request.app.state.settings
 
 
 def _api_key(request: Request) -> str | None:
@@ -77,7 +78,7 @@ StoreDep = Annotated[Store, Depends(tenant_store)]
 
 async def _folder(request: Request) -> Folder:
     # async: a sync dependency costs every request a hop to the thread pool and back
-    return request.app.state.folder  # type: ignore[no-any-return]
+    return request.app.state.folder
 
 
 FolderDep = Annotated[Folder, Depends(_folder)]

@@ -2,7 +2,8 @@
 
 It stands in for the store's own background folder (``store/_background.py``) for the
 server's engine. Reads fold the journal themselves (``Store.settle``), so correctness never
-waits for this thread; it keeps the journal short while nobody reads, so the first page of the web UI after a
+waits for this thread; it keeps the journal short while nobody reads, so the first page of
+the web UI after a
 burst of ingest does not pay for the whole burst.
 
 Folding and accepting compete for one write lock and one interpreter lock, so the folder works

@@ -100,7 +100,8 @@ def from_parts(parts: list[Part], max_attachment_bytes: int = DEFAULT_MAX_ATTACH
             key = (kind, run_id)
             if not fname:
                 if key in runs:
-                    raise ApiError(422, "invalid_input", f"multipart part {part.name!r} appears twice")
+                    raise ApiError(422, "invalid_input",
+                                   f"multipart part {part.name!r} appears twice")
                 body = part.json()
                 if not isinstance(body, dict):
                     raise ApiError(422, "invalid_input",
@@ -110,7 +111,8 @@ def from_parts(parts: list[Part], max_attachment_bytes: int = DEFAULT_MAX_ATTACH
             elif fname in _RUN_FIELDS:
                 bucket = fields.setdefault(key, {})
                 if fname in bucket:
-                    raise ApiError(422, "invalid_input", f"multipart part {part.name!r} appears twice")
+                    raise ApiError(422, "invalid_input",
+                                   f"multipart part {part.name!r} appears twice")
                 bucket[fname] = part.json()
             else:
                 raise ApiError(422, "unknown_part",
@@ -134,7 +136,8 @@ def from_parts(parts: list[Part], max_attachment_bytes: int = DEFAULT_MAX_ATTACH
                 raise ApiError(422, "invalid_input", f"multipart part {part.name!r} appears twice")
             files.append(upload_from_part(part, name, max_attachment_bytes, f"run {run_id}"))
         else:
-            raise ApiError(422, "unknown_part", f"unknown multipart part {part.name!r}: {_PART_HELP}")
+            raise ApiError(422, "unknown_part",
+                           f"unknown multipart part {part.name!r}: {_PART_HELP}")
     orphans = [k for k in fields if k not in runs]
     if orphans:
         kind, run_id = orphans[0]
@@ -153,7 +156,8 @@ def from_parts(parts: list[Part], max_attachment_bytes: int = DEFAULT_MAX_ATTACH
 def from_json(body: Any) -> Batch:
     """``/runs/batch``: ``{"post": [...], "patch": [...]}``."""
     if not isinstance(body, dict):
-        raise ApiError(422, "invalid_input", "body must be a JSON object with 'post' and/or 'patch'")
+        raise ApiError(422, "invalid_input",
+                       "body must be a JSON object with 'post' and/or 'patch'")
     unknown = set(body) - {"post", "patch"}
     if unknown:
         raise ApiError(422, "invalid_input",

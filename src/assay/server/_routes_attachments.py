@@ -42,7 +42,7 @@ _HELP = ("expected '<example id>', '<example id>.inputs', '<example id>.outputs'
 
 
 def _max_bytes(request: Request) -> int:
-    return request.app.state.settings.max_attachment_bytes  # type: ignore[no-any-return]
+    return request.app.state.settings.max_attachment_bytes
 
 
 def _example_parts(parts: list[Part], max_bytes: int
@@ -118,7 +118,8 @@ def upload_examples(request: Request, store: StoreDep, dataset_id: uuid.UUID,
     for ex_id, fields, uploads in _example_parts(parts, _max_bytes(request)):
         ex = validate(ExampleIn, fields, f"example {ex_id}")
         if ex.dataset_id is not None and ex.dataset_id != dataset_id:
-            raise ApiError(422, "invalid_input", f"example {ex_id}: dataset_id differs from the URL")
+            raise ApiError(422, "invalid_input",
+                           f"example {ex_id}: dataset_id differs from the URL")
         items.append((str(dataset_id), _with_source_run(store, ex, ex.item())))
         files.append((ex_id, _source_files(store, ex, fields) + uploads))
     with store.transaction():

@@ -8,6 +8,7 @@ from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 
 from ..errors import ExampleValidationError, InvalidInputError
 from ..store import Store
@@ -23,7 +24,7 @@ __all__ = ["router"]
 router = APIRouter()
 
 Ids = Annotated[list[uuid.UUID] | None, Query()]
-M = TypeVar("M")
+M = TypeVar("M", bound=BaseModel)
 
 
 # -- datasets ---------------------------------------------------------------------------------
@@ -86,7 +87,8 @@ def list_versions(
 def read_version(store: StoreDep, dataset_id: uuid.UUID, as_of: str | None = None,
                  tag: str | None = None) -> JSONResponse:
     if (as_of is None) == (tag is None):
-        raise ApiError(422, "invalid_input", "give exactly one of the query parameters as_of or tag")
+        raise ApiError(422, "invalid_input",
+                       "give exactly one of the query parameters as_of or tag")
     return ok(store.datasets.version(dataset_id, as_of if as_of is not None else tag))
 
 
@@ -124,7 +126,7 @@ def _create_grouped(store: Store, items: Sequence[tuple[str, dict[str, Any]]]) -
                 made = store.examples.create_many([items[i][1] for i in idx], dataset_id=ds_id)
             except ExampleValidationError as exc:
                 raise ExampleValidationError(idx[exc.index], exc.problem) from None
-            created.update(zip(idx, made))
+            created.update(zip(idx, made, strict=True))
     return [created[i] for i in range(len(items))]
 
 
@@ -224,7 +226,8 @@ def delete_example(store: StoreDep, example_id: uuid.UUID) -> JSONResponse:
 
 
 @router.delete("/examples")
-def delete_examples(store: StoreDep, example_ids: Annotated[list[uuid.UUID], Query()]) -> JSONResponse:
+def delete_examples(store: StoreDep,
+                    example_ids: Annotated[list[uuid.UUID], Query()]) -> JSONResponse:
     n = store.examples.delete_many(example_ids)
     return ok({"example_ids": [str(i) for i in example_ids], "count": n})
 

@@ -54,7 +54,8 @@ def list_sessions(
 
 
 @router.get("/sessions/{session_id}")
-def read_session(store: StoreDep, session_id: uuid.UUID, include_stats: bool = False) -> JSONResponse:
+def read_session(store: StoreDep, session_id: uuid.UUID,
+                 include_stats: bool = False) -> JSONResponse:
     return ok(store.projects.read(project_id=session_id, include_stats=include_stats))
 
 

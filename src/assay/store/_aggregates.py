@@ -26,7 +26,7 @@ so two PostgreSQL transactions lock them in the same order.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import BigInteger, case, delete, func, literal, or_, select, type_coerce, update
@@ -69,10 +69,10 @@ FEEDBACK_RETURNING = (feedback.c.session_id, feedback.c.tenant_id, feedback.c.ru
 def _insert(conn: Connection, table: Any) -> Any:
     """INSERT with ON CONFLICT support: the construct differs per dialect, the statement not."""
     if conn.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    return insert(table)
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+        return pg_insert(table)
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+    return sqlite_insert(table)
 
 
 _STATEMENTS: dict[tuple[str, str], Any] = {}
@@ -111,7 +111,7 @@ class RunDeltas:
         self.added_start: dict[str, int] = {}
         self.removed_start: dict[str, dict[int, int]] = {}
 
-    def add(self, row: Mapping[str, Any], sign: int) -> None:
+    def add(self, row: Mapping[Any, Any], sign: int) -> None:
         """Add (``sign`` 1) or take away (-1) one stored run row's contribution.
 
         ``row`` holds the run's columns, with timestamps as epoch microseconds. A row taken
@@ -174,7 +174,7 @@ class RunDeltas:
             start = self.added_start.get(sid)
             if start is None and not any(d):
                 continue
-            row = dict(zip(_SUMS, d))
+            row = dict(zip(_SUMS, d, strict=True))
             row.update(session_id=sid, tenant_id=self.tenants[sid], last_root_start=start)
             rows.append(row)
         if rows:
@@ -198,7 +198,7 @@ class RunDeltas:
                     trace_streams.c.streamed_runs <= 0))
 
 
-def _add_streams(conn: Connection, part: list[tuple[tuple[str, str], int]]) -> list[Any]:
+def _add_streams(conn: Connection, part: list[tuple[tuple[str, str], int]]) -> Sequence[Any]:
     """Add to trace_streams counts; return (session, trace, count after) of each row.
 
     One multi-row statement written out here rather than through SQLAlchemy's executemany:
@@ -308,7 +308,7 @@ def adopt_pending_feedback(conn: Connection, tenant_id: str, by_session: Mapping
                 deltas.add(sid, tenant_id, run_id, key, score, label, 1)
 
 
-def pending_feedback(conn: Connection, session_id: str, tenant_id: str) -> list[Any]:
+def pending_feedback(conn: Connection, session_id: str, tenant_id: str) -> Sequence[Any]:
     """(key, score, label) of the workspace's pending feedback whose run is in the session:
     feedback that reached the store before its run's post (or lost a race with it).
 

@@ -34,7 +34,8 @@ __all__ = [
 DEFAULT_MAX_ATTACHMENT_BYTES = 32 * 1024 * 1024
 MAX_NAME = 256
 
-_MIME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$")
+_TOKEN = r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}"  # RFC 6838 type and subtype names
+_MIME = re.compile(rf"^{_TOKEN}/{_TOKEN}$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 

@@ -180,7 +180,8 @@ class AttachmentRepo:
             if missing:
                 raise NotFoundError(f"example(s) not found: {', '.join(missing[:5])}")
             all_ups = [u for _, ups in wanted for u in ups]
-            digests = {id(u): h for u, h in zip(all_ups, self._put_blob_list(conn, all_ups))}
+            stored = self._put_blob_list(conn, all_ups)
+            digests = {id(u): h for u, h in zip(all_ups, stored, strict=False)}
             row_ids = [rows[ex_id] for ex_id in ids]
             for i in range(0, len(row_ids), 500):
                 conn.execute(delete(ea).where(ea.c.example_row_id.in_(row_ids[i:i + 500]),
@@ -193,7 +194,7 @@ class AttachmentRepo:
     def _put_blob_list(self, conn: Connection, uploads: Sequence[Upload]) -> list[str]:
         """Each upload's sha256, its content stored once per workspace."""
         hashes = [u.sha256 for u in uploads]
-        distinct = dict(zip(hashes, uploads))
+        distinct = dict(zip(hashes, uploads, strict=False))
         have: set[str] = set()
         keys = list(distinct)
         for i in range(0, len(keys), 500):
@@ -213,7 +214,7 @@ class AttachmentRepo:
         with self.store.transaction():
             made = self.store.examples.create_many(items, dataset_id=dataset_id,
                                                    dataset_name=dataset_name)
-            self.add_to_examples([(ex.id, ups) for ex, ups in zip(made, uploads)])
+            self.add_to_examples([(ex.id, ups) for ex, ups in zip(made, uploads, strict=False)])
         return made
 
     def update_examples(self, updates: Sequence[Mapping[str, Any]],
@@ -222,7 +223,7 @@ class AttachmentRepo:
         """``examples.update_many`` and each new version's attachment changes, atomically."""
         with self.store.transaction():
             changed = self.store.examples.update_many(updates)
-            for upd, ups, op in zip(updates, uploads, ops):
+            for upd, ups, op in zip(updates, uploads, ops, strict=False):
                 if ups or op is not None:
                     self.set_example(upd["id"], ups, op)
         return changed

@@ -176,12 +176,12 @@ def _before_fork() -> None:
     state in process memory, which the child inherits with the lock of a transaction its
     parent's thread (this folder, a tracing writer) had open, and then waits on forever.
     So the forking thread takes every database's write lock first (bounded: never a hang)."""
-    from . import _base
+    from . import _base, _engine
 
     with _base._LOCKS_GUARD:
         locks = list(_base._SQLITE_WRITE_LOCKS.values())
     for lock in locks:
-        if lock.acquire(timeout=_base.BUSY_TIMEOUT_S):
+        if lock.acquire(timeout=_engine.BUSY_TIMEOUT_S):
             _held_at_fork.append(lock)
 
 

@@ -41,7 +41,8 @@ _ACTIVE: ContextVar[tuple[Engine, Connection] | None] = ContextVar("assay_store_
 # long after the holder committed; a thread lock hands it over at once (server handler threads,
 # the server's background fold, a tracing writer beside evaluate()). Other processes still
 # queue through the busy handler. PostgreSQL takes concurrent writers as they come.
-_SQLITE_WRITE_LOCKS: weakref.WeakKeyDictionary[Engine, threading.RLock] = weakref.WeakKeyDictionary()
+_SQLITE_WRITE_LOCKS: weakref.WeakKeyDictionary[Engine, threading.RLock] = (
+    weakref.WeakKeyDictionary())
 _LOCKS_GUARD = threading.Lock()
 
 

@@ -18,7 +18,7 @@ __all__ = ["SchemaCheck", "check_schema"]
 
 
 def _validator_class(schema: Mapping[str, Any]) -> Any:
-    from jsonschema.validators import validator_for  # type: ignore[import-untyped]  # no stubs
+    from jsonschema.validators import validator_for
 
     return validator_for(schema)
 
@@ -30,7 +30,7 @@ def check_schema(schema: Any, which: str) -> dict[str, Any] | None:
     if not isinstance(schema, Mapping):
         raise InvalidInputError(f"{which} must be a JSON Schema object, got "
                                 f"{type(schema).__name__}")
-    from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]  # no stubs
+    from jsonschema.exceptions import SchemaError
 
     checked: dict[str, Any] = dict(schema)
     try:

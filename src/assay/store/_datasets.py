@@ -77,7 +77,7 @@ class DatasetRepo:
         inputs_schema = check_schema(inputs_schema, "inputs_schema")
         outputs_schema = check_schema(outputs_schema, "outputs_schema")
         now = utcnow()
-        row = {
+        row: dict[str, Any] = {
             "id": str(as_uuid(id, "dataset id")) if id else new_id_text(),
             "tenant_id": self.store.tenant_id,
             "name": name,
@@ -112,15 +112,16 @@ class DatasetRepo:
         tenant = self.store.tenant_id
         if dataset_id is not None:
             ds_id = str(as_uuid(dataset_id, "dataset_id"))
-            found = conn.execute(_BY_ID_SQL, {"t": tenant, "id": ds_id}).scalar()
+            found: str | None = conn.execute(_BY_ID_SQL, {"t": tenant, "id": ds_id}).scalar()
             if found is None:
                 raise NotFoundError(f"dataset {ds_id} not found")
             return found
         if dataset_name is not None:
-            found = conn.execute(_BY_NAME_SQL, {"t": tenant, "n": dataset_name}).scalar()
-            if found is None:
+            by_name: str | None = conn.execute(_BY_NAME_SQL,
+                                               {"t": tenant, "n": dataset_name}).scalar()
+            if by_name is None:
                 raise NotFoundError(f"dataset {dataset_name!r} not found")
-            return found
+            return by_name
         raise InvalidInputError("give dataset_id or dataset_name")
 
     def _counts(self, conn: Connection, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -247,7 +248,8 @@ class DatasetRepo:
             conn.execute(datasets.delete().where(datasets.c.id == ds_id))
 
     # -- versions ---------------------------------------------------------------------------
-    def version(self, dataset_id: uuid.UUID | str, as_of: datetime | str | None = None) -> DatasetVersion:
+    def version(self, dataset_id: uuid.UUID | str,
+                as_of: datetime | str | None = None) -> DatasetVersion:
         """The dataset's version (time of its last change) at ``as_of`` (default: now)."""
         with self.store.read() as conn:
             ds_id = self._resolve(conn, dataset_id, None)
@@ -271,9 +273,11 @@ class DatasetRepo:
         row = conn.execute(
             select(latest, closed, datasets.c.created_at).where(datasets.c.id == ds_id)
         ).one()
-        return max(t for t in row if t is not None)
+        latest_change: datetime = max(t for t in row if t is not None)
+        return latest_change
 
-    def tag(self, dataset_id: uuid.UUID | str, tag: str, as_of: datetime | str | None = None) -> DatasetVersion:
+    def tag(self, dataset_id: uuid.UUID | str, tag: str,
+            as_of: datetime | str | None = None) -> DatasetVersion:
         """Name a version (default: the current one); moving a tag re-points it."""
         if not tag or not isinstance(tag, str):
             raise InvalidInputError("a version tag must be a non-empty string")
@@ -285,10 +289,11 @@ class DatasetRepo:
                     dataset_tags.c.dataset_id == ds_id, dataset_tags.c.tag == tag
                 )
             )
-            conn.execute(dataset_tags.insert().values(dataset_id=ds_id, tag=tag, as_of=version.as_of))
+            conn.execute(dataset_tags.insert().values(dataset_id=ds_id, tag=tag,
+                                                      as_of=version.as_of))
         return self.version(ds_id, version.as_of)
 
-    def list_versions(self, dataset_id: uuid.UUID | str) -> list[DatasetVersion]:
+    def list_versions(self, dataset_id: uuid.UUID | str) -> builtins.list[DatasetVersion]:
         """Every version the dataset had, newest first, with their tags."""
         with self.store.read() as conn:
             ds_id = self._resolve(conn, dataset_id, None)
@@ -311,7 +316,8 @@ class DatasetRepo:
             ):
                 tags.setdefault(at, []).append(tag)
                 times.add(at)
-        return [DatasetVersion(as_of=t, tags=sorted(tags.get(t, []))) for t in sorted(times, reverse=True)]
+        return [DatasetVersion(as_of=t, tags=sorted(tags.get(t, [])))
+                for t in sorted(times, reverse=True)]
 
     def _as_of_us(self, conn: Connection, ds_id: str, as_of: datetime | str | None) -> int:
         if as_of is None or as_of == "latest":

@@ -6,9 +6,10 @@ Every change closes the current row (``valid_to``) and, unless it is a delete, w
 
 from __future__ import annotations
 
+import builtins
 import functools
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -54,7 +55,8 @@ def _in_splits(splits: Sequence[str]) -> Any:
 
 
 def _bad(index: int | None, problem: str) -> InvalidInputError:
-    return ExampleValidationError(index, problem) if index is not None else InvalidInputError(problem)
+    return (ExampleValidationError(index, problem) if index is not None
+            else InvalidInputError(problem))
 
 
 def normalize_example(item: Any, index: int | None = None) -> dict[str, Any]:
@@ -340,7 +342,7 @@ class ExampleRepo:
     def stream(self, dataset_id: uuid.UUID | str, *, version: datetime | str | None = None,
                splits: Sequence[str] | None = None, page: int = 256,
                checked: bool = False,
-               ) -> tuple[datetime, int, list[str], Iterator[list[StoredExample]]]:
+               ) -> tuple[datetime, int, list[str], Generator[list[StoredExample]]]:
         """A dataset's examples at one version, for a reader that starts before the last arrives.
 
         ``version`` is what ``DatasetRepo.version`` takes (a time, a tag, None for the current
@@ -359,7 +361,7 @@ class ExampleRepo:
         q = (self._query(ds_id, as_of_us=at_us, splits=splits) if splits
              else _PAGES_SQL.bindparams(ds=ds_id, at=at_us))
 
-        def pages() -> Iterator[list[StoredExample]]:
+        def pages() -> Generator[list[StoredExample]]:
             with self.store.read() as conn:
                 result = conn.execute(q)
                 # a first page that fills a typical concurrency bound, read before the rest
@@ -381,7 +383,7 @@ class ExampleRepo:
         time and the bound ``version`` names, so the rows live at the bound are its rows.
         """
         if version is None or version == "latest":
-            rows = [(key, n, from_micros(changed))
+            rows: Sequence[Any] = [(key, n, from_micros(changed))
                     for key, n, changed in conn.execute(_LIVE_SQL, {"ds": ds_id})
                     if not splits or any(f",{s}," in key for s in splits)]  # as _in_splits
         else:
@@ -397,7 +399,7 @@ class ExampleRepo:
                        created.scalar_subquery())
                 .where(examples.c.dataset_id == ds_id, examples.c.modified_at <= bound)
                 .group_by(examples.c.split_key)).all()
-        count, names, times = 0, set(), []
+        count, names, times = 0, set[str](), list[datetime]()
         for key, n, *changed in rows:
             times.extend(t for t in changed if t is not None)
             if n:
@@ -448,7 +450,7 @@ class ExampleRepo:
                 metadata=metadata, offset=offset, limit=limit,
             )
 
-    def _tenant_ids(self, conn: Connection, ids: list[str]) -> list[str]:
+    def _tenant_ids(self, conn: Connection, ids: builtins.list[str]) -> builtins.list[str]:
         q = (
             select(examples.c.id)
             .join(datasets, datasets.c.id == examples.c.dataset_id)
@@ -463,14 +465,14 @@ class ExampleRepo:
                 raise NotFoundError(f"example {ex_id} not found")
             ds_id = conn.execute(
                 select(examples.c.dataset_id).where(examples.c.id == ex_id).limit(1)
-            ).scalar()
+            ).scalar_one()  # there: checked above, in the same transaction
             as_of_us = self.store.datasets._as_of_us(conn, ds_id, as_of) if as_of else None
             found = self._select(conn, ds_id, as_of_us=as_of_us, example_ids=[ex_id])
         if not found:
             raise NotFoundError(f"example {ex_id} not found" + (f" as of {as_of}" if as_of else ""))
         return found[0]
 
-    def update_many(self, updates: Sequence[Mapping[str, Any]]) -> list[Example]:
+    def update_many(self, updates: Sequence[Mapping[str, Any]]) -> builtins.list[Example]:
         """Each update is ``{"id": ..., and any of inputs/outputs/metadata/split}``; atomic."""
         if not updates:
             return []
@@ -505,7 +507,9 @@ class ExampleRepo:
                     update(examples).where(examples.c.row_id == cur.row_id).values(valid_to=now)
                 )
                 row.update(dataset_id=cur.dataset_id, created_at=cur.created_at, modified_at=now)
-                new_row = conn.execute(examples.insert().values(**row)).inserted_primary_key[0]
+                inserted = conn.execute(examples.insert().values(**row)).inserted_primary_key
+                assert inserted is not None  # a single-row insert has its key
+                new_row = inserted[0]
                 AttachmentRepo.copy_example(conn, cur.row_id, new_row)  # kept unless changed
                 conn.execute(
                     update(datasets).where(datasets.c.id == cur.dataset_id).values(modified_at=now)
@@ -518,7 +522,7 @@ class ExampleRepo:
     def delete_many(self, example_ids: Sequence[uuid.UUID | str]) -> int:
         ids = [str(as_uuid(i, "example id")) for i in example_ids]
         with self.store.write() as conn:
-            owned = set(self._tenant_ids(conn, ids))
+            owned: set[str] = set(self._tenant_ids(conn, ids))
             missing = [i for i in ids if i not in owned]
             if missing:
                 raise NotFoundError(f"example(s) not found: {', '.join(missing)}")
@@ -538,14 +542,16 @@ class ExampleRepo:
         return len(rows)
 
     def splits(self, *, dataset_id: uuid.UUID | str | None = None,
-               dataset_name: str | None = None, as_of: datetime | str | None = None) -> list[str]:
+               dataset_name: str | None = None,
+               as_of: datetime | str | None = None) -> builtins.list[str]:
         """The names of the splits a dataset's examples are in (at ``as_of``), sorted."""
         found = self.list(dataset_id=dataset_id, dataset_name=dataset_name, as_of=as_of)
         return sorted({name for ex in found for name in ex.split or ()})
 
     def update_splits(self, split_name: str, example_ids: Sequence[uuid.UUID | str], *,
                       dataset_id: uuid.UUID | str | None = None,
-                      dataset_name: str | None = None, remove: bool = False) -> list[Example]:
+                      dataset_name: str | None = None,
+                      remove: bool = False) -> builtins.list[Example]:
         """Put examples of one dataset in split ``split_name`` (or take them out): a new
         version of each example whose splits change, in one transaction. An example left in no
         split is in ``base``, as a new one is."""

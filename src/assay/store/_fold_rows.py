@@ -260,7 +260,7 @@ def score_rows(repo: FeedbackRepo, items: list[Any], columns: Any, defaults: Any
     if (tuple(columns or ()) != SCORE_COLUMNS or created is None or "id" in defaults
             or not items or not all(i.__class__ is list for i in items)):
         return None
-    first = {**defaults, **dict(zip(SCORE_COLUMNS, items[0]))}
+    first = {**defaults, **dict(zip(SCORE_COLUMNS, items[0], strict=False))}
     first.setdefault("created_at", created)  # as the general path's items get them
     first.setdefault("modified_at", first["created_at"])
     template = repo._row(first)

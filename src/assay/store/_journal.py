@@ -77,8 +77,9 @@ def from_values(items: Sequence[Any], columns: Sequence[str],
     """Items journaled as lists of values in ``columns`` order back as dicts (``shared``: the
     fields every such item has, given once per batch); dict items pass through."""
     if shared:
-        return [{**shared, **dict(zip(columns, i))} if i.__class__ is list else i for i in items]
-    return [dict(zip(columns, i)) if i.__class__ is list else i for i in items]
+        return [{**shared, **dict(zip(columns, i, strict=False))} if i.__class__ is list else i
+                for i in items]
+    return [dict(zip(columns, i, strict=False)) if i.__class__ is list else i for i in items]
 
 
 def _row_posts(posts: Sequence[Any], columns: Sequence[str],
@@ -132,9 +133,9 @@ def _fill_orders(conn: Connection, tenant: str, posts: list[Any]) -> None:
             up = "" if parent is None else known.get(parent)
             if up is None:
                 return False
-            seg = dotted_segment_us(start, post.get("id"))
+            seg = dotted_segment_us(start, post["id"])
             order = post["dotted_order"] = f"{up}.{seg}" if up else seg
-        known[post.get("id")] = order
+        known[post["id"]] = order
         return True
 
     waiting = [post for post in posts if not settle(post)]
@@ -153,6 +154,8 @@ def _fill_orders(conn: Connection, tenant: str, posts: list[Any]) -> None:
 def _patch_id(patch: Any) -> Any:
     """A patch's run id as the fold compares it (canonical text when it can be)."""
     rid = patch.get("id") if isinstance(patch, Mapping) else None
+    if rid is None:
+        return None
     try:
         return uuid_text(rid, "run id")
     except Exception:  # noqa: BLE001 - the general path reports it
@@ -356,7 +359,7 @@ class Journal:
                     resolved[key] = sid
                 clean["session_id"] = sid  # resolved: the fold looks up nothing by name
             foreign = _taken_elsewhere(conn, tenant, sessions,
-                                       patched_into - set(resolved.values()))
+                                       sorted(patched_into - set(resolved.values())))
             if foreign is not None:  # as _ensure_id answers for a post
                 raise NotFoundError(f"project {foreign} not found")
             _require_identity(conn, tenant, runs_in)

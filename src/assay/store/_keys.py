@@ -79,7 +79,7 @@ class KeyRepo:
         except NotFoundError:
             t = self.create_tenant(tenant)
         secret = KEY_PREFIX + secrets.token_urlsafe(32)
-        row = {"id": new_id_text(), "tenant_id": t.id, "key_hash": _hash(secret),
+        row: dict[str, Any] = {"id": new_id_text(), "tenant_id": t.id, "key_hash": _hash(secret),
                "prefix": secret[:10], "description": description, "created_at": utcnow()}
         with self.store.write() as conn:
             conn.execute(api_keys.insert().values(**row))
@@ -97,12 +97,15 @@ class KeyRepo:
     def revoke(self, key_id_or_prefix: str) -> ApiKey:
         with self.store.write() as conn:
             row = conn.execute(select(api_keys).where(
-                (api_keys.c.id == key_id_or_prefix) | (api_keys.c.prefix == key_id_or_prefix))).all()
+                (api_keys.c.id == key_id_or_prefix)
+                | (api_keys.c.prefix == key_id_or_prefix))).all()
             if not row:
                 raise NotFoundError(f"API key {key_id_or_prefix!r} not found")
             if len(row) > 1:
-                raise InvalidInputError(f"{key_id_or_prefix!r} matches several keys: use the key id")
-            conn.execute(update(api_keys).where(api_keys.c.id == row[0].id).values(revoked_at=utcnow()))
+                raise InvalidInputError(
+                    f"{key_id_or_prefix!r} matches several keys: use the key id")
+            conn.execute(update(api_keys).where(api_keys.c.id == row[0].id)
+                         .values(revoked_at=utcnow()))
         return next(k for k in self.list() if k.id == row[0].id)
 
     def authenticate(self, key: str | None) -> str:
@@ -116,6 +119,7 @@ class KeyRepo:
             raise AuthError("unknown API key")
         if row.revoked_at is not None:
             raise AuthError("this API key was revoked")
-        return row.tenant_id
+        tenant: str = row.tenant_id
+        return tenant
 
 

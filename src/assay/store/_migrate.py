@@ -9,11 +9,15 @@ do not both try to create it.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine
 
 from ..errors import StoreError
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 __all__ = ["HEAD", "current_revision", "upgrade"]
 
@@ -28,7 +32,7 @@ def current_revision(conn: Connection) -> str | None:
     return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
-def _alembic_config(conn: Connection):  # type: ignore[no-untyped-def]
+def _alembic_config(conn: Connection) -> Config:
     from alembic.config import Config
 
     cfg = Config()

@@ -71,7 +71,7 @@ class ProjectRepo:
         extra_d = dict(extra or {})
         if metadata is not None:
             extra_d["metadata"] = {**(extra_d.get("metadata") or {}), **dict(metadata)}
-        row = {
+        row: dict[str, Any] = {
             "id": str(as_uuid(id, "project id")) if id else new_id_text(),
             "tenant_id": self.store.tenant_id,
             "name": name,
@@ -131,7 +131,7 @@ class ProjectRepo:
 
     def _get_or_create(self, conn: Connection, name: str) -> str:
         """Inside a write transaction: the id of the project named ``name``, created if new."""
-        found = conn.execute(
+        found: str | None = conn.execute(
             select(sessions.c.id).where(self._tenant, sessions.c.name == name)
         ).scalar()
         if found is not None:
@@ -203,7 +203,8 @@ class ProjectRepo:
                 q = q.where(sessions.c.reference_dataset_id.is_(None))
             elif reference_free is False:
                 q = q.where(sessions.c.reference_dataset_id.is_not(None))
-            q = q.order_by(sessions.c.start_time.desc(), sessions.c.id.desc()).offset(max(offset, 0))
+            q = q.order_by(sessions.c.start_time.desc(),
+                           sessions.c.id.desc()).offset(max(offset, 0))
             if limit is not None:
                 q = q.limit(limit)
             rows = conn.execute(q).all()

@@ -289,7 +289,7 @@ class _Compiler:
 
     def _compare(self, node: Call, attr: Attr) -> ColumnElement[bool]:
         column, kind = _COLUMNS[attr.name]
-        col = self.t.c[column]
+        col: ColumnElement[Any] = self.t.c[column]
         op, raw = node.name, node.args[1]
         if kind == "bool" and op not in ("eq", "neq"):
             raise self.fail(node.at, f"{attr.name} is true or false: use eq or neq")
@@ -310,7 +310,7 @@ class _Compiler:
             # a NULL tags column holds no tag: not(has(...)) keeps its run, as on SQLite
             contains = self.t.c.tags.op("@>", is_comparison=True)(
                 func.jsonb_build_array(cast(tag, Text)))
-            return func.coalesce(contains, false(), type_=Boolean)  # type: ignore[no-any-return]
+            return func.coalesce(contains, false(), type_=Boolean)
         each = func.json_each(self.t.c.tags).table_valued("value")
         return select(literal(1)).select_from(each).where(each.c.value == tag).exists()
 
@@ -322,8 +322,9 @@ class _Compiler:
             if args[0].name in _FAMILY:
                 return self._family(_FAMILY[args[0].name][0], [node])
             if args[0].name in _COLUMNS and _COLUMNS[args[0].name][1] == "text":
-                return self.t.c[_COLUMNS[args[0].name][0]].icontains(  # type: ignore[no-any-return]
+                found: ColumnElement[bool] = self.t.c[_COLUMNS[args[0].name][0]].icontains(
                     args[1], autoescape=True)
+                return found
         raise self.fail(node.at, "search() takes a string, or a text attribute and a string: "
                                  "search(\"x\"), search(name, \"x\")")
 
@@ -332,17 +333,18 @@ class _Compiler:
         """One entry of the family (a feedback row, a metadata key) meeting every call."""
         if family == "feedback":
             f = feedback.alias()
-            cols = {"key": (f.c.key, "text"), "score": (f.c.score, "number"),
-                    "value": (f.c.label, "text")}
+            cols: dict[str, tuple[ColumnElement[Any], str]] = {
+                "key": (f.c.key, "text"), "score": (f.c.score, "number"),
+                "value": (f.c.label, "text")}
             conds = [self._part(c, cols) for c in calls]
-            return select(literal(1)).select_from(f).where(  # type: ignore[no-any-return]
+            return select(literal(1)).select_from(f).where(
                 f.c.run_id == self.t.c.id, f.c.tenant_id == self.t.c.tenant_id, *conds).exists()
         column = self.t.c.extra if family == "metadata" else self.t.c[family]
         if self.pg:
             doc = column["metadata"] if family == "metadata" else column
             each = func.jsonb_each_text(
                 case((func.jsonb_typeof(doc) == "object", doc))).table_valued("key", "value")
-            value = each.c.value
+            value: ColumnElement[Any] = each.c.value
         else:
             each = func.json_each(column, "$.metadata" if family == "metadata" else "$"
                                   ).table_valued("key", "value", "type")
@@ -351,10 +353,11 @@ class _Compiler:
                          else_=cast(each.c.value, Text))
         cols = {"key": (each.c.key, "text"), "value": (value, "text")}
         conds = [self._part(c, cols) for c in calls]
-        return select(literal(1)).select_from(each).where(  # type: ignore[no-any-return]
+        return select(literal(1)).select_from(each).where(
             and_(*conds)).exists()
 
-    def _part(self, node: Call, cols: dict[str, tuple[Any, str]]) -> ColumnElement[bool]:
+    def _part(self, node: Call, cols: dict[str, tuple[ColumnElement[Any], str]]
+              ) -> ColumnElement[bool]:
         attr = node.args[0]
         part = _FAMILY[attr.name][1]
         col, kind = cols[part]
@@ -364,7 +367,7 @@ class _Compiler:
             if not isinstance(node.args[1], str) or kind != "text":
                 raise self.fail(node.at, f"search({attr.name}, ...) takes a string, on a key "
                                          "or a value that is text")
-            return col.icontains(node.args[1], autoescape=True)  # type: ignore[no-any-return]
+            return col.icontains(node.args[1], autoescape=True)
         op, raw = node.name, node.args[1]
         if kind == "text" and op in _ORDERED:
             raise self.fail(node.at, f"{attr.name} compares as text: use eq, neq, in or search")
@@ -387,15 +390,17 @@ def text_search(text: str, table: Any) -> ColumnElement[bool]:
         table.c.name, table.c.error, cast(table.c.inputs, Text), cast(table.c.outputs, Text))))
 
 
-def _apply(col: Any, op: str, value: Any) -> ColumnElement[bool]:
+def _apply(col: ColumnElement[Any], op: str, value: Any) -> ColumnElement[bool]:
     if value is NULL:
-        return col.is_(None) if op == "eq" else col.is_not(None)  # type: ignore[no-any-return]
+        return col.is_(None) if op == "eq" else col.is_not(None)
     if op == "eq":
-        return col == value  # type: ignore[no-any-return]
+        equal: ColumnElement[bool] = col == value
+        return equal
     if op == "neq":  # a missing value differs from any value
         return or_(col.is_(None), col != value)
-    return {"gt": col > value, "gte": col >= value, "lt": col < value,  # type: ignore[no-any-return]
-            "lte": col <= value}[op]
+    ordered: dict[str, ColumnElement[bool]] = {"gt": col > value, "gte": col >= value,
+                                               "lt": col < value, "lte": col <= value}
+    return ordered[op]
 
 
 def _bad() -> Any:

@@ -10,7 +10,8 @@ any projects, filtered by the filter language like ``list_runs``. Meanings:
 - tokens and costs: each matched run counts what its subtree's ``llm`` runs used (itself, for an
   llm run), as LangSmith rolls usage up to the chains above; a chain and its llm call both
   matching count the call twice, as there. Costs are summed exactly (``math.fsum``), so the
-  figure does not depend on the order the database returns rows in. ``median_tokens``/``tokens_p99`` and the
+    figure does not depend on the order the database returns rows in.
+    ``median_tokens``/``tokens_p99`` and the
   ``*_p50``/``*_p99`` figures are percentiles of those per-run totals (numpy's linear method).
 - feedback_stats: feedback on the matched runs, per key (``{n, avg, stdev, values}``).
 """
@@ -95,7 +96,8 @@ def run_stats(conn: Connection, where: Any, tenant: str) -> dict[str, Any]:
         "completion_tokens_p99": quantiles(tokens["completion_tokens"], 0.99),
         "total_cost": math.fsum(costs["total_cost"]) if costs["total_cost"] else None,
         "prompt_cost": math.fsum(costs["prompt_cost"]) if costs["prompt_cost"] else None,
-        "completion_cost": math.fsum(costs["completion_cost"]) if costs["completion_cost"] else None,
+        "completion_cost": (math.fsum(costs["completion_cost"])
+                            if costs["completion_cost"] else None),
         "cost_p50": quantiles(costs["total_cost"], 0.5),
         "cost_p99": quantiles(costs["total_cost"], 0.99),
         "last_run_start_time": from_micros(last_start),

@@ -158,14 +158,14 @@ class RunRepo:
 
         Each run names its project by ``session_id`` or ``session_name`` (created if missing).
         """
-        posts = [(_clean(r), r) for r in posts]
-        patches = [(_clean(r), r) for r in patches]
-        if not posts and not patches:
+        post_pairs = [(_clean(r), r) for r in posts]
+        patch_pairs = [(_clean(r), r) for r in patches]
+        if not post_pairs and not patch_pairs:
             return 0
         for attempt in range(3):
             try:
                 with self.store.write() as conn:
-                    return self._upsert(conn, posts, patches, default_project)
+                    return self._upsert(conn, post_pairs, patch_pairs, default_project)
             except StoreError as exc:
                 # a concurrent writer inserted one of our ids (or projects) first: read again.
                 # Not inside an enclosing transaction(), which the failure has spoilt.
@@ -180,7 +180,7 @@ class RunRepo:
         """``upsert`` in the caller's transaction (the journal's fold). ``clean``: the runs
         already went through ``_clean`` (``Journal.admit``), so they are their own clean form."""
         if clean:
-            return self._upsert(conn, [(r, r) for r in posts],  # type: ignore[misc]
+            return self._upsert(conn, [(r, r) for r in posts],
                                 [(r, r) for r in patches], default_project)
         return self._upsert(conn, [(_clean(r), r) for r in posts],
                             [(_clean(r), r) for r in patches], default_project)
@@ -203,8 +203,10 @@ class RunRepo:
             cache[name] = projects._get_or_create(conn, name)
         return cache[name]
 
-    def _upsert(self, conn: Connection, posts: list[tuple[dict, Mapping]],
-                patches: list[tuple[dict, Mapping]], default_project: str) -> int:
+    def _upsert(self, conn: Connection,
+                posts: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
+                patches: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
+                default_project: str) -> int:
         ids = sorted({r["id"] for r, _ in posts} | {r["id"] for r, _ in patches})
         existing: dict[str, dict[str, Any]] = {}
         deltas = RunDeltas()
@@ -256,7 +258,8 @@ class RunRepo:
             for k, v in clean.items():
                 if k != "status" and k != "session_id":  # a patch never moves a run
                     cur[k] = v
-        inserts, updates = [], []
+        inserts: list[dict[str, Any]] = []
+        updates: list[dict[str, Any]] = []
         posted: dict[str, list[str]] = {}  # session -> runs whose post is now stored
         for run_id in ids:
             cur = existing[run_id]
@@ -268,15 +271,16 @@ class RunRepo:
                         cur["name"] = ""
                     else:
                         raise InvalidInputError(f"run {run_id}: missing required field {need!r}")
-            row = _finish(cur)
-            deltas.add(row, 1)
-            if row["status"] != _ORPHAN and (run_id in fresh or run_id in was_orphan):
-                posted.setdefault(row["session_id"], []).append(run_id)
-            (inserts if run_id in fresh else updates).append(row)
+            merged = _finish(cur)
+            deltas.add(merged, 1)
+            if merged["status"] != _ORPHAN and (run_id in fresh or run_id in was_orphan):
+                posted.setdefault(merged["session_id"], []).append(run_id)
+            (inserts if run_id in fresh else updates).append(merged)
         if inserts:
             insert_many(conn, runs, inserts)
         if updates:  # one executemany for every completed run (patches sent apart from posts)
-            conn.execute(_UPDATE, [{"_id": r["id"], **{c: r[c] for c in _UPDATABLE}} for r in updates])
+            conn.execute(_UPDATE,
+                         [{"_id": r["id"], **{c: r[c] for c in _UPDATABLE}} for r in updates])
         deltas.apply(conn)
         if posted:
             fb = FeedbackDeltas()
@@ -300,7 +304,8 @@ class RunRepo:
                     runs.c.trace_id == row.trace_id, runs.c.tenant_id == self.store.tenant_id
                 )
                 if row.dotted_order:
-                    q = q.where(runs.c.dotted_order.startswith(row.dotted_order + ".", autoescape=True))
+                    q = q.where(runs.c.dotted_order.startswith(row.dotted_order + ".",
+                                                               autoescape=True))
                 desc = [_row_to_run(r) for r in conn.execute(q.order_by(runs.c.dotted_order))]
                 _attach(run, desc)
         return run
@@ -549,4 +554,4 @@ def _attach(root: Run, descendants: list[Run]) -> None:
     for run in descendants:
         parent = by_id.get(run.parent_run_id)
         if parent is not None:
-            parent.child_runs.append(run)  # type: ignore[union-attr]
+            parent.child_runs.append(run)  # type: ignore[union-attr]  # set to [] above

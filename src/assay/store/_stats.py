@@ -206,7 +206,7 @@ def _maintained_feedback(conn: Connection, sid: str, tenant: str
                          ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     """(feedback_stats, session_feedback_stats) from the feedback aggregates, plus the
     workspace's pending feedback whose run is in this session (counted live)."""
-    sums: dict[tuple[str, str], list[float]] = {}
+    sums: dict[tuple[str, str], list[Any]] = {}  # [n, n_scored, total, total_sq]
     labels: dict[tuple[str, str], dict[str, int]] = {}
     fa, fl = feedback_aggregates, feedback_label_counts
     for level, key, n, n_scored, total, total_sq in conn.execute(

@@ -11,18 +11,20 @@ one, a delete only closes it. ``as_of`` T therefore reads rows with
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     Column,
     Double,
     ForeignKey,
     Index,
+    LargeBinary,
     MetaData,
     String,
     Table,
     Text,
-    BigInteger,
-    LargeBinary,
     UniqueConstraint,
     false,
     text,
@@ -233,7 +235,7 @@ api_keys = Table(
 
 # Added by migration 0004: session statistics kept up to date by every write (see _aggregates.py),
 # so reading them does not scan a session's runs and feedback.
-_COUNT = {"nullable": False, "server_default": text("0")}
+_COUNT: dict[str, Any] = {"nullable": False, "server_default": text("0")}
 
 session_aggregates = Table(
     "session_aggregates",

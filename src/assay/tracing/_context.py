@@ -65,7 +65,7 @@ _CFG: contextvars.ContextVar[_Config | None] = contextvars.ContextVar("assay_tra
 # os.environ (and so pytest's monkeypatch.setenv).
 _env_data: Any = getattr(os.environ, "_data", None)
 try:
-    _env_key: Any = os.environ.encodekey(ENV_TRACING)  # type: ignore[attr-defined]
+    _env_key: Any = os.environ.encodekey(ENV_TRACING)
 except AttributeError:  # pragma: no cover - not CPython's os.environ
     _env_data = None
     _env_key = ENV_TRACING
@@ -95,7 +95,7 @@ def env_project() -> str | None:
     if _env_data is None:
         return os.environ.get(ENV_PROJECT) or None
     if _project_key is None:
-        _project_key = os.environ.encodekey(ENV_PROJECT)  # type: ignore[attr-defined]
+        _project_key = os.environ.encodekey(ENV_PROJECT)
     raw = _env_data.get(_project_key)
     if raw is not _project_raw:
         _project_name = (raw.decode() if isinstance(raw, bytes) else raw) or None

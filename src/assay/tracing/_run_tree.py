@@ -22,7 +22,7 @@ import os
 import time
 import traceback
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -91,7 +91,8 @@ _PLAIN = frozenset({str, int, float, bool, list, tuple, type(None), bytes})
 def _as_outputs(value: Any) -> dict[str, Any]:
     cls = type(value)
     if cls is dict:
-        return value
+        same: dict[str, Any] = value
+        return same
     if cls in _PLAIN:  # skip the (slow) Mapping ABC check for the common cases
         return {"output": value}
     if isinstance(value, Mapping):
@@ -145,6 +146,15 @@ class RunTree:
         "extra", "session_name", "session_id", "_ref", "_kids", "_writer",
         "_client", "_closed", "_sent", "__weakref__",
     )
+    # set in __init__ and the fast constructors, branch by branch: declared once here
+    _trace: str
+    _parent_id: str | None
+    _parent_dotted: str | None
+    session_name: str | None
+    session_id: str | None
+    _ref: uuid.UUID | str | None  # canonical text from the fast path, parsed on first read
+    _client: Client | None
+    _writer: RunWriter | None
 
     def __init__(
         self,
@@ -305,8 +315,8 @@ class RunTree:
     def reference_example_id(self) -> uuid.UUID | None:
         ref = self._ref
         if ref.__class__ is str:  # as evaluate() read it from the store: parsed on first use
-            ref = self._ref = uuid.UUID(ref)  # type: ignore[arg-type]
-        return ref  # type: ignore[return-value]
+            ref = self._ref = uuid.UUID(ref)
+        return ref  # type: ignore[return-value]  # parsed above
 
     @reference_example_id.setter
     def reference_example_id(self, value: uuid.UUID | None) -> None:
@@ -455,7 +465,7 @@ class RunTree:
         if writer is None:
             client = self.client
             try:
-                get = client._tracing_writer  # type: ignore[attr-defined]
+                get = client._tracing_writer
             except AttributeError:
                 raise InvalidInputError(
                     f"tracing needs an assay Client, got {type(client).__name__}") from None
@@ -564,7 +574,7 @@ def _compiled() -> Any:
     if os.environ.get("ASSAY_PURE_PYTHON"):
         return None
     try:
-        from . import _speedups  # type: ignore[attr-defined]
+        from . import _speedups
     except ImportError:
         return None
 
@@ -580,6 +590,11 @@ def _compiled() -> Any:
 SPEEDUPS = _compiled()
 # The hot paths' steps: RunTree._fast_child/_fast_root/_close, the id and the writer's rows
 # in C when built
+fast_child: Callable[[RunTree, str, str, dict[str, Any]], RunTree]
+fast_root: Callable[..., RunTree]
+close: Callable[[RunTree, Any], int]
+rows: Callable[[list[RunTree]], list[tuple[Any, ...]]]
+take: Callable[[list[Any], int, Callable[[Any], Any]], list[tuple[Any, ...]]] | None
 if SPEEDUPS is not None:
     fast_child, fast_root, close = SPEEDUPS.child, SPEEDUPS.root, SPEEDUPS.close
     rows, take, _new_id = SPEEDUPS.rows, SPEEDUPS.take, SPEEDUPS.new_id

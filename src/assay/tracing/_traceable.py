@@ -91,7 +91,7 @@ def _new_run(
 
 
 # -- inputs -------------------------------------------------------------------------------------
-_Build = Callable[[tuple, dict], dict[str, Any]]
+_Build = Callable[[tuple[Any, ...], dict[str, Any]], dict[str, Any]]
 
 
 def _input_builder(fn: Callable[..., Any]) -> tuple[_Build, tuple[str, ...] | None, int]:
@@ -126,7 +126,7 @@ def _input_builder(fn: Callable[..., Any]) -> tuple[_Build, tuple[str, ...] | No
     drop = 0 if own is None else 1
     names = tuple(pos[drop:]) if var_pos is None and not defaults else None
 
-    def build(args: tuple, kwargs: dict) -> dict[str, Any]:
+    def build(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         d = dict(zip(pos, args))  # noqa: B905 - extra positionals are handled below
         if len(args) > npos:
             d[extra_name] = args[npos:]
@@ -143,7 +143,7 @@ def _input_builder(fn: Callable[..., Any]) -> tuple[_Build, tuple[str, ...] | No
     if npos == 1 and var_pos is None and not defaults and own is None:
         only = pos[0]
 
-        def build_one(args: tuple, kwargs: dict) -> dict[str, Any]:
+        def build_one(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
             """The usual agent or step: one argument, given positionally."""
             if kwargs or len(args) != 1:
                 return build(args, kwargs)
@@ -160,9 +160,9 @@ class _Options:
 
     def __init__(self, name: str, run_type: str, metadata: Mapping[str, Any] | None,
                  tags: Sequence[str] | None, project_name: str | None, client: Client | None,
-                 process_inputs: Callable[[dict], Any] | None,
+                 process_inputs: Callable[[dict[str, Any]], Any] | None,
                  process_outputs: Callable[[Any], Any] | None,
-                 reduce_fn: Callable[[list], Any] | None, enabled: bool | None) -> None:
+                 reduce_fn: Callable[[list[Any]], Any] | None, enabled: bool | None) -> None:
         self.name = name
         self.run_type = check_run_type(run_type)
         if metadata is not None and not isinstance(metadata, Mapping):
@@ -250,7 +250,8 @@ if SPEEDUPS is not None:  # what the C Call reads and calls back into
     SPEEDUPS.configure(_Config, _RUN, _CFG, _env_enabled, env_project, _fail, QUEUED)
 
 
-def _call_in(run: RunTree, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+def _call_in(run: RunTree, fn: Callable[..., Any], args: tuple[Any, ...],
+             kwargs: dict[str, Any]) -> Any:
     """``fn(*args, **kwargs)`` with ``run`` current; if the call raises, the run ends with it.
 
     Creates the generator the (async) generator wrappers step through. ``_wrap_sync`` does the
@@ -305,6 +306,7 @@ def _wrap_sync(fn: Callable[..., Any], o: _Options,
         _RUN.reset(token)
         hook = o.process_outputs
         if close(run, result if hook is None else o.outputs(result)) != QUEUED:
+            assert run._writer is not None  # set when its post was queued
             run._writer.patch(run)  # the writer took the post before the end (rare)
         return result
 
@@ -472,9 +474,9 @@ def traceable(
     tags: Sequence[str] | None = None,
     project_name: str | None = None,
     client: Client | None = None,
-    process_inputs: Callable[[dict], Any] | None = None,
+    process_inputs: Callable[[dict[str, Any]], Any] | None = None,
     process_outputs: Callable[[Any], Any] | None = None,
-    reduce_fn: Callable[[list], Any] | None = None,
+    reduce_fn: Callable[[list[Any]], Any] | None = None,
     enabled: bool | None = None,
 ) -> Callable[[F], F]: ...
 def traceable(
@@ -486,9 +488,9 @@ def traceable(
     tags: Sequence[str] | None = None,
     project_name: str | None = None,
     client: Client | None = None,
-    process_inputs: Callable[[dict], Any] | None = None,
+    process_inputs: Callable[[dict[str, Any]], Any] | None = None,
     process_outputs: Callable[[Any], Any] | None = None,
-    reduce_fn: Callable[[list], Any] | None = None,
+    reduce_fn: Callable[[list[Any]], Any] | None = None,
     enabled: bool | None = None,
 ) -> Any:
     """Record every call of a function as a run (sync, async, generator or async generator).
@@ -517,8 +519,8 @@ def traceable(
             wrapped = _wrap_gen(fn, o)
         else:
             wrapped = _wrap_sync(fn, o)
-        wrapped.__assay_traceable__ = True  # type: ignore[attr-defined]
-        return wrapped  # type: ignore[return-value]
+        wrapped.__assay_traceable__ = True  # type: ignore[attr-defined]  # a marker on the function
+        return wrapped  # type: ignore[return-value]  # fn's signature (wraps)
 
     if func is None:
         return decorate
@@ -555,6 +557,7 @@ class trace:
         extra: Mapping[str, Any] | None = None,
     ) -> None:
         check_run_type(run_type)
+        self._args: tuple[str, str, Any, dict[str, Any]]
         self._args = (name, run_type, inputs, dict(client=client, project_name=project_name,
                       project_id=project_id, metadata=metadata, tags=tags,
                       reference_example_id=reference_example_id, run_id=run_id, extra=extra))

@@ -148,7 +148,7 @@ def wrap_anthropic(client: C, *, run_name: str | None = None) -> C:
                 return original_stream(**kwargs)
             return _StreamManager(lambda: create(stream=True, **kwargs), is_async)
 
-        stream.__assay_wrapped__ = True  # type: ignore[attr-defined]
+        stream.__assay_wrapped__ = True  # type: ignore[attr-defined]  # a marker on the function
         stream.__doc__ = original_stream.__doc__
         messages.stream = stream
     return client

@@ -238,7 +238,7 @@ def wrap_create(create: Callable[..., Any], spec: LLMCallSpec, *, is_async: bool
                 raise
             return _respond(run, spec, kwargs, result, AsyncTracedStream)
 
-        acreate.__assay_wrapped__ = True  # type: ignore[attr-defined]
+        acreate.__assay_wrapped__ = True  # type: ignore[attr-defined]  # a marker on the function
         return acreate
 
     @functools.wraps(create)
@@ -253,7 +253,7 @@ def wrap_create(create: Callable[..., Any], spec: LLMCallSpec, *, is_async: bool
             raise
         return _respond(run, spec, kwargs, result, TracedStream)
 
-    screate.__assay_wrapped__ = True  # type: ignore[attr-defined]
+    screate.__assay_wrapped__ = True  # type: ignore[attr-defined]  # a marker on the function
     return screate
 
 

@@ -12,7 +12,8 @@ fast producer fills batches first anyway; a slow one then leaves little for the 
 ``flush()`` to store) and stores what is queued as one batch: appended to a local store's
 journal (one row per batch, a finished run as the tuple of its own attributes, taken in one C
 call and serialized by orjson; folded into ``runs`` by the store's background folder as soon
-as it is appended, and by any read before it answers, see ``store/_journal.py``), or sent as LangSmith wire dicts with one
+as it is appended, and by any read before it answers, see ``store/_journal.py``), or sent as
+LangSmith wire dicts with one
 ``runs.upsert(posts=..., patches=...)`` to a server. A run that has already finished when its
 start is picked up goes out as a single merged post.
 
@@ -308,7 +309,8 @@ class RunWriter:
             self._sort([item], posts, patches, whole, markers, True)
             return whole.pop() if whole else None
 
-        return take(items, QUEUED, slow)  # type: ignore[misc]
+        assert take is not None  # called only where the C part is built
+        return take(items, QUEUED, slow)
 
     def _sort(self, items: list[Any], posts: list[Any], patches: list[dict[str, Any]],
               whole: list[RunTree], markers: list[threading.Event], local: bool) -> None:

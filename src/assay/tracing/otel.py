@@ -117,6 +117,7 @@ class AssaySpanProcessor(SpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         ctx = span.get_span_context()
+        assert ctx is not None  # the SDK's spans always carry theirs
         key = (ctx.trace_id, ctx.span_id)
         run = self._open.pop(key, None) or self._start(span)
         fields = span_to_run_fields(span)

@@ -5,11 +5,12 @@ inlined, and charts are SVG drawn on the server: nothing to build at install tim
 fetched from the internet when a page opens.
 
 ``create_ui_router(get_store)`` gives a FastAPI router; ``get_store`` is a dependency returning the
-request's Store view. ``StoreFromKey(store, auth=...)`` is the usual one: it reads an API key from
+request's Store view, or a ``LoginRedirect`` to send the browser to the login form first.
+``StoreFromKey(store, auth=...)`` is the usual one: it reads an API key from
 the ``assay_api_key`` cookie (set by ``/ui/login``) or the ``x-api-key`` header.
 """
 
-from ._auth import COOKIE_NAME, StoreFromKey
+from ._auth import COOKIE_NAME, LoginRedirect, StoreFromKey
 from ._router import create_ui_router, ui_router_for
 
-__all__ = ["COOKIE_NAME", "StoreFromKey", "create_ui_router", "ui_router_for"]
+__all__ = ["COOKIE_NAME", "LoginRedirect", "StoreFromKey", "create_ui_router", "ui_router_for"]

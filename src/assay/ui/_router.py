@@ -48,11 +48,12 @@ def _status(exc: AssayError) -> int:
 
 
 def create_ui_router(
-    get_store: Callable[..., Store],
+    get_store: Callable[..., Store | LoginRedirect],
     *,
     check_key: Callable[[str], object] | None = None,
 ) -> APIRouter:
-    """The web UI as a router; ``get_store`` is a FastAPI dependency giving the request's Store.
+    """The web UI as a router; ``get_store`` is a FastAPI dependency giving the request's Store,
+    or a ``LoginRedirect`` when the page needs a key first (answered with a 303 to the form).
 
     ``check_key`` validates a key typed into the login form (raising AuthError); by default the
     ``check_key`` of a ``StoreFromKey`` dependency, else the form accepts any key and the next
@@ -70,7 +71,7 @@ def create_ui_router(
                "logged_in": bool(request and request.cookies.get(COOKIE_NAME)), **context}
         return HTMLResponse(env.get_template(name).render(ctx), status_code=status)
 
-    def show(request: Request, store: Any, name: str,
+    def show(request: Request, store: Store | LoginRedirect, name: str,
              build: Callable[[Store], dict[str, Any]]) -> HTMLResponse | RedirectResponse:
         """Render a page; assay's own errors become an HTML page with the right status."""
         if isinstance(store, LoginRedirect):

@@ -196,8 +196,9 @@ def run_page(store: Store, run_id: str) -> dict[str, Any]:
         "cost": sum(r.total_cost for r in llm if r.total_cost is not None) if any(
             r.total_cost is not None for r in llm) else None,
     }
-    keys = sorted((store.projects.read(project_id=run.session_id, include_stats=True)
-                   .feedback_stats or {}).keys()) if run.session_id else []
+    stats = (store.projects.read(project_id=run.session_id, include_stats=True)
+             if run.session_id else None)
+    keys = sorted((getattr(stats, "feedback_stats", None) or {}).keys())
     return {"run": run, "nodes": nodes, "project": project, "totals": totals,
             "feedback": store.feedback.list(run_ids=[n.run.id for n in nodes]),
             "feedback_keys": keys}

@@ -8,8 +8,8 @@ Existing rows all belong to the default workspace, which this migration creates.
 
 import time
 
-from alembic import op
 import sqlalchemy as sa
+from alembic import op
 
 from assay.store._types import Micros
 

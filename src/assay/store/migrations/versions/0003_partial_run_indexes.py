@@ -8,8 +8,8 @@ example link is set only on experiment roots. Indexing just those rows keeps the
 and every other run's insert cheaper.
 """
 
-from alembic import op
 import sqlalchemy as sa
+from alembic import op
 
 revision = "0003"
 down_revision = "0002"

@@ -11,8 +11,10 @@ for its run (``session_id`` NULL) and whose run has since been posted gets that 
 as a post now does; a partial index finds the feedback still waiting.
 """
 
-from alembic import op
+from typing import Any
+
 import sqlalchemy as sa
+from alembic import op
 
 from assay.store._types import Micros
 
@@ -24,7 +26,7 @@ depends_on = None
 ID = sa.String(36)
 
 
-def _count(name: str, type_: type[sa.types.TypeEngine] = sa.BigInteger) -> sa.Column:
+def _count(name: str, type_: type[sa.types.TypeEngine[Any]] = sa.BigInteger) -> sa.Column[Any]:
     return sa.Column(name, type_(), nullable=False, server_default=sa.text("0"))
 
 

@@ -9,8 +9,8 @@ with its indexes and the aggregates costs; the store folds the journal before an
 feedback or statistics (``assay/store/_journal.py``). A new, empty table: nothing to migrate.
 """
 
-from alembic import op
 import sqlalchemy as sa
+from alembic import op
 
 from assay.store._types import Micros
 

@@ -10,8 +10,8 @@ refused request leaves nothing behind, and served alike by every process of a te
 the attachments of the version it reads. New, empty tables: nothing to migrate.
 """
 
-from alembic import op
 import sqlalchemy as sa
+from alembic import op
 
 from assay.store._types import Micros
 
