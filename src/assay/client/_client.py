@@ -44,7 +44,7 @@ class Client(DatasetMethods, ProjectMethods, FeedbackMethods, QueueMethods, RunM
                     "give api_url (remote) or database_url/store (local), not both")
             key = api_key if api_key is not None else os.environ.get("ASSAY_API_KEY")
             # RemoteBackend duck-types the Store repositories the client calls (no shared base)
-            self._backend = RemoteBackend(api_url, key)  # type: ignore[assignment]
+            self._backend = RemoteBackend(api_url, key)  # type: ignore[assignment]  # duck-typed
             self._store = self._backend
             self._remote = True
             return

@@ -154,7 +154,7 @@ def _resolve_data(o: _Options, existing: TracerSession | None) -> ResolvedData:
         if as_of is None:  # the version the experiment started on
             as_of = existing.metadata.get("dataset_version")
     if ds_id is not None:  # a fresh local experiment starts while the examples are read
-        return load_dataset(o.client, ds_id, as_of=as_of, splits=o.splits,  # type: ignore[arg-type]
+        return load_dataset(o.client, ds_id, as_of=as_of, splits=o.splits,  # type: ignore[arg-type]  # remote too
                             stream=existing is None and o.executor is None, checked=True,
                             attachments=files)
     name_hint = (o.experiment if isinstance(o.experiment, str) and existing is None

@@ -387,7 +387,7 @@ def _pickler_class() -> Any:
                     if where is not None:
                         return _context_var, where
                 # ray's vendored cloudpickle has no annotations
-                return super().reducer_override(obj)  # type: ignore[no-untyped-call]
+                return super().reducer_override(obj)  # type: ignore[no-untyped-call]  # cloudpickle
 
         _pickler = Pickler
     return _pickler

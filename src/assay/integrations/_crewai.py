@@ -307,7 +307,7 @@ _ENDS = ("FlowFinishedEvent", "FlowFailedEvent", "MethodExecutionFinishedEvent",
 def _flush_bus() -> None:
     if _LISTENER is None:
         return
-    from crewai.events import crewai_event_bus  # type: ignore[import-not-found]
+    from crewai.events import crewai_event_bus  # type: ignore[import-not-found]  # own venv
 
     try:
         crewai_event_bus.flush()

@@ -199,7 +199,7 @@ def _handler_base() -> type:
 def _make_handler_class() -> type:
     base = _handler_base()
 
-    class AssayCallbackHandler(base):  # type: ignore[misc, valid-type]
+    class AssayCallbackHandler(base):  # type: ignore[misc, valid-type]  # imported lazily
         """LangChain steps -> assay runs under the current assay run (see module docstring)."""
 
         run_inline = True  # called in the step's own context, in order (no executor hop)
@@ -463,7 +463,7 @@ def instrument() -> None:
     require("langchain_core.tracers.context", "langgraph", "LangChain tracing")
     from langchain_core.tracers.context import register_configure_hook
 
-    register_configure_hook(_HandlerWhileTraced(handler()), True)  # type: ignore[arg-type]
+    register_configure_hook(_HandlerWhileTraced(handler()), True)  # type: ignore[arg-type]  # a proxy
     _installed = True
 
 

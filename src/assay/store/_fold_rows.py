@@ -63,7 +63,7 @@ def _json_text(value: Any, dumps: Any = _json.dumps_column) -> str:
         empty = _EMPTY_JSON.get(value.__class__)
         if empty is not None:
             return empty
-    return dumps(value)  # type: ignore[no-any-return]
+    return dumps(value)  # type: ignore[no-any-return]  # str
 
 
 def _existing(conn: Connection, ids: list[str]) -> set[str]:

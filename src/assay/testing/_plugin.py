@@ -131,7 +131,7 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     state = item.config.stash.get(_STATE, None)
     mark = _marker(item, state) if state is not None else None
     if mark is not None and isinstance(item, pytest.Function):
-        item.obj = _wrap(item, item.obj, mark, state)  # type: ignore[arg-type]
+        item.obj = _wrap(item, item.obj, mark, state)  # type: ignore[arg-type]  # set above
     yield
 
 
@@ -269,7 +269,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if state.is_worker:
         if state.session is not None:
             state.session.finish()
-            session.config.workeroutput["assay"] = json.dumps(  # type: ignore[attr-defined]
+            session.config.workeroutput["assay"] = json.dumps(  # type: ignore[attr-defined]  # xdist
                 {"experiments": state.session.experiments, "problems": state.session.problems})
         return
     experiments = dict(state.worker_experiments)

@@ -160,8 +160,9 @@ def _turns(items: Any) -> list[Turn] | None:
         items = items[0]  # LangChain chat models: one list of messages per prompt
     if not isinstance(items, list) or not items:
         return None
-    out = [_turn(m) for m in items]
-    return None if any(t is None for t in out) else out  # type: ignore[return-value]
+    found = [_turn(m) for m in items]
+    out = [t for t in found if t is not None]
+    return out if len(out) == len(found) else None  # one unknown message: show the JSON
 
 
 def _input_turns(inputs: Mapping[str, Any]) -> list[Turn] | None:

@@ -78,7 +78,7 @@ def experiments_page(store: Store, dataset_id: str) -> dict[str, Any]:
     from ._views_projects import trends
 
     return {"dataset": ds, "experiments": projects,
-            "feedback_keys": _feedback_columns(projects),  # type: ignore[arg-type]
+            "feedback_keys": _feedback_columns(projects),  # type: ignore[arg-type]  # with stats
             "trends": trends(projects)}
 
 

@@ -142,9 +142,12 @@ def trends(experiments: list[Any]) -> list[Any]:
     links = [f"/ui/experiments/{p.id}" for p in ordered]
     keys = sorted({k for p in ordered for k, st in (p.feedback_stats or {}).items()
                    if getattr(st, "avg", None) is not None})
-    charts = [series_svg(labels, {k: [(p.feedback_stats or {}).get(k).avg  # type: ignore[union-attr]
-                                      if k in (p.feedback_stats or {}) else None
-                                      for p in ordered]}, title=f"{k} (average)",
+
+    def avg(p: Any, key: str) -> float | None:
+        stat = (p.feedback_stats or {}).get(key)
+        return getattr(stat, "avg", None)
+
+    charts = [series_svg(labels, {k: [avg(p, k) for p in ordered]}, title=f"{k} (average)",
                          links=links) for k in keys]
     charts.append(series_svg(labels, {"p50": [p.latency_p50 for p in ordered],
                                       "p99": [p.latency_p99 for p in ordered]},
