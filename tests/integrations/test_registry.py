@@ -6,10 +6,12 @@ from __future__ import annotations
 import logging
 import sys
 import types
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from assay import Client
 from assay.errors import InvalidInputError
 from assay.evals import AgentUnderTest, PerformanceEvaluator, extract_tool_calls
 from assay.evals._models import ToolCall
@@ -181,9 +183,10 @@ def test_a_hook_that_cannot_be_installed_is_logged_not_raised(
     assert "could not instrument fake" in caplog.text
 
 
-def test_the_switch(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_switch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert framework_tracing_enabled()
-    with trace("parent", enabled=True) as parent:
+    client = Client(database_url=f"sqlite:///{tmp_path / 'switch.db'}")  # not the cwd's store
+    with trace("parent", enabled=True, client=client) as parent:
         assert framework_parent() is parent
         set_framework_tracing(False)
         try:

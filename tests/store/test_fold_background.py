@@ -10,6 +10,7 @@ import sys
 import textwrap
 import time
 import uuid
+from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import func, select, text
@@ -135,12 +136,31 @@ FOLD_THEN_KILLED = textwrap.dedent(r"""
 """)
 
 
+@pytest.fixture
+def own_pg_database(pg_url: str) -> Iterator[str]:
+    """A database of this test's own: the session's is also served by the test server, whose
+    background fold would fold these batches before the child could be killed folding them."""
+    import psycopg
+
+    base, _, _ = pg_url.rpartition("/")
+    name = f"assay_fold_kill_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"{base}/{name}"
+    finally:
+        with psycopg.connect(f"{base}/postgres", autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 def test_a_fold_killed_midway_on_postgresql_leaves_every_run_once(
-        pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        own_pg_database: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The folding process is SIGKILLed while its fold transaction is open (seen from outside:
     it holds the folders' advisory lock): the next reader applies every batch, once."""
     monkeypatch.setenv("ASSAY_BACKGROUND_FOLD", "0")  # this process folds only when it reads
-    store = Store.open(pg_url).for_tenant(str(uuid.uuid4()))
+    pg_url = own_pg_database
+    base_store = Store.open(pg_url)
+    store = base_store.for_tenant(str(uuid.uuid4()))
     child = subprocess.Popen([sys.executable, "-c", FOLD_THEN_KILLED, pg_url, store.tenant_id],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
@@ -173,3 +193,4 @@ def test_a_fold_killed_midway_on_postgresql_leaves_every_run_once(
     assert store.journal.pending() == 0
     assert _check_all([store]) == 1
     store.close()
+    base_store.close()
