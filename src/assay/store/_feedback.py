@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import or_, select
+from sqlalchemy import exists, or_, select
 
 from .._ids import as_uuid, new_id_text, utcnow, uuid_text
 from .._json import escape_text, jsonable, unescape_text
@@ -167,8 +167,12 @@ class FeedbackRepo:
             q = q.where(feedback.c.run_id.in_([str(as_uuid(r, "run id")) for r in run_ids]))
         if project_ids is not None:
             pids = [str(as_uuid(p, "project id")) for p in project_ids]
-            q = q.where(or_(feedback.c.session_id.in_(pids),
-                            feedback.c.run_id.in_(select(runs.c.id).where(runs.c.session_id.in_(pids)))))
+            # a correlated EXISTS (a primary-key probe per row), not ``run_id IN (SELECT ...)``:
+            # inside OR, PostgreSQL plans that as an unhashed subplan once the project's run ids
+            # outgrow work_mem - quadratic (minutes at 10^5 runs)
+            in_project = exists(select(runs.c.id).where(runs.c.id == feedback.c.run_id,
+                                                        runs.c.session_id.in_(pids)))
+            q = q.where(or_(feedback.c.session_id.in_(pids), in_project))
         if feedback_key is not None:
             q = q.where(feedback.c.key.in_(list(feedback_key)))
         if feedback_ids is not None:
