@@ -12,15 +12,39 @@ from typing import Any
 
 import pytest
 
+from assay.client import Client
 from assay.demo import ScriptedModelServer
+
+# the populations the framework tests' lookup_city tools answer with
+CITIES = {"Paris": 2102650, "Berlin": 3644826, "Madrid": 3305408, "Tokyo": 13960236,
+          "Osaka": 2753862, "Cairo": 10025657, "Lima": 9943800, "Sydney": 5312163}
+
+
+@pytest.fixture
+def db(sqlite_url: str) -> Iterator[Client]:
+    """A client of a fresh SQLite store (the experiments of one test)."""
+    client = Client(database_url=sqlite_url)
+    yield client
+    client.close()
+
+
+def flat_runs(run: Any) -> list[Any]:
+    """A run and its descendants, depth first, children in start order."""
+    out = [run]
+    for child in sorted(run.child_runs or [], key=lambda r: r.dotted_order or ""):
+        out.extend(flat_runs(child))
+    return out
+
+
+def run_tree(client: Client, row: Any) -> list[Any]:
+    """Every run of an evaluate() row's trace, as stored."""
+    client.flush()
+    return flat_runs(client.read_run(row["run"].id, load_child_runs=True))
 
 
 @pytest.fixture(scope="module")
 def model_server() -> Iterator[ScriptedModelServer]:
     with ScriptedModelServer() as srv:
-        # small replies written in two sends: without TCP_NODELAY each waits ~40 ms for the
-        # client's delayed ACK
-        srv._httpd.RequestHandlerClass.disable_nagle_algorithm = True
         yield srv
 
 

@@ -32,8 +32,8 @@ from assay.evaluation import evaluate
 from assay.integrations import adapter_for
 from assay.llm import JudgeOptions, OpenAIJudge
 
-CITIES = {"Paris": 2102650, "Berlin": 3644826, "Madrid": 3305408, "Tokyo": 13960236,
-          "Osaka": 2753862, "Cairo": 10025657, "Lima": 9943800, "Sydney": 5312163}
+from .conftest import CITIES
+from .conftest import run_tree as _tree
 
 
 @tool("lookup_city")
@@ -48,13 +48,6 @@ def lookup_city(city: str) -> str:
 def srv() -> Iterator[ScriptedModelServer]:
     with ScriptedModelServer(first_token_delay=0.002) as server:
         yield server
-
-
-@pytest.fixture
-def db(sqlite_url: str) -> Iterator[Client]:
-    client = Client(database_url=sqlite_url)
-    yield client
-    client.close()
 
 
 def crew(srv: ScriptedModelServer) -> Crew:
@@ -85,18 +78,6 @@ def _dataset(client: Client, cities: list[str], name: str = "cities") -> str:
 
 def _city(row: Any) -> str:
     return row["example"].inputs["question"].split()[-1].rstrip("?")
-
-
-def _flat(run: Any) -> list[Any]:
-    out = [run]
-    for child in sorted(run.child_runs or [], key=lambda r: r.dotted_order):
-        out.extend(_flat(child))
-    return out
-
-
-def _tree(client: Client, row: Any) -> list[Any]:
-    client.flush()
-    return _flat(client.read_run(row["run"].id, load_child_runs=True))
 
 
 def test_crew_in_evaluate_stores_llm_and_tool_runs(srv: ScriptedModelServer,

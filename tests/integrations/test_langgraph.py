@@ -32,12 +32,12 @@ from assay.evaluation import evaluate
 from assay.integrations import adapter_for, set_framework_tracing
 from assay.llm import JudgeOptions, OpenAIJudge
 
+from .conftest import CITIES
+from .conftest import run_tree as _tree
+
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from langgraph.prebuilt import create_react_agent
-
-CITIES = {"Paris": 2102650, "Berlin": 3644826, "Madrid": 3305408, "Tokyo": 13960236,
-          "Osaka": 2753862, "Cairo": 10025657, "Lima": 9943800, "Sydney": 5312163}
 
 
 @tool
@@ -52,13 +52,6 @@ def lookup_city(city: str) -> str:
 def srv() -> Iterator[ScriptedModelServer]:
     with ScriptedModelServer(first_token_delay=0.002) as server:
         yield server
-
-
-@pytest.fixture
-def db(sqlite_url: str) -> Iterator[Client]:
-    client = Client(database_url=sqlite_url)
-    yield client
-    client.close()
 
 
 def _model(srv: ScriptedModelServer, *, streaming: bool = False) -> ChatOpenAI:
@@ -96,18 +89,6 @@ def _dataset(client: Client, cities: list[str]) -> str:
                      "expected_tool_calls": [{"name": "lookup_city", "args": {"city": c}}]}}
         for c in cities])
     return ds.name
-
-
-def _flat(run: Any) -> list[Any]:
-    out = [run]
-    for child in run.child_runs or []:
-        out.extend(_flat(child))
-    return out
-
-
-def _tree(client: Client, row: Any) -> list[Any]:
-    client.flush()
-    return _flat(client.read_run(row["run"].id, load_child_runs=True))
 
 
 def test_react_agent_in_evaluate_stores_llm_and_tool_runs(srv: ScriptedModelServer,

@@ -34,8 +34,9 @@ from assay.evaluation import evaluate
 from assay.integrations import _openai_agents, adapter_for, instrument
 from assay.llm import JudgeOptions, OpenAIJudge
 
-CITIES = {"Paris": 2102650, "Berlin": 3644826, "Madrid": 3305408, "Tokyo": 13960236,
-          "Osaka": 2753862, "Cairo": 10025657, "Lima": 9943800, "Sydney": 5312163}
+from .conftest import CITIES
+from .conftest import flat_runs as _flat
+from .conftest import run_tree as _tree
 
 
 def _lookup(city: str) -> str:
@@ -70,13 +71,6 @@ def srv() -> Iterator[ScriptedModelServer]:
         yield server
 
 
-@pytest.fixture
-def db(sqlite_url: str) -> Iterator[Client]:
-    client = Client(database_url=sqlite_url)
-    yield client
-    client.close()
-
-
 def _model(srv: ScriptedModelServer) -> OpenAIChatCompletionsModel:
     return OpenAIChatCompletionsModel(
         model="gpt-4o-mini",
@@ -104,18 +98,6 @@ def _dataset(client: Client, cities: list[str], name: str = "cities") -> str:
 
 def _city(row: Any) -> str:
     return row["example"].inputs["question"].split("?")[0].split()[-1]
-
-
-def _flat(run: Any) -> list[Any]:
-    out = [run]
-    for child in sorted(run.child_runs or [], key=lambda r: r.dotted_order):
-        out.extend(_flat(child))
-    return out
-
-
-def _tree(client: Client, row: Any) -> list[Any]:
-    client.flush()
-    return _flat(client.read_run(row["run"].id, load_child_runs=True))
 
 
 def test_agent_in_evaluate_stores_llm_and_tool_runs(srv: ScriptedModelServer,

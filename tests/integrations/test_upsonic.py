@@ -42,8 +42,8 @@ from assay.integrations import (
     tool_calls_from,
 )
 
-CITIES = {"Paris": 2102650, "Berlin": 3644826, "Madrid": 3305408, "Tokyo": 13960236,
-          "Osaka": 2753862, "Cairo": 10025657, "Lima": 9943800, "Sydney": 5312163}
+from .conftest import CITIES
+from .conftest import run_tree as _tree
 
 
 @tool(max_retries=0)
@@ -60,13 +60,6 @@ def srv() -> Iterator[ScriptedModelServer]:
     with ScriptedModelServer(answers={"Summarize the answer": "Tokyo has 13960236 people"}
                              ) as server:
         yield server
-
-
-@pytest.fixture
-def db(sqlite_url: str) -> Iterator[Client]:
-    client = Client(database_url=sqlite_url)
-    yield client
-    client.close()
 
 
 def _model(srv: ScriptedModelServer) -> OpenAIChatModel:
@@ -100,18 +93,6 @@ def make_graph(srv: ScriptedModelServer) -> Graph:
 
 def make_team(srv: ScriptedModelServer) -> Team:
     return Team(entities=[make_agent(srv, "researcher")], mode="sequential", model=_model(srv))
-
-
-def _flat(run: Any) -> list[Any]:
-    out = [run]
-    for child in run.child_runs or []:
-        out.extend(_flat(child))
-    return out
-
-
-def _tree(client: Client, row: Any) -> list[Any]:
-    client.flush()
-    return _flat(client.read_run(row["run"].id, load_child_runs=True))
 
 
 def _dataset(client: Client, cities: list[str]) -> str:

@@ -143,12 +143,9 @@ class UpsonicSpanProcessor(AssaySpanProcessor):
         self._outer: dict[tuple[int, int], RunTree | None] = {}  # span -> _KEPT before it
 
     def _resolve(self, span: ReadableSpan) -> RunTree | None:
-        parent = span.parent
-        if parent is not None:
-            key = (parent.trace_id, parent.span_id)
-            run = self._open.get(key) or self._recent.get(key)
-            if run is not None:
-                return run
+        run = self._span_parent(span)
+        if run is not None:
+            return run
         kept = _KEPT.get()
         if kept is not None and not kept.ended:
             return kept

@@ -92,14 +92,18 @@ class AssaySpanProcessor(SpanProcessor):
         self._clients: set[int] = set()
         self._writers: list[Any] = []
 
-    def _parent_of(self, span: ReadableSpan) -> RunTree | None:
+    def _span_parent(self, span: ReadableSpan) -> RunTree | None:
+        """The run of the span's parent span, if this processor has seen it."""
         parent = span.parent
-        if parent is not None:
-            key = (parent.trace_id, parent.span_id)
-            run = self._open.get(key) or self._recent.get(key)
-            if run is not None:
-                return run
-        return _RUN.get()  # an assay run current where the span started (or None: a root)
+        if parent is None:
+            return None
+        key = (parent.trace_id, parent.span_id)
+        return self._open.get(key) or self._recent.get(key)
+
+    def _parent_of(self, span: ReadableSpan) -> RunTree | None:
+        run = self._span_parent(span)
+        # else an assay run current where the span started (or None: a root)
+        return run if run is not None else _RUN.get()
 
     def _start(self, span: ReadableSpan) -> RunTree:
         parent = self._parent_of(span)
