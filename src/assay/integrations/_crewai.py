@@ -18,6 +18,8 @@ evaluate() reads it.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import json
 import threading
 from collections.abc import Mapping
@@ -325,6 +327,12 @@ def instrument() -> None:
             return
         events = require("crewai.events", "crewai", "CrewAI tracing")
         bus = events.crewai_event_bus
+        # openai (2.5x, which crewai pins) imports httpx2 on a client's first use and checks
+        # ``isinstance(value, sys.modules["httpx2"].Client)`` elsewhere: two examples starting
+        # at once can see the module half-imported ("partially initialized module 'httpx2'").
+        # Import it whole here, before any example runs.
+        with contextlib.suppress(ImportError):
+            importlib.import_module("httpx2")
         listener = _Listener()
 
         def on_start(source: Any, event: Any) -> None:
