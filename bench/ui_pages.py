@@ -42,15 +42,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from measures._common import CACHE, ROOT, offline_env
 from measures._statsdata import (
-    BATCH,
     DATASET_ID,
     T0_US,
-    _ensure_dataset,
     _pairs,
-    _rebuild_aggregates,
-    _secondary_indexes,
     _session_row,
     copy_sqlite_to_pg,
+    load_sqlite,
     session_id_for,
 )
 from measures.ingest import _free_port, _stop
@@ -102,43 +99,17 @@ def _spread(n: int, sid: str, tenant: str, end_us: int, days: float
 
 
 def _load(store: Any, sizes: list[int], days: float) -> None:
-    from sqlalchemy import text
-
-    from assay.store._tables import feedback, runs, sessions
-
     end_us = int(time.time() * 1_000_000)
-    idx = _secondary_indexes(runs) + _secondary_indexes(feedback)
-    cols = [c.name for c in runs.columns]
-    with store.write() as conn:
-        for ix in idx:
-            conn.execute(text(f"DROP INDEX IF EXISTS {ix.name}"))
-        _ensure_dataset(conn, store.tenant_id)
-        for n in sizes:
-            t0 = time.perf_counter()
-            row = _session_row(n, store.tenant_id)
-            row["start_time"] = end_us - int(days * 86_400_000_000) - 1_000_000
-            row["end_time"] = end_us + 4_000_000
-            conn.execute(sessions.insert().values(**row))
-            run_rows: list[dict] = []
-            fb_rows: list[dict] = []
-            for root, child, fb in _spread(n, session_id_for(n), store.tenant_id, end_us, days):
-                run_rows.append({c: root.get(c) for c in cols})
-                run_rows.append({c: child.get(c) for c in cols})
-                fb_rows.extend(fb)
-                if len(run_rows) >= BATCH:
-                    conn.execute(runs.insert(), run_rows)
-                    conn.execute(feedback.insert(), fb_rows)
-                    run_rows, fb_rows = [], []
-            if run_rows:
-                conn.execute(runs.insert(), run_rows)
-                conn.execute(feedback.insert(), fb_rows)
-            log(f"    sqlite: {n:,} root runs ({2 * n:,} runs, {2 * n:,} feedback) over "
-                f"{days:g} days in {time.perf_counter() - t0:.1f} s")
-        t0 = time.perf_counter()
-        for ix in idx:
-            ix.create(conn)
-        log(f"    sqlite: indexes rebuilt in {time.perf_counter() - t0:.1f} s")
-        _rebuild_aggregates(conn, "sqlite", log)
+
+    def session_row(n: int, tenant: str) -> dict[str, Any]:
+        row = _session_row(n, tenant)
+        row["start_time"] = end_us - int(days * 86_400_000_000) - 1_000_000
+        row["end_time"] = end_us + 4_000_000
+        return row
+
+    load_sqlite(store, sizes, log, session_row=session_row,
+                pairs=lambda n, sid, tenant: _spread(n, sid, tenant, end_us, days),
+                what=f" over {days:g} days")
 
 
 def ui_cache(sizes: list[int], days: float, rebuild: bool = False) -> Path:

@@ -181,24 +181,32 @@ def _session_row(n: int, tenant: str) -> dict[str, Any]:
             "reference_dataset_id": DATASET_ID}
 
 
-def load_sqlite(store: Any, sizes: list[int], log: Callable[[str], None]) -> None:
-    """Add one session per size to a SQLite store, through SQLAlchemy Core in big batches."""
+def load_sqlite(store: Any, sizes: list[int], log: Callable[[str], None], *,
+                session_row: Callable[[int, str], dict[str, Any]] | None = None,
+                pairs: Callable[[int, str, str], Iterator[Any]] | None = None,
+                what: str = "") -> None:
+    """Add one session per size to a SQLite store, through SQLAlchemy Core in big batches
+    (secondary indexes dropped and rebuilt around it). ``session_row`` and ``pairs`` change
+    the session row and the (root, child, feedback) triples (bench/ui_pages.py spreads them
+    over days)."""
     from sqlalchemy import text
 
     from assay.store._tables import feedback, runs, sessions
 
+    make_session = session_row or _session_row
+    make_pairs = pairs or _pairs
     idx = _secondary_indexes(runs) + _secondary_indexes(feedback)
+    cols = [c.name for c in runs.columns]
     with store.write() as conn:
         for ix in idx:
             conn.execute(text(f"DROP INDEX IF EXISTS {ix.name}"))
         _ensure_dataset(conn, store.tenant_id)
         for n in sizes:
             t0 = time.perf_counter()
-            conn.execute(sessions.insert().values(**_session_row(n, store.tenant_id)))
+            conn.execute(sessions.insert().values(**make_session(n, store.tenant_id)))
             run_rows: list[dict] = []
             fb_rows: list[dict] = []
-            cols = [c.name for c in runs.columns]
-            for root, child, fb in _pairs(n, session_id_for(n), store.tenant_id):
+            for root, child, fb in make_pairs(n, session_id_for(n), store.tenant_id):
                 run_rows.append({c: root.get(c) for c in cols})
                 run_rows.append({c: child.get(c) for c in cols})
                 fb_rows.extend(fb)
@@ -209,7 +217,7 @@ def load_sqlite(store: Any, sizes: list[int], log: Callable[[str], None]) -> Non
             if run_rows:
                 conn.execute(runs.insert(), run_rows)
                 conn.execute(feedback.insert(), fb_rows)
-            log(f"    sqlite: {n:,} root runs ({2 * n:,} runs, {2 * n:,} feedback) "
+            log(f"    sqlite: {n:,} root runs ({2 * n:,} runs, {2 * n:,} feedback){what} "
                 f"in {time.perf_counter() - t0:.1f} s")
         t0 = time.perf_counter()
         for ix in idx:
