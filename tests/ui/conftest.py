@@ -105,15 +105,19 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     base.close()
 
 
-@pytest.fixture(scope="module")
-def page(browser: Any, site: dict[str, Any]) -> Iterator[Any]:
-    """A logged-in page (the login form sets the cookie)."""
+def logged_in(browser: Any, url: str, key: str, landing: str = "/") -> Iterator[Any]:
+    """A page logged in through the login form (which sets the cookie), on ``landing``."""
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     pg = context.new_page()
     pg.set_default_timeout(10_000)
-    pg.goto(site["url"] + "/ui/login")
-    pg.fill("#api_key", site["key"])
+    pg.goto(url + "/ui/login" + ("" if landing == "/" else f"?next={landing}"))
+    pg.fill("#api_key", key)
     pg.click("button[type=submit]")
-    pg.wait_for_url(site["url"] + "/")
+    pg.wait_for_url(url + landing)
     yield pg
     context.close()
+
+
+@pytest.fixture(scope="module")
+def page(browser: Any, site: dict[str, Any]) -> Iterator[Any]:
+    yield from logged_in(browser, site["url"], site["key"])

@@ -14,7 +14,7 @@ from assay import Client
 from assay.store import Store
 from assay.tracing import trace, traceable
 
-from .conftest import LiveServer
+from .conftest import LiveServer, logged_in
 from .test_browser import shot
 
 
@@ -72,15 +72,7 @@ def prod(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def tab(browser: Any, prod: dict[str, Any]) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    pg = context.new_page()
-    pg.set_default_timeout(10_000)
-    pg.goto(prod["url"] + "/ui/login?next=/ui/projects")
-    pg.fill("#api_key", prod["key"])
-    pg.click("button[type=submit]")
-    pg.wait_for_url(prod["url"] + "/ui/projects")
-    yield pg
-    context.close()
+    yield from logged_in(browser, prod["url"], prod["key"], "/ui/projects")
 
 
 def test_browse_a_project_and_read_a_trace_as_a_chat(tab: Any, prod: dict[str, Any],

@@ -14,9 +14,10 @@ import hashlib
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
+from .._time import from_micros
 from ..errors import require
 from ..store._spans import SpanRun
 from ..tracing._otel_map import SpanEvent, SpanView, span_fields
@@ -177,12 +178,9 @@ def _add(out: Decoded, trace_id: str, span_id: str, parent: str | None, name: st
                               events, error, message, resource, scope))
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
 def _dt(ns: int | None) -> datetime | None:
     """Nanoseconds since the epoch as an exact UTC datetime (to the microsecond)."""
-    return None if not ns else _EPOCH + timedelta(microseconds=ns // 1000)
+    return None if not ns else from_micros(ns // 1000)
 
 
 def run_id_of(tenant: str, trace_id: str, span_id: str | None = None) -> str:

@@ -107,8 +107,9 @@ def summarize(client: Client, experiments: dict[str, str], *, baseline: str | No
                 if x is None or y is None:
                     continue
                 if (y > x) if d.better == "lower" else (y < x):
-                    worse.append(_nodeid(client, row) or row.key)
-            named = ", ".join(worse[:_MAX_NAMED]) or "-"
+                    worse.append(row)
+            # each name is an example read: only for the tests the line names
+            named = ", ".join(_nodeid(client, r) or r.key for r in worse[:_MAX_NAMED]) or "-"
             if len(worse) > _MAX_NAMED:
                 named += f" and {len(worse) - _MAX_NAMED} more"
             report.regressions.append(

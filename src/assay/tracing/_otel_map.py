@@ -32,8 +32,9 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from .._time import from_micros
 
 __all__ = ["SpanEvent", "SpanView", "span_fields"]
 
@@ -130,11 +131,10 @@ def _int(value: Any) -> int | None:
         return None
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
 def _iso(ns: int) -> str:
-    return (_EPOCH + timedelta(microseconds=ns // 1000)).isoformat()  # exact, unlike a float
+    at = from_micros(ns // 1000)
+    assert at is not None  # an int in: a datetime out
+    return at.isoformat()
 
 
 def _indexed(attrs: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:

@@ -17,6 +17,7 @@ from ..store import Store
 from . import _views, _views_projects
 from ._auth import COOKIE_NAME, LoginRedirect, StoreFromKey, _key, safe_next
 from ._format import FILTERS
+from ._views_projects import number_field
 
 __all__ = ["create_ui_router"]
 
@@ -36,7 +37,6 @@ def _environment() -> Any:
     return env
 
 
-_number = _views_projects.number_field
 
 
 def _status(exc: AssayError) -> int:
@@ -141,8 +141,8 @@ def create_ui_router(
         return show(request, store, "project.html", lambda s: _views_projects.project_page(
             s, project_id, where=where, run_type=run_type, errors=errors, window=window,
             feedback_key=(feedback_key or "").strip() or None,
-            score_min=_number(score_min or "", "score_min"),
-            score_max=_number(score_max or "", "score_max"), q=q, cursor=cursor))
+            score_min=number_field(score_min or "", "score_min"),
+            score_max=number_field(score_max or "", "score_max"), q=q, cursor=cursor))
 
     def who(request: Request, store: Store) -> str:
         """The name feedback given in the UI is signed with: the API key's description (or
@@ -171,7 +171,7 @@ def create_ui_router(
                      value: Annotated[str, Form()] = "", comment: Annotated[str, Form()] = "",
                      next: Annotated[str, Form()] = "") -> Any:
         def work(s: Store) -> str:
-            _views_projects.add_feedback(s, run_id, key=key, score=_number(score, "score"),
+            _views_projects.add_feedback(s, run_id, key=key, score=number_field(score, "score"),
                                          value=value, comment=comment, user=who(request, s))
             return next or f"/ui/runs/{run_id}"
         return act(request, store, work)
@@ -182,7 +182,7 @@ def create_ui_router(
                          comment: Annotated[str, Form()] = "",
                          next: Annotated[str, Form()] = "/") -> Any:
         def work(s: Store) -> str:
-            _views_projects.correct_feedback(s, feedback_id, score=_number(score, "score"),
+            _views_projects.correct_feedback(s, feedback_id, score=number_field(score, "score"),
                                              value=value, comment=comment, user=who(request, s))
             return next
         return act(request, store, work)

@@ -187,7 +187,9 @@ def run_page(store: Store, run_id: str) -> dict[str, Any]:
         stack.extend(r.child_runs or [])
     total = max((max(ends) - run.start_time).total_seconds(), 1e-6)
     _walk(run, 0, run.start_time, total, nodes)
-    project = store.projects.read(project_id=run.session_id) if run.session_id else None
+    # with its statistics: the page names the project and offers its feedback keys
+    project = (store.projects.read(project_id=run.session_id, include_stats=True)
+               if run.session_id else None)
     llm = [n.run for n in nodes if n.run.run_type == "llm"]
     totals = {
         "llm_calls": len(llm),
@@ -196,9 +198,7 @@ def run_page(store: Store, run_id: str) -> dict[str, Any]:
         "cost": sum(r.total_cost for r in llm if r.total_cost is not None) if any(
             r.total_cost is not None for r in llm) else None,
     }
-    stats = (store.projects.read(project_id=run.session_id, include_stats=True)
-             if run.session_id else None)
-    keys = sorted((getattr(stats, "feedback_stats", None) or {}).keys())
+    keys = sorted((getattr(project, "feedback_stats", None) or {}).keys())
     return {"run": run, "nodes": nodes, "project": project, "totals": totals,
             "feedback": store.feedback.list(run_ids=[n.run.id for n in nodes]),
             "feedback_keys": keys}
