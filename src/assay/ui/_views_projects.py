@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from ..errors import InvalidInputError
-from ..store._browse import page_runs, series
+from ..store._browse import page_runs
+from ..store._series import series
 from ._format import num, pct, secs, usd
 from ._svg import series_svg
 
