@@ -302,6 +302,38 @@ async def test_aevaluate_async_target_without_upload(client: Client) -> None:
     assert len(list(client.list_projects())) == projects  # nothing stored
 
 
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8
+
+
+def sized(inputs: dict, attachments: dict) -> dict:  # LangSmith's (inputs, attachments) form
+    return {"size": len(attachments["img"]["reader"].read()), "pid": os.getpid()}
+
+
+def same_size(outputs: dict, reference_outputs: dict, attachments: dict) -> bool:
+    return outputs["size"] == reference_outputs["size"] == len(
+        attachments["img"]["reader"].read())
+
+
+def test_targets_and_evaluators_taking_attachments_run_on_workers(client: Client) -> None:
+    """Each example's files travel with it to the worker (read on the driver when its batch is
+    sent: a worker has no store); target and evaluator each read them whole, and the experiment
+    scores as the local one does."""
+    ds = client.create_dataset(unique("files"))
+    for i in range(4):
+        client.create_example({"q": i}, dataset_id=ds.id, outputs={"size": len(PNG) + i},
+                              attachments={"img": ("image/png", PNG + bytes(i))})
+    rows = {}
+    for executor in ("local", "ray"):
+        res = evaluate(sized, data=ds.name, evaluators=[same_size], client=client,
+                       executor=executor, max_concurrency=None)
+        rows[executor] = list(res)
+    for executor, got in rows.items():
+        assert [r["run"].outputs["size"] for r in got] == [len(PNG) + i for i in range(4)], executor
+        assert [r["evaluation_results"]["results"][0].score for r in got] == [True] * 4
+        assert all(r["run"].error is None for r in got)
+    assert {r["run"].outputs["pid"] for r in rows["ray"]}.isdisjoint({os.getpid()})
+
+
 def test_what_cannot_reach_the_workers_is_refused_by_name(client: Client, tmp_path: Path) -> None:
     make_dataset(client, "pick", 3)
     lock = threading.Lock()

@@ -9,6 +9,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -250,6 +251,88 @@ def test_sdk_run_attachments_are_stored(ws: Workspace) -> None:
     for ex in (whole, picked):
         assert _files(ls.read_example(ex.id)) == {"image": ("image/png", PNG)}
     assert ls.read_example(whole.id).inputs == {"question": "what?"}
+
+
+def _traced_with_files(ls, project: str, files: dict[str, bytes]) -> str:  # type: ignore[no-untyped-def]
+    from langsmith import traceable, tracing_context
+    from langsmith.run_helpers import get_current_run_tree
+    from langsmith.schemas import Attachment
+
+    @traceable(name="describe")
+    def describe(**images: Attachment) -> str:
+        return str(get_current_run_tree().id)
+
+    with tracing_context(enabled=True, client=ls, project_name=project):
+        run_id = describe(**{n: Attachment(mime_type="image/png" if d.startswith(b"\x89PNG")
+                                           else "application/pdf", data=d)
+                             for n, d in files.items()})
+    ls.flush()
+    return run_id
+
+
+def test_v2_run_queries_give_attachment_urls(ws: Workspace) -> None:
+    """The v2 runs API (``ATTACHMENTS`` select) gives each file's download URL, as v1's
+    ``s3_urls``: through the SDK's v2 reader (what it uses on a v2-only LangSmith), its
+    generated ``runs.query``/``runs.retrieve``/``traces.list_runs`` clients."""
+    import asyncio
+
+    from langsmith._internal._v2_migration_utils import _read_run_v2
+
+    ls = _sdk(ws)
+    project = f"v2-files-{uuid.uuid4().hex[:6]}"
+    with_files = _traced_with_files(ls, project, {"image": PNG, "doc": PDF})
+    plain = _traced_with_files(ls, project, {})
+    pid = ls.read_project(project_name=project).id
+    v1 = ls.read_run(with_files)
+    run = _read_run_v2(uuid.UUID(with_files), ls, project_id=pid)  # downloads each URL
+    assert _files(v1) == {"image": ("image/png", PNG), "doc": ("application/pdf", PDF)}
+    # v2 gives {name: URL}: the same bytes, no MIME type (the SDK's v2 shape has none)
+    assert {n: data for n, (_, data) in _files(run).items()} == {"image": PNG, "doc": PDF}
+
+    async def query() -> tuple[list, Any, list]:  # type: ignore[type-arg]
+        got = [r async for r in ls.runs.query(project_ids=[str(pid)],
+                                              selects=["ID", "ATTACHMENTS"])]
+        one = await ls.runs.retrieve(plain, project_id=str(pid), selects=["ATTACHMENTS"])
+        trace = await ls.traces.list_runs(with_files, project_id=str(pid),
+                                          selects=["ID", "ATTACHMENTS"])
+        return got, one, trace.items
+
+    got, one, trace = asyncio.run(query())
+    by_id = {r.id: r.attachments for r in got}
+    assert set(by_id[with_files]) == {"image", "doc"} and by_id[plain] in ({}, None)
+    assert one.attachments in ({}, None)
+    assert trace[0].attachments == by_id[with_files]
+    assert httpx.get(by_id[with_files]["image"]).content == PNG  # no key needed: signed
+    ids = [r["id"] for r in ws.http.post("/api/v2/runs/query", json={
+        "project_ids": [str(pid)], "selects": ["ID"]}).json()["items"]]
+    assert sorted(ids) == sorted([with_files, plain])  # not selected: not looked up
+
+
+def test_deleting_traces_and_projects_deletes_their_run_attachments(ws: Workspace) -> None:
+    """``POST /runs/delete`` and the SDK's ``delete_project`` take the runs' files along (rows
+    and the blobs nothing else names); a blob an example still uses stays downloadable."""
+    ls = _sdk(ws)
+    project = f"gone-{uuid.uuid4().hex[:6]}"
+    first = _traced_with_files(ls, project, {"image": PNG})
+    second = _traced_with_files(ls, project, {"doc": PDF})
+    other = _traced_with_files(ls, f"{project}-other", {"doc": PDF})
+    ds = ls.create_dataset(f"keeps-png-{uuid.uuid4().hex[:6]}")
+    ls.create_example(inputs={"q": 1}, dataset_id=ds.id,
+                      attachments={"img": ("image/png", PNG)})
+    url = ls.read_run(first).attachments["image"]["presigned_url"]
+    assert _blob_count(ws.store) == 2
+    pid = ls.read_project(project_name=project).id
+    resp = ws.http.post("/runs/delete", json={"session_id": str(pid), "trace_ids": [first]})
+    assert resp.status_code == 200 and resp.json() == {"deleted": 1}, resp.text
+    assert ws.store.attachments.of_runs([first]) == {}
+    assert httpx.get(url).content == PNG  # the same bytes are still an example's
+    ls.delete_project(project_name=project)
+    assert ws.store.attachments.of_runs([second]) == {}
+    assert _files(ls.read_run(other)) == {"doc": ("application/pdf", PDF)}  # shared, kept
+    assert _blob_count(ws.store) == 2
+    ls.delete_project(project_name=f"{project}-other")
+    assert _blob_count(ws.store) == 1  # the example's PNG
+    assert ws.store.attachments.collect() == 0
 
 
 def test_run_attachment_lying_type_refuses_the_batch(ws: Workspace) -> None:

@@ -211,9 +211,32 @@ def test_experiment_runs_v2_cursor_pagination(ws: Workspace, sdk: Any) -> None:
         filters={experiments[0]: ['eq(name, "target")']}))
     assert [len(i.runs) for i in only] == [1] and only[0].runs[0].id is not None
 
-    resp = ws.http.post(f"/api/v2/datasets/{ds.id}/experiment-runs", json={
-        "experiment_ids": experiments, "sort": {"by": "feedback.correct"}})
-    assert resp.status_code == 422 and "sort" in resp.text
+    # sort: by one experiment's feedback score, as the SDK sends it; unscored examples last
+    runs_b = {str(r.reference_example_id): r.id
+              for r in client.list_runs(project_name="exp-b", is_root=True)}
+    for ex, score in zip(examples, (0.5, 1.0, 0.0, 0.5), strict=False):  # the 5th: unscored
+        client.create_feedback(runs_b[str(ex.id)], "correct", score=score)
+    client.create_feedback(runs_b[str(examples[0].id)], "correct", score=1.0)  # mean 0.75
+    client.create_feedback(runs_b[str(examples[4].id)], "other", score=9.0)
+    order = {str(ex.id): ex.inputs["i"] for ex in examples}
+    for sort, want in (({"by": "feedback.correct", "order": "DESC"}, [1, 0, 3, 2, 4]),
+                       ({"by": "correct", "order": "ASC"}, [2, 3, 0, 1, 4]),
+                       ({"by": "feedback.correct"}, [1, 0, 3, 2, 4])):  # DESC by default
+        got = _collect(sdk.datasets.experiment_runs.query(
+            str(ds.id), experiment_ids=experiments[1:], page_size=2, sort=sort,
+            selects=["ID", "REFERENCE_EXAMPLE_ID"]))
+        assert [order[str(item.id)] for item in got] == want, sort
+        assert all(r.reference_example_id == item.id for item in got for r in item.runs)
+    for sort, word in (({"by": "feedback.correct"}, "single experiment"),
+                       ({"by": "outputs.o"}, "'outputs.o' is not supported"),
+                       ({"by": "latency"}, "'latency' is not supported"),
+                       ({"by": "correct", "order": "UP"}, "'UP'"),
+                       ({"by": "correct", "nulls": "first"}, "['nulls']"),
+                       ({"order": "ASC"}, "sort.by")):
+        ids = experiments if word == "single experiment" else experiments[1:]
+        resp = ws.http.post(f"/api/v2/datasets/{ds.id}/experiment-runs",
+                            json={"experiment_ids": ids, "sort": sort})
+        assert resp.status_code == 422 and word in resp.json()["detail"], (sort, resp.text)
     other = client.create_project("not-an-experiment")
     resp = ws.http.post(f"/api/v2/datasets/{ds.id}/experiment-runs",
                         json={"experiment_ids": [str(other.id)]})

@@ -162,7 +162,13 @@ def test_run_tree_fields_read_back_field_by_field(ws: Workspace, sdk: Any) -> No
 # -- 2. JSON fidelity -----------------------------------------------------------------------
 
 def _payload(tag: str) -> dict[str, Any]:
-    return {"tag": tag, **HARD, "list": list(HARD.values()), "k😀": {"deep": HARD["lone_high"]}}
+    return {"tag": tag, **HARD, "list": list(HARD.values()), "k😀": {"deep": HARD["lone_high"]},
+            **LONE_KEYS}
+
+
+# keys too: a lone surrogate in a key at the top and deeper (pydantic's JSON dump writes the
+# first as U+FFFD and refuses the second), NUL and the store's escape character beside it
+LONE_KEYS = {"k\ud800": 1, "\udfff\x00": {"d\udc00eep": [{"\ufdd0\ud801": HARD["lone_low"]}]}}
 
 
 def _escaped(value: Any) -> bytes:
@@ -236,6 +242,46 @@ def test_hard_strings_round_trip_through_every_ingest_path(ws: Workspace, sdk: A
     local = {str(f.run_id): f for f in ws.store.feedback.list(run_ids=[multi["id"]])}
     assert local[multi["id"]].value == HARD["pair_and_lone"]
 
+    # load_child_runs nests records: their keys come back exact as well
+    tree = sdk.read_run(batch["id"], load_child_runs=True)
+    assert tree.inputs == _payload("in")
+
+
+def test_hard_keys_round_trip_on_examples_and_feedback(ws: Workspace, sdk: Any) -> None:
+    """Examples written as the JS SDK writes them (lone surrogates in keys as ``\\ud800``
+    escapes) read back exact through every read the SDK has; a feedback KEY with a lone
+    surrogate is refused naming it (the Python SDK drops such characters before sending)."""
+    ds = sdk.create_dataset("hard-keys")
+    resp = ws.http.post("/examples/bulk", content=_escaped([
+        {"dataset_id": str(ds.id), "inputs": _payload("in"), "outputs": _payload("out"),
+         "metadata": _payload("meta")}]), headers={"content-type": "application/json"})
+    assert resp.status_code == 200, resp.text
+    raw = json.loads(resp.content)
+    made = raw[0] if isinstance(raw, list) else raw["examples"][0]
+    assert made["inputs"] == _payload("in")
+    ex = sdk.read_example(made["id"])
+    assert ex.inputs == _payload("in") and ex.outputs == _payload("out")
+    assert {k: v for k, v in ex.metadata.items() if k != "dataset_split"} == _payload("meta")
+    listed = list(sdk.list_examples(dataset_id=ds.id, include_attachments=True))
+    assert [e.inputs for e in listed] == [_payload("in")]
+    updated = ws.http.patch("/examples/bulk", content=_escaped([
+        {"id": made["id"], "outputs": _payload("fix")}]),
+        headers={"content-type": "application/json"})
+    assert updated.status_code == 200, updated.text
+    assert json.loads(updated.content)["examples"][0]["outputs"] == _payload("fix")
+    assert sdk.read_example(made["id"]).outputs == _payload("fix")
+
+    rid = str(uuid.uuid4())
+    sdk.create_run("r", inputs={}, run_type="chain", id=rid, project_name="hard-keys")
+    sdk.flush()
+    for body in ({"run_id": rid, "key": "f\ud800", "score": 1},
+                 {"run_id": rid, "key": "\udfffx", "value": 1}):
+        resp = ws.http.post("/feedback", content=_escaped(body),
+                            headers={"content-type": "application/json"})
+        assert resp.status_code == 422, resp.text
+        assert repr(body["key"]) in resp.json()["detail"] and "surrogate" in resp.json()["detail"]
+    assert list(sdk.list_feedback(run_ids=[rid])) == []
+
 
 def test_sdk_traced_emoji_and_nul_read_back(ws: Workspace, sdk: Any) -> None:
     """What the Python SDK sends itself: UTF-8 emoji and NUL (orjson writes ``\\u0000``). Lone
@@ -283,3 +329,5 @@ def test_js_sdk_hard_strings_round_trip(node: str, ws: Workspace) -> None:  # no
     for key in ("metadata", "echo_metadata"):  # the SDK adds its own keys to the metadata
         assert {k: got[key].get(k) for k in sent[key]} == sent[key], key
     assert got["inputs"]["lone_high"] == "x\ud800y" and got["inputs"]["nul"] == "a\x00b"
+    assert got["inputs"]["k\ud800"] == 1  # keys too
+    assert got["refused"] and "422" in got["refused"] and "surrogate" in got["refused"]

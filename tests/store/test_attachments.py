@@ -12,7 +12,7 @@ from assay.client import Client
 from assay.errors import ExampleValidationError, InvalidInputError, NotFoundError
 from assay.store import Store
 from assay.store._attachments import AttachmentTooLarge, check_upload, operations
-from assay.store._tables import blobs, example_attachments
+from assay.store._tables import blobs, example_attachments, run_attachments
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8
 JPEG = b"\xff\xd8\xff\xe0" + b"\x10JFIF" + bytes(300)
@@ -195,6 +195,50 @@ def test_deleted_dataset_blobs_are_collected(client: Client, store: Store) -> No
     assert store.attachments.collect() == 0  # nothing left over
     ex = next(iter(client.list_examples(dataset_id=keep.id, include_attachments=True)))
     assert ex.attachments["doc"]["reader"].read() == PDF
+
+
+def _run_attachment_rows(store: Store) -> int:
+    with store.engine.connect() as conn:
+        return conn.execute(select(func.count()).select_from(run_attachments)
+                            .where(run_attachments.c.tenant_id == store.tenant_id)).scalar_one()
+
+
+def test_run_attachments_go_with_their_traces_and_projects(client: Client, store: Store) -> None:
+    """Deleting traces (``delete_traces``) or a whole project drops the runs' attachment rows
+    and the blobs nothing else names; a blob an example still uses stays."""
+    def trace(project: str) -> str:
+        rid = str(uuid.uuid4())
+        store.runs.upsert(posts=[{"id": rid, "trace_id": rid, "name": "r", "run_type": "chain",
+                                  "start_time": "2026-01-01T00:00:00Z", "session_name": project}])
+        return rid
+
+    a, b, c = trace("p"), trace("p"), trace("other")
+    child = str(uuid.uuid4())
+    store.runs.upsert(posts=[{"id": child, "trace_id": a, "parent_run_id": a, "name": "c",
+                              "run_type": "llm", "start_time": "2026-01-01T00:00:01Z",
+                              "session_name": "p"}])
+    store.attachments.set_runs({
+        a: [check_upload("img", "image/png", PNG)], child: [check_upload("log", "text/plain",
+                                                                         b"child only")],
+        b: [check_upload("doc", "application/pdf", PDF)],
+        c: [check_upload("doc", "application/pdf", PDF), check_upload("jpg", "image/jpeg", JPEG)]})
+    ds = client.create_dataset("uses-the-png")
+    client.create_example({"q": 1}, dataset_id=ds.id, attachments={"img": ("image/png", PNG)})
+    assert (_run_attachment_rows(store), _blob_count(store)) == (5, 4)
+
+    project = store.projects.read(project_name="p")
+    assert store.runs.delete_traces(project.id, trace_ids=[a]) == 2  # the root and its child
+    assert store.attachments.of_runs([a, child]) == {}
+    assert (_run_attachment_rows(store), _blob_count(store)) == (3, 3)  # the PNG: an example's
+    ex = next(iter(client.list_examples(dataset_id=ds.id, include_attachments=True)))
+    assert ex.attachments["img"]["reader"].read() == PNG
+
+    store.projects.delete(project_name="p")  # b's PDF is still c's
+    assert store.attachments.of_runs([b]) == {}
+    assert (_run_attachment_rows(store), _blob_count(store)) == (2, 3)
+    store.projects.delete(project_name="other")
+    assert (_run_attachment_rows(store), _blob_count(store)) == (0, 1)
+    assert store.attachments.collect() == 0  # nothing was left over
 
 
 def test_filesystem_paths_need_the_opt_in(client: Client, tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -82,3 +82,47 @@ def test_bad_filters_are_refused_before_reading(store: Store, ds_id: str, flt: s
     with pytest.raises(FilterError, match=words) as err:
         store.examples.list(dataset_id=ds_id, filter=flt)
     assert "at character" in str(err.value)
+
+
+HARD_META = [  # values a naive SQL comparison gets wrong: the predicate must still decide
+    {"k": "plain"}, {"k": "a\x00b"}, {"k": "x\ud800y"}, {"k": "\ufdd0z"}, {"k": None},
+    {"k": 1}, {"k": "1"}, {"k": True}, {"k": ["plain"]}, {"k": {"plain": 1}}, {"other": "plain"},
+    {"a.b": "plain"}, {"dataset_split": "plain"}, {},
+]
+
+
+@pytest.mark.parametrize("flt", [
+    'eq(metadata.k, "plain")', 'eq(metadata.k, "a\x00b")', 'eq(metadata.k, "x\ud800y")',
+    'eq(metadata.k, "\ufdd0z")', 'eq(metadata.k, "1")', 'exists(metadata, "k")',
+    "exists(metadata.k)", 'exists(metadata, "a.b")', 'eq(metadata.dataset_split, "plain")',
+    'and(exists(metadata, "k"), neq(metadata.k, "plain"), eq(metadata.k, "1"))',
+    'and(eq(metadata.other, "plain"), exists(metadata, "other"))',
+])
+def test_sql_prefilter_never_changes_the_result(store: Store, flt: str) -> None:
+    """The conditions checked in SQL first (``metadata_prefilter``) give what the predicate
+    alone gives (the same filter wrapped in ``or(...)``, which is never pushed down), through
+    NUL, lone surrogates, the store's escape character, JSON null, numbers vs strings."""
+    from assay.store._example_filter import metadata_prefilter
+
+    ds = store.datasets.create("hard-meta")
+    store.examples.create_many([{"inputs": {"i": i}, "metadata": m}
+                                for i, m in enumerate(HARD_META)], dataset_id=ds.id)
+    pushed = store.examples.list(dataset_id=ds.id, filter=flt)
+    assert metadata_prefilter(f"or({flt})") == []
+    alone = store.examples.list(dataset_id=ds.id, filter=f"or({flt})")
+    assert [e.inputs["i"] for e in pushed] == [e.inputs["i"] for e in alone]
+    assert pushed or flt.startswith('exists(metadata, "a.b")')  # each one matches something
+    page = store.examples.list(dataset_id=ds.id, filter=flt, offset=1, limit=1)
+    assert [e.inputs["i"] for e in page] == [e.inputs["i"] for e in alone][1:2]
+
+
+def test_sql_prefilter_picks_the_top_level_metadata_conditions() -> None:
+    from assay.store._example_filter import metadata_prefilter
+
+    assert metadata_prefilter('and(eq(metadata.foo, "bar"), exists(metadata.x), '
+                              'gt(outputs.s, 1), eq(metadata.n, 1), exists(metadata, "y"))') == [
+        ("eq", "foo", "bar"), ("exists", "x", None), ("exists", "y", None)]
+    for flt in ('or(eq(metadata.foo, "bar"))', 'not(exists(metadata, "k"))',
+                'eq(metadata.a.b, "c")', 'exists(metadata, "a.b")', "eq(metadata.k, null)",
+                'eq(metadata.dataset_split, "base")', 'eq(inputs.k, "v")'):
+        assert metadata_prefilter(flt) == [], flt

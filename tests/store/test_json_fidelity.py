@@ -68,3 +68,39 @@ def test_runs_feedback_and_examples_keep_hard_strings(store: Store) -> None:
     assert {k: v for k, v in ex.metadata.items() if k != "dataset_split"} == _value("ex-meta")
     listed = store.examples.list(dataset_id=ds.id)  # the raw-SQL page reader
     assert listed[0].inputs == _value("ex-in") and listed[0].outputs == _value("ex-out")
+
+
+def test_feedback_key_with_a_lone_surrogate_is_refused_by_name(store: Store) -> None:
+    """A feedback key names scores in statistics and filters: valid Unicode only (the langsmith
+    Python SDK drops lone surrogates before sending; the server refuses them the same way)."""
+    from assay.errors import InvalidInputError
+
+    rid = str(uuid.uuid4())
+    store.runs.upsert(posts=[{"id": rid, "name": "n", "run_type": "chain",
+                              "start_time": "2026-01-01T00:00:00Z", "session_name": "p"}])
+    with pytest.raises(InvalidInputError, match=r"key 'f\\ud800' holds a lone UTF-16 surrogate"):
+        store.feedback.create(run_id=rid, key="f\ud800", score=1)
+    assert store.feedback.list(run_ids=[rid]) == []
+    assert store.feedback.create(run_id=rid, key="f😀\ufdd0", score=1).key == "f😀\ufdd0"
+
+
+def test_model_jsonable_keeps_lone_surrogates_in_keys() -> None:
+    """The server's answers: pydantic's JSON dump writes a lone surrogate in a top-level key of a
+    ``dict[str, Any]`` as U+FFFD and refuses one deeper; ``model_jsonable`` keeps both exact."""
+    from assay.schemas import Run
+
+    value = {s: {s: [s, {s: 1}]} for s in HARD}
+    tid = uuid.uuid4()
+    child = Run(id=uuid.uuid4(), trace_id=tid, name="c", run_type="llm",
+                start_time="2026-01-01T00:00:01Z", outputs=value)
+    run = Run(id=tid, trace_id=tid, name="n\ud800", run_type="chain", child_runs=[child],
+              start_time="2026-01-01T00:00:00Z", inputs=value, extra={"metadata": value})
+    got = _json.model_jsonable(run)
+    assert got["inputs"] == value and got["extra"] == {"metadata": value}
+    assert got["child_runs"][0]["outputs"] == value  # nested records too
+    assert got["name"] == "n\ud800" and got["start_time"] == "2026-01-01T00:00:00Z"
+    plain = Run(id=tid, trace_id=tid, name="n", run_type="chain",
+                start_time="2026-01-01T00:00:00Z",
+                inputs={"\ufffd": "\ufffd"})  # a real U+FFFD is kept as well
+    assert _json.model_jsonable(plain) == plain.model_dump(mode="json")
+    assert _json.model_jsonable(run, include={"inputs"}) == {"inputs": value}

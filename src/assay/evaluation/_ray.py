@@ -10,10 +10,13 @@ dicts come back with the evaluation results and the driver hands them to its own
 run traced on a worker lands under its root exactly as it would locally.
 
 The target and evaluators travel once (``ray.put``; each worker unpickles them once per
-experiment). Each example's result is pickled on the worker by itself, so an output that cannot
-be pickled fails its own row (recorded on its run), not the whole batch. A task that dies
-(worker crash, node lost) is retried by Ray; if it still fails, the experiment stops with that
-error and ``evaluate(..., experiment=...)`` later runs only the missing pairs.
+experiment). An example's attachments (a target or evaluator taking ``attachments``) travel
+with it: its readers pickle with their bytes, read from the store on the driver as its batch is
+sent, since a worker has no store to read them from. Each example's result is pickled on the
+worker by itself, so an output that cannot be pickled fails its own row (recorded on its run),
+not the whole batch. A task that dies (worker crash, node lost) is retried by Ray; if it still
+fails, the experiment stops with that error and ``evaluate(..., experiment=...)`` later runs
+only the missing pairs.
 
 ``ray`` is imported only when an experiment runs on it (``pip install 'assay[ray]'``).
 """

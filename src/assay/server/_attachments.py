@@ -19,6 +19,7 @@ from typing import Any
 
 from fastapi import Request
 
+from .._json import model_jsonable
 from ..errors import InvalidInputError
 from ..store import Store
 from ..store._attachments import AttachmentTooLarge, StoredAttachment, Upload, check_upload
@@ -91,13 +92,20 @@ def attachment_urls(request: Request, store: Store,
         for name, att in found.items()}
 
 
+def attachment_links(request: Request, store: Store,
+                     found: Mapping[str, StoredAttachment] | None) -> dict[str, str]:
+    """The v2 API's ``attachments``: ``{name: download URL}`` (the same URLs as above)."""
+    return {key.removeprefix("attachment."): value["presigned_url"]
+            for key, value in attachment_urls(request, store, found).items()}
+
+
 def with_attachment_urls(request: Request, store: Store, examples: Sequence[Any],
                          as_of: str | None = None) -> list[dict[str, Any]]:
     """Examples as wire JSON with ``attachment_urls`` (of the version ``as_of`` reads)."""
     found = store.attachments.of_examples([e.id for e in examples], as_of=as_of)
     out = []
     for ex in examples:
-        data = ex.model_dump(mode="json")
+        data = model_jsonable(ex)
         data["attachment_urls"] = attachment_urls(request, store, found.get(str(ex.id))) or None
         out.append(data)
     return out
@@ -120,7 +128,7 @@ def with_run_attachment_urls(request: Request, store: Store, runs: Any) -> Any:
     found = store.attachments.of_runs(ids)
 
     def render(run: Any) -> dict[str, Any]:
-        data = run.model_dump(mode="json") if hasattr(run, "model_dump") else dict(run)
+        data = model_jsonable(run) if hasattr(run, "model_dump") else dict(run)
         data["s3_urls"] = attachment_urls(request, store, found.get(str(data["id"])))
         if data.get("child_runs"):
             data["child_runs"] = [render(c) for c in run.child_runs]

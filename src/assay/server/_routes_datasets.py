@@ -10,6 +10,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
+from .._json import model_jsonable
 from ..errors import ExampleValidationError, InvalidInputError
 from ..store import Store
 from ..store._examples import normalize_example
@@ -209,7 +210,7 @@ def update_examples(store: StoreDep, body: JsonBody) -> JSONResponse:
     updates = [p.update(p.id) for p in _each(body, ExamplePatch, "id", "example updates")]
     changed = store.examples.update_many(updates)
     return ok({"message": f"{len(changed)} examples updated", "count": len(changed),
-               "examples": [e.model_dump(mode="json") for e in changed]})
+               "examples": [model_jsonable(e) for e in changed]})
 
 
 @router.patch("/examples/{example_id}")

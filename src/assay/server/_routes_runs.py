@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from .._json import model_jsonable
 from ..schemas import Run
 from . import _ingest
 from ._attachments import with_run_attachment_urls
@@ -115,7 +116,7 @@ def query_runs(request: Request, store: StoreDep, body: JsonBody) -> JSONRespons
         limit=page + 1)
     more = len(found) > page
     runs = (with_run_attachment_urls(request, store, found[:page])  # list_runs selects it
-            if "s3_urls" in (q.select or ()) else [r.model_dump(mode="json") for r in found[:page]])
+            if "s3_urls" in (q.select or ()) else [model_jsonable(r) for r in found[:page]])
     runs = [derived_fields(r, out) for r, out in zip(found[:page], runs, strict=True)]
     return ok({"runs": runs,
                "cursors": {"next": str(offset + page) if more else None}})

@@ -19,12 +19,13 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Annotated, Any, get_args
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
 from .._ids import utcnow
 from ..schemas import Run
 from ..store import Store
+from ._attachments import attachment_links
 from ._deps import JsonBody, JsonResponse, StoreDep
 from ._errors import ApiError
 from ._wire import RunQueryV2, RunSelect, validate
@@ -116,7 +117,7 @@ _FIELDS: dict[str, Any] = {
     "DOTTED_ORDER": lambda r, x: r.dotted_order, "IS_ROOT": lambda r, x: r.parent_run_id is None,
     "REFERENCE_EXAMPLE_ID": lambda r, x: _id(r.reference_example_id),
     "REFERENCE_DATASET_ID": lambda r, x: x["dataset_id"],
-    "TAGS": lambda r, x: r.tags or [], "ATTACHMENTS": lambda r, x: {},
+    "TAGS": lambda r, x: r.tags or [], "ATTACHMENTS": lambda r, x: x["attachments"],
     "IS_IN_DATASET": lambda r, x: r.reference_example_id is not None,
     "FEEDBACK_STATS": lambda r, x: x["feedback_stats"],
     **{name: (lambda field: lambda r, x: x["usage"].get(field, getattr(r, field)))(name.lower())
@@ -131,11 +132,13 @@ def _item(run: Run, selects: list[str], extra: dict[str, Any]) -> dict[str, Any]
             for name in selects}
 
 
-def select_items(store: Store, page: list[Run], selects: list[str], *,
+def select_items(request: Request, store: Store, page: list[Run], selects: list[str], *,
                  subtree_usage: bool = False) -> list[dict[str, Any]]:
     """The ``selects`` of each run of ``page`` (what the v2 run, trace and experiment-run
-    queries return), looking up only what the selects need."""
+    queries return), looking up only what the selects need (``ATTACHMENTS``: each file's
+    download URL by name, as v1's ``s3_urls`` gives them)."""
     ids = [str(r.id) for r in page]
+    files = store.attachments.of_runs(ids) if "ATTACHMENTS" in selects and ids else {}
     usage = (store.runs.subtree_usage([str(r.id) for r in page if r.run_type != "llm"])
              if subtree_usage and any(s in _USAGE for s in selects) else {})
     stats = store.runs.feedback_stats(ids) if "FEEDBACK_STATS" in selects and ids else {}
@@ -147,11 +150,12 @@ def select_items(store: Store, page: list[Run], selects: list[str], *,
                         for e in store.examples.list(example_ids=sorted(examples))}
     return [_item(r, selects, {
         "usage": usage.get(str(r.id), {}), "feedback_stats": stats.get(str(r.id), {}),
-        "dataset_id": datasets.get(str(r.reference_example_id))}) for r in page]
+        "dataset_id": datasets.get(str(r.reference_example_id)),
+        "attachments": attachment_links(request, store, files.get(str(r.id)))}) for r in page]
 
 
 @router.post("/api/v2/runs/query")
-def query_runs_v2(store: StoreDep, body: JsonBody) -> JSONResponse:
+def query_runs_v2(request: Request, store: StoreDep, body: JsonBody) -> JSONResponse:
     q = validate(RunQueryV2, body)
     for name in ("ai_search", "sem_filter", "min_feedback_modified_at",
                  "max_feedback_modified_at"):
@@ -169,7 +173,7 @@ def query_runs_v2(store: StoreDep, body: JsonBody) -> JSONResponse:
         tree_filter=q.tree_filter, order="desc", offset=offset,
         limit=q.page_size + 1) if sessions else []
     page = found[: q.page_size]
-    items = select_items(store, page, list(dict.fromkeys(q.selects or ["ID"])),
+    items = select_items(request, store, page, list(dict.fromkeys(q.selects or ["ID"])),
                          subtree_usage=q.include_subtree_usage)
     more = len(found) > q.page_size
     return JsonResponse({"items": items,
@@ -180,7 +184,7 @@ _SELECTS = get_args(RunSelect)
 
 
 @router.get("/api/v2/runs/{run_id}")
-def retrieve_run_v2(store: StoreDep, run_id: uuid.UUID, project_id: uuid.UUID,
+def retrieve_run_v2(request: Request, store: StoreDep, run_id: uuid.UUID, project_id: uuid.UUID,
                     selects: Annotated[list[str] | None, Query()] = None,
                     start_time: str | None = None) -> JSONResponse:
     """One run of a project (``client.runs.retrieve``, which replaces ``read_run``): the
@@ -195,4 +199,4 @@ def retrieve_run_v2(store: StoreDep, run_id: uuid.UUID, project_id: uuid.UUID,
     run = store.runs.read(run_id)
     if run.session_id != project_id:
         raise ApiError(404, "not_found", f"run {run_id} not found in project {project_id}")
-    return JsonResponse(select_items(store, [run], chosen)[0])
+    return JsonResponse(select_items(request, store, [run], chosen)[0])

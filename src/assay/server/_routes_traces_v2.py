@@ -11,8 +11,10 @@
   opaque cursor (``/datasets/{id}/runs`` is the v1 form, paged by offset).
 
 A natural-language or semantic search (``ai_search``, ``sem_filter``) needs a model this server
-does not run, and feedback-time bounds and feedback sorting are not kept: all are refused by
-name (422), never ignored.
+does not run, and feedback-time bounds are not kept: all are refused by name (422), never
+ignored. Experiment runs sort by one experiment's feedback score (``sort={"by":
+"feedback.<key>", "order": "ASC"|"DESC"}``, unscored examples last); any other sort is refused
+by name.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import uuid
 from datetime import timedelta
 from typing import Annotated, Any, get_args
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import Field
 
@@ -66,6 +68,30 @@ class ExperimentRunsQuery(_In):
     sort: dict[str, Any] | None = None
 
 
+_NOT_FEEDBACK = ("inputs", "outputs", "metadata", "extra", "run", "example", "tags")
+
+
+def _sort(sort: dict[str, Any]) -> tuple[str, bool]:
+    """``(feedback key, descending)`` of the SDK's ``sort``: ``by`` is ``feedback.<key>`` (the
+    prefix optional), ``order`` ``ASC`` or ``DESC``; anything else is refused by name."""
+    unknown = sorted(set(sort) - {"by", "order"})
+    if unknown:
+        raise ApiError(422, "invalid_input",
+                       f"sort fields {unknown} are not supported: give 'by' and 'order'")
+    by, order = sort.get("by"), sort.get("order", "DESC")
+    if not isinstance(by, str) or not by.strip():
+        raise ApiError(422, "invalid_input",
+                       f"sort.by must name a feedback key (feedback.<key>), got {by!r}")
+    prefix, dot, rest = by.partition(".")
+    if dot and prefix in _NOT_FEEDBACK or by in ("latency", "start_time", "name", "status"):
+        raise ApiError(422, "unsupported", f"sort by {by!r} is not supported: experiment runs "
+                       "sort by a feedback score only (feedback.<key>)")
+    if not isinstance(order, str) or order.upper() not in ("ASC", "DESC"):
+        raise ApiError(422, "invalid_input", f"sort.order must be 'ASC' or 'DESC', got {order!r}")
+    key = rest if dot and prefix == "feedback" else by
+    return key, order.upper() == "DESC"
+
+
 def _refuse(q: Any, names: tuple[str, ...]) -> None:
     for name in names:
         if getattr(q, name) is not None:
@@ -73,7 +99,7 @@ def _refuse(q: Any, names: tuple[str, ...]) -> None:
 
 
 @router.post("/api/v2/traces/query")
-def query_traces(store: StoreDep, body: JsonBody) -> JSONResponse:
+def query_traces(request: Request, store: StoreDep, body: JsonBody) -> JSONResponse:
     q = validate(TraceQuery, body)
     _refuse(q, ("ai_search", "sem_filter", "min_feedback_modified_at",
                 "max_feedback_modified_at"))
@@ -90,7 +116,7 @@ def query_traces(store: StoreDep, body: JsonBody) -> JSONResponse:
     selects = list(dict.fromkeys(q.selects or ["ID"]))
     root_selects = [s for s in selects if s not in _AGGREGATES] or ["ID"]
     aggregates = [s for s in selects if s in _AGGREGATES]
-    roots = select_items(store, page, root_selects)
+    roots = select_items(request, store, page, root_selects)
     usage = store.runs.subtree_usage([str(r.id) for r in page]) if aggregates and page else {}
     items = []
     for run, root in zip(page, roots, strict=True):
@@ -109,7 +135,7 @@ def query_traces(store: StoreDep, body: JsonBody) -> JSONResponse:
 
 
 @router.get("/api/v2/traces/{trace_id}/runs")
-def trace_runs(store: StoreDep, trace_id: uuid.UUID, project_id: uuid.UUID,
+def trace_runs(request: Request, store: StoreDep, trace_id: uuid.UUID, project_id: uuid.UUID,
                filter: str | None = None, min_start_time: str | None = None,
                max_start_time: str | None = None,
                selects: Annotated[list[str] | None, Query()] = None) -> JSONResponse:
@@ -129,7 +155,7 @@ def trace_runs(store: StoreDep, trace_id: uuid.UUID, project_id: uuid.UUID,
     found = store.runs.list(project_ids=[str(project.id)], trace_id=trace_id, filter=filter,
                             start_time=bounds.get("min_start_time"),
                             start_before=end - _TICK if end is not None else None)
-    return JsonResponse({"items": select_items(store, found, chosen)})
+    return JsonResponse({"items": select_items(request, store, found, chosen)})
 
 
 class _Window(_In):
@@ -146,10 +172,13 @@ def _filter_text(parts: list[str]) -> str | None:
 
 
 @router.post("/api/v2/datasets/{dataset_id}/experiment-runs")
-def query_experiment_runs(store: StoreDep, dataset_id: uuid.UUID,
+def query_experiment_runs(request: Request, store: StoreDep, dataset_id: uuid.UUID,
                           body: JsonBody) -> JSONResponse:
     q = validate(ExperimentRunsQuery, body)
-    _refuse(q, ("sort",))
+    sort = _sort(q.sort) if q.sort is not None else None
+    if sort is not None and len(q.experiment_ids) != 1:
+        raise ApiError(422, "invalid_input", "sort orders the examples by one experiment's "
+                       f"feedback: give a single experiment id, not {len(q.experiment_ids)}")
     store.datasets.read(dataset_id=dataset_id)  # 404 for an unknown dataset
     sessions = [store.projects.read(project_id=sid) for sid in q.experiment_ids]
     for s in sessions:
@@ -162,9 +191,18 @@ def query_experiment_runs(store: StoreDep, dataset_id: uuid.UUID,
                        + ", ".join(sorted(map(str, unknown))))
     offset = cursor_offset(q.cursor)
     version = (sessions[0].metadata or {}).get("dataset_version")
-    examples = store.examples.list(
-        dataset_id=dataset_id, as_of=version, offset=offset, limit=q.page_size + 1,
-        example_ids=[str(e) for e in q.example_ids] if q.example_ids is not None else None)
+    chosen = [str(e) for e in q.example_ids] if q.example_ids is not None else None
+    if sort is None:
+        examples = store.examples.list(dataset_id=dataset_id, as_of=version, offset=offset,
+                                       limit=q.page_size + 1, example_ids=chosen)
+    else:  # every example ranked by its score (a grouped query), then the page cut
+        key, descending = sort
+        scores = store.feedback.example_scores(q.experiment_ids[0], key)
+        ranked = store.examples.list(dataset_id=dataset_id, as_of=version, example_ids=chosen)
+        ranked.sort(key=lambda e: (str(e.id) not in scores,  # unscored last, either way
+                                   -scores.get(str(e.id), 0.0) if descending
+                                   else scores.get(str(e.id), 0.0)))  # ties: dataset order
+        examples = ranked[offset:offset + q.page_size + 1]
     page = examples[: q.page_size]
     ids = [str(e.id) for e in page]
     by_example: dict[str, list[Any]] = {i: [] for i in ids}
@@ -180,7 +218,7 @@ def query_experiment_runs(store: StoreDep, dataset_id: uuid.UUID,
         item = dump(ex)
         item.pop("split", None)
         item["name"] = None
-        item["runs"] = select_items(store, by_example[str(ex.id)], selects)
+        item["runs"] = select_items(request, store, by_example[str(ex.id)], selects)
         items.append(item)
     more = len(examples) > q.page_size
     return JsonResponse({"items": items,

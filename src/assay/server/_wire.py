@@ -207,9 +207,23 @@ def run_in(raw: Any, where: str = "body") -> dict[str, Any]:
     return run_dict(validate(RunIn, raw, where))
 
 
+def feedback_key(value: Any) -> Any:
+    """A feedback key must be valid Unicode: it names scores in statistics, filters and
+    columns. One with a lone UTF-16 surrogate (JSON allows ``"\\ud800"``; the langsmith
+    Python SDK drops them before sending, the JS SDK does not) is refused by name."""
+    if isinstance(value, str):
+        try:
+            value.encode()
+        except UnicodeEncodeError as exc:
+            raise ValueError(
+                f"feedback key {value!r} holds a lone UTF-16 surrogate "
+                f"(U+{ord(value[exc.start]):04X}); feedback keys must be valid Unicode") from None
+    return value
+
+
 class FeedbackIn(_In):
     id: uuid.UUID | None = None
-    key: str = Field(min_length=1)
+    key: Annotated[str, BeforeValidator(feedback_key), Field(min_length=1)]
     score: float | bool | None = None
     value: Any = None
     comment: str | None = None

@@ -69,6 +69,13 @@ class StoredAttachment:
     size: int
 
 
+def _loaded_reader(data: bytes, size: int | None) -> LazyReader:
+    """An unpickled ``LazyReader``: its bytes already in memory."""
+    reader = LazyReader(None, size)
+    reader._buf = io.BytesIO(data)
+    return reader
+
+
 class LazyReader(io.BufferedIOBase):
     """A file-like reader of one attachment that fetches its bytes on first use.
 
@@ -86,6 +93,13 @@ class LazyReader(io.BufferedIOBase):
         if self._buf is None:
             self._buf = io.BytesIO(self._load())
         return self._buf
+
+    def __reduce__(self) -> tuple[Any, tuple[bytes, int | None]]:
+        """Pickled with its bytes (fetched now if unread, not kept here): the copy is read
+        where no store is, e.g. by a target taking ``attachments`` on a Ray worker
+        (``executor="ray"``), and this reader stays as light as it was."""
+        data = self._buf.getvalue() if self._buf is not None else self._load()
+        return _loaded_reader, (data, self.size)
 
     def readable(self) -> bool:
         return True

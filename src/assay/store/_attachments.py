@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import delete, func, insert, literal, or_, select, text, update
+from sqlalchemy.sql import ClauseElement
 
 from .._ids import as_uuid, utcnow
 from ..errors import InvalidInputError, NotFoundError
@@ -54,6 +55,7 @@ __all__ = [
     "Upload",
     "check_name",
     "check_upload",
+    "forget_runs",
     "operations",
     "uploads_from_sdk",
 ]  # the checks live in _attachment_checks; re-exported for the server and the client
@@ -370,20 +372,7 @@ class AttachmentRepo:
         return self._drop_unused(conn, shas)
 
     def _drop_unused(self, conn: Connection, shas: Sequence[str] | None) -> int:
-        ea, ra = example_attachments, run_attachments
-        used = or_(
-            select(ea.c.sha256).where(ea.c.tenant_id == blobs.c.tenant_id,
-                                      ea.c.sha256 == blobs.c.sha256).exists(),
-            select(ra.c.sha256).where(ra.c.tenant_id == blobs.c.tenant_id,
-                                      ra.c.sha256 == blobs.c.sha256).exists())
-        where = [blobs.c.tenant_id == self._tenant, ~used]
-        if shas is None:
-            return int(conn.execute(delete(blobs).where(*where)).rowcount or 0)
-        n = 0
-        for i in range(0, len(shas), 500):
-            n += int(conn.execute(delete(blobs).where(
-                *where, blobs.c.sha256.in_(shas[i:i + 500]))).rowcount or 0)
-        return n
+        return _drop_unused_blobs(conn, self._tenant, shas)
 
     def collect(self) -> int:
         """Delete this workspace's blobs no attachment names (a sweep: deleting a dataset
@@ -404,3 +393,50 @@ class AttachmentRepo:
                 secret = conn.execute(select(signing_keys.c.secret)
                                       .where(signing_keys.c.id == "attachments")).scalar()
         return bytes.fromhex(str(secret))
+
+
+def _drop_unused_blobs(conn: Connection, tenant_id: str, shas: Sequence[str] | None) -> int:
+    """Delete the workspace's blobs (of ``shas``, or all) that no attachment names; how many."""
+    ea, ra = example_attachments, run_attachments
+    used = or_(
+        select(ea.c.sha256).where(ea.c.tenant_id == blobs.c.tenant_id,
+                                  ea.c.sha256 == blobs.c.sha256).exists(),
+        select(ra.c.sha256).where(ra.c.tenant_id == blobs.c.tenant_id,
+                                  ra.c.sha256 == blobs.c.sha256).exists())
+    where = [blobs.c.tenant_id == tenant_id, ~used]
+    if shas is None:
+        return int(conn.execute(delete(blobs).where(*where)).rowcount or 0)
+    n = 0
+    for i in range(0, len(shas), 500):
+        n += int(conn.execute(delete(blobs).where(
+            *where, blobs.c.sha256.in_(shas[i:i + 500]))).rowcount or 0)
+    return n
+
+
+def forget_runs(conn: Connection, tenant_id: str,
+                run_ids: Sequence[str] | ClauseElement) -> int:
+    """Drop the attachments of deleted runs: their rows, and the blobs nothing else names.
+
+    Whatever deletes runs calls it in its own transaction (``ProjectRepo.delete`` with the
+    project's run ids as a SELECT, before the runs go; ``RunRepo.delete_traces`` with the ids
+    it deleted), so a deleted trace leaves no file behind and a failed delete keeps them all.
+    Returns how many attachment rows went.
+    """
+    ra = run_attachments
+    mine = ra.c.tenant_id == tenant_id
+    if isinstance(run_ids, ClauseElement):  # a SELECT of the ids (or its scalar_subquery)
+        chunks: list[Any] = [run_ids]
+    else:
+        ids = sorted(str(i) for i in run_ids)
+        chunks = [ids[i:i + 500] for i in range(0, len(ids), 500)]
+    shas: set[str] = set()
+    gone = 0
+    for chunk in chunks:
+        shas.update(conn.execute(select(ra.c.sha256).where(mine, ra.c.run_id.in_(chunk))
+                                 .distinct()).scalars())
+        if shas:  # nothing attached (the usual case): one SELECT, nothing deleted
+            gone += int(conn.execute(delete(ra).where(mine, ra.c.run_id.in_(chunk))).rowcount
+                        or 0)
+    if shas:
+        _drop_unused_blobs(conn, tenant_id, sorted(shas))
+    return gone

@@ -16,13 +16,17 @@ place in the text. Functions: ``and``, ``or``, ``not``; ``eq``, ``neq``, ``gt``,
 (dotted for nested keys). A missing key compares unequal: ``eq`` is false and ``neq`` true.
 
 The predicate runs on the examples the other arguments (dataset, version, splits, metadata)
-select, so a filter costs one pass over those examples, not an index lookup.
+select. The common conditions ANDed at the top, ``eq(metadata.key, "text")`` and
+``exists(metadata, "key")`` on a plain top-level key (``metadata_prefilter``), are checked in
+SQL first, so only the rows that can match are read and decoded; the predicate still decides
+(the SQL check is necessary for a match, never sufficient: types and escapes stay exact).
 """
 
 from __future__ import annotations
 
 import json
 import operator
+import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
@@ -30,16 +34,45 @@ from typing import Any
 from .._time import to_micros
 from ._run_filter import NULL, Attr, Call, FilterError, parse_filter
 
-__all__ = ["Predicate", "compile_example_filter"]
+__all__ = ["Predicate", "compile_example_filter", "metadata_prefilter"]
 
 Predicate = Callable[[Any], bool]
 _MISSING = object()
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]{1,200}")
 _FIELDS = ("metadata", "inputs", "outputs")
 _TIMES = ("created_at", "modified_at")
 _ORDER = {"gt": operator.gt, "gte": operator.ge, "lt": operator.lt, "lte": operator.le}
 _COMPARE = ("eq", "neq", "gt", "gte", "lt", "lte", "in")
 _FUNCTIONS = "and, or, not, eq, neq, gt, gte, lt, lte, in, exists, has, search"
 _ATTRIBUTES = "id, created_at, modified_at, metadata.<key>, inputs.<key>, outputs.<key>"
+
+
+def metadata_prefilter(text: str) -> list[tuple[str, str, str | None]]:
+    """The conditions of ``text`` that SQL can check before the predicate runs: ``("eq", key,
+    text)`` for ``eq(metadata.key, "text")`` and ``("exists", key, None)`` for
+    ``exists(metadata, "key")`` / ``exists(metadata.key)``, when they are ANDed at the top (the
+    whole filter, or an ``and``'s direct arguments) on a plain key (letters, digits, ``_``,
+    ``-``; not the ``dataset_split`` every example reads back). Each is true of every example
+    the filter keeps, so selecting by them first narrows what is read, never the result."""
+    node = parse_filter(text)
+    parts = node.args if isinstance(node, Call) and node.name == "and" else (node,)
+    out: list[tuple[str, str, str | None]] = []
+    for part in parts:
+        args: tuple[Any, ...] = part.args if isinstance(part, Call) else ()
+        if not args or not isinstance(args[0], Attr):
+            continue
+        field, _, key = args[0].name.partition(".")
+        value = args[1] if len(args) == 2 else None
+        if field != "metadata":
+            continue
+        if part.name == "exists" and len(args) == 2 and not key:
+            key = value if isinstance(value, str) else ""
+        elif not (part.name == "exists" and len(args) == 1
+                  or part.name == "eq" and isinstance(value, str)):
+            continue
+        if _PLAIN_KEY.fullmatch(key) and key != "dataset_split":
+            out.append(("eq", key, value) if part.name == "eq" else ("exists", key, None))
+    return out
 
 
 def compile_example_filter(text: str) -> Predicate:

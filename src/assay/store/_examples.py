@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import BigInteger, Text, and_, case, func, or_, select, text, type_coerce, update
 
 from .._ids import as_uuid, new_id_text, utcnow
-from .._json import from_json_column
+from .._json import escape_text, from_json_column
 from ..errors import ExampleValidationError, InvalidInputError, NotFoundError
 from ..schemas import Example
 from ._attachments import AttachmentRepo
@@ -300,10 +300,13 @@ class ExampleRepo:
         example_ids: Sequence[str] | None = None,
         splits: Sequence[str] | None = None,
         metadata: Mapping[str, Any] | None = None,
+        prefilter: Sequence[tuple[str, str, str | None]] | None = None,
         offset: int = 0,
         limit: int | None = None,
     ) -> Any:
         q = select(*_RAW_COLUMNS)
+        for op, key, value in prefilter or ():  # a filter's SQL-checkable part (_example_filter)
+            q = q.where(self._metadata_condition(op, key, value))
         if ds_id is not None:
             q = q.where(examples.c.dataset_id == ds_id)
         if as_of_us is None:
@@ -338,6 +341,15 @@ class ExampleRepo:
         if limit is not None:
             q = q.limit(limit)
         return q
+
+    def _metadata_condition(self, op: str, key: str, value: str | None) -> Any:
+        """``metadata.key`` is set (``exists``), or is the string ``value`` (``eq``; compared in
+        its stored form: ``assay._json`` escapes NUL and lone surrogates)."""
+        if op == "eq":
+            return examples.c.metadata[key].as_string() == escape_text(str(value))
+        if self.store.dialect == "postgresql":
+            return func.jsonb_exists(examples.c.metadata, key)
+        return func.json_type(examples.c.metadata, f'$."{key}"').is_not(None)  # JSON null too
 
     def stream(self, dataset_id: uuid.UUID | str, *, version: datetime | str | None = None,
                splits: Sequence[str] | None = None, page: int = 256,
@@ -424,15 +436,12 @@ class ExampleRepo:
     ) -> list[Example]:
         """``filter``: LangSmith's filter language on examples (``_example_filter``), applied
         to the examples the other arguments select, before ``offset``/``limit``."""
+        keep, prefilter = None, None
         if filter is not None:
-            from ._example_filter import compile_example_filter
+            from ._example_filter import compile_example_filter, metadata_prefilter
 
             keep = compile_example_filter(filter)  # a bad filter fails before any read
-            found = [e for e in self.list(
-                dataset_id=dataset_id, dataset_name=dataset_name, example_ids=example_ids,
-                splits=splits, metadata=metadata, as_of=as_of) if keep(e)]
-            start = max(offset, 0)
-            return found[start:] if limit is None else found[start:start + max(limit, 0)]
+            prefilter = metadata_prefilter(filter)
         with self.store.read() as conn:
             ds_id = None
             if dataset_id is not None or dataset_name is not None:
@@ -445,10 +454,16 @@ class ExampleRepo:
             ids = [str(as_uuid(i, "example id")) for i in example_ids] if example_ids else None
             if ids is not None and ds_id is None:
                 ids = self._tenant_ids(conn, ids)
-            return self._select(
+            if keep is None:
+                return self._select(
+                    conn, ds_id, as_of_us=as_of_us, example_ids=ids, splits=splits,
+                    metadata=metadata, offset=offset, limit=limit,
+                )
+            found = [e for e in self._select(
                 conn, ds_id, as_of_us=as_of_us, example_ids=ids, splits=splits,
-                metadata=metadata, offset=offset, limit=limit,
-            )
+                metadata=metadata, prefilter=prefilter) if keep(e)]
+        start = max(offset, 0)
+        return found[start:] if limit is None else found[start:start + max(limit, 0)]
 
     def _tenant_ids(self, conn: Connection, ids: builtins.list[str]) -> builtins.list[str]:
         q = (

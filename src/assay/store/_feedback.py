@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import exists, or_, select
+from sqlalchemy import exists, func, or_, select
 
 from .._ids import as_uuid, new_id_text, utcnow, uuid_text
 from .._json import escape_text, jsonable, unescape_text
@@ -73,6 +73,12 @@ class FeedbackRepo:
         key = item.get("key")
         if not isinstance(key, str) or not key:
             raise InvalidInputError(f"feedback {fid}: 'key' must be a non-empty string")
+        try:  # it names scores in statistics and filters: valid Unicode only
+            key.encode()
+        except UnicodeEncodeError as exc:
+            raise InvalidInputError(
+                f"feedback {fid}: key {key!r} holds a lone UTF-16 surrogate "
+                f"(U+{ord(key[exc.start]):04X}); feedback keys must be valid Unicode") from None
         run_id = item.get("run_id")
         session_id = item.get("session_id", item.get("project_id"))
         if run_id is None and session_id is None:
@@ -214,6 +220,20 @@ class FeedbackRepo:
             new["modified_at"] = utcnow()
             self._insert(conn, [new])  # replaces the row, its statistics with it
         return self.read(fid)
+
+    def example_scores(self, project_id: uuid.UUID | str, key: str) -> dict[str, float]:
+        """{example id: mean ``key`` score of the project's root runs on it}: what v2
+        experiment runs sort by (``sort={"by": "feedback.<key>"}``), one grouped query."""
+        self.store.settle()
+        q = (select(runs.c.reference_example_id, func.avg(feedback.c.score))
+             .join(runs, runs.c.id == feedback.c.run_id)
+             .where(feedback.c.tenant_id == self.store.tenant_id, feedback.c.key == key,
+                    feedback.c.score.is_not(None), runs.c.tenant_id == self.store.tenant_id,
+                    runs.c.session_id == str(as_uuid(project_id, "project id")),
+                    runs.c.is_root.is_(True), runs.c.reference_example_id.is_not(None))
+             .group_by(runs.c.reference_example_id))
+        with self.store.read() as conn:
+            return {str(ex): float(score) for ex, score in conn.execute(q)}
 
     def delete(self, feedback_id: uuid.UUID | str) -> None:
         fid = str(as_uuid(feedback_id, "feedback_id"))

@@ -284,6 +284,8 @@ class ProjectRepo:
             ).returning(*FEEDBACK_RETURNING)), -1)
             conn.execute(feedback.delete().where(mine, feedback.c.run_id.in_(run_ids)))
             conn.execute(feedback.delete().where(mine, feedback.c.session_id == row.id))
+            from ._attachments import forget_runs  # the runs' attachment files go too
+            forget_runs(conn, self.store.tenant_id, run_ids)
             conn.execute(runs.delete().where(runs.c.session_id == row.id))
             conn.execute(sessions.delete().where(sessions.c.id == row.id))
             drop_session(conn, row.id, self.store.tenant_id)

@@ -526,6 +526,8 @@ class RunRepo:
                     runs_gone.add(row._mapping, -1)
                     gone_ids.append(row.id)
             deleted = len(gone_ids)
+            from ._attachments import forget_runs  # the runs' attachment files go too
+            forget_runs(conn, self.store.tenant_id, gone_ids)
             # the same lock order as upsert: runs, run aggregates, feedback, feedback aggregates
             runs_gone.apply(conn)
             runs_gone.drop_empty_streams(conn)

@@ -16,7 +16,8 @@ const HARD = {
 const client = new Client();
 const project = process.argv[2];
 const runId = process.argv[3];
-const payload = (tag) => ({ tag, ...HARD, list: Object.values(HARD) });
+const payload = (tag) => ({ tag, ...HARD, list: Object.values(HARD),
+  "k\ud800": 1, "\udfff\u0000": { "d\udc00eep": [{ "\ufdd0\ud801": HARD.lone_low }] } });
 
 await client.createRun({ id: runId, name: "hard😀", run_type: "chain", project_name: project,
   inputs: payload("in"), extra: { metadata: payload("meta") } });
@@ -27,6 +28,12 @@ await traced(HARD.pair_and_lone);
 await client.awaitPendingTraceBatches();
 const fb = await client.createFeedback(runId, "k", { value: HARD.pair_and_lone,
   correction: payload("fix"), comment: HARD.nul });
+let refused = null;  // a feedback KEY with a lone surrogate is refused by name
+try {
+  await client.createFeedback(runId, "f\ud800", { score: 1 });
+} catch (err) {
+  refused = String(err);
+}
 const read = await client.readRun(runId);
 const runs = [];
 for await (const run of client.listRuns({ projectName: project })) runs.push(run);
@@ -41,5 +48,5 @@ console.log(JSON.stringify({
   got: { inputs: read.inputs, outputs: read.outputs, metadata: read.extra.metadata,
          name: read.name, echo_inputs: echo?.inputs, echo_outputs: echo?.outputs,
          echo_metadata: echo?.extra?.metadata, value: feedback.value,
-         correction: feedback.correction, comment: feedback.comment },
+         correction: feedback.correction, comment: feedback.comment, refused },
 }));
