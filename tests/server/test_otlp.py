@@ -320,3 +320,89 @@ def test_overload_answers_503_with_retry_after(server: Server, monkeypatch: pyte
     exporter = _exporter(server, key, "after-overload")
     assert exporter.export(_spans()) is SpanExportResult.SUCCESS
     assert len(_check_tree(store, "after-overload")) == 4
+
+
+def _held_group(store: Store, batches: list[list]) -> list[BaseException | None]:
+    """Store each batch from a thread of its own while the workspace's writer is held, so all
+    of them queue and the next writer takes them together; each thread's outcome."""
+    import threading
+
+    from assay.server._otlp_group import _group, store_grouped
+
+    group = _group(store)
+    outcomes: list[BaseException | None] = [None] * len(batches)
+
+    def export(i: int) -> None:
+        try:
+            store_grouped(store, batches[i])
+        except BaseException as exc:  # noqa: BLE001 - the outcome is what is checked
+            outcomes[i] = exc
+
+    threads = [threading.Thread(target=export, args=(i,)) for i in range(len(batches))]
+    with group.writer:
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 10
+        while len(group.queue) < len(batches) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert len(group.queue) == len(batches)  # all queued: one writer takes them together
+    for t in threads:
+        t.join(10)
+    return outcomes
+
+
+def test_concurrent_exports_share_a_transaction_and_a_bad_one_fails_alone(store: Store) -> None:
+    """Group commit (``_otlp_group``): exports that queued meanwhile are stored in one
+    transaction; if it fails, each is stored alone, so only the bad one fails and nothing of
+    it is written."""
+    from assay.errors import InvalidInputError
+    from assay.server._otlp import decode_protobuf, to_span_runs
+    from assay.store._spans import store_spans
+
+    def items(spans: list[ReadableSpan]) -> list:
+        return list(to_span_runs(store.tenant_id, decode_protobuf(_request(spans)).spans,
+                                 "grouped"))
+
+    good = [_spans() for _ in range(3)]
+    outcomes = _held_group(store, [items(s) for s in good])
+    assert outcomes == [None, None, None]
+    assert len(_check_tree(store, "grouped")) == 12
+    # a batch sent again whose first span is broken (it takes the general path, which refuses
+    # it) between two new ones: those two stored, nothing of the bad one, its own error
+    stored_once = _spans()
+    store_spans(store, items(stored_once))
+    bad = items(stored_once + _spans())  # four spans stored already, four new
+    bad[0].post["inputs"] = "not an object"
+    new = [_spans(), _spans()]
+    outcomes = _held_group(store, [items(new[0]), bad, items(new[1])])
+    assert outcomes[0] is None and outcomes[2] is None
+    assert isinstance(outcomes[1], InvalidInputError)
+    runs = _check_tree(store, "grouped")
+    assert len(runs) == 12 + 4 + 8  # the bad batch's four new spans are not there
+    project = store.projects.read(project_name="grouped", include_stats=True)
+    assert project.run_count == 6  # roots: 3 + 1 + 2
+
+
+def test_protobuf_spans_with_bad_ids_or_times_are_rejected_alone(server: Server) -> None:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceResponse,
+    )
+
+    key, store = server.new_key()
+    req = encode_spans(_spans())  # children first, the root last
+    spans = req.resource_spans[0].scope_spans[0].spans
+    spans[0].span_id = b"\x01\x02\x03\x04"  # 4 bytes
+    spans[1].trace_id = b"\x00" * 16  # the all-zero (invalid) trace id
+    spans[2].start_time_unix_nano = int((time.time() + 10 * 86400) * 1e9)
+    r = httpx.post(server.url + ENDPOINT, content=req.SerializeToString(), headers={
+        "x-api-key": key, "content-type": "application/x-protobuf",
+        "Langsmith-Project": "pb-partial"})
+    assert r.status_code == 200
+    answer = ExportTraceServiceResponse.FromString(r.content)
+    assert answer.partial_success.rejected_spans == 3
+    message = answer.partial_success.error_message
+    assert "span 01020304" in message and "is not 8 non-zero bytes" in message
+    assert "trace id '" + "0" * 32 + "' is not 16 non-zero bytes" in message
+    assert "more than a day in the future" in message
+    runs = _check_tree(store, "pb-partial")
+    assert [r.name for r in runs] == ["invoke_agent weather"]  # the one good span: the root

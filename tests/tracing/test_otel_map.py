@@ -91,3 +91,23 @@ def test_genai_errors_first_token_and_event_messages() -> None:
     assert out["events"] == [{"name": "new_token", "time": "2023-11-14T22:13:20.250000+00:00"}]
     assert out["error"].startswith("TimeoutError: slow")
     assert "usage_metadata" not in out["metadata"]  # a token count that is not a number
+
+
+def test_metadata_and_leftover_attributes_in_one_pass() -> None:
+    """Metadata from ``langsmith.metadata.*``, then ``traceloop.association.properties.*``,
+    then OpenInference's ``metadata`` (later sources win); what no convention consumes is kept
+    in ``otel_attributes`` (tuples as lists), indexed messages and consumed keys are not."""
+    out = span_fields(view({
+        "langsmith.metadata.team": "geo", "langsmith.metadata.shared": "ls",
+        "traceloop.association.properties.shared": "tl",
+        "traceloop.association.properties.user": '{"id": 7}',
+        "metadata": json.dumps({"env": "prod"}),
+        "gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": "hi",
+        "llm.request.type": "chat", "gen_ai.request.model": "m",
+        "http.status_code": 200, "peer.hosts": ("a", "b"),
+    }))
+    meta = out["metadata"]
+    assert meta["team"] == "geo" and meta["shared"] == "tl" and meta["user"] == {"id": 7}
+    assert meta["env"] == "prod" and meta["ls_model_name"] == "m"
+    assert out["inputs"] == {"messages": [{"role": "user", "content": "hi"}]}
+    assert meta["otel_attributes"] == {"http.status_code": 200, "peer.hosts": ["a", "b"]}

@@ -14,10 +14,8 @@ import hashlib
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
-from .._time import from_micros
 from ..errors import require
 from ..store._spans import SpanRun
 from ..tracing._otel_map import SpanEvent, SpanView, span_fields
@@ -36,8 +34,13 @@ class Decoded:
 
 
 # -- protobuf ----------------------------------------------------------------------------------
+_SCALARS = frozenset({"string_value", "bool_value", "int_value", "double_value"})
+
+
 def _pb_value(v: Any) -> Any:
     kind = v.WhichOneof("value")
+    if kind in _SCALARS:
+        return getattr(v, kind)
     if kind is None:
         return None
     if kind == "array_value":
@@ -50,7 +53,17 @@ def _pb_value(v: Any) -> Any:
 
 
 def _pb_attrs(items: Any) -> dict[str, Any]:
-    return {kv.key: _pb_value(kv.value) for kv in items}
+    out: dict[str, Any] = {}
+    for kv in items:
+        v = kv.value
+        kind = v.WhichOneof("value")  # the common scalars inline: a call less per attribute
+        out[kv.key] = getattr(v, kind) if kind in _SCALARS else _pb_value(v)
+    return out
+
+
+def _pb_id(raw: bytes, size: int) -> str | None:
+    """A protobuf id as lowercase hex when it is ``size`` non-zero bytes, else None."""
+    return raw.hex() if len(raw) == size and raw.strip(b"\0") else None
 
 
 def decode_protobuf(body: bytes) -> Decoded:
@@ -67,17 +80,29 @@ def decode_protobuf(body: bytes) -> Decoded:
         raise ApiError(400, "malformed_body", f"the body is not an OTLP protobuf "
                        f"ExportTraceServiceRequest ({exc})") from None
     out = Decoded()
+    spans = out.spans
+    latest = time.time_ns() + FUTURE_SLACK_NS
     for rs in req.resource_spans:
         resource = _pb_attrs(rs.resource.attributes)
         for ss in rs.scope_spans:
             scope = ss.scope.name or None
             for s in ss.spans:
-                _add(out, s.trace_id.hex(), s.span_id.hex(),
-                     s.parent_span_id.hex() if s.parent_span_id else None, s.name,
-                     s.start_time_unix_nano, s.end_time_unix_nano, _pb_attrs(s.attributes),
-                     [SpanEvent(e.name, e.time_unix_nano, _pb_attrs(e.attributes))
-                      for e in s.events],
-                     s.status.code == _STATUS_ERROR, s.status.message or None, resource, scope)
+                trace, sid, up = s.trace_id, s.span_id, s.parent_span_id
+                trace_id, span_id = _pb_id(trace, 16), _pb_id(sid, 8)
+                parent = _pb_id(up, 8) if up else None
+                start, end, name = s.start_time_unix_nano, s.end_time_unix_nano, s.name
+                status = s.status
+                error, message = status.code == _STATUS_ERROR, status.message or None
+                events = [SpanEvent(e.name, e.time_unix_nano, _pb_attrs(e.attributes))
+                          for e in s.events]
+                if (trace_id is None or span_id is None or (up and parent is None)
+                        or not 0 < start <= latest or (end and end < start)):
+                    _add(out, trace.hex(), sid.hex(), up.hex() if up else None, name, start,
+                         end, {}, events, error, message, resource, scope)  # names the problem
+                    continue
+                spans.append(SpanView(trace_id, span_id, parent, name, start, end or None,
+                                      _pb_attrs(s.attributes), events, error, message,
+                                      resource, scope))
     return out
 
 
@@ -178,21 +203,28 @@ def _add(out: Decoded, trace_id: str, span_id: str, parent: str | None, name: st
                               events, error, message, resource, scope))
 
 
-def _dt(ns: int | None) -> datetime | None:
-    """Nanoseconds since the epoch as an exact UTC datetime (to the microsecond)."""
-    return None if not ns else from_micros(ns // 1000)
-
-
-def run_id_of(tenant: str, trace_id: str, span_id: str | None = None) -> str:
+def run_id_of(tenant: str, trace_id: str, span_id: str | None = None, *,
+              trace_hash: str | None = None) -> str:
     """A span's run id: its trace's for a root (so a root's id is its trace id, as in
     LangSmith), else one derived from the span; per workspace, so workspaces never collide.
-    A name-based UUID (RFC 9562 version 8, BLAKE2b of the names: a third of uuid5's cost)."""
-    key = f"{tenant}:{trace_id}:{span_id or ''}".encode()
-    b = bytearray(hashlib.blake2b(key, digest_size=16, person=b"assay-otlp").digest())
-    b[6] = (b[6] & 0x0F) | 0x80
-    b[8] = (b[8] & 0x3F) | 0x80
-    x = b.hex()
-    return f"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}"
+    A name-based UUID (RFC 9562 version 8, BLAKE2b of the names: a third of uuid5's cost).
+
+    A span's id begins with its trace's first 48 bits: a trace's runs sit side by side in the
+    id, trace and parent indexes, so storing a trace dirties a leaf page of each instead of one
+    per span (the pages a commit writes to SQLite's WAL: ~1.5 a span instead of ~2 at 40,000
+    runs, fewer than half as the table grows). ``trace_hash``: the trace's, if known."""
+    trace = trace_hash or _hash(f"{tenant}:{trace_id}:")
+    x = trace if span_id is None else trace[:12] + _hash(f"{tenant}:{trace_id}:{span_id}")[12:]
+    # version 8 in the 13th hex digit, the RFC 4122 variant (10xx) in the 17th
+    return f"{x[:8]}-{x[8:12]}-8{x[13:16]}-{_VARIANT[x[16]]}{x[17:20]}-{x[20:]}"
+
+
+def _hash(name: str) -> str:
+    return _blake(name.encode(), digest_size=16, person=b"assay-otlp").hexdigest()
+
+
+_blake = hashlib.blake2b
+_VARIANT = {h: "89ab"[int(h, 16) & 3] for h in "0123456789abcdef"}
 
 
 def _project(span: SpanView, fields: dict[str, Any], header: str | None) -> str | None:
@@ -202,24 +234,42 @@ def _project(span: SpanView, fields: dict[str, Any], header: str | None) -> str 
 
 def to_span_runs(tenant: str, spans: list[SpanView], project: str | None) -> Iterator[SpanRun]:
     """Runs (as ``store_spans`` takes them) for decoded spans."""
-    traces: dict[str, str] = {}
+    ids: dict[tuple[str, str | None], str] = {}  # a parent's id is often a sibling's too
+    hashes: dict[str, str] = {}
+
+    def id_of(trace_id: str, span_id: str | None) -> str:
+        rid = ids.get((trace_id, span_id))
+        if rid is None:
+            trace = hashes.get(trace_id)
+            if trace is None:
+                trace = hashes[trace_id] = _hash(f"{tenant}:{trace_id}:")
+            rid = ids[trace_id, span_id] = run_id_of(tenant, trace_id, span_id,
+                                                     trace_hash=trace)
+        return rid
+
+    services: dict[int, dict[str, Any]] = {}  # one runtime dict per resource
     for span in spans:
         fields = span_fields(span)
-        trace = traces.get(span.trace_id)
-        if trace is None:
-            trace = traces[span.trace_id] = run_id_of(tenant, span.trace_id)
-        alias = run_id_of(tenant, span.trace_id, span.span_id)
-        meta = fields["metadata"]
+        trace = id_of(span.trace_id, None)
+        alias = id_of(span.trace_id, span.span_id)
+        resource = span.resource
+        runtime = services.get(id(resource))
+        if runtime is None:
+            service = resource.get("service.name")
+            runtime = services[id(resource)] = {"service": service} if service else {}
+        extra: dict[str, Any] = {"metadata": fields["metadata"]}
+        if runtime:
+            extra["runtime"] = dict(runtime)
+        name = fields["name"]
         post: dict[str, Any] = {
             "id": trace if span.parent_span_id is None else alias, "trace_id": trace,
-            "name": fields["name"][:512], "run_type": fields["run_type"],
+            "name": name if len(name) <= 512 else name[:512], "run_type": fields["run_type"],
             "inputs": fields["inputs"], "outputs": fields["outputs"], "error": fields["error"],
-            "start_time": _dt(span.start_ns), "end_time": _dt(span.end_ns),
-            "extra": {"metadata": meta, **({"runtime": {"service": span.resource[
-                "service.name"]}} if span.resource.get("service.name") else {})},
-            "events": fields["events"], "tags": fields["tags"],
-            "session_name": _project(span, fields, project) or "default",
+            "start_time": span.start_ns // 1000,  # epoch microseconds, as the store keeps them
+            "end_time": span.end_ns // 1000 if span.end_ns else None,
+            "extra": extra, "events": fields["events"], "tags": fields["tags"],
+            "session_name": project or _project(span, fields, None) or "default",
         }
         yield SpanRun(post, span.span_id, span.parent_span_id,
-                      None if span.parent_span_id is None else run_id_of(
-                          tenant, span.trace_id, span.parent_span_id), alias)
+                      None if span.parent_span_id is None else id_of(
+                          span.trace_id, span.parent_span_id), alias)

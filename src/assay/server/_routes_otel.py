@@ -11,7 +11,8 @@ authenticated like every route. The project is the ``Langsmith-Project`` header,
 ``openinference.project.name``, else ``default``. The answer is an ``ExportTraceServiceResponse``
 in the request's encoding, with ``partial_success`` naming the spans it rejected. Under overload
 (more exports in flight than the server takes at once) it answers 503 with ``Retry-After``, which
-OTLP exporters honour by retrying; a span sent again is stored once.
+OTLP exporters honour by retrying; a span sent again is stored once. Exports that arrive while
+another is being written are stored together in the next transaction (``_otlp_group``).
 """
 
 from __future__ import annotations
@@ -23,11 +24,11 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from ..store._spans import store_spans
 from . import _body
 from ._deps import StoreDep, _settings
 from ._errors import ApiError, error_response
 from ._otlp import Decoded, decode_json, decode_protobuf, to_span_runs
+from ._otlp_group import store_grouped
 
 __all__ = ["MAX_IN_FLIGHT", "router"]
 
@@ -84,7 +85,7 @@ async def export_traces(request: Request, store: StoreDep) -> Response:
             if not _slots.acquire(timeout=_WAIT):
                 return False
             try:
-                store_spans(store, items)
+                store_grouped(store, items)
             finally:
                 _slots.release()
             return True

@@ -18,6 +18,12 @@ A root, and only a root, has no parent, so adoption never changes which runs are
 project statistics kept per write stay right. On PostgreSQL a transaction-scoped advisory lock
 per trace serializes batches of the same trace (a child committed while its parent's batch was
 looking for children would otherwise stay orphaned); SQLite's write lock already does.
+
+Cost: almost every span of an export is a new run, so those go from their post straight to the
+row (``_span_rows``, the same column values ``RunRepo`` would write) in one multi-row insert,
+with three indexed lookups per batch (which ids and parents are stored, which stored runs wait
+for one of the batch); a span sent again, and a second copy within one batch, take the general
+``RunRepo`` path, which fills in only what the stored run is missing.
 """
 
 from __future__ import annotations
@@ -27,10 +33,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, literal, or_, select, text, update
+from sqlalchemy import func, literal, or_, update
+from sqlalchemy.exc import IntegrityError
 
+from .. import _json
 from .._ids import dotted_segment_us
-from .._time import to_micros
+from ..errors import StoreError
+from ._span_rows import insert_span_rows
 from ._tables import runs
 
 if TYPE_CHECKING:
@@ -40,11 +49,13 @@ if TYPE_CHECKING:
 
 __all__ = ["SpanRun", "store_spans"]
 
+_CHUNK = 400
 
-@dataclass
+
+@dataclass(slots=True)
 class SpanRun:
-    """One span to store: its run post (``id``, ``trace_id``, times, fields; no parent or
-    dotted order) and where it sits in its trace.
+    """One span to store: its run post (``id``, ``trace_id``, ``start_time``/``end_time`` as
+    epoch microseconds, fields; no parent or dotted order) and where it sits in its trace.
 
     ``parent_id`` is the id the parent span's run has if it is not a root; ``alias_id`` is the id
     this run would have were it not a root (children that arrived first point there).
@@ -58,42 +69,71 @@ class SpanRun:
 
 
 def _lock_traces(conn: Connection, trace_ids: Sequence[str]) -> None:
+    """PostgreSQL: a transaction-scoped advisory lock per trace, taken in one statement, in
+    key order (two batches sharing traces lock them in the same order: no deadlock)."""
     if conn.dialect.name != "postgresql":
         return
-    for tid in sorted(set(trace_ids)):
-        key = zlib.crc32(tid.encode()) - (1 << 31)  # a signed 32-bit key per trace
-        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
+    keys = sorted({zlib.crc32(tid.encode()) - (1 << 31) for tid in trace_ids})  # signed 32-bit
+    conn.exec_driver_sql("SELECT pg_advisory_xact_lock(k) FROM unnest(%s::bigint[]) AS k",
+                         (keys,)).all()
 
 
-def _known(conn: Connection, tenant: str, ids: set[str]) -> dict[str, tuple[str | None, Any]]:
-    """Stored runs among ``ids``: id -> (dotted order, extra)."""
-    found: dict[str, tuple[str | None, Any]] = {}
-    wanted = sorted(ids)
-    for i in range(0, len(wanted), 500):
-        for row in conn.execute(select(runs.c.id, runs.c.dotted_order, runs.c.extra).where(
-                runs.c.tenant_id == tenant, runs.c.id.in_(wanted[i:i + 500]))):
-            found[row.id] = (row.dotted_order, row.extra)
-    return found
+def _in(conn: Connection, column: str, values: list[str]) -> tuple[str, tuple[Any, ...]]:
+    """``column`` among ``values`` as SQL text and its parameters: one array parameter on
+    PostgreSQL (a statement the driver parses once, whatever the count), placeholders on
+    SQLite."""
+    if conn.dialect.name == "postgresql":
+        return f"{column} = ANY(%s)", (values,)
+    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    return f"{column} IN ({', '.join([mark] * len(values))})", tuple(values)
 
 
-def _root_span(extra: Any) -> str | None:
-    meta = (extra or {}).get("metadata") if isinstance(extra, dict) else None
-    return meta.get("otel_span_id") if isinstance(meta, dict) else None
+def _select(conn: Connection, columns: str, column: str, values: set[str] | list[str],
+            tenant: str, where: str = "") -> list[Any]:
+    """``SELECT columns FROM runs`` of the workspace where ``column`` is among ``values``
+    (SQL text: no statement to build per batch; chunked under SQLite's parameter limit)."""
+    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    wanted = sorted(values)
+    out: list[Any] = []
+    for i in range(0, len(wanted), _CHUNK):
+        cond, params = _in(conn, column, wanted[i:i + _CHUNK])
+        out += conn.exec_driver_sql(
+            f"SELECT {columns} FROM runs WHERE {cond} AND tenant_id = {mark}{where}",
+            (*params, tenant)).all()
+    return out
 
 
-def _place(items: Sequence[SpanRun], stored: dict[str, tuple[str | None, Any]]) -> None:
-    """Give every post its parent and dotted order (provisional where the parent is unknown)."""
-    orders: dict[str, str] = {i: o for i, (o, _) in stored.items() if o}
-    root_spans = {i: _root_span(e) for i, (_, e) in stored.items()}
+def _known(conn: Connection, tenant: str, ids: set[str]) -> dict[str, str | None]:
+    """Stored runs among ``ids``: id -> dotted order (a primary-key probe each)."""
+    return dict(_select(conn, "id, dotted_order", "id", ids, tenant))
+
+
+def _root_spans(conn: Connection, tenant: str, roots: set[str]) -> dict[str, str | None]:
+    """The span id each stored root among ``roots`` was made from (kept in its metadata).
+    Asked only for a child whose parent is not found by id: a root that came before it."""
+    out: dict[str, str | None] = {}
+    for rid, extra in _select(conn, "id, extra", "id", roots, tenant):
+        if isinstance(extra, str):
+            extra = _json.loads_column(extra)
+        meta = (extra or {}).get("metadata") if isinstance(extra, dict) else None
+        out[rid] = meta.get("otel_span_id") if isinstance(meta, dict) else None
+    return out
+
+
+def _place(items: Sequence[SpanRun], orders: dict[str, str],
+           root_spans: dict[str, str | None]) -> None:
+    """Give every post its parent and dotted order (provisional where the parent is unknown).
+    ``orders`` holds the stored runs' orders (and gets the batch's); ``root_spans`` the span id
+    of stored roots that a child may name by span."""
     for item in items:
         if item.parent_span_id is None:
             root_spans[item.post["id"]] = item.span_id
-    todo = sorted(items, key=lambda it: it.post["start_us"])
+    todo = sorted(items, key=lambda it: it.post["start_time"])
     while todo:
         waiting = []
         for item in todo:
             post = item.post
-            seg = dotted_segment_us(post["start_us"], post["id"])
+            seg = dotted_segment_us(post["start_time"], post["id"])
             if item.parent_span_id is None:
                 post["parent_run_id"] = None
                 orders[post["id"]] = post["dotted_order"] = seg
@@ -114,7 +154,7 @@ def _place(items: Sequence[SpanRun], stored: dict[str, tuple[str | None, Any]]) 
                 post = item.post
                 post["parent_run_id"] = item.parent_id
                 orders[post["id"]] = post["dotted_order"] = dotted_segment_us(
-                    post["start_us"], post["id"])
+                    post["start_time"], post["id"])
             return
         todo = waiting
 
@@ -122,18 +162,15 @@ def _place(items: Sequence[SpanRun], stored: dict[str, tuple[str | None, Any]]) 
 def _adopt(conn: Connection, tenant: str, items: Sequence[SpanRun]) -> int:
     """Move stored runs that wait for a run of this batch under it; return how many moved.
 
-    One query finds every stored run naming a run of the batch (or a root's span alias) as its
-    parent; only those not yet below it (the rare out-of-order arrivals) are rewritten."""
+    A run waiting for its parent tops its own subtree: its dotted order is one segment (no
+    dot). One indexed query (``parent_run_id``) finds those naming a run of the batch (or a
+    root's span alias) as parent; the rest of the batch's children are below their parents
+    already and not even read."""
     placed = {it.post["id"]: it.post for it in items}
     alias = {it.alias_id: it.post["id"] for it in items
              if it.parent_span_id is None and it.alias_id != it.post["id"]}
-    parents = sorted({*placed, *alias})
-    traces = sorted({it.post["trace_id"] for it in items})
-    waiting: list[tuple[str, str, str | None]] = []
-    for i in range(0, len(parents), 400):
-        waiting += conn.execute(select(runs.c.id, runs.c.parent_run_id, runs.c.dotted_order).where(
-            runs.c.tenant_id == tenant, runs.c.trace_id.in_(traces),
-            runs.c.parent_run_id.in_(parents[i:i + 400]))).all()
+    waiting = _select(conn, "id, parent_run_id, dotted_order", "parent_run_id",
+                      {*placed, *alias}, tenant, " AND dotted_order NOT LIKE '%%.%%'")
     moved = 0
     for child_id, parent_id, old in waiting:
         if parent_id in alias:  # it named a root by its span: point it at the root's run
@@ -156,20 +193,44 @@ def _adopt(conn: Connection, tenant: str, items: Sequence[SpanRun]) -> int:
 
 def store_spans(store: Store, items: Sequence[SpanRun], default_project: str = "default") -> int:
     """Store the runs of ``items`` in one transaction, placed in their traces; returns how many
-    stored runs were moved under a parent that arrived now."""
+    stored runs were moved under a parent that arrived now.
+
+    A concurrent writer (another worker process) that stored one of these runs, or created
+    their project, first makes the insert fail: the transaction is rolled back and tried again,
+    finding what it wrote (as ``RunRepo.upsert`` does)."""
     if not items:
         return 0
-    for item in items:
-        item.post["start_us"] = to_micros(item.post["start_time"])
+    for attempt in range(3):
+        try:
+            return _store_once(store, items, default_project)
+        except StoreError as exc:
+            if (not isinstance(exc.__cause__, IntegrityError) or attempt == 2
+                    or store._active() is not None):
+                raise
+    return 0  # pragma: no cover
+
+
+def _store_once(store: Store, items: Sequence[SpanRun], default_project: str) -> int:
     tenant = store.tenant_id
     with store.write() as conn:
         _lock_traces(conn, [i.post["trace_id"] for i in items])
-        wanted = {i.parent_id for i in items if i.parent_id} | {i.post["trace_id"] for i in items}
-        _place(items, _known(conn, tenant, wanted))
-        posts = []
+        ids = {i.post["id"] for i in items}
+        stored = _known(conn, tenant, ids | {i.parent_id for i in items if i.parent_id}
+                        | {i.post["trace_id"] for i in items})
+        orders = {k: v for k, v in stored.items() if v}
+        # a child whose parent is not found by id may name a stored root by its span id
+        roots = {i.post["trace_id"] for i in items
+                 if i.parent_id and i.parent_id not in stored and i.parent_id not in ids
+                 and i.post["trace_id"] in stored and i.post["trace_id"] not in ids}
+        _place(items, orders, _root_spans(conn, tenant, roots) if roots else {})
+        new: list[dict[str, Any]] = []
+        again: list[dict[str, Any]] = []  # stored already, or twice in the batch
+        seen: set[str] = set()
         for item in items:
-            post = dict(item.post)
-            post.pop("start_us")
-            posts.append(post)
-        store.runs._apply(conn, posts, [], default_project)
+            rid = item.post["id"]
+            (again if rid in stored or rid in seen else new).append(item.post)
+            seen.add(rid)
+        insert_span_rows(store, conn, new, default_project)
+        if again:
+            store.runs._apply(conn, again, [], default_project)
         return _adopt(conn, tenant, items)

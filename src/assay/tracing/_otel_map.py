@@ -118,10 +118,6 @@ def _as_dict(value: Any, key: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {key: value}
 
 
-def _plain(value: Any) -> Any:
-    return list(value) if isinstance(value, tuple) else value
-
-
 def _int(value: Any) -> int | None:
     if value is None or isinstance(value, bool):
         return None
@@ -169,9 +165,36 @@ def _indexed(attrs: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
     return out
 
 
-def _prefixed(attrs: Mapping[str, Any], prefix: str) -> dict[str, Any]:
-    n = len(prefix)
-    return {k[n:]: parse_json(v) for k, v in attrs.items() if k.startswith(prefix)}
+_LS_META, _TL_META = "langsmith.metadata.", "traceloop.association.properties."
+_INDEXED_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_ai.prompt.",
+                     "gen_ai.completion.")
+_SPECIAL = (_LS_META, _TL_META, *_INDEXED_PREFIXES)
+
+
+def _split(attrs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], set[str]]:
+    """One pass over the attributes: the metadata they carry (``langsmith.metadata.*``, then
+    ``traceloop.association.properties.*``), what no convention consumes (kept as
+    ``otel_attributes``), and which indexed message prefixes occur."""
+    meta: dict[str, Any] = {}
+    later: dict[str, Any] | None = None
+    rest: dict[str, Any] = {}
+    indexed: set[str] = set()
+    for k, v in attrs.items():
+        if k in _CONSUMED:
+            continue
+        if not k.startswith(_SPECIAL):
+            rest[k] = list(v) if v.__class__ is tuple else v
+        elif k.startswith(_LS_META):
+            meta[k[len(_LS_META):]] = parse_json(v)
+        elif k.startswith(_TL_META):
+            if later is None:
+                later = {}
+            later[k[len(_TL_META):]] = parse_json(v)
+        else:
+            indexed.add(k[:k.index(".", k.index(".") + 1)])
+    if later:
+        meta.update(later)
+    return meta, rest, indexed
 
 
 def _run_type(attrs: Mapping[str, Any]) -> str:
@@ -261,16 +284,17 @@ def _event_messages(span: SpanView) -> tuple[list[dict[str, Any]], list[Any]]:
     return inputs, choices
 
 
-def _llm_io(attrs: Mapping[str, Any], span: SpanView, out: dict[str, Any]) -> None:
+def _llm_io(attrs: Mapping[str, Any], span: SpanView, out: dict[str, Any],
+            indexed: set[str]) -> None:
     inputs: dict[str, Any] = {}
     if "gen_ai.system_instructions" in attrs:
         inputs["system"] = parse_json(attrs["gen_ai.system_instructions"])
     event_in, event_choices = _event_messages(span)
     if "gen_ai.input.messages" in attrs:
         inputs["messages"] = parse_json(attrs["gen_ai.input.messages"])
-    elif any(k.startswith("llm.input_messages.") for k in attrs):
+    elif "llm.input_messages" in indexed:
         inputs["messages"] = _indexed(attrs, "llm.input_messages")
-    elif any(k.startswith("gen_ai.prompt.") for k in attrs):
+    elif "gen_ai.prompt" in indexed:
         inputs["messages"] = _indexed(attrs, "gen_ai.prompt")
     elif "gen_ai.prompt" in attrs:
         inputs.update(_as_dict(attrs["gen_ai.prompt"], "prompt"))
@@ -281,9 +305,9 @@ def _llm_io(attrs: Mapping[str, Any], span: SpanView, out: dict[str, Any]) -> No
     out["inputs"] = inputs
     if "gen_ai.output.messages" in attrs:
         out["outputs"] = {"messages": parse_json(attrs["gen_ai.output.messages"])}
-    elif any(k.startswith("llm.output_messages.") for k in attrs):
+    elif "llm.output_messages" in indexed:
         out["outputs"] = {"messages": _indexed(attrs, "llm.output_messages")}
-    elif any(k.startswith("gen_ai.completion.") for k in attrs):
+    elif "gen_ai.completion" in indexed:
         out["outputs"] = {"messages": _indexed(attrs, "gen_ai.completion")}
     elif "gen_ai.completion" in attrs:
         out["outputs"] = _as_dict(attrs["gen_ai.completion"], "output")
@@ -313,6 +337,7 @@ def span_fields(span: SpanView) -> dict[str, Any]:
     tags, metadata, and ``project`` when the span names one."""
     attrs = span.attributes or {}
     run_type = _run_type(attrs)
+    prefixed, rest, indexed = _split(attrs)
     name = (attrs.get("langsmith.trace.name") or attrs.get("traceloop.entity.name")
             or span.name or "span")
     out: dict[str, Any] = {"name": str(name), "run_type": run_type, "inputs": {},
@@ -320,7 +345,7 @@ def span_fields(span: SpanView) -> dict[str, Any]:
                            "error": _error(span), "project": None}
     meta: dict[str, Any] = out["metadata"]
     if run_type == "llm":
-        _llm_io(attrs, span, out)
+        _llm_io(attrs, span, out, indexed)
         model = (attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model")
                  or attrs.get("llm.model_name"))
         provider = (attrs.get("gen_ai.provider.name") or attrs.get("gen_ai.system")
@@ -350,7 +375,8 @@ def span_fields(span: SpanView) -> dict[str, Any]:
     else:
         _generic_io(attrs, out)
     ttfc = attrs.get("gen_ai.client.operation.time_to_first_chunk")
-    first = next((e.time_ns for e in span.events if e.name in _FIRST_TOKEN_EVENTS), None)
+    first = next((e.time_ns for e in span.events if e.name in _FIRST_TOKEN_EVENTS),
+                 None) if span.events else None
     if first is None and ttfc is not None:
         try:
             first = span.start_ns + int(float(ttfc) * 1e9)
@@ -361,10 +387,12 @@ def span_fields(span: SpanView) -> dict[str, Any]:
     op = attrs.get("gen_ai.operation.name")
     if op:
         meta["gen_ai.operation.name"] = op
-    meta.update(_prefixed(attrs, "langsmith.metadata."))
-    meta.update(_prefixed(attrs, "traceloop.association.properties."))
-    if isinstance(parse_json(attrs.get("metadata")), dict):  # OpenInference
-        meta.update(parse_json(attrs["metadata"]))
+    if prefixed:
+        meta.update(prefixed)
+    if "metadata" in attrs:  # OpenInference
+        extra = parse_json(attrs["metadata"])
+        if isinstance(extra, dict):
+            meta.update(extra)
     tags = attrs.get("langsmith.span.tags", attrs.get("tag.tags"))
     if isinstance(tags, str):
         tags = [t.strip() for t in tags.split(",") if t.strip()]
@@ -377,12 +405,6 @@ def span_fields(span: SpanView) -> dict[str, Any]:
     meta["otel_span_id"] = span.span_id
     if span.scope:
         meta["otel_scope"] = span.scope
-    rest = {k: _plain(v) for k, v in attrs.items()
-            if k not in _CONSUMED and not k.startswith(("langsmith.metadata.",
-                                                         "traceloop.association.properties.",
-                                                         "llm.input_messages.",
-                                                         "llm.output_messages.",
-                                                         "gen_ai.prompt.", "gen_ai.completion."))}
     if rest:
         meta["otel_attributes"] = rest
     return out

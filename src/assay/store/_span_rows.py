@@ -1,0 +1,151 @@
+"""New runs made from OTLP spans, from their posts straight to column values, one insert.
+
+``RunRepo._upsert`` takes any wire run: it validates it (``_clean``), merges it with what is
+stored, fills the derived columns (``_finish``) and binds each row through a dict per step,
+about 80 us a run. The posts ``store/_spans.py`` inserts are new runs the server built itself
+from decoded spans (ids canonical, times epoch microseconds, fields of the right types), so
+here each goes to its row in one step, with the values ``_clean`` and ``_finish`` would give it
+(tokens and costs by the same ``derive_usage``; a test compares every column of both paths),
+and the batch's statistics are added as ``RunDeltas`` adds them. The rows go to the database in
+one statement: SQLite's executemany, PostgreSQL's ``COPY``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any
+
+from .. import _json
+from .._json import escape_text
+from .._time import to_micros
+from .._usage import derive_usage
+from ._aggregates import FeedbackDeltas, RunDeltas, adopt_pending_feedback
+from ._tables import runs
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+    from ._base import Store
+
+__all__ = ["COLUMNS", "insert_span_rows", "span_row"]
+
+COLUMNS = tuple(c.name for c in runs.columns)
+_VALUES = itemgetter(*COLUMNS)
+_JSON_KEYS = ("inputs", "outputs", "extra", "events", "tags")
+_EMPTY = {dict: "{}", list: "[]"}
+
+
+def _text(value: str) -> str:
+    """As ``_clean`` stores free text: NUL and lone surrogates in their escaped form."""
+    if "\x00" in value or not value.isascii():
+        return escape_text(value)
+    return value
+
+
+def _json_text(value: Any, dumps: Any = _json.dumps_column) -> str:
+    if value is None:
+        return "null"  # JSON null, as the general path writes None into a JSON column
+    if not value:
+        empty = _EMPTY.get(value.__class__)
+        if empty is not None:
+            return empty
+    return dumps(value)  # type: ignore[no-any-return]  # str
+
+
+_NO_USAGE = derive_usage({})  # every token, cost and first-token column None
+_USAGE_KEYS = ("usage_metadata", "llm_output")
+_TOP_USAGE = ("usage_metadata", "prompt_tokens", "completion_tokens", "total_tokens",
+              "prompt_cost", "completion_cost", "total_cost")
+
+
+def _may_have_usage(post: Mapping[str, Any]) -> bool:
+    """``derive_usage``'s own cheap test (``_has_no_usage``) for the keys a span's post has:
+    an llm run, events (a first token), usage in the metadata or the outputs."""
+    if post["run_type"] == "llm" or post.get("events"):
+        return True
+    get = post.get
+    for key in _TOP_USAGE:
+        if get(key) is not None:
+            return True
+    extra, outputs = post.get("extra"), post.get("outputs")
+    meta = extra.get("metadata") if extra.__class__ is dict else None
+    return ((meta.__class__ is dict and "usage_metadata" in meta)
+            or (outputs.__class__ is dict and any(k in outputs for k in _USAGE_KEYS)))
+
+
+def span_row(post: Mapping[str, Any], tenant: str, session_id: str) -> dict[str, Any]:
+    """The column values of a new run from its post (``RunRepo``'s ``_clean`` + ``_finish``),
+    with its JSON columns still as data (``insert_span_rows`` writes them as text)."""
+    start, end, error = post["start_time"], post.get("end_time"), post.get("error")
+    if error is not None:
+        error = _text(error if error.__class__ is str else str(error))
+    parent = post.get("parent_run_id")
+    usage = derive_usage(post) if _may_have_usage(post) else _NO_USAGE
+    ft = usage["first_token_time"]
+    ft_us = to_micros(ft) if ft is not None else None
+    row = {
+        "id": post["id"], "tenant_id": tenant, "session_id": session_id,
+        "trace_id": post["trace_id"], "parent_run_id": parent,
+        "dotted_order": post["dotted_order"], "name": _text(post.get("name") or ""),
+        "run_type": post["run_type"],
+        "status": "error" if error else ("success" if end is not None else "pending"),
+        "inputs": post.get("inputs"), "outputs": post.get("outputs"), "error": error,
+        "extra": post.get("extra"), "events": post.get("events"), "tags": post.get("tags"),
+        "serialized": None, "reference_example_id": None,
+        "start_time": start, "end_time": end, "first_token_time": ft_us,
+        "is_root": parent is None, "latency_us": None if end is None else end - start,
+        "first_token_us": ft_us - start if ft_us is not None and start else None,
+        "prompt_tokens": usage["prompt_tokens"], "completion_tokens": usage["completion_tokens"],
+        "total_tokens": usage["total_tokens"], "prompt_cost": usage["prompt_cost"],
+        "completion_cost": usage["completion_cost"], "total_cost": usage["total_cost"],
+    }
+    return row
+
+
+def _write(conn: Connection, rows: list[tuple[Any, ...]]) -> None:
+    quote = conn.dialect.identifier_preparer.quote
+    names = ", ".join(quote(c) for c in COLUMNS)
+    if conn.dialect.name == "postgresql":
+        # COPY: the driver formats each row in C (an executemany is a statement per row)
+        raw: Any = conn.connection.driver_connection  # this transaction's connection
+        with raw.cursor() as cur, cur.copy(f"COPY runs ({names}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        return
+    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    conn.exec_driver_sql(f"INSERT INTO runs ({names}) VALUES ({', '.join([mark] * len(COLUMNS))})",
+                         rows)
+
+
+def insert_span_rows(store: Store, conn: Connection, posts: Sequence[Mapping[str, Any]],
+                     default_project: str) -> int:
+    """Insert ``posts`` (new runs, none stored, no id twice; placed: ``parent_run_id`` and
+    ``dotted_order`` set) and add them to the statistics; return how many."""
+    if not posts:
+        return 0
+    tenant = store.tenant_id
+    repo = store.runs
+    cache: dict[Any, str] = {}
+    sessions: dict[Any, str] = {}
+    deltas = RunDeltas()
+    posted: dict[str, list[str]] = {}
+    rows: list[tuple[Any, ...]] = []
+    for post in posts:
+        name = post.get("session_name")
+        sid = sessions.get(name)
+        if sid is None:
+            sid = sessions[name] = repo._session_of(conn, post, cache, default_project)
+        row = span_row(post, tenant, sid)
+        deltas.add(row, 1)
+        posted.setdefault(sid, []).append(row["id"])
+        for key in _JSON_KEYS:
+            row[key] = _json_text(row[key])
+        row["serialized"] = "null"
+        rows.append(_VALUES(row))
+    _write(conn, rows)
+    deltas.apply(conn)
+    fb = FeedbackDeltas()
+    adopt_pending_feedback(conn, tenant, posted, fb)
+    fb.apply(conn)
+    return len(rows)
