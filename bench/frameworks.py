@@ -20,8 +20,12 @@ Per step = (assay - off) / steps (and (assay - sdk) / steps: assay's part of it)
 framework's own time per step (off / steps),
 with the scripted model's loopback round trips included in the latter. Goal: <= 5%.
 Both clocks are reported: wall time, and this process's CPU time (all its threads, the writer's
-too; the model server runs in a process of its own so its CPU is not counted). On a busy machine
-the end-to-end differences are noisy (scheduling, not assay): the load average is printed.
+too; the model server runs in a process of its own so its CPU is not counted). An ``assay``
+batch ends with the writer's flush and the fold of what it journaled (``settle``, on the
+bench's thread, as a read would), so the store's work is counted in the batch that caused it.
+CPU per thread is printed too (MainThread: the agent, assay's hooks and that fold;
+assay-run-writer; assay-fold). On a busy machine the end-to-end differences are noisy
+(scheduling, not assay): the load average is printed.
 A second figure replays one answer's hook calls without the framework (LangChain callback
 events; Agents SDK spans made with the SDK's own span functions): the capture's own cost per
 step, on the agent's thread and in CPU including the writer storing the runs, set against the
@@ -36,6 +40,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import uuid
 import warnings
@@ -68,15 +73,16 @@ def langgraph_agent(base_url: str) -> Any:
         warnings.simplefilter("ignore")
         from langgraph.prebuilt import create_react_agent
 
-        model = ChatOpenAI(model="gpt-4o-mini", base_url=base_url, api_key="scripted",
-                           max_retries=0)
+        model = ChatOpenAI(model="gpt-4o-mini", base_url=base_url,  # type: ignore[call-arg]  # pydantic aliases mypy does not see
+                           api_key="scripted", max_retries=0)
         agent = create_react_agent(model, [tool(lookup_city)])
     from langchain_core.callbacks import BaseCallbackHandler
+    from langchain_core.runnables import RunnableConfig
 
     class Noop(BaseCallbackHandler):
         run_inline = True  # as assay's: called in place, no executor hop
 
-    noop = {"callbacks": [Noop()]}
+    noop: RunnableConfig = {"callbacks": [Noop()]}
 
     async def run(sdk: bool = False) -> Any:
         return await agent.ainvoke({"messages": [("user", QUESTION)]}, noop if sdk else None)
@@ -101,11 +107,31 @@ def agents_sdk_agent(base_url: str) -> Any:
 
 
 # -- measurement ----------------------------------------------------------------------------------
-async def _batch(run: Any, calls: int, client: Client | None, sdk: bool
-                 ) -> tuple[float, float]:
+def _thread_cpu() -> dict[str, float]:
+    """CPU seconds so far of each live thread of this process, by thread name (the agent's
+    event loop is MainThread; assay's are assay-run-writer and assay-fold)."""
+    out: dict[str, float] = {}
+    for t in threading.enumerate():
+        if t.ident is None:
+            continue
+        try:
+            cpu = time.clock_gettime(time.pthread_getcpuclockid(t.ident))
+        except (OSError, ValueError):  # ended meanwhile
+            continue
+        out[t.name] = out.get(t.name, 0.0) + cpu
+    return out
+
+
+BY_THREAD: dict[str, dict[str, list[float]]] = {}  # framework -> thread -> CPU s per answer
+
+
+async def _batch(run: Any, calls: int, client: Client | None, sdk: bool,
+                 threads: dict[str, list[float]] | None = None) -> tuple[float, float]:
     """(wall, CPU) seconds per answer over ``calls`` answers (inside one assay run each when
     ``client``). CPU is this process's, all threads (the writer's too); the model server runs
-    in another process, so it is the framework's and assay's alone."""
+    in another process, so it is the framework's and assay's alone. ``threads`` gets each
+    thread's CPU per answer."""
+    before = _thread_cpu()
     start, cpu = time.perf_counter(), time.process_time()
     for _ in range(calls):
         if client is None:
@@ -114,8 +140,17 @@ async def _batch(run: Any, calls: int, client: Client | None, sdk: bool
             async with trace("example", client=client, enabled=True):
                 await run()
     if client is not None:
-        client.flush()  # the writer's work is part of the cost: wait for it, timed
-    return (time.perf_counter() - start) / calls, (time.process_time() - cpu) / calls
+        # the writer's and the fold's work are part of the cost: both timed, the fold of
+        # what is left done here (as a read does) rather than waited for (the background
+        # folder coalesces appends for up to 0.5 s: waiting would time its delay, not its
+        # work; left to run on, it would be counted in the next mode's batch)
+        client.flush()
+        client._store.journal.settle()
+    out = (time.perf_counter() - start) / calls, (time.process_time() - cpu) / calls
+    if threads is not None:
+        for name, spent in _thread_cpu().items():
+            threads.setdefault(name, []).append((spent - before.get(name, 0.0)) / calls)
+    return out
 
 
 def _set_sdk_tracing(disabled: bool) -> None:
@@ -136,7 +171,8 @@ async def measure(name: str, run: Any, modes: list[str], calls: int, rounds: int
             if name == "openai-agents":
                 _set_sdk_tracing(mode == "off")
             per[mode].append(await _batch(run, calls, client if mode == "assay" else None,
-                                          mode == "sdk"))
+                                          mode == "sdk",
+                                          BY_THREAD.setdefault(f"{name} {mode}", {})))
     if name == "openai-agents":
         _set_sdk_tracing(False)
     return {m: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
@@ -321,6 +357,11 @@ def main() -> None:
               f"on the agent's thread, {alone[1]:.1f} us/step CPU with the writer's share "
               f"= {alone[1] / (r['off'][1] / STEPS * 1e6) * 100:.2f}% of the framework's own "
               "CPU per step")
+    print("\nCPU per step by thread (median of the rounds; threads of this process only):")
+    for key, threads in BY_THREAD.items():
+        parts = sorted(((statistics.median(v) / STEPS, name) for name, v in threads.items()),
+                       reverse=True)
+        print(f"  {key:<20} " + ", ".join(f"{n} {c * 1e6:.0f}us" for c, n in parts if c > 5e-6))
     print(f"\nload average after: {os.getloadavg()[0]:.2f}; store: {db}")
     client.close()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import openai
 import pytest
@@ -90,3 +91,59 @@ def test_faults_and_scripted_replies_come_first(srv: ScriptedModelServer,
     assert client.chat.completions.create(model="m", messages=msgs).choices[0].message.content \
         == "You asked: hi"
     assert len(srv.requests) == 4
+
+
+# -- the Responses API (the OpenAI Agents SDK's default) ----------------------------------------
+RESPONSE_TOOLS: list[Any] = [{
+    "type": "function", "name": "lookup_city", "description": "The population of a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                   "required": ["city"], "additionalProperties": False}, "strict": True}]
+QUESTION = "How many people live in Paris? Use lookup_city"
+
+
+def test_responses_api_calls_a_tool_then_answers_with_usage(client: openai.OpenAI) -> None:
+    first = client.responses.create(model="gpt-4o-mini", input=QUESTION, tools=RESPONSE_TOOLS,
+                                    instructions="Use the tools.")
+    (call,) = first.output
+    assert call.type == "function_call" and call.name == "lookup_city"
+    assert json.loads(call.arguments) == {"city": "Paris"} and call.call_id
+    assert first.usage is not None and first.usage.input_tokens > 0
+    assert first.usage.total_tokens == first.usage.input_tokens + first.usage.output_tokens
+    items: list[Any] = [{"role": "user", "content": QUESTION}, call.model_dump(exclude_none=True),
+                        {"type": "function_call_output", "call_id": call.call_id,
+                         "output": "Paris has 2102650 people"}]
+    second = client.responses.create(model="gpt-4o-mini", tools=RESPONSE_TOOLS, input=items)
+    assert second.output_text == "Answer: Paris has 2102650 people"
+    assert second.output[0].type == "message" and second.status == "completed"
+
+
+def test_responses_api_streams_events_and_a_completed_response(client: openai.OpenAI) -> None:
+    with client.responses.stream(model="gpt-4o-mini", input="Say hello",
+                                 ) as stream:
+        kinds = [event.type for event in stream]
+        final = stream.get_final_response()
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+    assert kinds.count("response.output_text.delta") == len("You asked: Say hello".split())
+    assert final.output_text == "You asked: Say hello" and final.usage is not None
+    events = list(client.responses.create(model="gpt-4o-mini", input=QUESTION,
+                                          tools=RESPONSE_TOOLS, stream=True))
+    deltas = "".join(e.delta for e in events if e.type == "response.function_call_arguments.delta")
+    assert json.loads(deltas) == {"city": "Paris"}
+    (done,) = [e for e in events if e.type == "response.completed"]
+    assert done.response.output[0].type == "function_call"
+
+
+def test_responses_api_verdicts_and_faults(srv: ScriptedModelServer,
+                                           client: openai.OpenAI) -> None:
+    verdict = client.responses.create(
+        model="gpt-4o-mini", text={"format": {"type": "json_object"}},
+        input=json.dumps({"evaluation_data": 1, "expected_output": "Paris",
+                          "generated_output": "It is Paris"}))
+    assert json.loads(verdict.output_text)["score"] == 9
+    srv.fail_next(429, retry_after=0)
+    with pytest.raises(openai.RateLimitError):
+        client.responses.create(model="gpt-4o-mini", input=QUESTION)
+    srv.script(ScriptedReply(tool_calls=[{"name": "teleport", "arguments": "{not json"}]))
+    (call,) = client.responses.create(model="gpt-4o-mini", input=QUESTION).output
+    assert call.type == "function_call" and call.name == "teleport"
+    assert call.arguments == "{not json"

@@ -217,7 +217,7 @@ def test_each_evaluator_runs_many_times_on_one_agent(srv: ScriptedModelServer) -
         assert result.average_score == 9.0, result
     performance = PerformanceEvaluator(agent, "How many people live in Cairo?",
                                        num_iterations=1, warmup_runs=0)
-    for _ in range(3):  # (each run() collects garbage before every timed call: slow-ish)
+    for _ in range(3):
         perf = performance.run()
         assert len(perf.all_runs) == 1 and perf.latency_stats["average"] > 0
     reliability = ReliabilityEvaluator(["lookup_city"])

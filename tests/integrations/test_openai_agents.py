@@ -15,6 +15,7 @@ pytest.importorskip("agents", reason="needs assay[openai-agents]")
 from agents import (
     Agent,
     OpenAIChatCompletionsModel,
+    OpenAIResponsesModel,
     Runner,
     function_tool,
     set_trace_processors,
@@ -208,7 +209,7 @@ def test_each_evaluator_runs_many_times_on_one_agent(srv: ScriptedModelServer) -
         assert result.average_score == 9.0, result
     performance = PerformanceEvaluator(agent, "How many people live in Osaka?",
                                        num_iterations=1, warmup_runs=0)
-    for _ in range(3):  # (each run() collects garbage before every timed call: slow-ish)
+    for _ in range(3):
         assert len(performance.run().all_runs) == 1
     reliability = ReliabilityEvaluator(["lookup_city"])
     adapter = adapter_for(agent)
@@ -217,8 +218,8 @@ def test_each_evaluator_runs_many_times_on_one_agent(srv: ScriptedModelServer) -
 
 
 def test_responses_api_spans_become_llm_runs(db: Client) -> None:
-    """The SDK's default model (``OpenAIResponsesModel``) reports a response span: fed here
-    through the SDK's own span functions (the scripted server speaks chat completions only)."""
+    """A response span's cached-token details reach the llm run (fed through the SDK's own span
+    functions: the scripted server reports no cached tokens)."""
     import asyncio
 
     from agents.tracing import agent_span, response_span
@@ -251,3 +252,77 @@ def test_responses_api_spans_become_llm_runs(db: Client) -> None:
     assert llm.total_cost and llm.total_cost > 0
     assert llm.outputs["output"][0]["content"][0]["text"] == "Paris"
     assert [r.name for r in runs] == ["example", "geo", "gpt-4o-mini"]  # (a trace is no run)
+
+
+def _responses_agent(srv: ScriptedModelServer) -> Agent:
+    """On the SDK's default model class: the Responses API (``POST /v1/responses``)."""
+    model = OpenAIResponsesModel(
+        model="gpt-4o-mini",
+        openai_client=AsyncOpenAI(base_url=srv.base_url, api_key="scripted", max_retries=0))
+    return Agent(name="geo", instructions="Answer with the tool's figure.",
+                 tools=[lookup_city], model=model)
+
+
+def test_responses_api_agent_end_to_end(srv: ScriptedModelServer, db: Client) -> None:
+    """The default model class, traced and evaluated: llm runs (model, tokens, cost) and tool
+    runs from the SDK's response and function spans, reliability from the trace."""
+    srv.reset()
+    agent = _responses_agent(srv)
+    results = evaluate(agent, data=_dataset(db, ["Paris", "Tokyo"], "responses"), client=db,
+                       evaluators=[ReliabilityEvaluator(None)])
+    rows = list(results)
+    assert len(rows) == 2
+    assert srv.requests and all("input" in body for body in srv.requests)  # the Responses API
+    for row in rows:
+        city = _city(row)
+        assert row["run"].outputs["output"] == f"Answer: {city} has {CITIES[city]} people"
+        runs = _tree(db, row)
+        llms = [r for r in runs if r.run_type == "llm"]
+        tools = [r for r in runs if r.run_type == "tool"]
+        assert len(llms) == 2 and len(tools) == 1
+        for llm in llms:
+            assert llm.name == "gpt-4o-mini"
+            assert llm.extra["metadata"]["ls_provider"] == "openai"
+            assert llm.prompt_tokens > 0 and llm.completion_tokens > 0
+            assert llm.total_cost and llm.total_cost > 0
+            assert llm.inputs["input"]  # the input items the SDK sent
+        first, second = sorted(llms, key=lambda r: r.start_time)
+        assert first.outputs["output"][0]["type"] == "function_call"
+        assert second.outputs["output"][0]["content"][0]["text"].startswith("Answer:")
+        assert tools[0].name == "lookup_city" and tools[0].inputs == {"city": city}
+        assert tools[0].outputs == {"output": f"{city} has {CITIES[city]} people"}
+        assert {r.key: r.score for r in row["evaluation_results"]["results"]} == {
+            "reliability": 1.0}
+    # the SDK's own RunResult, read by the reliability evaluator
+    result = run_sync(Runner.run(agent, "How many people live in Cairo? Use lookup_city."))
+    assert ReliabilityEvaluator([{"name": "lookup_city", "args": {"city": "Cairo"}}]).run(
+        result).passed
+
+
+def test_responses_api_streamed_run_is_traced(srv: ScriptedModelServer, db: Client) -> None:
+    """``Runner.run_streamed`` over the Responses API's SSE stream: the same runs. (The SDK's
+    spans carry no first-token time and no hook sees its chunks, so no first token is
+    recorded for the Agents SDK; ``Runner.run`` does not stream at all.)"""
+    import asyncio
+
+    from assay.tracing import trace
+
+    srv.reset()
+    agent = _responses_agent(srv)
+
+    async def main() -> tuple[Any, list[str]]:
+        async with trace("streamed", client=db, enabled=True) as root:
+            result = Runner.run_streamed(agent, "How many people live in Osaka? Use lookup_city.")
+            kinds = [getattr(e.data, "type", "") async for e in result.stream_events()
+                     if e.type == "raw_response_event"]
+            assert result.final_output == f"Answer: Osaka has {CITIES['Osaka']} people"
+        return root, kinds
+
+    root, kinds = asyncio.run(main())
+    assert all(body.get("stream") for body in srv.requests)
+    assert "response.output_text.delta" in kinds and "response.completed" in kinds
+    db.flush()
+    runs = _flat(db.read_run(root.id, load_child_runs=True))
+    llms = [r for r in runs if r.run_type == "llm"]
+    assert len(llms) == 2 and all(r.total_tokens and r.total_tokens > 0 for r in llms)
+    assert [r.inputs for r in runs if r.run_type == "tool"] == [{"city": "Osaka"}]

@@ -10,6 +10,7 @@ OpenTelemetry instrumentation (fed to assay) records the llm and tool runs, and
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import typing
@@ -42,7 +43,7 @@ from assay.integrations import (
     tool_calls_from,
 )
 
-from .conftest import CITIES
+from .conftest import CITIES, flat_runs
 from .conftest import run_tree as _tree
 
 
@@ -345,15 +346,21 @@ def test_team_and_graph_in_evaluate_nest_their_agents(srv: ScriptedModelServer,
 def test_failures_stay_on_their_run_and_the_experiment_goes_on(
         srv: ScriptedModelServer, agent: Agent, db: Client) -> None:
     # a tool that raises: Upsonic hands the exception's text to the model as the tool's result
-    # (its own tool span says success), so the tool run carries that text and the agent goes on
+    # and marks its own tool span OK; the tool run still has the error (read from the shape of
+    # Upsonic's tool result), the example's root carries it, and the agent goes on
     results = evaluate(agent, data=_dataset(db, ["Atlantis", "Lima"]), client=db,
                        evaluators=[assay_evals.ReliabilityEvaluator(None)])
     rows = {r["example"].inputs["question"].split()[-1].rstrip("?"): r for r in results}
     bad = _tree(db, rows["Atlantis"])
     tool_run = next(r for r in bad if r.run_type == "tool")
-    assert "no city named 'Atlantis'" in str(tool_run.outputs)
-    assert "Atlantis" in rows["Atlantis"]["run"].outputs["output"]
-    assert _tree(db, rows["Lima"])[0].error is None
+    assert tool_run.name == "lookup_city" and tool_run.inputs == {"city": "Atlantis"}
+    assert "no city named 'Atlantis'" in (tool_run.error or "")
+    assert "no city named 'Atlantis'" in str(tool_run.outputs)  # what the model was handed
+    assert "lookup_city" in (bad[0].error or "")  # the example's root
+    assert "Atlantis" in rows["Atlantis"]["run"].outputs["output"]  # the agent went on
+    good = _tree(db, rows["Lima"])
+    assert good[0].error is None
+    assert [r.error for r in good if r.run_type == "tool"] == [None]  # a tool that returned
 
     # a tool the agent does not have: Upsonic's tool span fails, so the tool run has the error,
     # the example's root carries it, the agent answers anyway and the next example runs
@@ -445,3 +452,45 @@ def test_upsonic_judge_inside_evaluate(agent: Agent, judge: Agent, db: Client) -
             scores = {r.key: (r.score, r.comment) for r in row["evaluation_results"]["results"]}
             assert scores["accuracy"][0] == 9.0, scores
             assert scores["accuracy_is_met"][0] == 1.0
+
+
+def test_first_token_of_a_streamed_run_none_without_streaming(agent: Agent, db: Client) -> None:
+    """Upsonic streams with ``astream``: its agent span's time to first token lands on the llm
+    call that streamed the text (the tool-calling call streams none). ``do_async`` calls the
+    model without streaming: no first token exists, none is recorded."""
+    from assay.integrations import instrument_loaded
+    from assay.tracing import trace
+
+    instrument_loaded()
+
+    async def streamed() -> tuple[Any, str]:
+        async with trace("streamed", client=db, enabled=True) as root:
+            chunks = [c async for c in agent.astream("How many people live in Paris? "
+                                                     "Use lookup_city")]
+        return root, "".join(chunks)
+
+    async def plain() -> Any:
+        async with trace("plain", client=db, enabled=True) as root:
+            await agent.do_async(Task("How many people live in Lima? Use lookup_city"))
+        return root
+
+    async def both() -> tuple[Any, str, Any]:
+        root, text = await streamed()
+        return root, text, await plain()
+
+    root, text, plain_root = asyncio.run(both())
+    assert "Paris has 2102650 people" in text
+    db.flush()
+    llms = [r for r in flat_runs(db.read_run(root.id, load_child_runs=True))
+            if r.run_type == "llm"]
+    assert len(llms) == 2
+    tool_call, answer = sorted(llms, key=lambda r: r.start_time)
+    assert tool_call.first_token_time is None and not tool_call.events
+    assert answer.first_token_time is not None
+    assert answer.start_time <= answer.first_token_time <= answer.end_time
+    assert [e["name"] for e in answer.events] == ["new_token"]
+    assert answer.prompt_tokens > 0  # stored with the rest of the run, not instead of it
+    plain_llms = [r for r in flat_runs(db.read_run(plain_root.id, load_child_runs=True))
+                  if r.run_type == "llm"]
+    assert len(plain_llms) == 2
+    assert all(r.first_token_time is None and not r.events for r in plain_llms)

@@ -142,6 +142,49 @@ def test_runs_queued_during_a_drain_wait_for_the_next_round(spied: tuple) -> Non
     assert len(list(client.list_runs(project_name="r"))) == 8
 
 
+def test_a_trickling_producer_is_stored_in_a_few_batches_not_one_per_tick(spied: tuple) -> None:
+    """An agent emits a few runs every few ms: the writer lets a small batch wait (``linger``)
+    for the next ones, so the store's per-batch cost is paid once per many steps."""
+    client, spy = spied
+    writer = client._tracing_writer()
+    writer.interval, writer.linger = 0.01, 0.25
+    with tracing_context(enabled=True, client=client, project_name="trickle"):
+        for i in range(30):  # ~0.15 s: 15 ticks of the writer
+            f(i)
+            time.sleep(0.005)
+    time.sleep(0.05)
+    assert len(spy.calls) <= 1  # without the linger: one batch per tick, ~15
+    deadline = time.monotonic() + 5  # ...and a lingering batch goes by itself, unflushed
+    while sum(spy.sizes()) < 30 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sum(spy.sizes()) == 30 and len(spy.calls) <= 2
+    client.flush()  # (the spy records a batch just before the real append)
+    assert len(spy.calls) <= 2
+    assert len(list(client.list_runs(project_name="trickle"))) == 30
+
+
+def test_flush_and_a_big_enough_batch_do_not_linger(spied: tuple) -> None:
+    client, spy = spied
+    writer = client._tracing_writer()
+    writer.interval, writer.linger, writer.linger_items = 0.01, 60.0, 10
+    with tracing_context(enabled=True, client=client, project_name="now"):
+        for i in range(3):
+            f(i)
+        time.sleep(0.1)
+        assert spy.calls == []  # three runs wait for company (up to a minute here)
+        client.flush()  # ...but a flush stores them at once
+        assert spy.sizes() == [3]
+        for i in range(10):  # a batch of linger_items runs goes at the next tick
+            f(i)
+        deadline = time.monotonic() + 5
+        while len(spy.calls) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert spy.sizes() == [3, 10]
+    client.flush()  # (the spy records a batch just before the real append)
+    assert spy.sizes() == [3, 10]
+    assert len(list(client.list_runs(project_name="now"))) == 13
+
+
 def test_full_queue_blocks_producers_instead_of_dropping(spied: tuple) -> None:
     client, spy = spied
     writer = client._tracing_writer()

@@ -4,7 +4,8 @@
 the OpenAI Agents SDK, pydantic-ai, Upsonic, ...) against this server through their own
 ``openai`` clients, so what assay traces is what those frameworks really send and receive.
 It is the standard library's threading HTTP server (no extra needed for the demo) speaking
-``POST /v1/chat/completions`` (JSON and SSE streams) and ``GET /v1/models``.
+``POST /v1/chat/completions`` (JSON and SSE streams), ``POST /v1/responses`` (the Responses
+API, JSON and SSE: see ``_responses.py``) and ``GET /v1/models``.
 
 It plays a tool-using model, deterministically:
 
@@ -39,6 +40,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from ._responses import chat_request, response_body, stream_events
 
 __all__ = ["ScriptedModelServer", "ScriptedReply"]
 
@@ -319,7 +322,9 @@ def _handler(srv: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
                 return
             with srv._lock:
                 srv.requests.append(body)
-            if not self.path.rstrip("/").endswith("/chat/completions"):
+            path = self.path.rstrip("/")
+            responses = path.endswith("/responses")  # the Responses API (see _responses.py)
+            if not (responses or path.endswith("/chat/completions")):
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
                 return
             scripted = srv._next_scripted()
@@ -329,8 +334,11 @@ def _handler(srv: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
                 self._send(scripted.status, scripted.body if scripted.body is not None else {},
                            scripted.headers)
                 return
-            content, calls, usage = srv.completion(body, scripted)
             model = str(body.get("model") or srv.model)
+            if responses:
+                self._responses(body, scripted, model)
+                return
+            content, calls, usage = srv.completion(body, scripted)
             cid = f"chatcmpl-{uuid.uuid4().hex[:16]}"
             if body.get("stream"):
                 include = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -346,14 +354,30 @@ def _handler(srv: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
                 "choices": [{"index": 0, "message": message,
                              "finish_reason": "tool_calls" if calls else "stop"}]})
 
-        def _stream(self, cid: str, model: str, content: str | None,
-                    calls: list[dict[str, Any]], usage: dict[str, int] | None) -> None:
+        def _responses(self, body: dict[str, Any], scripted: ScriptedReply | None,
+                       model: str) -> None:
+            content, calls, usage = srv.completion(chat_request(body), scripted)
+            if not body.get("stream"):
+                self._send(200, response_body(body, model, content, calls, usage))
+                return
+            self._open_stream()
+            for kind, data in stream_events(body, model, content, calls, usage,
+                                            lambda: time.sleep(srv.first_token_delay)):
+                self.wfile.write(f"event: {kind}\ndata: ".encode() + json.dumps(data).encode()
+                                 + b"\n\n")
+                self.wfile.flush()
+
+        def _open_stream(self) -> None:
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
             self.send_header("cache-control", "no-cache")
             self.send_header("connection", "close")
             self.end_headers()
             self.close_connection = True
+
+        def _stream(self, cid: str, model: str, content: str | None,
+                    calls: list[dict[str, Any]], usage: dict[str, int] | None) -> None:
+            self._open_stream()
 
             def chunk(delta: dict[str, Any] | None, finish: str | None = None,
                       extra: dict[str, Any] | None = None) -> None:

@@ -57,15 +57,22 @@ def _is_message(value: Any) -> bool:
 
 
 def message_dict(m: Any) -> dict[str, Any]:
-    """A LangChain message as a chat-message dict (``role``, ``content``, tool calls...)."""
-    out: dict[str, Any] = {"role": _ROLES.get(m.type, m.type), "content": to_json(m.content)}
-    calls = getattr(m, "tool_calls", None)
+    """A LangChain message as a chat-message dict (``role``, ``content``, tool calls...).
+
+    Fields are read from the model's ``__dict__`` (pydantic keeps them there): ``getattr`` of a
+    field a message class does not have (``tool_call_id`` of an ``AIMessage``) goes through
+    pydantic's ``__getattr__`` and an AttributeError, ~10 us each, several per message."""
+    fields = getattr(m, "__dict__", None)
+    get = fields.get if isinstance(fields, dict) else (lambda k, d=None: getattr(m, k, d))
+    kind = get("type") or m.type
+    out: dict[str, Any] = {"role": _ROLES.get(kind, kind), "content": to_json(get("content"))}
+    calls = get("tool_calls")
     if calls:
         out["tool_calls"] = [{"id": c.get("id"), "name": c.get("name"),
                               "args": to_json(c.get("args"))}
                              for c in calls]
     for key in ("tool_call_id", "name", "status"):
-        value = getattr(m, key, None)
+        value = get(key)
         if value is not None and not (key == "status" and value == "success"):
             out[key] = value
     return out
@@ -83,6 +90,11 @@ def to_json(value: Any, _depth: int = 0) -> Any:
         return {str(k): to_json(v, _depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         return [to_json(v, _depth + 1) for v in value]
+    cls = value.__class__
+    if cls.__name__ == "Send" and cls.__module__.startswith("langgraph"):
+        # LangGraph's routing to a node (a ReAct agent's tool calls): as data; left to
+        # ``jsonable`` it would be its repr, the state's messages' reprs inside (~1 ms)
+        return {"send": str(value.node), "arg": to_json(value.arg, _depth + 1)}
     return jsonable(value)  # models, dataclasses, UUIDs...; anything else as its repr
 
 
@@ -375,14 +387,26 @@ def _serialized_name(serialized: Mapping[str, Any] | None) -> str | None:
     return str(ident[-1]) if isinstance(ident, list) and ident else None
 
 
+_PLAIN = (str, int, float, bool, type(None))
+
+
 def _inputs(value: Any) -> dict[str, Any]:
-    """A chain's inputs as given (a shallow copy): the store turns message objects and other
-    models into JSON on the writer's thread, off the agent's path (``assay._json.jsonable``)."""
-    return dict(value) if isinstance(value, Mapping) else {"input": value}
+    """A chain's inputs as plain data, messages as chat-message dicts (``to_json``), as the llm
+    runs and the example's outputs have them. Converted here, on the agent's thread (~2 us a
+    message): left to the writer, a message went through pydantic's full dump (every field,
+    2.6x the bytes for the writer, the store's fold and the database to carry) and an unknown
+    object (a router's ``Send``) through its repr, ~1 ms with the state's messages inside."""
+    if isinstance(value, Mapping):
+        plain: dict[str, Any] = to_json(value)  # a Mapping gives a dict
+        return plain
+    return {"input": value if value.__class__ in _PLAIN else to_json(value)}
 
 
 def _outputs(value: Any) -> dict[str, Any]:
-    return dict(value) if isinstance(value, Mapping) else {"output": value}
+    if isinstance(value, Mapping):
+        plain: dict[str, Any] = to_json(value)  # a Mapping gives a dict
+        return plain
+    return {"output": value if value.__class__ in _PLAIN else to_json(value)}
 
 
 def _record_llm_result(run: RunTree, response: Any) -> None:
@@ -394,8 +418,9 @@ def _record_llm_result(run: RunTree, response: Any) -> None:
         message = getattr(g, "message", None)
         if message is not None:
             messages.append(message_dict(message))
-            usage = usage or getattr(message, "usage_metadata", None)
-            meta = getattr(message, "response_metadata", None) or {}
+            fields = getattr(message, "__dict__", None) or {}  # (see message_dict)
+            usage = usage or fields.get("usage_metadata")
+            meta = fields.get("response_metadata") or {}
             model = model or meta.get("model_name") or meta.get("model")
         else:
             texts.append(getattr(g, "text", ""))

@@ -15,6 +15,7 @@ tracing work.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["UpsonicSpanProcessor", "upsonic_span_fields"]
 
 _AGENT, _TOOL, _LLM = "agent.run", "tool.execute", "llm"
+_PIPELINE = "pipeline.execute"
 _LLM_OPS = frozenset({"chat", "text_completion", "generate_content", "completion"})
 
 
@@ -62,6 +64,19 @@ def _as_inputs(raw: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, Mapping) else {"input": value}
 
 
+def _tool_failed(result: Any) -> bool:
+    """Whether a ``tool.execute`` span's output is Upsonic's report of a failed tool.
+
+    Upsonic (0.77) catches a raising tool in ``ToolManager.execute_tool`` and returns
+    ``ToolResult(content=str(exc), success=False)``; the agent then hands that text to the model
+    and marks its span OK, dropping ``success``. The content's shape still tells: every tool runs
+    through Upsonic's behavioural wrapper, which returns a dict (``{'func': result}``, with
+    ``func_before``/``func_after``/``func_cache`` keys when hooks or the cache answered), so a
+    span whose output is not that dict's text is a failure (the exception's text, or Upsonic's
+    message for missing arguments)."""
+    return isinstance(result, str) and not result.startswith("{'func")
+
+
 def upsonic_span_fields(span: ReadableSpan, kind: str) -> dict[str, Any]:
     """The run fields of one finished kept span: assay's GenAI mapping (llm: model, provider,
     messages, tokens; error; events; metadata), with Upsonic's own attributes read for the
@@ -78,7 +93,10 @@ def upsonic_span_fields(span: ReadableSpan, kind: str) -> dict[str, Any]:
         raw_in = attrs.get("langfuse.observation.input")
         out["inputs"] = _as_inputs(raw_in) if raw_in is not None else {}
         raw_out = attrs.get("langfuse.observation.output")
-        out["outputs"] = {"output": _parse(raw_out)} if raw_out is not None else None
+        result = _parse(raw_out)
+        out["outputs"] = {"output": result} if raw_out is not None else None
+        if not out.get("error") and _tool_failed(result):
+            out["error"] = result
         if attrs.get("upsonic.tool.call_id"):
             meta["tool_call_id"] = attrs["upsonic.tool.call_id"]
     else:
@@ -108,6 +126,47 @@ def _mark_root(run: RunTree) -> None:
         top.error = f"tool {run.name!r} failed: {first}"
 
 
+def _first_token(agent: RunTree, span: ReadableSpan, llms: list[RunTree]) -> list[RunTree]:
+    """Mark the first streamed token on the llm run that produced it; returns ``llms``.
+
+    Upsonic's model spans carry no first token; when the agent streams (``astream``/``stream``),
+    its ``agent.run`` span carries ``upsonic.time_to_first_token``: seconds (to the ms) from
+    the start of the run's usage timer (started by the pipeline's first step, just after its
+    ``pipeline.execute`` span begins: the sampler notes when, ``_PIPELINE_AT``) to its first
+    text chunk. That instant falls in one of the agent's llm calls (a call that answers with a
+    tool call streams no text): that run gets the ``new_token`` event. A run that did not
+    stream has no such attribute, and no first token."""
+    anchor = _PIPELINE_AT.pop(agent._id, None) or agent._start_us
+    ttft = (span.attributes or {}).get("upsonic.time_to_first_token")
+    if not llms or not isinstance(ttft, (int, float)) or ttft <= 0:
+        return llms
+    at = anchor + int(ttft * 1_000_000)
+    slack = 1_000  # the attribute's millisecond rounding
+    candidates = [r for r in llms if r._start_us - slack <= at
+                  and (r._end_us is None or at <= r._end_us + slack)]
+    if not candidates:  # outside every call (clock skew): the last call begun before it
+        candidates = [r for r in llms if r._start_us <= at] or llms[:1]
+    target = candidates[-1]
+    first = min(max(at, target._start_us), target._end_us or at)
+    target._mark_first_token(first)
+    return llms
+
+
+# an agent run's id -> when its pipeline began (µs), read by _first_token at the agent's end
+_PIPELINE_AT: dict[Any, int] = {}
+
+
+def _note_pipeline_start() -> None:
+    """At the start of an agent's ``pipeline.execute`` span (dropped, but seen by the sampler):
+    remember when, for the agent run it belongs to (the innermost kept run)."""
+    agent = _KEPT.get()
+    if agent is None or agent._id in _PIPELINE_AT:
+        return
+    if len(_PIPELINE_AT) > 10_000:  # agents whose end never came
+        _PIPELINE_AT.clear()
+    _PIPELINE_AT[agent._id] = time.time_ns() // 1000
+
+
 def assay_run_sampler() -> Any:
     """Sample only the spans that become runs (agent, chat, tool), and only while an assay run is
     current and framework tracing is on. Every other span (two dozen pipeline steps per agent
@@ -120,6 +179,8 @@ def assay_run_sampler() -> Any:
                           attributes: Any = None, links: Any = None,
                           trace_state: Any = None) -> SamplingResult:
             if _kind_of(name, attributes) is None or framework_parent() is None:
+                if name == _PIPELINE:
+                    _note_pipeline_start()
                 return SamplingResult(Decision.DROP)
             return SamplingResult(Decision.RECORD_AND_SAMPLE, attributes)
 
@@ -141,6 +202,9 @@ class UpsonicSpanProcessor(AssaySpanProcessor):
     def __init__(self) -> None:
         super().__init__()
         self._outer: dict[tuple[int, int], RunTree | None] = {}  # span -> _KEPT before it
+        # an open agent run's id -> its ended llm runs, stored when the agent ends (see
+        # _first_token: the agent span tells which of them streamed the first token)
+        self._held: dict[Any, list[RunTree]] = {}
 
     def _resolve(self, span: ReadableSpan) -> RunTree | None:
         run = self._span_parent(span)
@@ -165,6 +229,8 @@ class UpsonicSpanProcessor(AssaySpanProcessor):
         self._open[key] = run
         self._outer[key] = _KEPT.get()
         _KEPT.set(run)
+        if span.name == _AGENT:
+            self._held[run._id] = []
 
     def on_end(self, span: ReadableSpan) -> None:
         ctx = span.get_span_context()
@@ -187,7 +253,15 @@ class UpsonicSpanProcessor(AssaySpanProcessor):
         if run.error and kind == _TOOL:
             _mark_root(run)
         run._end_us = span.end_time // 1000 if span.end_time is not None else None
-        run.patch()
+        parent = run.parent
+        held = self._held.get(parent._id) if kind == _LLM and parent is not None else None
+        if held is not None:
+            held.append(run)  # stored with its agent, which may name its first token
+        else:
+            if kind == _AGENT:
+                for llm in _first_token(run, span, self._held.pop(run._id, [])):
+                    llm.patch()
+            run.patch()
         with self._lock:
             self._recent[key] = run
             while len(self._recent) > 10_000:
