@@ -52,7 +52,31 @@ def _check_all(stores: list[Store]) -> int:
                 _same(session_stats(conn, row), recompute_session_stats(conn, row),
                       f"session {row.name}")
                 checked += 1
+            _check_hours(conn, st.tenant_id)
     return checked
+
+
+def _check_hours(conn: Any, tenant: str) -> None:
+    """The workspace's hourly rollups (``run_hours``) equal a GROUP BY over its runs: the same
+    (session, hour) rows, zero rows aside, with the same sums."""
+    from assay.store._aggregates import HOURLY, hourly_select
+    from assay.store._tables import run_hours, runs
+
+    def rows(result: Any) -> dict[tuple[str, int], tuple[Any, ...]]:
+        out = {}
+        for sid, hour, _tenant, roots, errors, tokens, cost, costed in result:
+            if roots or errors or tokens or costed:
+                out[(sid, int(hour))] = (int(roots), int(errors), int(tokens), int(costed),
+                                         float(cost))
+        return out
+
+    kept = rows(conn.execute(select(*[run_hours.c[name] for name in HOURLY])
+                             .where(run_hours.c.tenant_id == tenant)))
+    wanted = rows(conn.execute(hourly_select(runs.c.tenant_id == tenant)))
+    assert kept.keys() == wanted.keys(), sorted(kept.keys() ^ wanted.keys())
+    for key, got in kept.items():
+        _same(list(got[:4]), list(wanted[key][:4]), f"run_hours {key}")
+        _same(got[4], wanted[key][4], f"run_hours {key}.total_cost")
 
 
 class World:

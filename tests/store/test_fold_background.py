@@ -17,7 +17,7 @@ from sqlalchemy import func, select, text
 
 from assay.client import Client
 from assay.store import Store
-from assay.store._background import wait_idle
+from assay.store._background import COALESCE_DELAY, fold_transactions, wait_idle
 from assay.store._journal import _PG_LOCK
 from assay.store._tables import runs
 from assay.tracing import RunTree
@@ -73,6 +73,28 @@ def test_reads_while_folding_in_the_background_see_every_append(store: Store,
         project = store.projects.read(project_name="live", include_stats=True)
         assert project.run_count == (b + 1) * 100
     assert len(store.runs.list(project_ids=[project.id])) == 2000
+    assert _check_all([store]) == 1
+
+
+def test_a_trickle_of_small_batches_is_folded_in_few_transactions(store: Store,
+                                                                   background: None) -> None:
+    """An agent's few runs every few tens of milliseconds: the folder waits for more (up to
+    ``COALESCE_DELAY`` after the first append) and folds them together, not a transaction
+    per batch in the producer's process; a read still sees every append at once."""
+    before = fold_transactions(store)
+    for b in range(10):
+        store.journal.append_runs(_rows(3, "trickle", b * 1000), columns=COLUMNS,
+                                  extra=RunTree.ROW_EXTRA)
+        time.sleep(COALESCE_DELAY / 25)
+    deadline = time.monotonic() + 60
+    while _stored(store) < 30 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert wait_idle(store)
+    assert _stored(store) == 30  # folded in the background, no read asked for it
+    assert 1 <= fold_transactions(store) - before <= 3  # not one per batch (10)
+    store.journal.append_runs(_rows(3, "trickle", 99_000), columns=COLUMNS,
+                              extra=RunTree.ROW_EXTRA)
+    assert store.projects.read(project_name="trickle", include_stats=True).run_count == 33
     assert _check_all([store]) == 1
 
 

@@ -235,3 +235,34 @@ def test_plain_scores_as_value_lists_fold_like_the_dicts(store: Store) -> None:
         assert _check_all([st]) >= 1
     fast, general = results
     assert len(fast) == 37 and fast == general
+
+
+def test_values_a_whole_batch_shares_are_stored_as_bound_ones(store: Store) -> None:
+    """SQLite's insert writes a column with one value in every row of the batch into the
+    statement (``_fold_rows._insert``): quotes, non-ASCII text and NULLs come out as the
+    general path stores them."""
+    example = "0191e6c4-2d36-77c8-aafa-a8703ff50d9e"
+    results = []
+    for kind in ("writer", "admit", "direct"):
+        st = store.for_tenant(str(uuid.uuid4()))
+        ids = _ids(6)
+        rows = []
+        for i, rid in enumerate(ids):
+            values = {"id": rid, "trace_id": rid, "name": f"r{i}", "run_type": "o'brien; --",
+                      "start_time": T0 + i, "end_time": T0 + 9, "inputs": {"i": i},
+                      "outputs": {"same": "o'k"}, "error": "it's 'bad'", "tags": ["\u00fc"],
+                      "metadata": {"q": "'"}, "session_name": "quo'te",
+                      "reference_example_id": example}
+            rows.append([values.get(c) for c in COLUMNS])
+        if kind == "writer":
+            st.journal.append_runs(rows, columns=COLUMNS, extra=EXTRA)
+        else:
+            posts = _row_posts([list(r) for r in rows], COLUMNS, EXTRA)
+            if kind == "admit":
+                st.journal.admit(posts)
+            else:
+                st.runs.upsert(posts=posts)
+        st.settle()
+        results.append(_normalized(st, ids))
+    assert len(results[2]) == 6 and results[2][0]["run_type"] == "o'brien; --"
+    assert results[0] == results[2] and results[1] == results[2]

@@ -10,6 +10,9 @@ Invariant, held by every write to ``runs`` or ``feedback`` in the same transacti
 - ``trace_streams[s, t]`` counts the streamed runs of session s in trace t, and
   ``streamed_traces`` counts those pairs above zero (``COUNT(DISTINCT trace_id)``, kept by
   watching the counts cross zero).
+- ``run_hours[s, h]`` sums the same contributions of the runs of session s whose start falls in
+  hour h (``hour_of``): root runs, roots with an error, llm tokens and costs (with the count of
+  llm runs that know their cost). The project charts read it (``_series``).
 - ``feedback_aggregates[s, tenant, level, key]`` and ``feedback_label_counts`` sum the feedback
   rows with that ``session_id`` and ``tenant_id`` (level ``run`` when the row names a run).
 
@@ -29,21 +32,33 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import BigInteger, case, delete, func, literal, or_, select, type_coerce, update
+from sqlalchemy import (
+    BigInteger,
+    case,
+    delete,
+    func,
+    literal,
+    literal_column,
+    or_,
+    select,
+    type_coerce,
+    update,
+)
 from sqlalchemy.engine import Connection
 
 from ._tables import (
     feedback,
     feedback_aggregates,
     feedback_label_counts,
+    run_hours,
     runs,
     session_aggregates,
     trace_streams,
 )
 
-__all__ = ["RunDeltas", "FeedbackDeltas", "RUN_RETURNING", "FEEDBACK_RETURNING", "ORPHAN",
-           "adopt_pending_feedback", "adopt_all_pending", "pending_feedback", "drop_session",
-           "rebuild_aggregates"]
+__all__ = ["RunDeltas", "FeedbackDeltas", "HOUR_US", "HOURLY", "hour_of", "hourly_select",
+           "RUN_RETURNING", "FEEDBACK_RETURNING", "ORPHAN", "adopt_pending_feedback",
+           "adopt_all_pending", "pending_feedback", "drop_session", "rebuild_aggregates"]
 
 # the summed columns of session_aggregates, in the order RunDeltas keeps them
 _SUMS = ("root_runs", "root_latencies", "root_errors", "streamed_runs", "total_tokens",
@@ -52,6 +67,9 @@ _SUMS = ("root_runs", "root_latencies", "root_errors", "streamed_runs", "total_t
 _STREAMED_TRACES = _SUMS.index("streamed_traces")
 _ZERO = (0,) * len(_SUMS)
 _CHUNK = 500
+HOUR_US = 3_600_000_000
+# the summed columns of run_hours, in the order RunDeltas.hours keeps them
+_HOUR_SUMS = ("root_runs", "root_errors", "total_tokens", "total_cost", "cost_runs")
 ORPHAN = "orphan"  # runs.status of a patch stored before its post
 
 # what a DELETE .. RETURNING must give back for RunDeltas.add / FeedbackDeltas.add_row (plain
@@ -64,6 +82,12 @@ RUN_RETURNING = (runs.c.id, runs.c.tenant_id, runs.c.session_id, runs.c.trace_id
                  runs.c.prompt_cost, runs.c.completion_cost)
 FEEDBACK_RETURNING = (feedback.c.session_id, feedback.c.tenant_id, feedback.c.run_id,
                       feedback.c.key, feedback.c.score, feedback.c.label)
+
+
+def hour_of(start_us: int) -> int:
+    """The start of the hour (epoch microseconds) that ``start_us`` falls in (floored, as
+    migration 0010's SQL does for times before 1970 too)."""
+    return start_us - start_us % HOUR_US
 
 
 def _insert(conn: Connection, table: Any) -> Any:
@@ -89,6 +113,10 @@ def _adder(conn: Connection, table: Any, sums: tuple[str, ...]) -> Any:
             none_left = table.c.n_scored + ins.excluded.n_scored == 0
             for c in ("score_sum", "score_sq_sum"):
                 set_[c] = case((none_left, 0.0), else_=table.c[c] + ins.excluded[c])
+        if table is run_hours:  # no costed run left: exactly 0, not float residue
+            none_left = table.c.cost_runs + ins.excluded.cost_runs == 0
+            set_["total_cost"] = case((none_left, 0.0),
+                                      else_=table.c.total_cost + ins.excluded.total_cost)
         if table is session_aggregates:
             new, old = ins.excluded.last_root_start, table.c.last_root_start
             set_["last_root_start"] = case(
@@ -102,7 +130,7 @@ def _adder(conn: Connection, table: Any, sums: tuple[str, ...]) -> Any:
 class RunDeltas:
     """Per-session differences that a batch of run writes makes to the aggregates."""
 
-    __slots__ = ("sums", "tenants", "streams", "added_start", "removed_start")
+    __slots__ = ("sums", "tenants", "streams", "added_start", "removed_start", "hours")
 
     def __init__(self) -> None:
         self.sums: dict[str, list[Any]] = {}
@@ -110,6 +138,8 @@ class RunDeltas:
         self.streams: dict[tuple[str, str], int] = {}
         self.added_start: dict[str, int] = {}
         self.removed_start: dict[str, dict[int, int]] = {}
+        # (session, hour) -> [root runs, root errors, llm tokens, llm cost, llm costed runs]
+        self.hours: dict[tuple[str, int], list[Any]] = {}
 
     def add(self, row: Mapping[Any, Any], sign: int) -> None:
         """Add (``sign`` 1) or take away (-1) one stored run row's contribution.
@@ -122,13 +152,31 @@ class RunDeltas:
         if d is None:
             d = self.sums[sid] = list(_ZERO)
             self.tenants[sid] = row["tenant_id"]
+        start = row["start_time"]
+        is_llm = row["run_type"] == "llm"
+        if row["is_root"] or is_llm:
+            hkey = (sid, start - start % HOUR_US)
+            h = self.hours.get(hkey)
+            if h is None:
+                h = self.hours[hkey] = [0, 0, 0, 0.0, 0]
+            if row["is_root"]:
+                h[0] += sign
+                if row["error"] is not None:
+                    h[1] += sign
+            if is_llm:
+                value = row["total_tokens"]
+                if value is not None:
+                    h[2] += sign * value
+                value = row["total_cost"]
+                if value is not None:
+                    h[3] += sign * value
+                    h[4] += sign
         if row["is_root"]:
             d[0] += sign
             if row["latency_us"] is not None:
                 d[1] += sign
             if row["error"] is not None:
                 d[2] += sign
-            start = row["start_time"]
             removed = self.removed_start.get(sid)
             if sign < 0:
                 if removed is None:
@@ -144,7 +192,7 @@ class RunDeltas:
             d[3] += sign
             key = (sid, row["trace_id"])
             self.streams[key] = self.streams.get(key, 0) + sign
-        if row["run_type"] == "llm":
+        if is_llm:
             for i, col in ((4, "total_tokens"), (5, "prompt_tokens"), (6, "completion_tokens")):
                 value = row[col]
                 if value is not None:
@@ -179,6 +227,11 @@ class RunDeltas:
             rows.append(row)
         if rows:
             conn.execute(_adder(conn, session_aggregates, _SUMS), rows)
+        hours = [{"session_id": sid, "hour": hour, "tenant_id": self.tenants[sid],
+                  **dict(zip(_HOUR_SUMS, h, strict=True))}
+                 for (sid, hour), h in sorted(self.hours.items()) if any(h)]
+        if hours:
+            conn.execute(_adder(conn, run_hours, _HOUR_SUMS), hours)
         for sid, removed in sorted(self.removed_start.items()):
             gone = [start for start, n in removed.items() if n > 0]
             if gone:
@@ -338,6 +391,7 @@ def drop_session(conn: Connection, session_id: str, tenant_id: str) -> None:
     """Forget a deleted session's aggregates (its runs and own feedback are gone with it)."""
     conn.execute(delete(session_aggregates).where(session_aggregates.c.session_id == session_id))
     conn.execute(delete(trace_streams).where(trace_streams.c.session_id == session_id))
+    conn.execute(delete(run_hours).where(run_hours.c.session_id == session_id))
     for table in (feedback_aggregates, feedback_label_counts):
         conn.execute(delete(table).where(table.c.session_id == session_id,
                                          table.c.tenant_id == tenant_id))
@@ -349,7 +403,8 @@ def rebuild_aggregates(conn: Connection) -> None:
     For bulk loads that write the tables directly (the benchmark) and for repair; migration 0004
     does the same with its own copy of these statements.
     """
-    for table in (session_aggregates, trace_streams, feedback_aggregates, feedback_label_counts):
+    for table in (session_aggregates, trace_streams, run_hours, feedback_aggregates,
+                  feedback_label_counts):
         conn.execute(delete(table))
     adopt_all_pending(conn)
     root = runs.c.is_root.is_(True)
@@ -392,6 +447,7 @@ def rebuild_aggregates(conn: Connection) -> None:
     }
     conn.execute(session_aggregates.insert().from_select(
         list(cols), select(*cols.values()).group_by(runs.c.session_id)))
+    conn.execute(run_hours.insert().from_select(list(HOURLY), hourly_select()))
     level = case((feedback.c.run_id.is_(None), literal("session")), else_=literal("run"))
     score = feedback.c.score
     has_session = feedback.c.session_id.is_not(None)
@@ -411,3 +467,33 @@ def rebuild_aggregates(conn: Connection) -> None:
         .group_by(feedback.c.session_id, feedback.c.tenant_id, level, feedback.c.key,
                   feedback.c.label),
     ))
+
+
+def _hour_expr(t: Any) -> Any:
+    """``hour_of`` in SQL: floored on both backends (their ``%`` keeps the dividend's sign)."""
+    hour: Any = literal_column(str(HOUR_US))  # inline: PostgreSQL matches GROUP BY by its text
+    return t - ((t % hour) + hour) % hour
+
+
+_T = type_coerce(runs.c.start_time, BigInteger)
+_LLM = runs.c.run_type == literal("llm")
+HOURLY = {
+    "session_id": runs.c.session_id,
+    "hour": _hour_expr(_T),
+    "tenant_id": func.max(runs.c.tenant_id),
+    "root_runs": func.coalesce(func.sum(case((runs.c.is_root.is_(True), 1), else_=0)), 0),
+    "root_errors": func.coalesce(func.sum(case(
+        (runs.c.is_root.is_(True) & runs.c.error.is_not(None), 1), else_=0)), 0),
+    "total_tokens": func.coalesce(func.sum(case((_LLM, runs.c.total_tokens), else_=None)), 0),
+    "total_cost": func.coalesce(func.sum(case((_LLM, runs.c.total_cost), else_=None)), 0.0),
+    "cost_runs": func.coalesce(func.sum(case(
+        (_LLM & runs.c.total_cost.is_not(None), 1), else_=0)), 0),
+}
+
+
+def hourly_select(*where: Any) -> Any:
+    """``run_hours`` computed from the runs (matching ``where``): a GROUP BY (session, hour)
+    over the roots and llm runs. Migration 0010 fills the table with it; tests compare."""
+    return (select(*HOURLY.values())
+            .where(runs.c.is_root.is_(True) | _LLM, *where)
+            .group_by(runs.c.session_id, _hour_expr(_T)))

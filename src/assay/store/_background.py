@@ -10,6 +10,15 @@ them, and exits after ``IDLE_EXIT`` seconds without work. A read still settles f
 appended before it asked. Folds stay serialized (SQLite's write lock, PostgreSQL's advisory
 lock) and transactional, so a process killed mid-fold leaves its rows for the next folder.
 
+The folder coalesces: it folds once ``COALESCE_ITEMS`` runs and feedback items are waiting, or
+``COALESCE_DELAY`` seconds after the first append it has not folded, whichever comes first. A
+fold transaction has a fixed cost (the write lock, reading and deleting journal rows, an upsert
+of the session's aggregates: about a millisecond of CPU, under the GIL, in the producer's own
+process). A bulk writer appends batches of hundreds of runs and crosses the count at once, so
+it is folded batch by batch as before; an agent that produces a few runs every 50-200 ms
+(issue 21) would otherwise pay that millisecond per step, and now pays it once per delay for
+all its steps. Nothing waits on this for correctness: a reader settles what is left first.
+
 A server registers its own folder for its engine (``claim``): it paces folding against the
 requests it accepts. ``ASSAY_BACKGROUND_FOLD=0`` turns the thread off (reads fold, as before).
 """
@@ -31,13 +40,19 @@ if TYPE_CHECKING:
 
     from ._base import Store
 
-__all__ = ["appended", "appending", "claim", "release", "wait_idle"]
+__all__ = ["appended", "appending", "claim", "fold_transactions", "release", "stop", "wait_idle"]
 
 log = logging.getLogger("assay.store")
 
 IDLE_EXIT = 2.0  # seconds without an append before the thread exits
-CHUNK = 1  # journal rows (a writer's batch of up to 1,000 runs each) per fold transaction
+# per fold transaction: journal rows (a writer's batch of up to 1,000 runs each), and the items
+# after which it stops (a bulk writer's batches one by one, so appends get the lock between
+# them; a trickle's small batches together)
+CHUNK = 64
+CHUNK_ITEMS = 1000
 YIELD_MAX = 0.05  # seconds the folder lets appends of this process go first, at most
+COALESCE_ITEMS = 500  # items waiting that start a fold at once
+COALESCE_DELAY = 0.5  # seconds after the first unfolded append that start a fold anyway
 
 # engine -> its running folder (present only while the thread runs: no engine is kept alive)
 _running: dict[Engine, _Folder] = {}
@@ -48,6 +63,8 @@ _stopping = False
 # engine -> appends of this process under way: the folder lets them take the write lock first
 # (a flush() waits for appends, never for the fold)
 _appending: dict[Engine, int] = {}
+# engine -> fold transactions this process's folders ran that applied something (tests, benches)
+_FOLDS: weakref.WeakKeyDictionary[Engine, int] = weakref.WeakKeyDictionary()
 
 
 def _enabled() -> bool:
@@ -80,8 +97,15 @@ def appending(store: Store) -> Iterator[None]:
             _appending.pop(engine, None)
 
 
-def appended(store: Store) -> None:
-    """A batch was just committed to ``store``'s journal: have it folded soon."""
+def fold_transactions(store: Store) -> int:
+    """Fold transactions that applied something, run by this process's background folders
+    for ``store``'s database."""
+    return _FOLDS.get(store.engine, 0)
+
+
+def appended(store: Store, items: int = 1) -> None:
+    """A batch of ``items`` runs and feedback items was just committed to ``store``'s journal:
+    have it folded soon (see the module docstring: at once when enough wait)."""
     engine = store.engine
     hook = _claimed.get(engine)
     if hook is not None:
@@ -95,13 +119,27 @@ def appended(store: Store) -> None:
             from ._base import Store as _Store
 
             folder = _running[engine] = _Folder(_Store(engine))
-            folder.wake.set()
+            folder.note(items)
             try:
                 folder.start()
             except RuntimeError:  # interpreter shutting down: the next read folds
                 del _running[engine]
             return
+        folder.note(items)
+
+
+def stop(engine: Engine, timeout: float = 5.0) -> None:
+    """Stop this process's folder for ``engine`` (its store is closing): a fold under way
+    finishes, nothing new starts; what is journaled stays for the next reader (or folder)."""
+    with _guard:
+        folder = _running.pop(engine, None)
+    if folder is None:
+        return
+    folder.stopped = True
     folder.wake.set()
+    folder.full.set()
+    if folder.thread is not threading.current_thread():
+        folder.thread.join(timeout)
 
 
 def wait_idle(store: Store, timeout: float = 30.0) -> bool:
@@ -119,12 +157,41 @@ def wait_idle(store: Store, timeout: float = 30.0) -> bool:
 class _Folder:
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.wake = threading.Event()
+        self.wake = threading.Event()  # something was appended
+        self.full = threading.Event()  # COALESCE_ITEMS wait: fold now
         self.busy = False
+        self.stopped = False  # its store closed (``stop``)
+        self.waiting = 0  # items appended since the folder last took the journal (_guard)
+        self.first = 0.0  # when the first of them was appended
         self.thread = threading.Thread(target=self._run, name="assay-fold", daemon=True)
 
     def start(self) -> None:
         self.thread.start()
+
+    def note(self, items: int) -> None:
+        """Count an append (under ``_guard``)."""
+        if not self.waiting:
+            self.first = time.monotonic()
+        self.waiting += max(items, 1)
+        if self.waiting >= COALESCE_ITEMS:
+            self.full.set()
+        self.wake.set()
+
+    def _coalesce(self) -> bool:
+        """Wait until enough is appended, or the first append is ``COALESCE_DELAY`` old; False
+        when nothing was appended since the last round took the journal (its fold saw it all:
+        an append is counted after its commit)."""
+        with _guard:
+            if not self.waiting:
+                return False
+            first = self.first
+        left = first + COALESCE_DELAY - time.monotonic()
+        if left > 0 and not _stopping and not self.stopped:
+            self.full.wait(left)
+        with _guard:  # what is appended from now on waits for the next round
+            self.waiting = 0
+            self.full.clear()
+        return True
 
     def _run(self) -> None:
         from .._gc import relaxed_gc
@@ -132,22 +199,27 @@ class _Folder:
         journal = self.store.journal
         engine = self.store.engine
         while True:
-            if not self.wake.wait(IDLE_EXIT) or _stopping:
+            if not self.wake.wait(IDLE_EXIT) or _stopping or self.stopped:
                 with _guard:
-                    if self.wake.is_set() and not _stopping:
+                    if self.wake.is_set() and not _stopping and not self.stopped:
                         continue  # an append came just now
-                    _running.pop(engine, None)
+                    if _running.get(engine) is self:
+                        del _running[engine]
                     return
             self.busy = True  # before the clear: wait_idle never sees neither
             self.wake.clear()
             try:
+                if not self._coalesce() or self.stopped:
+                    continue  # the last round folded it, or closed (finally: no longer busy)
                 with relaxed_gc():
-                    while not _stopping and _enabled():  # switched off: stop at once
+                    while not _stopping and not self.stopped and _enabled():  # off: stop now
                         # appends first (bounded, so a steady writer does not starve this)
                         deadline = time.monotonic() + YIELD_MAX
                         while _appending.get(engine) and time.monotonic() < deadline:
                             time.sleep(0.0005)
-                        _, more = journal.fold_some(CHUNK)
+                        done, more = journal.fold_some(CHUNK, CHUNK_ITEMS)
+                        if done:
+                            _FOLDS[engine] = _FOLDS.get(engine, 0) + 1
                         if not more:
                             break
                         # a writer or reader waiting for the write lock gets it now
@@ -165,6 +237,7 @@ def _stop_at_exit() -> None:
     _stopping = True
     for folder in list(_running.values()):
         folder.wake.set()
+        folder.full.set()
         folder.thread.join(5.0)
 
 

@@ -148,6 +148,9 @@ class Store:
                 _ACTIVE.reset(token)
 
     def close(self) -> None:
+        from ._background import stop
+
+        stop(self.engine)  # its folder would reopen connections to a database being closed
         self.engine.dispose()
 
     def __enter__(self) -> Store:

@@ -1,14 +1,15 @@
 """The journal: batches of runs and feedback made durable now, indexed before the next read.
 
-A row of ``runs`` costs tens of microseconds to write (30 columns, eight indexes, the session
-aggregates), more than a no-op target and its evaluator cost to run. assay's own bulk writers
-(the tracing writer, ``evaluate()``'s feedback sink, and the server's ingest through ``admit``)
-therefore append each batch as one JSON row here: a few microseconds per run, committed, so a
-crash loses nothing (the tracing writer's finished runs as lists of values, their column names
-once per batch, a dotted order the writer did not need left for the fold to derive). The JSON
-is zstd-compressed (level 1, ~50x for runs; zlib before, whose rows still fold): compressing
-runs outside the GIL, 3.5x faster than zlib, and a 1,000-run batch then commits ~4 KB instead
-of ~470 KB, which also spares SQLite's WAL a checkpoint every few batches. ``fold`` then
+A row of ``runs`` costs tens of microseconds to write (30 columns, seven indexes, the session
+and hourly aggregates), more than a no-op target and its evaluator cost to run. assay's own
+bulk writers (the tracing writer, ``evaluate()``'s feedback sink, and the server's ingest
+through ``admit``) therefore append each batch as one JSON row here: a few microseconds per
+run, committed, so a crash loses nothing (the tracing writer's finished runs as lists of
+values, their column names once per batch, a dotted order the writer did not need left for the
+fold to derive). The JSON is zstd-compressed (level 1, ~50x for runs; zlib before, whose rows
+still fold): compressing runs outside the GIL, 3.5x faster than zlib, and a 1,000-run batch
+then commits ~4 KB instead of ~470 KB, which also spares SQLite's WAL a checkpoint every few
+batches. ``fold`` then
 applies the journal in order through the same code as a direct write (``RunRepo._upsert``,
 ``FeedbackRepo._insert``) and deletes what it applied, in one transaction per chunk.
 
@@ -402,8 +403,9 @@ class Journal:
         # folded from now on in the background, not by the first reader (``_background``; a
         # batch in the caller's still open transaction, the server's ``admit``, goes to the
         # server's own folder, which looks again after each request)
-        appended(self.store)
-        return sum(r["items"] for r in rows)
+        items = int(sum(r["items"] for r in rows))
+        appended(self.store, items)
+        return items
 
     # -- fold -----------------------------------------------------------------------------
     def pending(self) -> int:
@@ -437,19 +439,30 @@ class Journal:
                 applied += done
         return applied
 
-    def fold_some(self, rows: int) -> tuple[int, bool]:
+    def fold_some(self, rows: int, max_items: int | None = None) -> tuple[int, bool]:
         """Apply and delete the oldest ``rows`` journal rows in one transaction; return the
         items applied and whether rows may remain (a background folder pauses between calls,
-        so writers waiting for the lock get it)."""
+        so writers waiting for the lock get it). ``max_items``: stop after the row that
+        reaches that many items (one row at least), so many small batches go in one
+        transaction and large ones one by one."""
         with self.store.write() as conn:
             if conn.dialect.name == "postgresql":
                 conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK})
             entries = conn.execute(select(journal).order_by(journal.c.seq).limit(rows)).all()
             if not entries:
                 return 0, False
+            more = len(entries) == rows
+            if max_items is not None:
+                total = 0
+                for i, entry in enumerate(entries):
+                    total += entry.items
+                    if total >= max_items:
+                        more = more or i + 1 < len(entries)
+                        entries = entries[: i + 1]
+                        break
             applied = sum(self._apply(conn, entry) for entry in entries)
             conn.execute(delete(journal).where(journal.c.seq.in_([e.seq for e in entries])))
-        return applied, len(entries) == rows
+        return applied, more
 
     def _apply(self, conn: Connection, entry: Any) -> int:
         store = self.store.for_tenant(entry.tenant_id)

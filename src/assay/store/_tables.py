@@ -44,6 +44,7 @@ __all__ = [
     "api_keys",
     "session_aggregates",
     "trace_streams",
+    "run_hours",
     "feedback_aggregates",
     "feedback_label_counts",
     "journal",
@@ -167,7 +168,10 @@ runs = Table(
     Column("prompt_cost", Double),
     Column("completion_cost", Double),
     Column("total_cost", Double),
-    Index("ix_runs_session_root_latency", "session_id", "is_root", "latency_us"),
+    # partial (migration 0010): the root latency percentiles read roots only, so a child run
+    # (most runs of a trace) pays for no entry here
+    Index("ix_runs_session_root_latency", "session_id", "latency_us",
+          sqlite_where=text("is_root IS 1"), postgresql_where=text("is_root IS true")),
     # partial (migration 0003): only the rows a statistic reads are indexed
     Index("ix_runs_session_first_token", "session_id", "first_token_us",
           sqlite_where=text("first_token_us IS NOT NULL"),
@@ -179,7 +183,9 @@ runs = Table(
           postgresql_where=text("reference_example_id IS NOT NULL")),
     Index("ix_runs_session_start", "session_id", "start_time"),
     Index("ix_runs_trace", "trace_id"),
-    Index("ix_runs_parent", "parent_run_id"),
+    # partial (migration 0010): ``parent_run_id = x`` never looks for a root's NULL
+    Index("ix_runs_parent", "parent_run_id", sqlite_where=text("parent_run_id IS NOT NULL"),
+          postgresql_where=text("parent_run_id IS NOT NULL")),
 )
 
 feedback = Table(
@@ -258,6 +264,24 @@ session_aggregates = Table(
     Column("total_cost_runs", BigInteger, **_COUNT),
     Column("prompt_cost_runs", BigInteger, **_COUNT),
     Column("completion_cost_runs", BigInteger, **_COUNT),
+)
+
+# Added by migration 0010: a session's root runs, root errors and llm tokens and cost per hour
+# of start time (``hour``: epoch microseconds, floored to the hour), kept by every write of
+# ``runs`` as session_aggregates is (``RunDeltas``), so the project charts (``_series``) read
+# a row per hour instead of every run of the window. ``cost_runs``: llm runs with a known cost
+# (none left: the sum is exactly 0, not float residue).
+run_hours = Table(
+    "run_hours",
+    metadata,
+    Column("session_id", ID, primary_key=True),
+    Column("hour", BigInteger, primary_key=True, autoincrement=False),
+    Column("tenant_id", ID, nullable=False),
+    Column("root_runs", BigInteger, **_COUNT),
+    Column("root_errors", BigInteger, **_COUNT),
+    Column("total_tokens", BigInteger, **_COUNT),
+    Column("total_cost", Double, **_COUNT),
+    Column("cost_runs", BigInteger, **_COUNT),
 )
 
 # Streamed runs per (session, trace): streamed_traces above counts the rows above zero.
