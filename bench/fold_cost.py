@@ -13,12 +13,14 @@ pyinstrument and prints where it goes. Prints figures, never asserts them.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 
 PG_DEFAULT = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 
@@ -38,6 +40,26 @@ def _drop_pg(handle: object) -> None:
     conn, name = handle  # type: ignore[misc]
     conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     conn.close()
+
+
+@contextlib.contextmanager
+def scratch_url(backend: str, pg_url: str, stem: str) -> Iterator[str | None]:
+    """A fresh database of ``backend`` for one measurement (a temporary SQLite file, or a
+    PostgreSQL database dropped after); None, said once, when PostgreSQL is not there."""
+    with tempfile.TemporaryDirectory() as tmp:
+        if backend == "sqlite":
+            yield f"sqlite:///{tmp}/{stem}.db"
+            return
+        try:
+            url, handle = _fresh_pg(pg_url)
+        except Exception as exc:  # noqa: BLE001 - no server: say so, measure the rest
+            print(f"postgres: skipped ({exc.__class__.__name__}: {exc})")
+            yield None
+            return
+        try:
+            yield url
+        finally:
+            _drop_pg(handle)
 
 
 def _trace(client: object, n: int, project: str) -> None:
@@ -120,21 +142,10 @@ def main() -> None:
     for backend in ("sqlite", "postgres"):
         if args.only and backend != args.only:
             continue
-        handle = None
-        with tempfile.TemporaryDirectory() as tmp:
-            if backend == "sqlite":
-                url = f"sqlite:///{tmp}/fold.db"
-            else:
-                try:
-                    url, handle = _fresh_pg(args.pg_url)
-                except Exception as exc:  # noqa: BLE001 - no server: say so, measure the rest
-                    print(f"postgres: skipped ({exc.__class__.__name__}: {exc})")
-                    continue
-            try:
-                r = results[backend] = measure(url, args.n, args.profile)
-            finally:
-                if handle is not None:
-                    _drop_pg(handle)
+        with scratch_url(backend, args.pg_url, "fold") as url:
+            if url is None:
+                continue
+            r = results[backend] = measure(url, args.n, args.profile)
         print(f"{backend:8s} journal only {r['journal_us_per_span']:6.2f} us/span | fold alone "
               f"{r['fold_us_per_run']:6.2f} us/run wall, {r['fold_cpu_us_per_run']:6.2f} CPU "
               f"(goal <= 10) | end to end: traced {r['trace_us_per_span']:5.2f} us/span, flush "

@@ -16,14 +16,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(__file__))
-from fold_cost import PG_DEFAULT, _drop_pg, _fresh_pg  # noqa: E402
+from fold_cost import PG_DEFAULT, scratch_url  # noqa: E402
 
 HOUR_US = 3_600_000_000
 
@@ -144,21 +143,9 @@ def main() -> None:
         if args.only and backend != args.only:
             continue
         print(backend, flush=True)
-        handle = None
-        with tempfile.TemporaryDirectory() as tmp:
-            if backend == "sqlite":
-                url = f"sqlite:///{tmp}/series.db"
-            else:
-                try:
-                    url, handle = _fresh_pg(args.pg_url)
-                except Exception as exc:  # noqa: BLE001 - no server: say so, measure the rest
-                    print(f"  skipped ({exc.__class__.__name__}: {exc})")
-                    continue
-            try:
+        with scratch_url(backend, args.pg_url, "series") as url:
+            if url is not None:
                 measure(url, args.n, args.days)
-            finally:
-                if handle is not None:
-                    _drop_pg(handle)
 
 
 if __name__ == "__main__":

@@ -18,9 +18,9 @@ from assay._ids import dotted_segment_us
 from assay.store import Store
 from assay.store._fold_rows import insert_new
 from assay.store._journal import _row_posts
-from assay.store._tables import runs, sessions
 from assay.tracing import RunTree
 
+from ._stored import stored_runs
 from .test_aggregates import _check_all
 
 T0 = 1_700_000_000_000_000
@@ -85,24 +85,7 @@ def _rows(ids: list[str]) -> list[list[Any]]:
 def _normalized(store: Store, ids: list[str]) -> list[dict[str, Any]]:
     """Every stored column of the workspace's runs, ids replaced by their position and the
     project by its name, so two workspaces compare."""
-    with store.read() as conn:
-        names = dict(conn.execute(select(sessions.c.id, sessions.c.name).where(
-            sessions.c.tenant_id == store.tenant_id)).all())
-        got = [dict(r._mapping) for r in conn.execute(
-            select(runs).where(runs.c.tenant_id == store.tenant_id).order_by(runs.c.start_time))]
-    out = []
-    for row in got:
-        row.pop("tenant_id")
-        row["session_id"] = names[row["session_id"]]
-        for key, value in row.items():
-            if isinstance(value, str):
-                for n, rid in enumerate(ids):
-                    value = value.replace(rid, f"<{n}>")
-                row[key] = value
-            elif isinstance(value, dict):  # a reference example id inside nothing else
-                row[key] = value
-        out.append(row)
-    return out
+    return stored_runs(store, {rid: f"<{n}>" for n, rid in enumerate(ids)})
 
 
 def _patch(rid: str) -> dict[str, Any]:

@@ -10,15 +10,14 @@ import uuid
 from typing import Any
 
 import pytest
-from sqlalchemy import select
 
 from assay.errors import InvalidInputError
 from assay.server._otlp import to_span_runs
 from assay.store import Store
 from assay.store._spans import SpanRun, _place, store_spans
-from assay.store._tables import runs, sessions
 from assay.tracing._otel_map import SpanEvent, SpanView
 
+from ._stored import stored_runs
 from .test_aggregates import _check_all
 
 T0 = 1_700_000_000_000_000_000  # ns
@@ -65,22 +64,7 @@ def _normalized(store: Store, items: list[SpanRun]) -> list[dict[str, Any]]:
     """Every column of the workspace's runs; ids by their span's position, project by name."""
     names = {it.post["id"]: f"<{n}>" for n, it in enumerate(items)}
     names.update({it.alias_id: f"<alias {n}>" for n, it in enumerate(items)})
-    with store.read() as conn:
-        projects = dict(conn.execute(select(sessions.c.id, sessions.c.name).where(
-            sessions.c.tenant_id == store.tenant_id)).all())
-        got = [dict(r._mapping) for r in conn.execute(
-            select(runs).where(runs.c.tenant_id == store.tenant_id).order_by(runs.c.start_time))]
-    out = []
-    for row in got:
-        row.pop("tenant_id")
-        row["session_id"] = projects[row["session_id"]]
-        for key, value in row.items():
-            if isinstance(value, str):
-                for rid, name in names.items():
-                    value = value.replace(rid, name)
-                row[key] = value
-        out.append(row)
-    return out
+    return stored_runs(store, names)
 
 
 def _items(store: Store, spans: list[SpanView], project: str | None = "otlp") -> list[SpanRun]:

@@ -20,10 +20,11 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["chat_request", "response_body", "stream_events"]
+__all__ = ["chat_request", "content_text", "response_body", "stream_events"]
 
 
-def _text(content: Any) -> str:
+def content_text(content: Any) -> str:
+    """A message's content as text (a string, or the text parts of a list of parts)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -35,7 +36,7 @@ def chat_request(body: Mapping[str, Any]) -> dict[str, Any]:
     """A Responses API request as the chat-completions request the scripted brain reads."""
     messages: list[dict[str, Any]] = []
     if body.get("instructions"):
-        messages.append({"role": "system", "content": _text(body["instructions"])})
+        messages.append({"role": "system", "content": content_text(body["instructions"])})
     items = body.get("input")
     if isinstance(items, str):
         items = [{"role": "user", "content": items}]
@@ -45,7 +46,7 @@ def chat_request(body: Mapping[str, Any]) -> dict[str, Any]:
         kind = item.get("type") or "message"
         if kind == "message":
             messages.append({"role": str(item.get("role") or "user"),
-                             "content": _text(item.get("content"))})
+                             "content": content_text(item.get("content"))})
         elif kind == "function_call":
             call = {"id": item.get("call_id"), "type": "function",
                     "function": {"name": item.get("name"), "arguments": item.get("arguments")}}
@@ -55,7 +56,7 @@ def chat_request(body: Mapping[str, Any]) -> dict[str, Any]:
                 messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
         elif kind == "function_call_output":
             messages.append({"role": "tool", "tool_call_id": item.get("call_id"),
-                             "content": _text(item.get("output"))})
+                             "content": content_text(item.get("output"))})
     out: dict[str, Any] = {
         "model": body.get("model"), "messages": messages,
         "tools": [t for t in body.get("tools") or []

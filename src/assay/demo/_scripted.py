@@ -42,6 +42,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from ._responses import chat_request, response_body, stream_events
+from ._responses import content_text as _text
 
 __all__ = ["ScriptedModelServer", "ScriptedReply"]
 
@@ -65,14 +66,6 @@ class ScriptedReply:
 
 def _words(text: str) -> int:
     return len(text.split())
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
-    return "" if content is None else str(content)
 
 
 def _last_user_turn(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:

@@ -1,0 +1,33 @@
+"""Every stored column of a workspace's runs, comparable across workspaces (test helper)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import select
+
+from assay.store import Store
+from assay.store._tables import runs, sessions
+
+
+def stored_runs(store: Store, labels: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The workspace's runs in start order, every column but the workspace: each id of
+    ``labels`` replaced by its label wherever it appears in a text column, the project by its
+    name, so two workspaces that stored the same runs compare equal."""
+    with store.read() as conn:
+        names = dict(conn.execute(select(sessions.c.id, sessions.c.name).where(
+            sessions.c.tenant_id == store.tenant_id)).all())
+        got = [dict(r._mapping) for r in conn.execute(
+            select(runs).where(runs.c.tenant_id == store.tenant_id).order_by(runs.c.start_time))]
+    out = []
+    for row in got:
+        row.pop("tenant_id")
+        row["session_id"] = names[row["session_id"]]
+        for key, value in row.items():
+            if isinstance(value, str):
+                for rid, label in labels.items():
+                    value = value.replace(rid, label)
+                row[key] = value
+        out.append(row)
+    return out
