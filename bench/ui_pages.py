@@ -13,6 +13,12 @@ write-time aggregates recomputed by the store's own code. The SQLite file is cac
 as the cache ages). PostgreSQL (``--pg``) gets a scratch database ``assay_bench_ui`` filled
 from that file by ``COPY`` and dropped after.
 
+Pages: the projects list; a project's first page, its page 200 (keyset cursor), filtered by
+``where``, errors, a 24 h window, run type, and a text search with its "search older" second
+request (``store/_search.py``: a bounded slice per request); a run's tree; an experiment's first
+and second page and its errors / failing-score filters (``store/_experiment_page.py``); a
+dataset's experiments.
+
 Serving: ``assay serve --no-auth`` as a subprocess on 127.0.0.1 (the real app, one worker);
 each page is fetched with httpx: the first request is reported as ``cold``, then one warm-up,
 then the median of ``--repeats`` requests. ``--profile`` then runs each page in this process
@@ -36,7 +42,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -164,12 +170,18 @@ def _deep_cursor(store: Any, sid: str, page: int) -> tuple[str, str]:
 
 def pages_for(store: Any, n: int) -> list[tuple[str, str, Callable[[Any], Any]]]:
     """(name, URL, the same page built in-process for profiling) for a project of ``n``."""
-    from assay.ui import _views, _views_projects
+    from assay.ui import _views, _views_experiment, _views_projects
 
     sid = session_id_for(n)
     cursor, root = _deep_cursor(store, sid, DEEP_PAGE)
     pp = _views_projects.project_page
     where, q = 'gt(latency, "2s")', f"question {n // 2}"
+    # the search's second request ("search older"), and the experiment's second page
+    older = pp(store, sid, q=q)["next_url"]
+    q_cursor = parse_qs(older[1:])["cursor"][0] if older else ""
+    ep = _views_experiment.experiment_page
+    exp_next = ep(store, sid, failing=None, errors=False, threshold=0.5)["pager"]["next_url"]
+    e_cursor = parse_qs(exp_next[1:])["cursor"][0] if exp_next else ""
     return [
         ("projects", "/ui/projects", _views_projects.projects_page),
         ("project", f"/ui/projects/{sid}", lambda s: pp(s, sid)),
@@ -181,11 +193,19 @@ def pages_for(store: Any, n: int) -> list[tuple[str, str, Callable[[Any], Any]]]
         ("project window=24h", f"/ui/projects/{sid}?window=24h",
          lambda s: pp(s, sid, window="24h")),
         ("project q=<text>", f"/ui/projects/{sid}?q={quote(q)}", lambda s: pp(s, sid, q=q)),
+        ("project q=<text> older", f"/ui/projects/{sid}?q={quote(q)}&cursor={quote(q_cursor)}",
+         lambda s: pp(s, sid, q=q, cursor=q_cursor)),
         ("project run_type=llm", f"/ui/projects/{sid}?run_type=llm",
          lambda s: pp(s, sid, run_type="llm")),
         ("run tree", f"/ui/runs/{root}", lambda s: _views.run_page(s, root)),
-        ("experiment", f"/ui/experiments/{sid}", lambda s: _views.experiment_page(
+        ("experiment", f"/ui/experiments/{sid}", lambda s: ep(
             s, sid, failing=None, errors=False, threshold=0.5)),
+        ("experiment page 2", f"/ui/experiments/{sid}?cursor={quote(e_cursor)}", lambda s: ep(
+            s, sid, failing=None, errors=False, threshold=0.5, cursor=e_cursor)),
+        ("experiment errors", f"/ui/experiments/{sid}?errors=true", lambda s: ep(
+            s, sid, failing=None, errors=True, threshold=0.5)),
+        ("experiment failing", f"/ui/experiments/{sid}?failing=any", lambda s: ep(
+            s, sid, failing="any", errors=False, threshold=0.5)),
         ("dataset experiments", f"/ui/datasets/{DATASET_ID}/experiments",
          lambda s: _views.experiments_page(s, DATASET_ID)),
     ]
@@ -362,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="time each page's SQL in-process; pyinstrument on pages over goal")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds a page may take")
     ap.add_argument("--skip", default="", help="page names to leave out, comma separated "
-                    "(e.g. experiment at 1,000,000, which loads every run in Python)")
+                    "(e.g. project q=<text> older)")
     ap.add_argument("--rebuild", action="store_true", help="rebuild the cached SQLite store")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     args = ap.parse_args(argv)

@@ -87,6 +87,36 @@ def test_traces_page_by_page_newest_first_with_filters(app: Any) -> None:
     assert charts.count('class="chart series"') == 5 and "traces per" in charts
 
 
+def test_search_goes_back_a_slice_at_a_time_and_says_where_it_looked(app: Any) -> None:
+    from urllib.parse import parse_qs
+
+    from assay.ui._views_projects import project_page
+
+    store, http, pid = app
+    want = [str(r.id) for r in store.runs.list(project_ids=[pid], is_root=True, order="desc",
+                                               query="question 1")]
+    assert len(want) == 31  # question 1, 10-19, 100-119
+    got: list[str] = []
+    cursor, requests = None, 0
+    while True:  # 30 runs (15 traces) tested per request: "search older" until the start
+        ctx = project_page(store, pid, q="question 1", cursor=cursor, slice_runs=30)
+        requests += 1
+        got += [str(r.id) for r in ctx["runs"]]
+        if not ctx["next_url"]:
+            break
+        cursor = parse_qs(ctx["next_url"][1:])["cursor"][0]
+    assert got == want and requests == 8  # 240 runs / 30, every match once, newest first
+    # over HTTP: the page names the range it searched, and the query stays escaped
+    page = http.get(f"/ui/projects/{pid}", params={"q": "question 7"}).text
+    found_note = re.search(r'<p class="muted" id="search-range">(.*?)</p>', page, re.S)
+    assert found_note is not None
+    note = found_note.group(1)
+    assert "since the project's first run" in note and "11 matches" in note  # 7, 70-79
+    assert len(ids(page)) == 11 and 'id="next-page"' not in page
+    named = http.get(f"/ui/projects/{pid}", params={"q": XSS}).text  # the first trace's name
+    assert XSS not in named and "&lt;script&gt;" in named and len(ids(named)) == 1
+
+
 def test_a_person_adds_and_corrects_feedback_and_the_statistics_follow(app: Any) -> None:
     store, http, pid = app
     root = store.runs.list(project_ids=[pid], is_root=True)[0]

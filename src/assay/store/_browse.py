@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import BigInteger, and_, or_, select, type_coerce
+from sqlalchemy.sql import operators
+from sqlalchemy.sql.elements import UnaryExpression
 
 from .._time import to_micros
 from ..errors import InvalidInputError
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
     from ..schemas import Run
     from ._base import Store
 
-__all__ = ["Page", "encode_cursor", "decode_cursor", "page_runs"]
+__all__ = ["Page", "browse_conditions", "encode_cursor", "decode_cursor", "page_runs"]
 
 
 @dataclass
@@ -45,22 +47,36 @@ def decode_cursor(cursor: str) -> tuple[int, str]:
         raise InvalidInputError(f"cursor {cursor!r} is not one this page gave") from None
 
 
+def browse_conditions(store: Store, **filters: Any) -> list[Any]:
+    """``RunRepo.conditions`` for a newest-first walk of a project's start-time index.
+
+    Without ANALYZE statistics SQLite prefers the ``(session_id, is_root, latency_us)`` index
+    whenever a filter bounds the latency, then sorts every match before returning the first
+    page: seconds at 10^6 runs. On SQLite ``is_root`` is therefore tested as ``+is_root``,
+    which no index serves, leaving the latency index no better than the start-time one that
+    returns rows already in order. (SQLAlchemy renders no ``INDEXED BY`` hint for SQLite.)"""
+    is_root = filters.pop("is_root", None)
+    conds = store.runs.conditions(**filters)
+    if is_root is not None:
+        col: Any = runs.c.is_root
+        if store.engine.dialect.name == "sqlite":
+            col = UnaryExpression(col, operator=operators.custom_op("+"), type_=col.type)
+        conds.append(col.is_(bool(is_root)))
+    return conds
+
+
 def page_runs(store: Store, *, cursor: str | None = None, limit: int = 50,
               **filters: Any) -> Page:
     """Runs matching ``filters`` (``RunRepo.list``'s), newest first, ``limit`` at a time after
     ``cursor`` (the ``next_cursor`` of the page before)."""
-    conds = store.runs.conditions(**filters)
+    conds = browse_conditions(store, **filters)
     start = type_coerce(runs.c.start_time, BigInteger)
     if cursor:
         us, rid = decode_cursor(cursor)
-        conds.append(or_(start < us, and_(start == us, runs.c.id < rid)))
+        # the plain ``<=`` is an index range: the OR alone walks from the newest run
+        conds += [start <= us, or_(start < us, and_(start == us, runs.c.id < rid))]
     q = (select(runs).where(*conds).order_by(runs.c.start_time.desc(), runs.c.id.desc())
          .limit(limit + 1))
-    if filters.get("project_ids") and not filters.get("trace_id"):
-        # Newest first, a page at a time: walk the project's start-time index and stop after
-        # the page. Without ANALYZE statistics SQLite may pick another index a filter names
-        # (latency) and sort every match first: seconds at 10^6 runs.
-        q = q.with_hint(runs, "INDEXED BY ix_runs_session_start", "sqlite")
     store.settle()
     with store.read() as conn:
         found = [_row_to_run(r) for r in conn.execute(q)]

@@ -317,7 +317,7 @@ class _Compiler:
     def _search(self, node: Call) -> ColumnElement[bool]:
         args = node.args
         if len(args) == 1 and isinstance(args[0], str):
-            return text_search(args[0], self.t)
+            return text_search(args[0], self.t, "postgresql" if self.pg else "sqlite")
         if len(args) == 2 and isinstance(args[0], Attr) and isinstance(args[1], str):
             if args[0].name in _FAMILY:
                 return self._family(_FAMILY[args[0].name][0], [node])
@@ -383,11 +383,17 @@ class _Compiler:
         return _apply(col, op, self._value(attr, kind, raw, op))
 
 
-def text_search(text: str, table: Any) -> ColumnElement[bool]:
+def text_search(text: str, table: Any, dialect: str | None = None) -> ColumnElement[bool]:
     """A case-insensitive substring of the name, error, inputs or outputs (``search("x")``,
-    ``list_runs(query=...)``)."""
-    return or_(*(col.icontains(text, autoescape=True) for col in (
-        table.c.name, table.c.error, cast(table.c.inputs, Text), cast(table.c.outputs, Text))))
+    ``list_runs(query=...)``); ``%`` and ``_`` are literal.
+
+    On SQLite ``LIKE`` already ignores case exactly as its ``lower()`` does (ASCII letters
+    only), so the plain ``LIKE`` finds the same runs without copying every document through
+    ``lower()`` first: about half the cost of a search."""
+    cols = (table.c.name, table.c.error, cast(table.c.inputs, Text), cast(table.c.outputs, Text))
+    if dialect == "sqlite":
+        return or_(*(col.contains(text, autoescape=True) for col in cols))
+    return or_(*(col.icontains(text, autoescape=True) for col in cols))
 
 
 def _apply(col: ColumnElement[Any], op: str, value: Any) -> ColumnElement[bool]:

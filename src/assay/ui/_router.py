@@ -14,7 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from ..analysis import CompareOptions
 from ..errors import AssayError, AuthError, InvalidInputError, NotFoundError, require
 from ..store import Store
-from . import _views, _views_projects
+from . import _views, _views_experiment, _views_projects
 from ._auth import COOKIE_NAME, LoginRedirect, StoreFromKey, _key, safe_next
 from ._format import FILTERS
 from ._views_projects import number_field
@@ -102,9 +102,10 @@ def create_ui_router(
     @router.get("/ui/experiments/{project_id}", response_class=HTMLResponse)
     def experiment(request: Request, store: StoreDep, project_id: str,
                    failing: str | None = None, errors: bool = False,
-                   threshold: float = 0.5, offset: int = 0, where: str | None = None) -> Any:
-        return show(request, store, "experiment.html", lambda s: _views.experiment_page(
-            s, project_id, failing=failing, errors=errors, threshold=threshold, offset=offset,
+                   threshold: float = 0.5, cursor: str | None = None,
+                   where: str | None = None) -> Any:
+        return show(request, store, "experiment.html", lambda s: _views_experiment.experiment_page(
+            s, project_id, failing=failing, errors=errors, threshold=threshold, cursor=cursor,
             where=where))
 
     @router.get("/ui/runs/{run_id}", response_class=HTMLResponse)

@@ -4,30 +4,23 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..analysis import (
-    CompareOptions,
-    ExampleResult,
-    compare_experiments,
-    load_experiment,
-    side_by_side,
-)
+from ..analysis import CompareOptions, ExampleResult, compare_experiments, side_by_side
 from ..errors import InvalidInputError
 from ..schemas import Run, TracerSessionResult
 from ._format import pct, secs
-from ._svg import histogram_svg
 
 if TYPE_CHECKING:
     from ..store import Store
 
-__all__ = ["home", "dataset_page", "experiments_page", "experiment_page", "run_page",
-           "compare_page", "parse_ids"]
+__all__ = ["home", "dataset_page", "experiments_page", "run_page", "compare_page",
+           "parse_ids"]
 
 EXAMPLES_PER_PAGE = 100
-ROWS_PER_PAGE = 200  # experiment rows and compare rows; stats and charts always use them all
+ROWS_PER_PAGE = 200  # compare rows (the experiment page is ``_views_experiment``)
 
 
 def _pages(params: dict[str, Any], offset: int, total: int, per_page: int) -> dict[str, Any]:
@@ -80,58 +73,6 @@ def experiments_page(store: Store, dataset_id: str) -> dict[str, Any]:
     return {"dataset": ds, "experiments": projects,
             "feedback_keys": _feedback_columns(projects),  # type: ignore[arg-type]  # with stats
             "trends": trends(projects)}
-
-
-@dataclass
-class Row:
-    number: int  # 1-based position in the experiment (kept when a filter hides rows)
-    result: ExampleResult
-    failing: list[str] = field(default_factory=list)  # feedback keys below the threshold
-
-    @property
-    def flagged(self) -> bool:
-        return bool(self.failing or self.result.error)
-
-
-def experiment_page(store: Store, project_id: str, *, failing: str | None, errors: bool,
-                    threshold: float, offset: int = 0, where: str | None = None
-                    ) -> dict[str, Any]:
-    """``failing`` / ``errors`` pick rows by their scores and errors; ``where`` (LangSmith's
-    filter language) keeps the rows with a root run that matches it; both apply together."""
-    data = load_experiment(store, project_id)
-    if failing and failing != "any" and failing not in data.score_keys:
-        known = ", ".join(data.score_keys) or "none"
-        raise InvalidInputError(f"no feedback key {failing!r} with scores here (known: {known})")
-    rows = [Row(i, r, [k for k, v in r.scores.items() if v < threshold])
-            for i, r in enumerate(data.rows, 1)]
-    shown = rows
-    if failing or errors:
-        shown = [r for r in rows if (errors and r.result.error) or (
-            failing and (r.failing if failing == "any" else failing in r.failing))]
-    where = (where or "").strip() or None
-    if where is not None:
-        matched = {r.id for r in store.runs.list(project_ids=[str(data.project.id)],
-                                                 is_root=True, filter=where)}
-        shown = [r for r in shown if any(i in matched for i in r.result.run_ids)]
-    charts = [histogram_svg([r.latency for r in data.rows if r.latency is not None],
-                            title="latency (s)", fmt=lambda v: f"{v:.2f}")]
-    for key in data.score_keys:
-        vals = [r.scores[key] for r in data.rows if key in r.scores]
-        lo, hi = (min(vals), max(vals)) if vals else (0.0, 1.0)
-        rng = (min(lo, 0.0), max(hi, 1.0)) if vals and lo >= -1 and hi <= 1 else None
-        charts.append(histogram_svg(vals, title=key, bins=10, value_range=rng))
-    dataset = None
-    if data.project.reference_dataset_id is not None:
-        dataset = store.datasets.read(dataset_id=data.project.reference_dataset_id)
-    offset = max(offset, 0)
-    pages = _pages({"failing": failing, "errors": "true" if errors else None,
-                    "threshold": threshold if threshold != 0.5 else None, "where": where},
-                   offset, len(shown), ROWS_PER_PAGE)
-    return {"data": data, "project": data.project, "dataset": dataset,
-            "rows": shown[offset: offset + ROWS_PER_PAGE], "matching": len(shown),
-            "total": len(rows), "failing": failing or "", "errors": errors, "pages": pages,
-            "threshold": threshold, "charts": charts, "where": where or "",
-            "filtered": bool(failing or errors or where)}
 
 
 @dataclass

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from ..errors import InvalidInputError
-from ..store._browse import page_runs
+from ..store._browse import Page, page_runs
+from ..store._search import SLICE_RUNS, SearchPage, search_runs
 from ..store._series import series
 from ._format import num, pct, secs, usd
 from ._svg import series_svg
@@ -100,16 +101,25 @@ def project_page(store: Store, project_id: str, *, where: str | None = None,
                  run_type: str | None = None, errors: bool = False, window: str = "all",
                  feedback_key: str | None = None, score_min: float | None = None,
                  score_max: float | None = None, q: str | None = None,
-                 cursor: str | None = None) -> dict[str, Any]:
+                 cursor: str | None = None, slice_runs: int = SLICE_RUNS) -> dict[str, Any]:
+    """``q`` searches ``slice_runs`` runs of the project per request (``store/_search.py``)."""
     project = store.projects.read(project_id=project_id, include_stats=True)
     since, _ = _window(window)
     where = (where or "").strip() or None
     query = (q or "").strip() or None
     combined = _and(where, feedback_filter(feedback_key, score_min, score_max))
-    page = page_runs(store, project_ids=[str(project.id)],
-                     is_root=None if run_type else True, run_type=run_type or None,
-                     error=True if errors else None, start_time=since, filter=combined,
-                     query=query, cursor=cursor or None, limit=TRACES_PER_PAGE)
+    filters: dict[str, Any] = {"is_root": None if run_type else True,
+                               "run_type": run_type or None, "error": True if errors else None,
+                               "start_time": since, "filter": combined}
+    searched: SearchPage | None = None
+    if query:  # bounded: a slice of the project per request (``store/_search.py``)
+        searched = search_runs(store, query, project_id=str(project.id),
+                               cursor=cursor or None, limit=TRACES_PER_PAGE,
+                               slice_runs=slice_runs, **filters)
+        page = Page(searched.runs, searched.next_cursor)
+    else:
+        page = page_runs(store, project_ids=[str(project.id)], cursor=cursor or None,
+                         limit=TRACES_PER_PAGE, **filters)
     params = {"where": where, "run_type": run_type, "errors": "true" if errors else None,
               "window": window if window != "all" else None, "feedback_key": feedback_key,
               "score_min": score_min, "score_max": score_max, "q": query}
@@ -123,7 +133,7 @@ def project_page(store: Store, project_id: str, *, where: str | None = None,
     for fb in feedback:
         by_run.setdefault(fb.run_id, []).append(fb)
     return {"project": project, "runs": page.runs, "feedback": by_run, "next_url": next_url,
-            "usage": usage,
+            "usage": usage, "searched": searched, "slice_runs": slice_runs,
             "first_url": first_url, "where": where or "", "run_type": run_type or "",
             "errors": errors, "window": window, "windows": list(WINDOWS),
             "feedback_key": feedback_key or "", "score_min": score_min, "score_max": score_max,
