@@ -79,6 +79,23 @@ def _rows(ids: list[str]) -> list[list[Any]]:
         row(9, start=70, outputs={}, inputs={}, project="other"),
         row(10, start=80, tags=[], meta={}, extra={}),
         row(11, start=90, end=0),  # zero latency
+        row(12, parent=0, trace=0, start=91, run_type="llm", name="meta usage",
+            meta={"usage_metadata": {"input_tokens": 7, "output_tokens": 3,
+                                     "input_cost": 0.5, "output_cost": 0.25}}),
+        row(13, parent=0, trace=0, start=92, run_type="llm", name="llm_output",
+            extra={"invocation_params": {"model": "gpt-4o"}}, meta={"ls_provider": "openai"},
+            outputs={"llm_output": {"token_usage": {"prompt_tokens": 100,
+                                                    "completion_tokens": 20}}}),
+        row(14, start=93, run_type="llm", name="llm root, failed", error="RateLimitError",
+            outputs=None, meta={"ls_provider": "openai", "ls_model_name": "unknown-model"}),
+        row(15, start=94, name="chain with events",
+            events=[{"name": "start", "time": "2023-11-14T22:13:20+00:00"}]),
+        row(16, parent=0, trace=0, start=95, run_type="llm", name="no usage at all"),
+        row(17, parent=0, trace=0, start=96, run_type="llm", name="streamed, priced",
+            meta={"ls_provider": "openai", "ls_model_name": "gpt-4o-mini"},
+            events=[{"name": "new_token", "time": T0 + 96 + 4}],
+            outputs={"usage_metadata": {"input_tokens": 9, "output_tokens": 1,
+                                        "input_token_details": {"cache_read": 4}}}),
     ]
 
 
@@ -97,7 +114,7 @@ def test_the_fast_path_stores_what_the_general_path_stores(store: Store) -> None
     writer, admitted, direct = (base.for_tenant(str(uuid.uuid4())) for _ in range(3))
     results = []
     for kind, st in (("writer", writer), ("admit", admitted), ("direct", direct)):
-        ids = _ids(12)
+        ids = _ids(18)
         rows = _rows(ids)
         first, second = rows[:8], rows[8:]
         as_posts = _row_posts([list(r) for r in rows], COLUMNS, EXTRA)
@@ -119,35 +136,50 @@ def test_the_fast_path_stores_what_the_general_path_stores(store: Store) -> None
         st.settle()
         results.append(_normalized(st, ids))
     fast_writer, fast_admit, general = results
-    assert len(general) == 12
+    assert len(general) == 18
+    tokens = {r["name"]: (r["total_tokens"], r["total_cost"], r["first_token_us"])
+              for r in general}
+    assert tokens["llm"][0] == 42 and tokens["llm"][1] > 0  # priced by genai-prices
+    assert tokens["meta usage"][:2] == (10, 0.75)  # its own costs win
+    assert tokens["llm_output"][0] == 120 and tokens["llm_output"][1] > 0
+    assert tokens["streamed, priced"][2] == 4 and tokens["no usage at all"] == (None,) * 3
     for got in (fast_writer, fast_admit):
         for a, b in zip(got, general, strict=True):
             assert a == b
     assert _check_all([writer, admitted, direct]) == 6  # two projects each
 
 
+def test_llm_runs_and_runs_with_events_take_the_fast_path(store: Store) -> None:
+    ids = _ids(18)
+    posts = _row_posts(_rows(ids), COLUMNS, EXTRA)
+    with store.write() as conn:
+        done, rest = insert_new(store.runs, conn, posts, set(), "default", clean=False)
+    assert done == 18 and rest == []
+    got = {str(r.id): r for r in store.runs.list()}
+    assert got[ids[7]].total_tokens == 42 and got[ids[8]].first_token_time is not None
+    assert _check_all([store]) >= 1
+
+
 def test_insert_new_takes_only_new_plain_runs(store: Store) -> None:
-    ids = _ids(12)
+    ids = _ids(18)
     posts = _row_posts(_rows(ids), COLUMNS, EXTRA)
     stored = posts[11]
     store.runs.upsert(posts=[stored])  # already stored: left to the general path
     with store.write() as conn:
         done, rest = insert_new(store.runs, conn, posts, {ids[3]}, "default", clean=False)
         left = {p["id"] for p in rest}
-        # llm runs and runs with events may carry usage; run 3 has a patch in the batch;
-        # run 11 is stored
-        assert {ids[7], ids[8], ids[3], ids[11]} <= left
-        assert done == 12 - len(left) and done >= 7
-        if left:
-            store.runs._apply(conn, rest, [], "default")
-    assert len(store.runs.list()) == 12
+        # run 3 has a patch in the batch; run 11 is stored
+        assert left == {ids[3], ids[11]}
+        assert done == 16
+        store.runs._apply(conn, rest, [], "default")
+    assert len(store.runs.list()) == 18
     assert _check_all([store]) >= 1
 
 
 def test_a_run_stored_meanwhile_goes_to_the_general_path(store: Store) -> None:
     """An id another writer stored between the fold's look-up and its insert: the batch is
     applied item by item, and the run is completed, not lost or doubled."""
-    ids = _ids(12)
+    ids = _ids(18)
     rows = _rows(ids)
     store.journal.append_runs(rows[:3], columns=COLUMNS, extra=EXTRA)
     store.runs.upsert(posts=[dict(_row_posts([list(rows[1])], COLUMNS, EXTRA)[0],
@@ -197,7 +229,7 @@ def test_plain_scores_as_value_lists_fold_like_the_dicts(store: Store) -> None:
     results = []
     for as_lists in (True, False):
         st = store.for_tenant(str(uuid.uuid4()))
-        ids = _ids(12)
+        ids = _ids(18)
         project = st.projects.create(f"scores-{as_lists}")
         st.journal.append_runs(_rows(ids), columns=COLUMNS, extra=EXTRA)
         defaults = {"session_id": str(project.id),

@@ -1,9 +1,9 @@
-"""The fold's fast path: journaled posts of new, finished, plain runs straight to row tuples.
+"""The fold's fast path: journaled posts of new runs straight to row tuples.
 
 Almost every run the fold applies is a new run, posted once with its end (the tracing writer
-merges a quick run's start and end), that carries no token usage to derive: a chain, a tool, a
-target, an evaluator. Through ``RunRepo._upsert`` such a run went through four dicts (the
-post, its clean copy, the merged row, the finished row) before its values reached the driver:
+merges a quick run's start and end): a chain, a tool, a target, an evaluator, an llm call.
+Through ``RunRepo._upsert`` such a run went through four dicts (the post, its clean
+copy, the merged row, the finished row) before its values reached the driver:
 three quarters of the fold's time, while SQLite's own insert with every index was the rest.
 Here it goes from the post to the tuple of its column values in one step, with the same
 values ``_clean`` and ``_finish`` would give it (a test compares every column of both paths),
@@ -12,12 +12,14 @@ leave out the usage columns such a run never has (each bound value costs SQLite'
 on PostgreSQL stream into a ``COPY`` while the next are built, so the server's indexing of
 them overlaps this process's work instead of following it.
 
-What ``derive_usage`` reads is looked at here as its cheap test does (``_has_no_usage``);
-the posts come from the tracing writer (``RunTree.ROW_COLUMNS``) or ``Journal.admit`` (the
-fields ``_clean`` keeps), so no usage can hide in a top-level key. Everything else keeps the
-general path, whole: a run already stored (or twice in the batch), a
-patch, an llm run or any with usage or events, a post missing what a new run needs (which the
-general path reports by name).
+An llm run, or any whose outputs, metadata or events may carry usage or a first token (what
+``derive_usage``'s cheap test looks at), gets the usage columns too, from ``derive_usage`` on
+its post as ``_finish`` derives them, in a statement of its own (``_FULL_ORDER``): agents'
+traces are mostly llm runs, which the general path folded at ~50 us each (now ~40, tokens and
+genai-prices cost included). The posts come from the tracing writer (``RunTree.ROW_COLUMNS``)
+or ``Journal.admit`` (the fields ``_clean`` keeps), so no usage can hide in a top-level key.
+Everything else keeps the general path, whole: a run already stored (or twice in the batch), a
+patch, a post missing what a new run needs (which the general path reports by name).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ import pydantic_core
 from .. import _json
 from .._ids import dotted_segment_us, new_id_text, uuid_text
 from .._json import escape_text
+from .._time import to_micros
+from .._usage import derive_usage
 from ._aggregates import _ZERO, HOUR_US, FeedbackDeltas, RunDeltas, adopt_pending_feedback
 from ._tables import runs
 
@@ -48,6 +52,10 @@ __all__ = ["SCORE_COLUMNS", "insert_new", "score_rows"]
 _USAGE = frozenset(("first_token_time", "first_token_us", "prompt_tokens", "completion_tokens",
                     "total_tokens", "prompt_cost", "completion_cost", "total_cost"))
 _ORDER = tuple(sorted(c.name for c in runs.columns if c.name not in _USAGE))
+# an llm run's row (or any with usage or a first token): the same columns, then the usage ones
+_USAGE_ORDER = ("first_token_time", "first_token_us", "prompt_tokens", "completion_tokens",
+                "total_tokens", "prompt_cost", "completion_cost", "total_cost")
+_FULL_ORDER = _ORDER + _USAGE_ORDER
 _AT = {name: i for i, name in enumerate(_ORDER)}
 _JSON_COLUMNS = ("inputs", "outputs", "extra", "events", "tags", "serialized")
 _INPUTS, _OUTPUTS, _EXTRA, _SERIALIZED = (_AT[k] for k in ("inputs", "outputs", "extra",
@@ -109,28 +117,28 @@ def _existing(conn: Connection, ids: list[str]) -> set[str]:
     return found
 
 
-def _copy_sql(conn: Connection) -> str:
+def _copy_sql(conn: Connection, order: tuple[str, ...] = _ORDER) -> str:
     quote = conn.dialect.identifier_preparer.quote
-    return f"COPY runs ({', '.join(quote(c) for c in _ORDER)}) FROM STDIN"
+    return f"COPY runs ({', '.join(quote(c) for c in order)}) FROM STDIN"
 
 
-def _insert(conn: Connection, rows: list[list[Any]]) -> None:
+def _insert(conn: Connection, rows: list[list[Any]], order: tuple[str, ...] = _ORDER) -> None:
     """The rows in one statement: PostgreSQL's ``COPY`` (the driver formats each row in C,
     where an executemany costs a pipelined statement per row), SQLite's executemany, where a
     column with one value in every row of the batch (the workspace, the project, empty tags
     and events, the batch's shared ``extra``...) is written into the statement once instead of
     bound per row: each bound value costs the driver ~0.3 us."""
     quote = conn.dialect.identifier_preparer.quote
-    names = ", ".join(quote(c) for c in _ORDER)
+    names = ", ".join(quote(c) for c in order)
     if conn.dialect.name == "postgresql":
         raw: Any = conn.connection.driver_connection  # in this transaction (and savepoint)
-        with raw.cursor() as cur, cur.copy(_copy_sql(conn)) as copy:
+        with raw.cursor() as cur, cur.copy(_copy_sql(conn, order)) as copy:
             for row in rows:
                 copy.write_row(row)
         return
     mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
-    values: list[str] = [mark] * len(_ORDER)
-    bound = list(range(len(_ORDER)))
+    values: list[str] = [mark] * len(order)
+    bound = list(range(len(order)))
     if len(rows) > 1:
         for at in _SAME_CANDIDATES:
             seen = set(map(itemgetter(at), rows))
@@ -166,13 +174,14 @@ def _sql_literal(value: Any) -> str | None:
 
 def _row(post: Mapping[str, Any], rid: str, tenant: str, sid: str, clean: bool,
          extra_text: dict[int, str]) -> list[Any] | None:
-    """The run's column values in ``_ORDER``, or None when it needs the general path."""
+    """The run's column values in ``_ORDER``, or None when it needs the general path; with the
+    usage columns (``_FULL_ORDER``) when it has usage or a first token to derive."""
     get = post.get
     run_type, start, end = get("run_type"), get("start_time"), get("end_time")
-    if (run_type.__class__ is not str or run_type == "llm" or start.__class__ is not int
-            or (end is not None and end.__class__ is not int) or get("status") is not None
-            or get("events")):
-        return None  # an llm run, or one with events (a first token), may have usage
+    if (run_type.__class__ is not str or start.__class__ is not int
+            or (end is not None and end.__class__ is not int) or get("status") is not None):
+        return None
+    usage = run_type == "llm" or bool(get("events"))  # what derive_usage's cheap test asks
     trace, parent, ref = get("trace_id"), get("parent_run_id"), get("reference_example_id")
     if not clean:  # the tracing writer's rows: canonical by construction, checked cheaply
         trace = trace if trace is None or trace == rid else uuid_text(trace, "trace_id")
@@ -192,8 +201,9 @@ def _row(post: Mapping[str, Any], rid: str, tenant: str, sid: str, clean: bool,
         row[_INPUTS] = _json_text(value)
     value = get("outputs")
     if value is not None:
-        if value.__class__ is not dict or "usage_metadata" in value or "llm_output" in value:
+        if value.__class__ is not dict:
             return None
+        usage = usage or "usage_metadata" in value or "llm_output" in value
         row[_OUTPUTS] = _json_text(value)
     value = get("extra")
     if value is not None:
@@ -202,11 +212,10 @@ def _row(post: Mapping[str, Any], rid: str, tenant: str, sid: str, clean: bool,
             if value.__class__ is not dict:
                 return None
             meta = value.get("metadata")
-            if meta.__class__ is dict and "usage_metadata" in meta:
-                return None
+            usage = usage or (meta.__class__ is dict and "usage_metadata" in meta)
             text = _json_text(value)
         row[_EXTRA] = text
-    for key, at in _LISTS:  # events (empty here, see above) and tags
+    for key, at in _LISTS:  # events and tags
         value = get(key)
         if value is not None:
             if value.__class__ is not list:
@@ -243,6 +252,13 @@ def _row(post: Mapping[str, Any], rid: str, tenant: str, sid: str, clean: bool,
     row[_IS_ROOT] = parent is None
     row[_LATENCY] = None if end is None else end - start
     row[_STATUS] = "error" if error else ("success" if end is not None else "pending")
+    if usage:  # as _finish derives them, from the post
+        got = derive_usage(post)
+        ft = got["first_token_time"]
+        ft_us = to_micros(ft) if ft is not None else None
+        row.extend((ft_us, ft_us - start if ft_us is not None and start else None,
+                    got["prompt_tokens"], got["completion_tokens"], got["total_tokens"],
+                    got["prompt_cost"], got["completion_cost"], got["total_cost"]))
     return row
 
 
@@ -287,6 +303,8 @@ def insert_new(repo: RunRepo, conn: Connection, posts: list[Mapping[str, Any]],
     sums, tenants, added, hours = deltas.sums, deltas.tenants, deltas.added_start, deltas.hours
     posted: dict[str, list[str]] = {}
     n = 0
+    full: list[list[Any]] = []  # rows with usage columns: their own statement after
+    width = len(_ORDER)
     with _Rows(conn) as out:
         for i, post, rid, sid in candidates:
             try:
@@ -296,9 +314,13 @@ def insert_new(repo: RunRepo, conn: Connection, posts: list[Mapping[str, Any]],
             if row is None:
                 rest.append((i, post))
                 continue
-            out.write(row)
             n += 1
             posted.setdefault(sid, []).append(rid)
+            if len(row) > width:
+                full.append(row)
+                deltas.add(dict(zip(_FULL_ORDER, row, strict=True)), 1)
+                continue
+            out.write(row)
             d = sums.get(sid)
             if d is None:
                 d = sums[sid] = list(_ZERO)
@@ -319,6 +341,8 @@ def insert_new(repo: RunRepo, conn: Connection, posts: list[Mapping[str, Any]],
                 cur = added.get(sid)
                 if cur is None or start > cur:
                     added[sid] = start
+    if full:
+        _insert(conn, full, _FULL_ORDER)
     rest.sort(key=lambda item: item[0])
     left = [post for _, post in rest]
     if not n:
