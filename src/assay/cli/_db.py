@@ -72,6 +72,38 @@ def _differences_fb(a: dict, b: dict) -> bool:
     return False
 
 
+_HOUR_COLUMNS = ("root_runs", "root_errors", "total_tokens", "total_cost", "cost_runs")
+
+
+def _hours_differing(conn: Any) -> dict[str, int]:
+    """Per session: how many ``run_hours`` rows (session, hour) differ from a recount of the
+    runs (``hourly_select``, what ``rebuild_aggregates`` writes). A stored row whose sums all
+    went back to 0 (its runs deleted) counts as absent, as the charts read it."""
+    from sqlalchemy import select
+
+    from ..store._aggregates import HOURLY, hourly_select
+    from ..store._tables import run_hours
+
+    def rows(result: Any, names: list[str]) -> dict[tuple[str, int], tuple[Any, ...]]:
+        at = [names.index(c) for c in ("session_id", "hour", *_HOUR_COLUMNS)]
+        out = {}
+        for r in result:  # by position: hourly_select's columns carry no labels
+            session_id, hour, *sums = (r[i] for i in at)
+            if any(sums):
+                out[(session_id, int(hour))] = tuple(x or 0 for x in sums)
+        return out
+
+    stored = rows(conn.execute(select(run_hours)), [c.name for c in run_hours.columns])
+    recount = rows(conn.execute(hourly_select()), list(HOURLY))
+    bad: dict[str, int] = {}
+    for key in set(stored) | set(recount):
+        a, b = stored.get(key), recount.get(key)
+        if a is None or b is None or _differences(dict(zip(_HOUR_COLUMNS, a, strict=True)),
+                                                  dict(zip(_HOUR_COLUMNS, b, strict=True))):
+            bad[key[0]] = bad.get(key[0], 0) + 1
+    return bad
+
+
 @app.command("check")
 def check(
     db: DbOption = None,
@@ -80,6 +112,9 @@ def check(
     json_out: JsonOption = False,
 ) -> None:
     """Verify that every project's maintained statistics equal a full recomputation.
+
+    Compares the per-project statistics and the hourly rollups (``run_hours``, the charts'
+    source): a project whose hours differ from a recount of its runs lists ``run_hours``.
 
     Exits 1 when a project differs (after --repair, when it still differs).
     """
@@ -98,11 +133,16 @@ def check(
         bad: list[dict[str, Any]] = []
         checked = 0
         with store.read() as conn:
+            hours = _hours_differing(conn)
             for row in conn.execute(select(sessions)):
                 checked += 1
                 diff = _differences(session_stats(conn, row), recompute_session_stats(conn, row))
+                if hours.pop(row.id, 0):
+                    diff.append("run_hours")
                 if diff:
                     bad.append({"project": row.name, "id": row.id, "fields": diff})
+            for orphan in sorted(hours, key=str):  # hours of a project that no longer exists
+                bad.append({"project": None, "id": orphan, "fields": ["run_hours"]})
     if json_out:
         emit_json({"checked": checked, "mismatched": bad, "repaired": repair})
     elif bad:

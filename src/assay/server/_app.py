@@ -69,6 +69,8 @@ def create_app(
     if max_attachment_bytes is not None:  # attachments (issue 23)
         settings = replace(settings, max_attachment_bytes=max_attachment_bytes)
     base = store if store is not None else Store.open(store_url)
+    if auth:
+        _ = base.keys  # reads ASSAY_AUTH_CACHE_TTL: a bad value fails here, not per request
     folder = Folder(base)
 
     @asynccontextmanager
@@ -91,11 +93,18 @@ def create_app(
     from . import (
         _routes_datasets,
         _routes_feedback,
+        _routes_otel,  # OTLP/HTTP traces from any OpenTelemetry exporter (issue 25)
         _routes_results,
         _routes_runs,
         _routes_runs_v2,
         _routes_sessions,
     )
+
+    # Routes are tried in registration order, each included router walking its own routes: the
+    # ingest routers (every traced call lands there) go first. Safe because no earlier router
+    # answers their paths (tests/server/test_route_order.py checks every path and method).
+    for module in (_routes_otel, _routes_runs):
+        app.include_router(module.router)
 
     @app.get("/info")
     def info() -> JSONResponse:
@@ -105,7 +114,7 @@ def create_app(
     def health() -> JSONResponse:
         return JSONResponse({"ok": True})
 
-    for module in (_routes_datasets, _routes_sessions, _routes_runs, _routes_feedback,
+    for module in (_routes_datasets, _routes_sessions, _routes_feedback,
                    _routes_results, _routes_runs_v2):
         app.include_router(module.router)
     from . import (  # issue 23: dataset tools, annotation queues, feedback configs, evaluators
@@ -126,9 +135,6 @@ def create_app(
 
     app.include_router(_routes_run_stats.router)
     app.include_router(_routes_traces_v2.router)
-    from . import _routes_otel  # OTLP/HTTP traces from any OpenTelemetry exporter (issue 25)
-
-    app.include_router(_routes_otel.router)
     from ..ui import StoreFromKey, create_ui_router  # the web UI at / and /ui/... (issue 7)
     app.include_router(create_ui_router(StoreFromKey(base, auth=auth)))
     return app

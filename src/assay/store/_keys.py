@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import secrets
+import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -18,9 +21,39 @@ if TYPE_CHECKING:
 
     from ._base import Store
 
-__all__ = ["KeyRepo", "ApiKey", "Tenant", "KEY_PREFIX"]
+__all__ = ["KeyRepo", "ApiKey", "Tenant", "KEY_PREFIX", "AUTH_CACHE_TTL"]
 
 KEY_PREFIX = "asy_"
+AUTH_CACHE_TTL = 5.0  # seconds a successful authentication is reused (ASSAY_AUTH_CACHE_TTL)
+_CACHE_MAX = 4096  # entries; past it the cache starts over (keys in use are few)
+
+# (database url, key hash) -> (workspace id, monotonic expiry): successes only, process-wide so
+# a revocation through any Store of this process (e.g. the CLI's) drops the entry at once
+_cache: dict[tuple[str, str], tuple[str, float]] = {}
+_cache_lock = threading.Lock()
+_revocations = [0]  # bumped by each revocation: a read that raced one is not cached
+
+
+def _cache_ttl() -> float:
+    raw = os.environ.get("ASSAY_AUTH_CACHE_TTL")
+    if raw is None or raw == "":
+        return AUTH_CACHE_TTL
+    try:
+        ttl = float(raw)
+    except ValueError:
+        ttl = -1.0
+    if not ttl >= 0:  # also NaN
+        raise InvalidInputError(
+            f"ASSAY_AUTH_CACHE_TTL must be a number of seconds >= 0, got {raw!r}")
+    return ttl
+
+
+def _forget(key_hash: str) -> None:
+    """Drop a key's cached authentications (every database of this process)."""
+    with _cache_lock:
+        _revocations[0] += 1
+        for entry in [e for e in _cache if e[1] == key_hash]:
+            del _cache[entry]
 
 
 class Tenant(BaseModel):
@@ -43,8 +76,11 @@ def _hash(key: str) -> str:
 
 
 class KeyRepo:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, cache_ttl: float | None = None) -> None:
         self.store = store
+        # seconds a successful ``authenticate`` is reused without a query (0: never)
+        self.cache_ttl = _cache_ttl() if cache_ttl is None else cache_ttl
+        self._url = store.engine.url.render_as_string(hide_password=True)
 
     def create_tenant(self, name: str) -> Tenant:
         if not name or not isinstance(name, str):
@@ -106,20 +142,42 @@ class KeyRepo:
                     f"{key_id_or_prefix!r} matches several keys: use the key id")
             conn.execute(update(api_keys).where(api_keys.c.id == row[0].id)
                          .values(revoked_at=utcnow()))
+        _forget(row[0].key_hash)  # committed: this process refuses the key from now on
         return next(k for k in self.list() if k.id == row[0].id)
 
     def authenticate(self, key: str | None) -> str:
-        """The workspace id of a valid, unrevoked key; AuthError otherwise."""
+        """The workspace id of a valid, unrevoked key; AuthError otherwise.
+
+        Every request authenticates, so a success is cached in this process for ``cache_ttl``
+        seconds (``AUTH_CACHE_TTL`` = 5 s unless ``ASSAY_AUTH_CACHE_TTL`` says otherwise), keyed
+        by the key's hash. A key revoked through a Store of this process is refused at once;
+        one revoked by another process (``assay keys revoke`` beside a running server) is
+        refused within the TTL. Refusals are never cached: each one asks the database.
+        """
         if not key:
             raise AuthError("missing API key: send it in the x-api-key header")
+        key_hash = _hash(key)
+        entry = (self._url, key_hash)
+        hit = _cache.get(entry)
+        if hit is not None:
+            if hit[1] > time.monotonic():
+                return hit[0]
+            with _cache_lock:
+                _cache.pop(entry, None)
+        generation = _revocations[0]
         with self.store.read() as conn:
             row = conn.execute(select(api_keys.c.tenant_id, api_keys.c.revoked_at).where(
-                api_keys.c.key_hash == _hash(key))).first()
+                api_keys.c.key_hash == key_hash)).first()
         if row is None:
             raise AuthError("unknown API key")
         if row.revoked_at is not None:
             raise AuthError("this API key was revoked")
         tenant: str = row.tenant_id
+        if self.cache_ttl > 0:
+            with _cache_lock:
+                if generation != _revocations[0]:  # a revocation committed meanwhile
+                    return tenant
+                if len(_cache) >= _CACHE_MAX:
+                    _cache.clear()
+                _cache[entry] = (tenant, time.monotonic() + self.cache_ttl)
         return tenant
-
-
