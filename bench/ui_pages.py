@@ -197,6 +197,9 @@ def pages_for(store: Any, n: int) -> list[tuple[str, str, Callable[[Any], Any]]]
          lambda s: pp(s, sid, q=q, cursor=q_cursor)),
         ("project run_type=llm", f"/ui/projects/{sid}?run_type=llm",
          lambda s: pp(s, sid, run_type="llm")),
+        ("project feedback grade<=0.5",
+         f"/ui/projects/{sid}?feedback_key=grade&score_max=0.5",
+         lambda s: pp(s, sid, feedback_key="grade", score_max=0.5)),
         ("run tree", f"/ui/runs/{root}", lambda s: _views.run_page(s, root)),
         ("experiment", f"/ui/experiments/{sid}", lambda s: ep(
             s, sid, failing=None, errors=False, threshold=0.5)),
