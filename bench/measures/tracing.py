@@ -127,7 +127,10 @@ def run(ctx: Context) -> dict[str, Any]:
                       "assay on stored / langsmith local in each round: "
                       + ", ".join(f"{x:.3f}" for x in per_round),
                       "assay 'hot path' = what the traced caller waits; 'stored' = until "
-                      "client.flush() returns with every run in SQLite (the goal's figure)"]
+                      "client.flush() returns with every run in SQLite (the goal's figure); "
+                      "since the background fold (issue 27) this includes the fold of "
+                      "whatever the store's folder took in while the spans were traced (the "
+                      "journal alone: 'journal only' under 'Traced runs to queryable')"]
             + ([f"where the stored cost goes (tracing_overhead.py): {breakdown}"]
                if breakdown else []),
             "table": {"header": ["tracer", "flat us/span", "nested us/span",
