@@ -20,7 +20,8 @@ from ..schemas import Example, Feedback, Run, TracerSessionResult
 if TYPE_CHECKING:
     from ..store import Store
 
-__all__ = ["ExampleResult", "ExperimentData", "load_experiment", "BUILTIN_METRICS"]
+__all__ = ["ExampleResult", "ExperimentData", "load_experiment", "example_result",
+           "BUILTIN_METRICS"]
 
 # built-in per-example metrics (feedback keys are metrics too): name -> lower is better
 BUILTIN_METRICS: dict[str, bool] = {"latency": True, "tokens": True, "cost": True, "error": True}
@@ -128,6 +129,44 @@ def _label(value: Any) -> str | None:
     return str(value)
 
 
+def example_result(key: str, runs: list[Run], example: Example | None,
+                   feedback: Iterable[Feedback], tokens: list[float | None],
+                   costs: list[float | None]) -> ExampleResult:
+    """One example's row: its runs (repetitions, first first), their feedback in run order, and
+    each run's tokens and cost. What ``load_experiment`` and the UI's experiment page show."""
+    first = runs[0]
+    scores: dict[str, list[float]] = defaultdict(list)
+    labels: dict[str, list[str]] = defaultdict(list)
+    comments: dict[str, str] = {}
+    for f in feedback:
+        if f.score is not None:
+            scores[f.key].append(float(f.score))
+        label = _label(f.value)
+        if label is not None:
+            labels[f.key].append(label)
+        if f.comment and f.key not in comments:
+            comments[f.key] = f.comment
+    errors = [r.error for r in runs if r.error]
+    return ExampleResult(
+        key=key,
+        example_id=first.reference_example_id,
+        run_ids=[r.id for r in runs],
+        inputs=first.inputs or (example.inputs if example else {}),
+        outputs=first.outputs,
+        reference=example.outputs if example else None,
+        split=example.split if example else None,
+        error=errors[0] if errors else None,
+        error_rate=len(errors) / len(runs),
+        latency=_mean(r.latency.total_seconds() if r.latency is not None else None
+                      for r in runs),
+        tokens=_mean(tokens),
+        cost=_mean(costs),
+        scores={k: sum(v) / len(v) for k, v in scores.items()},
+        labels=dict(labels),
+        comments=comments,
+    )
+
+
 def load_experiment(store: Store, project_id: uuid.UUID | str) -> ExperimentData:
     """Read an experiment (any project) into a row per example."""
     project = store.projects.read(project_id=project_id, include_stats=True)
@@ -144,16 +183,9 @@ def load_experiment(store: Store, project_id: uuid.UUID | str) -> ExperimentData
     order = {k: i for i, k in enumerate(examples)}
     keys = sorted(groups, key=lambda k: (order.get(k, len(order)), groups[k][0].start_time))
 
-    score_keys: set[str] = set()
-    label_keys: set[str] = set()
     rows: list[ExampleResult] = []
     for key in keys:
         runs = groups[key]
-        first = runs[0]
-        example = examples.get(key)
-        scores: dict[str, list[float]] = defaultdict(list)
-        labels: dict[str, list[str]] = defaultdict(list)
-        comments: dict[str, str] = {}
         tokens: list[float | None] = []
         costs: list[float | None] = []
         for run in runs:
@@ -161,34 +193,9 @@ def load_experiment(store: Store, project_id: uuid.UUID | str) -> ExperimentData
             tokens.append(float(sum(r.total_tokens or 0 for r in llms)))
             known = [r.total_cost for r in llms if r.total_cost is not None]
             costs.append(float(sum(known)) if known else None)
-            for f in feedback.get(run.id, []):
-                if f.score is not None:
-                    scores[f.key].append(float(f.score))
-                    score_keys.add(f.key)
-                label = _label(f.value)
-                if label is not None:
-                    labels[f.key].append(label)
-                    label_keys.add(f.key)
-                if f.comment and f.key not in comments:
-                    comments[f.key] = f.comment
-        errors = [r.error for r in runs if r.error]
-        rows.append(ExampleResult(
-            key=key,
-            example_id=first.reference_example_id,
-            run_ids=[r.id for r in runs],
-            inputs=first.inputs or (example.inputs if example else {}),
-            outputs=first.outputs,
-            reference=example.outputs if example else None,
-            split=example.split if example else None,
-            error=errors[0] if errors else None,
-            error_rate=len(errors) / len(runs),
-            latency=_mean(r.latency.total_seconds() if r.latency is not None else None
-                          for r in runs),
-            tokens=_mean(tokens),
-            cost=_mean(costs),
-            scores={k: sum(v) / len(v) for k, v in scores.items()},
-            labels=dict(labels),
-            comments=comments,
-        ))
-    return ExperimentData(project=project, rows=rows, score_keys=sorted(score_keys),
-                          label_keys=sorted(label_keys))
+        rows.append(example_result(key, runs, examples.get(key),
+                                   [f for run in runs for f in feedback.get(run.id, [])],
+                                   tokens, costs))
+    return ExperimentData(project=project, rows=rows,
+                          score_keys=sorted({k for r in rows for k in r.scores}),
+                          label_keys=sorted({k for r in rows for k in r.labels}))

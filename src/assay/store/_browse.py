@@ -26,13 +26,25 @@ if TYPE_CHECKING:
     from ..schemas import Run
     from ._base import Store
 
-__all__ = ["Page", "browse_conditions", "encode_cursor", "decode_cursor", "page_runs"]
+__all__ = ["keyset", "Page", "browse_conditions", "encode_cursor", "decode_cursor", "page_runs"]
 
 
 @dataclass
 class Page:
     runs: list[Run]
     next_cursor: str | None
+
+
+def keyset(t: Any, us: int, rid: str, *, newer: bool, inclusive: bool = False) -> Any:
+    """Rows of ``t`` past ``(us, rid)`` in (start time, id) order: newer or older than it (or
+    it, ``inclusive``). The plain bound on the start time comes first: it is the index range
+    (the OR alone would have the planner test every run of the project)."""
+    start, rid_col = type_coerce(t.c.start_time, BigInteger), t.c.id
+    if newer:
+        return and_(start >= us, or_(start > us, and_(
+            start == us, rid_col >= rid if inclusive else rid_col > rid)))
+    return and_(start <= us, or_(start < us, and_(
+        start == us, rid_col <= rid if inclusive else rid_col < rid)))
 
 
 def encode_cursor(run: Run) -> str:
@@ -70,11 +82,8 @@ def page_runs(store: Store, *, cursor: str | None = None, limit: int = 50,
     """Runs matching ``filters`` (``RunRepo.list``'s), newest first, ``limit`` at a time after
     ``cursor`` (the ``next_cursor`` of the page before)."""
     conds = browse_conditions(store, **filters)
-    start = type_coerce(runs.c.start_time, BigInteger)
     if cursor:
-        us, rid = decode_cursor(cursor)
-        # the plain ``<=`` is an index range: the OR alone walks from the newest run
-        conds += [start <= us, or_(start < us, and_(start == us, runs.c.id < rid))]
+        conds.append(keyset(runs, *decode_cursor(cursor), newer=False))
     q = (select(runs).where(*conds).order_by(runs.c.start_time.desc(), runs.c.id.desc())
          .limit(limit + 1))
     store.settle()

@@ -44,6 +44,7 @@ from sqlalchemy.sql.elements import UnaryExpression
 
 from .._time import to_micros
 from ..errors import InvalidInputError
+from ._browse import keyset
 from ._run_filter import compile_filter
 from ._runs import _row_to_run
 from ._tables import feedback, runs
@@ -80,18 +81,6 @@ def _decode(cursor: str) -> tuple[int, str, int, int]:
 
 def _key(t: Any) -> tuple[Any, Any]:
     return type_coerce(t.c.start_time, BigInteger), t.c.id
-
-
-def _after(t: Any, us: int, rid: str) -> Any:
-    """After (us, rid); the plain ``start >=`` gives the planner an index range (the OR alone
-    would have it test every run of the project)."""
-    start, rid_col = _key(t)
-    return and_(start >= us, or_(start > us, and_(start == us, rid_col > rid)))
-
-
-def _not_after(t: Any, us: int, rid: str) -> Any:
-    start, rid_col = _key(t)
-    return and_(start <= us, or_(start < us, and_(start == us, rid_col <= rid)))
 
 
 def _session(t: Any, lite: bool) -> Any:
@@ -180,7 +169,7 @@ def experiment_rows(store: Store, project_id: str, *, cursor: str | None = None,
     shown = number = 0
     if cursor:
         us, rid, shown, number = _decode(cursor)
-        after.append(_after(runs, us, rid))
+        after.append(keyset(runs, us, rid, newer=True))
     q = (select(runs).where(*base, *picked, *after).order_by(runs.c.start_time, runs.c.id)
          .limit(limit + 1))
     store.settle()
@@ -193,9 +182,9 @@ def experiment_rows(store: Store, project_id: str, *, cursor: str | None = None,
             # every row from the cursor to the page's last: each shown row's number is its
             # place among them (the filter's own query walked this range already)
             last = heads[-1]
+            upto = keyset(runs, _us(last), str(last.id), newer=False, inclusive=True)
             keys = conn.execute(select(_key(runs)[0], runs.c.id).where(
-                *base, *after, _not_after(runs, _us(last), str(last.id))).order_by(
-                runs.c.start_time, runs.c.id)).all()
+                *base, *after, upto).order_by(runs.c.start_time, runs.c.id)).all()
             place = {str(rid): i for i, (_, rid) in enumerate(keys, 1)}
             numbers = [number + place[str(h.id)] for h in heads]
             number = numbers[-1]

@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import BigInteger, and_, or_, select, type_coerce
+from sqlalchemy import BigInteger, select, type_coerce
 
 from .._time import from_micros, to_micros
 from ..errors import InvalidInputError
-from ._browse import browse_conditions, decode_cursor, encode_cursor
+from ._browse import browse_conditions, decode_cursor, encode_cursor, keyset
 from ._run_filter import text_search
 from ._runs import _row_to_run
 from ._tables import runs
@@ -72,8 +72,7 @@ def search_runs(store: Store, text: str, *, project_id: str, cursor: str | None 
     top: int | None = None
     if cursor:
         top, rid = decode_cursor(cursor)
-        # the plain ``<=`` is the index range; the OR alone would scan from the newest run
-        after += [start <= top, or_(start < top, and_(start == top, runs.c.id < rid))]
+        after.append(keyset(runs, top, rid, newer=False))
     order = (runs.c.start_time.desc(), runs.c.id.desc())
     # the slice's oldest run: the ``slice_runs``-th of the project after the cursor (an index
     # walk, no run's text read), and the next one if any; the slice reaches the project's
@@ -92,8 +91,7 @@ def search_runs(store: Store, text: str, *, project_id: str, cursor: str | None 
             edge = None  # the slice reaches past the time window: nothing older can match
         if edge is not None:
             edge_us, edge_id = int(edge[0]), str(edge[1])
-            conds += [start >= edge_us,
-                      or_(start > edge_us, and_(start == edge_us, runs.c.id >= edge_id))]
+            conds.append(keyset(runs, edge_us, edge_id, newer=True, inclusive=True))
         q = select(runs).where(*conds).order_by(*order).limit(limit + 1)
         found = [_row_to_run(r) for r in conn.execute(q)]
     full = len(found) > limit

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from ..analysis import ExampleResult
+from ..analysis._data import example_result
 from ..errors import AssayError, InvalidInputError
 from ..schemas import TracerSessionResult
 from ..store._experiment_page import CHART_RUNS, chart_sample, experiment_rows
@@ -49,19 +50,6 @@ class Keys:
         self.label_keys = sorted(k for k, st in stats.items() if st.values)
 
 
-def _label(value: Any) -> str | None:
-    if value is None or isinstance(value, (dict, list)):
-        return None
-    if isinstance(value, bool):
-        return str(value).lower()
-    return str(value)
-
-
-def _mean(values: list[float | None]) -> float | None:
-    vals = [v for v in values if v is not None]
-    return sum(vals) / len(vals) if vals else None
-
-
 def _examples(store: Store, project: TracerSessionResult, ids: list[str]) -> dict[str, Example]:
     """The page's examples at the version the experiment ran on (current one as fallback)."""
     if not ids:
@@ -89,34 +77,11 @@ def _results(store: Store, project: TracerSessionResult, heads: list[Run],
     for head in heads:
         reps = roots[str(head.id)]
         key = str(head.reference_example_id) if head.reference_example_id else str(head.id)
-        example = examples.get(key)
-        scores: dict[str, list[float]] = defaultdict(list)
-        labels: dict[str, list[str]] = defaultdict(list)
-        comments: dict[str, str] = {}
-        for run in reps:
-            for f in fb.get(str(run.id), []):
-                if f.score is not None:
-                    scores[f.key].append(float(f.score))
-                label = _label(f.value)
-                if label is not None:
-                    labels[f.key].append(label)
-                if f.comment and f.key not in comments:
-                    comments[f.key] = f.comment
-        errors = [r.error for r in reps if r.error]
         use = [usage.get(str(r.id), {}) for r in reps]
-        out.append(ExampleResult(
-            key=key, example_id=head.reference_example_id, run_ids=[r.id for r in reps],
-            inputs=head.inputs or (example.inputs if example else {}), outputs=head.outputs,
-            reference=example.outputs if example else None,
-            split=example.split if example else None,
-            error=errors[0] if errors else None, error_rate=len(errors) / len(reps),
-            latency=_mean([r.latency.total_seconds() if r.latency is not None else None
-                           for r in reps]),
-            tokens=_mean([float(u.get("total_tokens") or 0) for u in use]),
-            cost=_mean([float(u["total_cost"]) if u.get("total_cost") is not None else None
-                        for u in use]),
-            scores={k: sum(v) / len(v) for k, v in scores.items()},
-            labels=dict(labels), comments=comments))
+        out.append(example_result(
+            key, reps, examples.get(key), [f for r in reps for f in fb.get(str(r.id), [])],
+            [float(u.get("total_tokens") or 0) for u in use],
+            [float(u["total_cost"]) if u.get("total_cost") is not None else None for u in use]))
     return out
 
 
