@@ -25,7 +25,7 @@ patch, a post missing what a new run needs (which the general path reports by na
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -122,7 +122,8 @@ def _copy_sql(conn: Connection, order: tuple[str, ...] = _ORDER) -> str:
     return f"COPY runs ({', '.join(quote(c) for c in order)}) FROM STDIN"
 
 
-def _insert(conn: Connection, rows: list[list[Any]], order: tuple[str, ...] = _ORDER) -> None:
+def _insert(conn: Connection, rows: Sequence[Sequence[Any]],
+            order: tuple[str, ...] = _ORDER) -> None:
     """The rows in one statement: PostgreSQL's ``COPY`` (the driver formats each row in C,
     where an executemany costs a pipelined statement per row), SQLite's executemany, where a
     column with one value in every row of the batch (the workspace, the project, empty tags

@@ -7,7 +7,7 @@ from decoded spans (ids canonical, times epoch microseconds, fields of the right
 here each goes to its row in one step, with the values ``_clean`` and ``_finish`` would give it
 (tokens and costs by the same ``derive_usage``; a test compares every column of both paths),
 and the batch's statistics are added as ``RunDeltas`` adds them. The rows go to the database in
-one statement: SQLite's executemany, PostgreSQL's ``COPY``.
+one statement, the fold's (``_fold_rows._insert``): SQLite's executemany, PostgreSQL's ``COPY``.
 """
 
 from __future__ import annotations
@@ -16,12 +16,10 @@ from collections.abc import Mapping, Sequence
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from .. import _json
-from .._json import escape_text
 from .._time import to_micros
 from .._usage import derive_usage
 from ._aggregates import FeedbackDeltas, RunDeltas, adopt_pending_feedback
-from ._tables import runs
+from ._fold_rows import _FULL_ORDER, _escaped, _insert, _json_text
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -30,27 +28,9 @@ if TYPE_CHECKING:
 
 __all__ = ["COLUMNS", "insert_span_rows", "span_row"]
 
-COLUMNS = tuple(c.name for c in runs.columns)
+COLUMNS = _FULL_ORDER  # every column of runs, in the order the fold's inserts bind them
 _VALUES = itemgetter(*COLUMNS)
 _JSON_KEYS = ("inputs", "outputs", "extra", "events", "tags")
-_EMPTY = {dict: "{}", list: "[]"}
-
-
-def _text(value: str) -> str:
-    """As ``_clean`` stores free text: NUL and lone surrogates in their escaped form."""
-    if "\x00" in value or not value.isascii():
-        return escape_text(value)
-    return value
-
-
-def _json_text(value: Any, dumps: Any = _json.dumps_column) -> str:
-    if value is None:
-        return "null"  # JSON null, as the general path writes None into a JSON column
-    if not value:
-        empty = _EMPTY.get(value.__class__)
-        if empty is not None:
-            return empty
-    return dumps(value)  # type: ignore[no-any-return]  # str
 
 
 _NO_USAGE = derive_usage({})  # every token, cost and first-token column None
@@ -79,7 +59,7 @@ def span_row(post: Mapping[str, Any], tenant: str, session_id: str) -> dict[str,
     with its JSON columns still as data (``insert_span_rows`` writes them as text)."""
     start, end, error = post["start_time"], post.get("end_time"), post.get("error")
     if error is not None:
-        error = _text(error if error.__class__ is str else str(error))
+        error = _escaped(error if error.__class__ is str else str(error))
     parent = post.get("parent_run_id")
     usage = derive_usage(post) if _may_have_usage(post) else _NO_USAGE
     ft = usage["first_token_time"]
@@ -87,7 +67,7 @@ def span_row(post: Mapping[str, Any], tenant: str, session_id: str) -> dict[str,
     row = {
         "id": post["id"], "tenant_id": tenant, "session_id": session_id,
         "trace_id": post["trace_id"], "parent_run_id": parent,
-        "dotted_order": post["dotted_order"], "name": _text(post.get("name") or ""),
+        "dotted_order": post["dotted_order"], "name": _escaped(post.get("name") or ""),
         "run_type": post["run_type"],
         "status": "error" if error else ("success" if end is not None else "pending"),
         "inputs": post.get("inputs"), "outputs": post.get("outputs"), "error": error,
@@ -101,21 +81,6 @@ def span_row(post: Mapping[str, Any], tenant: str, session_id: str) -> dict[str,
         "completion_cost": usage["completion_cost"], "total_cost": usage["total_cost"],
     }
     return row
-
-
-def _write(conn: Connection, rows: list[tuple[Any, ...]]) -> None:
-    quote = conn.dialect.identifier_preparer.quote
-    names = ", ".join(quote(c) for c in COLUMNS)
-    if conn.dialect.name == "postgresql":
-        # COPY: the driver formats each row in C (an executemany is a statement per row)
-        raw: Any = conn.connection.driver_connection  # this transaction's connection
-        with raw.cursor() as cur, cur.copy(f"COPY runs ({names}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
-        return
-    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
-    conn.exec_driver_sql(f"INSERT INTO runs ({names}) VALUES ({', '.join([mark] * len(COLUMNS))})",
-                         rows)
 
 
 def insert_span_rows(store: Store, conn: Connection, posts: Sequence[Mapping[str, Any]],
@@ -143,7 +108,7 @@ def insert_span_rows(store: Store, conn: Connection, posts: Sequence[Mapping[str
             row[key] = _json_text(row[key])
         row["serialized"] = "null"
         rows.append(_VALUES(row))
-    _write(conn, rows)
+    _insert(conn, rows, COLUMNS)
     deltas.apply(conn)
     fb = FeedbackDeltas()
     adopt_pending_feedback(conn, tenant, posted, fb)
