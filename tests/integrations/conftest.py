@@ -20,6 +20,20 @@ CITIES = {"Paris": 2102650, "Berlin": 3644826, "Madrid": 3305408, "Tokyo": 13960
           "Osaka": 2753862, "Cairo": 10025657, "Lima": 9943800, "Sydney": 5312163}
 
 
+def population(city: str) -> str:
+    """What each framework's lookup_city tool answers (an unknown city raises)."""
+    if city not in CITIES:
+        raise LookupError(f"no city named {city!r} in the atlas")
+    return f"{city} has {CITIES[city]} people"
+
+
+@pytest.fixture(scope="module")
+def srv() -> Iterator[ScriptedModelServer]:
+    """The scripted model of a framework's test module, streaming with a first-token delay."""
+    with ScriptedModelServer(first_token_delay=0.002) as server:
+        yield server
+
+
 @pytest.fixture
 def db(sqlite_url: str) -> Iterator[Client]:
     """A client of a fresh SQLite store (the experiments of one test)."""

@@ -5,7 +5,6 @@ on 127.0.0.1. crewai pins openai<3, so this runs in a venv of its own: ``.ci/cre
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -32,22 +31,14 @@ from assay.evaluation import evaluate
 from assay.integrations import adapter_for
 from assay.llm import JudgeOptions, OpenAIJudge
 
-from .conftest import CITIES
+from .conftest import CITIES, population
 from .conftest import run_tree as _tree
 
 
 @tool("lookup_city")
 def lookup_city(city: str) -> str:
     """The population of a city."""
-    if city not in CITIES:
-        raise LookupError(f"no city named {city!r} in the atlas")
-    return f"{city} has {CITIES[city]} people"
-
-
-@pytest.fixture(scope="module")
-def srv() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(first_token_delay=0.002) as server:
-        yield server
+    return population(city)
 
 
 def crew(srv: ScriptedModelServer) -> Crew:

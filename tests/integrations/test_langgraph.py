@@ -9,7 +9,6 @@ the llm and tool runs.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -32,7 +31,7 @@ from assay.evaluation import evaluate
 from assay.integrations import adapter_for, set_framework_tracing
 from assay.llm import JudgeOptions, OpenAIJudge
 
-from .conftest import CITIES
+from .conftest import CITIES, population
 from .conftest import run_tree as _tree
 
 with warnings.catch_warnings():
@@ -43,15 +42,7 @@ with warnings.catch_warnings():
 @tool
 def lookup_city(city: str) -> str:
     """The population of a city."""
-    if city not in CITIES:
-        raise LookupError(f"no city named {city!r} in the atlas")
-    return f"{city} has {CITIES[city]} people"
-
-
-@pytest.fixture(scope="module")
-def srv() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(first_token_delay=0.002) as server:
-        yield server
+    return population(city)
 
 
 def _model(srv: ScriptedModelServer, *, streaming: bool = False) -> ChatOpenAI:

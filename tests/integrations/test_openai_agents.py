@@ -5,7 +5,6 @@ an ``AsyncOpenAI`` client). Capture goes through the SDK's tracing processor int
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -35,15 +34,11 @@ from assay.evaluation import evaluate
 from assay.integrations import _openai_agents, adapter_for, instrument
 from assay.llm import JudgeOptions, OpenAIJudge
 
-from .conftest import CITIES
+from .conftest import CITIES, population
 from .conftest import flat_runs as _flat
 from .conftest import run_tree as _tree
 
-
-def _lookup(city: str) -> str:
-    if city not in CITIES:
-        raise LookupError(f"no city named {city!r} in the atlas")
-    return f"{city} has {CITIES[city]} people"
+_lookup = population
 
 
 @function_tool
@@ -64,12 +59,6 @@ def no_export() -> None:
     SDK's supported ``set_trace_processors``), installed first so it is not added twice."""
     instrument("openai-agents")
     set_trace_processors([_openai_agents.processor()])
-
-
-@pytest.fixture(scope="module")
-def srv() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(first_token_delay=0.002) as server:
-        yield server
 
 
 def _model(srv: ScriptedModelServer) -> OpenAIChatCompletionsModel:

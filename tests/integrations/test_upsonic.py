@@ -43,16 +43,14 @@ from assay.integrations import (
     tool_calls_from,
 )
 
-from .conftest import CITIES, flat_runs
+from .conftest import CITIES, flat_runs, population
 from .conftest import run_tree as _tree
 
 
 @tool(max_retries=0)
 def lookup_city(city: str) -> str:
     """The population of a city."""
-    if city not in CITIES:
-        raise LookupError(f"no city named {city!r} in the atlas")
-    return f"{city} has {CITIES[city]} people"
+    return population(city)
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ e.g. LangGraph's channel writes) are skipped, their children going to the neares
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from uuid import UUID
 
@@ -28,7 +28,7 @@ from ..errors import require
 from ..evals._models import ToolCall
 from ..evals._toolcalls import extract_tool_calls
 from ..tracing._run_tree import RunTree, fast_child
-from ._registry import framework_parent
+from ._registry import framework_parent, once
 
 __all__ = [
     "LangChainAdapter",
@@ -466,18 +466,8 @@ class _HandlerWhileTraced:
         return self.handler if framework_parent() is not None else default
 
 
-_HANDLER: Any = None
-_lock = threading.Lock()
-
-
-def handler() -> Any:
-    """The process's one ``AssayCallbackHandler`` (made on first use)."""
-    global _HANDLER
-    if _HANDLER is None:
-        with _lock:
-            if _HANDLER is None:
-                _HANDLER = _make_handler_class()()
-    return _HANDLER
+# the process's one ``AssayCallbackHandler`` (made on first use)
+handler: Callable[[], Any] = once(lambda: _make_handler_class()())
 
 
 def instrument() -> None:

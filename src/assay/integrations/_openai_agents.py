@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .._json import jsonable as _jsonable
 from ..errors import require
 from ..evals._models import ToolCall
 from ..tracing._run_tree import RunTree, fast_child
-from ._registry import framework_parent
+from ._registry import framework_parent, once
 
 __all__ = ["AgentsSDKAdapter", "adapt", "instrument", "processor", "tool_calls"]
 
@@ -267,18 +267,8 @@ def _make_processor() -> Any:
     return AssayTracingProcessor()
 
 
-_PROCESSOR: Any = None
-_lock = threading.Lock()
-
-
-def processor() -> Any:
-    """The process's one assay tracing processor (made on first use)."""
-    global _PROCESSOR
-    if _PROCESSOR is None:
-        with _lock:
-            if _PROCESSOR is None:
-                _PROCESSOR = _make_processor()
-    return _PROCESSOR
+# the process's one assay tracing processor (made on first use)
+processor: Callable[[], Any] = once(_make_processor)
 
 
 _installed = False

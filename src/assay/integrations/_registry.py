@@ -23,7 +23,8 @@ import logging
 import os
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 from ..errors import InvalidInputError
 
@@ -101,11 +102,29 @@ INTEGRATIONS: dict[str, Integration] = {
     "crewai": Integration("crewai", ("crewai",), "assay.integrations._crewai", "CrewAI Crew"),
 }
 
+_T = TypeVar("_T")
 _BY_MODULE: dict[str, str] = {m: name for name, i in INTEGRATIONS.items() for m in i.modules}
 _by_type: dict[type, str | None] = {}  # type -> framework name (None: no framework's)
 _impls: dict[str, Any] = {}  # framework name -> its imported impl module (None: not written)
 _instrumented: set[str] = set()
 _lock = threading.Lock()
+
+def once(make: Callable[[], _T]) -> Callable[[], _T]:
+    """``make()``'s result, made on the first call only, even with threads racing for it: a
+    framework's hook object (LangChain's handler, the Agents SDK's processor) must be one per
+    process, or a run would be recorded twice."""
+    made: list[_T] = []
+    lock = threading.Lock()
+
+    def get() -> _T:
+        if not made:
+            with lock:
+                if not made:
+                    made.append(make())
+        return made[0]
+
+    return get
+
 
 # -- the switch -----------------------------------------------------------------------------------
 _override: bool | None = None
@@ -235,6 +254,13 @@ def supported_kinds() -> str:
     return "a " + ", a ".join(kinds[:-1]) + " or a " + kinds[-1]
 
 
+def _impl_of(obj: Any) -> tuple[str, Any] | None:
+    """The framework ``obj`` belongs to and assay's module for it, if both exist."""
+    name = framework_of(obj)
+    impl = None if name is None else _impl(name)
+    return None if impl is None else (name, impl)  # type: ignore[return-value]  # name set
+
+
 def adapter_for(obj: Any) -> AgentAdapter | None:
     """An adapter for ``obj`` if it is an agent of a known framework (or already an adapter),
     else None.
@@ -242,14 +268,12 @@ def adapter_for(obj: Any) -> AgentAdapter | None:
     Matching instruments that framework too, so the agent's own steps are traced."""
     if is_adapter(obj):
         return obj
-    name = framework_of(obj)
-    if name is None:
+    found = _impl_of(obj)
+    if found is None:
         return None
-    impl = _impl(name)
-    if impl is None:
-        return None
+    name, impl = found
     instrument(name)
-    adapter = impl.adapt(obj)
+    adapter: AgentAdapter = impl.adapt(obj)  # impl is Any: its adapt makes an AgentAdapter
     return adapter
 
 
@@ -266,13 +290,11 @@ def require_adapter(obj: Any) -> AgentAdapter:
 
 def tool_calls_from(obj: Any) -> list[ToolCall] | None:
     """Tool calls from a framework's own result object (None: not a result assay knows)."""
-    name = framework_of(obj)
-    if name is None:
+    found = _impl_of(obj)
+    if found is None:
         return None
-    impl = _impl(name)
-    if impl is None:
-        return None
-    return impl.tool_calls(obj)
+    calls: list[ToolCall] | None = found[1].tool_calls(obj)
+    return calls
 
 
 # -- instrumentation ------------------------------------------------------------------------------
