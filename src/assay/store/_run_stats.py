@@ -24,7 +24,7 @@ from typing import Any
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.engine import Connection
 
-from ._stats import _feedback_stats, percentile
+from ._stats import _feedback_stats, _seconds, percentile
 from ._tables import feedback, runs
 from ._types import from_micros
 
@@ -71,35 +71,29 @@ def run_stats(conn: Connection, where: Any, tenant: str) -> dict[str, Any]:
     tokens = {name: column(i + 1, int) for i, name in enumerate(_USAGE[:3])}
     costs = {name: column(i + 4, float) for i, name in enumerate(_USAGE[3:])}
 
-    def seconds(value: float | None) -> float | None:
-        return None if value is None else value / 1_000_000
-
-    def quantiles(values: list[Any], q: float) -> Any:
-        return _quantile(values, q)
-
     matched = select(runs.c.id).where(where)
     on_runs = and_(feedback.c.tenant_id == tenant, feedback.c.run_id.in_(matched))
     return {
         "run_count": int(run_count),
-        "latency_p50": seconds(percentile(conn, runs.c.latency_us, where, n_lat, 0.5)),
-        "latency_p99": seconds(percentile(conn, runs.c.latency_us, where, n_lat, 0.99)),
-        "first_token_p50": seconds(percentile(conn, runs.c.first_token_us, where, n_ft, 0.5)),
-        "first_token_p99": seconds(percentile(conn, runs.c.first_token_us, where, n_ft, 0.99)),
+        "latency_p50": _seconds(percentile(conn, runs.c.latency_us, where, n_lat, 0.5)),
+        "latency_p99": _seconds(percentile(conn, runs.c.latency_us, where, n_lat, 0.99)),
+        "first_token_p50": _seconds(percentile(conn, runs.c.first_token_us, where, n_ft, 0.5)),
+        "first_token_p99": _seconds(percentile(conn, runs.c.first_token_us, where, n_ft, 0.99)),
         "total_tokens": sum(tokens["total_tokens"]),
         "prompt_tokens": sum(tokens["prompt_tokens"]),
         "completion_tokens": sum(tokens["completion_tokens"]),
-        "median_tokens": quantiles(tokens["total_tokens"], 0.5),
-        "tokens_p99": quantiles(tokens["total_tokens"], 0.99),
-        "prompt_tokens_p50": quantiles(tokens["prompt_tokens"], 0.5),
-        "prompt_tokens_p99": quantiles(tokens["prompt_tokens"], 0.99),
-        "completion_tokens_p50": quantiles(tokens["completion_tokens"], 0.5),
-        "completion_tokens_p99": quantiles(tokens["completion_tokens"], 0.99),
+        "median_tokens": _quantile(tokens["total_tokens"], 0.5),
+        "tokens_p99": _quantile(tokens["total_tokens"], 0.99),
+        "prompt_tokens_p50": _quantile(tokens["prompt_tokens"], 0.5),
+        "prompt_tokens_p99": _quantile(tokens["prompt_tokens"], 0.99),
+        "completion_tokens_p50": _quantile(tokens["completion_tokens"], 0.5),
+        "completion_tokens_p99": _quantile(tokens["completion_tokens"], 0.99),
         "total_cost": math.fsum(costs["total_cost"]) if costs["total_cost"] else None,
         "prompt_cost": math.fsum(costs["prompt_cost"]) if costs["prompt_cost"] else None,
         "completion_cost": (math.fsum(costs["completion_cost"])
                             if costs["completion_cost"] else None),
-        "cost_p50": quantiles(costs["total_cost"], 0.5),
-        "cost_p99": quantiles(costs["total_cost"], 0.99),
+        "cost_p50": _quantile(costs["total_cost"], 0.5),
+        "cost_p99": _quantile(costs["total_cost"], 0.99),
         "last_run_start_time": from_micros(last_start),
         "feedback_stats": _feedback_stats(conn, on_runs) if run_count else {},
         "run_facets": [],

@@ -33,27 +33,6 @@ _VALUES = itemgetter(*COLUMNS)
 _JSON_KEYS = ("inputs", "outputs", "extra", "events", "tags")
 
 
-_NO_USAGE = derive_usage({})  # every token, cost and first-token column None
-_USAGE_KEYS = ("usage_metadata", "llm_output")
-_TOP_USAGE = ("usage_metadata", "prompt_tokens", "completion_tokens", "total_tokens",
-              "prompt_cost", "completion_cost", "total_cost")
-
-
-def _may_have_usage(post: Mapping[str, Any]) -> bool:
-    """``derive_usage``'s own cheap test (``_has_no_usage``) for the keys a span's post has:
-    an llm run, events (a first token), usage in the metadata or the outputs."""
-    if post["run_type"] == "llm" or post.get("events"):
-        return True
-    get = post.get
-    for key in _TOP_USAGE:
-        if get(key) is not None:
-            return True
-    extra, outputs = post.get("extra"), post.get("outputs")
-    meta = extra.get("metadata") if extra.__class__ is dict else None
-    return ((meta.__class__ is dict and "usage_metadata" in meta)
-            or (outputs.__class__ is dict and any(k in outputs for k in _USAGE_KEYS)))
-
-
 def span_row(post: Mapping[str, Any], tenant: str, session_id: str) -> dict[str, Any]:
     """The column values of a new run from its post (``RunRepo``'s ``_clean`` + ``_finish``),
     with its JSON columns still as data (``insert_span_rows`` writes them as text)."""
@@ -61,7 +40,7 @@ def span_row(post: Mapping[str, Any], tenant: str, session_id: str) -> dict[str,
     if error is not None:
         error = _escaped(error if error.__class__ is str else str(error))
     parent = post.get("parent_run_id")
-    usage = derive_usage(post) if _may_have_usage(post) else _NO_USAGE
+    usage = derive_usage(post)  # its own cheap test first: a chain span pays little
     ft = usage["first_token_time"]
     ft_us = to_micros(ft) if ft is not None else None
     row = {

@@ -122,9 +122,6 @@ def recompute_session_stats(conn: Connection, session: Any) -> dict[str, Any]:
         ).where(in_session, _IS_LLM)
     ).one()
 
-    def seconds(value: float | None) -> float | None:
-        return None if value is None else value / 1_000_000
-
     def cost(value: Any) -> float | None:
         return None if value is None else float(value)
 
@@ -144,10 +141,11 @@ def recompute_session_stats(conn: Connection, session: Any) -> dict[str, Any]:
     )
     return {
         "run_count": int(run_count),
-        "latency_p50": seconds(percentile(conn, runs.c.latency_us, roots, n_lat, 0.5)),
-        "latency_p99": seconds(percentile(conn, runs.c.latency_us, roots, n_lat, 0.99)),
-        "first_token_p50": seconds(percentile(conn, runs.c.first_token_us, in_session, n_ft, 0.5)),
-        "first_token_p99": seconds(percentile(conn, runs.c.first_token_us, in_session, n_ft, 0.99)),
+        "latency_p50": _seconds(percentile(conn, runs.c.latency_us, roots, n_lat, 0.5)),
+        "latency_p99": _seconds(percentile(conn, runs.c.latency_us, roots, n_lat, 0.99)),
+        "first_token_p50": _seconds(percentile(conn, runs.c.first_token_us, in_session, n_ft, 0.5)),
+        "first_token_p99": _seconds(
+            percentile(conn, runs.c.first_token_us, in_session, n_ft, 0.99)),
         "total_tokens": int(tokens[0] or 0),
         "prompt_tokens": int(tokens[1] or 0),
         "completion_tokens": int(tokens[2] or 0),
