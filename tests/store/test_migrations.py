@@ -6,6 +6,7 @@ import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -102,6 +103,16 @@ def blank_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         admin.close()
 
 
+def _copy(src: Any, dst: Any, tables: tuple[Any, ...]) -> None:
+    """Every row of ``tables`` from one store's connection into another's (an old schema's)."""
+    from sqlalchemy import select
+
+    for table in tables:
+        rows = [dict(r._mapping) for r in src.execute(select(table))]
+        if rows:
+            dst.execute(table.insert(), rows)
+
+
 def test_upgrade_to_0004_fills_the_aggregates_from_existing_rows(sqlite_url: str,
                                                                  blank_url: str) -> None:
     """Rows written before 0004 (copied from a random workload, some feedback still waiting
@@ -122,10 +133,7 @@ def test_upgrade_to_0004_fills_the_aggregates_from_existing_rows(sqlite_url: str
     old = Store.open(blank_url, migrate=False)
     assert old.upgrade("0003") == "0003"
     with store.engine.connect() as src, old.engine.begin() as dst:
-        for table in (datasets, sessions, runs, feedback):
-            rows = [dict(r._mapping) for r in src.execute(select(table))]
-            if rows:
-                dst.execute(table.insert(), rows)
+        _copy(src, dst, (datasets, sessions, runs, feedback))
         # before 0004 feedback sent ahead of its run kept session_id NULL even once it came
         ids = sorted(dst.execute(select(feedback.c.id).where(
             feedback.c.run_id.is_not(None))).scalars())
@@ -179,7 +187,6 @@ def test_upgrade_to_0010_fills_the_hourly_rollups_from_existing_runs(sqlite_url:
                                                                      blank_url: str) -> None:
     """Runs stored before 0010 (a random workload spread over days) give the same charts from
     the rollups the upgrade fills as from the runs, and the rewritten indexes serve reads."""
-    from sqlalchemy import select
 
     from assay.store._tables import (
         datasets,
@@ -202,11 +209,8 @@ def test_upgrade_to_0010_fills_the_hourly_rollups_from_existing_runs(sqlite_url:
     old = Store.open(blank_url, migrate=False)
     assert old.upgrade("0009") == "0009"
     with store.engine.connect() as src, old.engine.begin() as dst:
-        for table in (datasets, sessions, runs, feedback, session_aggregates, trace_streams,
-                      feedback_aggregates, feedback_label_counts):
-            rows = [dict(r._mapping) for r in src.execute(select(table))]
-            if rows:
-                dst.execute(table.insert(), rows)
+        _copy(src, dst, (datasets, sessions, runs, feedback, session_aggregates, trace_streams,
+                         feedback_aggregates, feedback_label_counts))
     assert old.upgrade() == HEAD
     migrated = [old.for_tenant(st.tenant_id) for st in world.stores]
     assert _check_all(migrated) >= 3
