@@ -54,7 +54,7 @@ def background(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_appends_are_folded_without_a_read(store: Store, background: None) -> None:
     for b in range(5):
         store.journal.append_runs(_rows(200, "bg", b * 1000), columns=COLUMNS,
-                                  extra=RunTree.ROW_EXTRA)
+                                      extra=RunTree.ROW_EXTRA)
     deadline = time.monotonic() + 60
     while _stored(store) < 1000 and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -68,7 +68,7 @@ def test_reads_while_folding_in_the_background_see_every_append(store: Store,
                                                                 background: None) -> None:
     for b in range(20):
         store.journal.append_runs(_rows(100, "live", b * 1000), columns=COLUMNS,
-                                  extra=RunTree.ROW_EXTRA)
+                                      extra=RunTree.ROW_EXTRA)
         # folded by the background thread or by this read, whichever comes first; once
         project = store.projects.read(project_name="live", include_stats=True)
         assert project.run_count == (b + 1) * 100
@@ -76,26 +76,51 @@ def test_reads_while_folding_in_the_background_see_every_append(store: Store,
     assert _check_all([store]) == 1
 
 
-def test_a_trickle_of_small_batches_is_folded_in_few_transactions(store: Store,
+@pytest.fixture(params=["sqlite", "postgres"])
+def own_store(request: pytest.FixtureRequest) -> Iterator[Store]:
+    """A store on a database of its own: the shared test database's other engines (other
+    tests' stores, servers) would fold this test's rows with their own folders, which the
+    count of this engine's fold transactions does not see."""
+    if request.param == "sqlite":
+        st = Store.open(request.getfixturevalue("sqlite_url"))
+        yield st
+        st.close()
+        return
+    import psycopg
+
+    admin = request.getfixturevalue("pg_url")  # the run's database: a connection to create
+    name = f"assay_fold_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    st = Store.open(f"{admin.rpartition('/')[0]}/{name}")
+    try:
+        yield st
+    finally:
+        st.close()
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_a_trickle_of_small_batches_is_folded_in_few_transactions(own_store: Store,
                                                                    background: None) -> None:
     """An agent's few runs every few tens of milliseconds: the folder waits for more (up to
     ``COALESCE_DELAY`` after the first append) and folds them together, not a transaction
     per batch in the producer's process; a read still sees every append at once."""
-    before = fold_transactions(store)
+    before = fold_transactions(own_store)
     for b in range(10):
-        store.journal.append_runs(_rows(3, "trickle", b * 1000), columns=COLUMNS,
-                                  extra=RunTree.ROW_EXTRA)
+        own_store.journal.append_runs(_rows(3, "trickle", b * 1000), columns=COLUMNS,
+                                      extra=RunTree.ROW_EXTRA)
         time.sleep(COALESCE_DELAY / 25)
     deadline = time.monotonic() + 60
-    while _stored(store) < 30 and time.monotonic() < deadline:
+    while _stored(own_store) < 30 and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert wait_idle(store)
-    assert _stored(store) == 30  # folded in the background, no read asked for it
-    assert 1 <= fold_transactions(store) - before <= 3  # not one per batch (10)
-    store.journal.append_runs(_rows(3, "trickle", 99_000), columns=COLUMNS,
-                              extra=RunTree.ROW_EXTRA)
-    assert store.projects.read(project_name="trickle", include_stats=True).run_count == 33
-    assert _check_all([store]) == 1
+    assert wait_idle(own_store)
+    assert _stored(own_store) == 30  # folded in the background, no read asked for it
+    assert 1 <= fold_transactions(own_store) - before <= 3  # not one per batch (10)
+    own_store.journal.append_runs(_rows(3, "trickle", 99_000), columns=COLUMNS,
+                                  extra=RunTree.ROW_EXTRA)
+    assert own_store.projects.read(project_name="trickle", include_stats=True).run_count == 33
+    assert _check_all([own_store]) == 1
 
 
 BACKGROUND_KILLED = r"""
