@@ -1,13 +1,17 @@
 """What a traced run costs from the journal to queryable: the fold, per run, SQLite and PostgreSQL.
 
-    .venv/bin/python bench/fold_cost.py [--n 20000] [--pg-url URL] [--profile]
+    .venv/bin/python bench/fold_cost.py [--n 20000] [--pg-url URL] [--profile] [--ab ROUNDS]
 
 Traces ``n`` root runs with one child each (``@traceable``, the README's pattern) into a fresh
 store with the background fold off, flushes (the journal-only figure), then times the fold
 alone (``Store.settle``; wall and CPU time, per run). Then the same again with the background
 fold on: flush, then the first ``read_project`` (the end-to-end figure: traced run to
 queryable per span, and the first read after all of them). ``--profile`` runs the fold under
-pyinstrument and prints where it goes. Prints figures, never asserts them.
+pyinstrument and prints where it goes. ``--ab`` alternates, ROUNDS each, the journal and fold
+as they are (``new``: inputs and outputs journaled as their JSON text, value lists folded
+straight to rows by ``_fold_columns``), the columnar fold of the previous format (``lists``),
+and the previous format folded as post dicts (``old``, ``_fold_rows.insert_new`` on every post),
+and prints medians and ratios. Prints figures, never asserts them.
 """
 
 from __future__ import annotations
@@ -88,10 +92,11 @@ def measure(url: str, n: int, profile: bool) -> dict[str, float]:
     os.environ["ASSAY_BACKGROUND_FOLD"] = "0"
     store = Store.open(url)
     client = Client(store=store)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     _trace(client, n, "journal-only")
     client.flush()
     out["journal_us_per_span"] = (time.perf_counter() - t0) / spans * 1e6
+    out["journal_cpu_us_per_span"] = (time.process_time() - c0) / spans * 1e6
     w0, c0 = time.perf_counter(), time.process_time()
     if profile:
         from pyinstrument import Profiler
@@ -128,6 +133,53 @@ def measure(url: str, n: int, profile: bool) -> dict[str, float]:
     return out
 
 
+FIGURES = ("journal_us_per_span", "journal_cpu_us_per_span", "fold_us_per_run",
+           "fold_cpu_us_per_run", "queryable_us_per_span", "queryable_cpu_us_per_span")
+
+
+MODES = ("old", "lists", "new")
+
+
+@contextlib.contextmanager
+def fold_path(mode: str) -> Iterator[None]:
+    """``new``: the journal and fold as they are; ``lists``: the columnar fold of value lists
+    journaled with their inputs and outputs as values (the previous format); ``old``: the
+    previous format folded as post dicts (no batch's columns match ``WRITER_COLUMNS``)."""
+    from assay.store import _journal
+
+    saved = _journal.WRITER_COLUMNS, _journal.encoded_rows, _journal.JSON_COLUMNS
+    if mode == "old":
+        _journal.WRITER_COLUMNS = ()  # type: ignore[assignment]  # matches no batch
+    elif mode == "lists":
+        _journal.encoded_rows = list  # type: ignore[assignment]  # the values as they are
+        _journal.JSON_COLUMNS = ()  # type: ignore[assignment]  # says so in the batch
+    try:
+        yield
+    finally:
+        _journal.WRITER_COLUMNS, _journal.encoded_rows, _journal.JSON_COLUMNS = saved
+
+
+def ab(args: argparse.Namespace) -> None:
+    import statistics
+
+    for backend in ("sqlite", "postgres"):
+        if args.only and backend != args.only:
+            continue
+        got: dict[str, list[dict[str, float]]] = {m: [] for m in MODES}
+        for r in range(args.ab):
+            for mode in (MODES if r % 2 == 0 else MODES[::-1]):
+                with scratch_url(backend, args.pg_url, f"ab{mode}") as url, fold_path(mode):
+                    if url is None:
+                        return
+                    got[mode].append(measure(url, args.n, False))
+        med = {m: {k: statistics.median(x[k] for x in got[m]) for k in FIGURES} for m in got}
+        print(f"{backend} ({args.ab} rounds each, medians; load average {os.getloadavg()})")
+        for k in FIGURES:
+            o, ls, n = med["old"][k], med["lists"][k], med["new"][k]
+            print(f"  {k:26s} old {o:7.2f}  lists {ls:7.2f}  new {n:7.2f}  "
+                  f"lists/old {ls / o:5.2f}  new/old {n / o:5.2f}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=20_000, help="root runs (each with one child)")
@@ -135,7 +187,13 @@ def main() -> None:
     ap.add_argument("--only", choices=["sqlite", "postgres"], default=None)
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--json", action="store_true", help="print the figures as one JSON line")
+    ap.add_argument("--ab", type=int, default=0, metavar="ROUNDS",
+                    help="old vs new fold path, alternated, ROUNDS each")
     args = ap.parse_args()
+    if args.ab:
+        print(f"{args.n:,} root runs + {args.n:,} children; load average {os.getloadavg()}")
+        ab(args)
+        return
     results: dict[str, dict[str, float]] = {}
     print(f"{args.n:,} root runs + {args.n:,} children = {2 * args.n:,} spans; "
           f"load average {os.getloadavg()}", flush=True)
@@ -146,7 +204,8 @@ def main() -> None:
             if url is None:
                 continue
             r = results[backend] = measure(url, args.n, args.profile)
-        print(f"{backend:8s} journal only {r['journal_us_per_span']:6.2f} us/span | fold alone "
+        print(f"{backend:8s} journal only {r['journal_us_per_span']:6.2f} us/span "
+              f"({r['journal_cpu_us_per_span']:5.2f} CPU) | fold alone "
               f"{r['fold_us_per_run']:6.2f} us/run wall, {r['fold_cpu_us_per_run']:6.2f} CPU "
               f"(goal <= 10) | end to end: traced {r['trace_us_per_span']:5.2f} us/span, flush "
               f"{r['flush_s']:.3f} s, first read {r['first_read_s']:.3f} s, traced run to "

@@ -1,23 +1,33 @@
-"""The fold's fast path (``_fold_rows``) stores exactly what the general path stores.
+"""The fold's fast paths (``_fold_columns``, ``_fold_rows``) store exactly what the general
+path stores.
 
-The same runs go into three workspaces of one database: as the tracing writer journals them
-(value lists, folded through the fast path where they qualify), through ``Journal.admit`` (the
-server's cleaned posts, the fast path too), and as direct ``runs.upsert`` calls (the general
-path). Every column of every run, and the statistics, must come out the same.
+The same runs go into several workspaces of one database: as the tracing writer journals them
+(value lists, their inputs and outputs as JSON text, folded by the columnar path where they
+qualify), as the previous writer version journaled them (the values themselves: the columnar
+path too), in another column order (an older writer: the post-dict path), through
+``Journal.admit`` (the server's cleaned posts), and as direct ``runs.upsert`` calls (the general
+path). Every column of every run, its stored JSON text, and the statistics come out the same.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
+import pydantic
 import pytest
 from sqlalchemy import select
 
+from assay import _json
 from assay._ids import dotted_segment_us
 from assay.store import Store
-from assay.store._fold_rows import insert_new
-from assay.store._journal import _row_posts
+from assay.store._fold_columns import JSON_COLUMNS, WRITER_COLUMNS, column_text
+from assay.store._fold_rows import _json_text, insert_new
+from assay.store._journal import RUNS, _payload, _row_posts, _unpack
+from assay.store._tables import journal
 from assay.tracing import RunTree
 
 from ._stored import stored_runs
@@ -26,6 +36,7 @@ from .test_aggregates import _check_all
 T0 = 1_700_000_000_000_000
 COLUMNS = RunTree.ROW_COLUMNS
 EXTRA = RunTree.ROW_EXTRA
+N = 22  # runs _rows makes
 
 
 def _ids(n: int) -> list[str]:
@@ -96,6 +107,16 @@ def _rows(ids: list[str]) -> list[list[Any]]:
             events=[{"name": "new_token", "time": T0 + 96 + 4}],
             outputs={"usage_metadata": {"input_tokens": 9, "output_tokens": 1,
                                         "input_token_details": {"cache_read": 4}}}),
+        # stored escaped: NUL, U+FDD0, a lone surrogate (what orjson refuses), and text
+        row(18, start=97, inputs={"s": "nul\x00 esc\ufdd0 caf\u00e9", "n": [1.5, -0.0, 1e300]},
+            outputs={"s": "lone \ud800", "big": 2**70}),
+        # names usage only as a value or deeper down (no usage): the columnar path leaves it
+        # to the dict path, which looks at the keys
+        row(19, parent=18, trace=18, start=98,
+            outputs={"text": "usage_metadata", "deeper": {"llm_output": 1}},
+            meta={"\u00fc": "\U0001f600"}, tags=["x"]),
+        row(20, start=99, inputs={"q": "'quote' \"dq\" \\ \n\t\u2028"}, extra={"a": 1}),
+        row(21, parent=20, trace=20, start=100, outputs={}, meta={"deep": {"k": [None, True]}}),
     ]
 
 
@@ -109,22 +130,52 @@ def _patch(rid: str) -> dict[str, Any]:
     return {"id": rid, "end_time": T0 + 20 + 7, "outputs": {"done": True}}
 
 
+def _previous_format(st: Store, rows: list[list[Any]], patches: list[dict[str, Any]],
+                     columns: tuple[str, ...] = COLUMNS) -> None:
+    """A batch as the previous writer version journaled it: values, not JSON text."""
+    payload = {"posts": rows, "patches": patches, "default_project": "default",
+               "columns": list(columns), "extra": dict(EXTRA)}
+    st.journal._append([(RUNS, payload)])
+
+
+def _stored_text(store: Store, ids: list[str]) -> list[tuple[Any, ...]]:
+    """The JSON columns' stored text, run by run (PostgreSQL: jsonb's text)."""
+    cast = "::text" if store.engine.dialect.name == "postgresql" else ""
+    cols = ", ".join(f"{c}{cast}" for c in ("inputs", "outputs", "extra", "tags", "events"))
+    mark = "%s" if store.engine.dialect.name == "postgresql" else "?"
+    with store.read() as conn:
+        got = {r[0]: r[1:] for r in conn.exec_driver_sql(
+            f"SELECT id, {cols} FROM runs WHERE tenant_id = {mark}", (store.tenant_id,))}
+    return [got[rid] for rid in ids]
+
+
 def test_the_fast_path_stores_what_the_general_path_stores(store: Store) -> None:
     base = store
-    writer, admitted, direct = (base.for_tenant(str(uuid.uuid4())) for _ in range(3))
-    results = []
-    for kind, st in (("writer", writer), ("admit", admitted), ("direct", direct)):
-        ids = _ids(18)
+    kinds = ("writer", "previous", "reordered", "admit", "direct")
+    results, texts, used = [], [], []
+    for kind in kinds:
+        st = base.for_tenant(str(uuid.uuid4()))
+        used.append(st)
+        ids = _ids(N)
         rows = _rows(ids)
         first, second = rows[:8], rows[8:]
         as_posts = _row_posts([list(r) for r in rows], COLUMNS, EXTRA)
+        again = list(rows[0])  # run 0 posted again (already stored)
+        again[COLUMNS.index("name")] = "renamed"
         if kind == "writer":
             st.journal.append_runs(first, columns=COLUMNS, extra=EXTRA)
-            # a later batch: the rest, run 4's end, and run 0 posted again (already stored)
-            again = list(rows[0])
-            again[COLUMNS.index("name")] = "renamed"
+            # a later batch: the rest, run 4's end, and run 0 again
             st.journal.append_runs([*second, again], [_patch(ids[4])], columns=COLUMNS,
                                    extra=EXTRA)
+        elif kind == "previous":  # journaled by the previous version: still folds the same
+            _previous_format(st, first, [])
+            _previous_format(st, [*second, again], [_patch(ids[4])])
+        elif kind == "reordered":  # another column order: the post-dict path
+            order = tuple(reversed(COLUMNS))
+            at = [COLUMNS.index(c) for c in order]
+            _previous_format(st, [[r[i] for i in at] for r in first], [], order)
+            _previous_format(st, [[r[i] for i in at] for r in [*second, again]],
+                             [_patch(ids[4])], order)
         elif kind == "admit":
             st.journal.admit(as_posts[:8])
             again = dict(as_posts[0], name="renamed")
@@ -135,33 +186,37 @@ def test_the_fast_path_stores_what_the_general_path_stores(store: Store) -> None
             st.runs.upsert(posts=[*as_posts[8:], again], patches=[_patch(ids[4])])
         st.settle()
         results.append(_normalized(st, ids))
-    fast_writer, fast_admit, general = results
-    assert len(general) == 18
+        texts.append(_stored_text(st, ids))
+    *fast, general = results
+    assert len(general) == N
     tokens = {r["name"]: (r["total_tokens"], r["total_cost"], r["first_token_us"])
               for r in general}
     assert tokens["llm"][0] == 42 and tokens["llm"][1] > 0  # priced by genai-prices
     assert tokens["meta usage"][:2] == (10, 0.75)  # its own costs win
     assert tokens["llm_output"][0] == 120 and tokens["llm_output"][1] > 0
     assert tokens["streamed, priced"][2] == 4 and tokens["no usage at all"] == (None,) * 3
-    for got in (fast_writer, fast_admit):
+    assert general[18]["inputs"]["s"] == "nul\x00 esc\ufdd0 caf\u00e9"
+    assert general[18]["outputs"] == {"s": "lone \ud800", "big": 2**70}
+    for kind, got, text in zip(kinds, fast, texts, strict=False):
         for a, b in zip(got, general, strict=True):
-            assert a == b
-    assert _check_all([writer, admitted, direct]) == 6  # two projects each
+            assert a == b, kind
+        assert text == texts[-1], kind  # the very JSON text (SQLite), jsonb's (PostgreSQL)
+    assert _check_all(used) == 2 * len(kinds)  # two projects each
 
 
 def test_llm_runs_and_runs_with_events_take_the_fast_path(store: Store) -> None:
-    ids = _ids(18)
+    ids = _ids(N)
     posts = _row_posts(_rows(ids), COLUMNS, EXTRA)
     with store.write() as conn:
         done, rest = insert_new(store.runs, conn, posts, set(), "default", clean=False)
-    assert done == 18 and rest == []
+    assert done == N and rest == []
     got = {str(r.id): r for r in store.runs.list()}
     assert got[ids[7]].total_tokens == 42 and got[ids[8]].first_token_time is not None
     assert _check_all([store]) >= 1
 
 
 def test_insert_new_takes_only_new_plain_runs(store: Store) -> None:
-    ids = _ids(18)
+    ids = _ids(N)
     posts = _row_posts(_rows(ids), COLUMNS, EXTRA)
     stored = posts[11]
     store.runs.upsert(posts=[stored])  # already stored: left to the general path
@@ -170,16 +225,16 @@ def test_insert_new_takes_only_new_plain_runs(store: Store) -> None:
         left = {p["id"] for p in rest}
         # run 3 has a patch in the batch; run 11 is stored
         assert left == {ids[3], ids[11]}
-        assert done == 16
+        assert done == N - 2
         store.runs._apply(conn, rest, [], "default")
-    assert len(store.runs.list()) == 18
+    assert len(store.runs.list()) == N
     assert _check_all([store]) >= 1
 
 
 def test_a_run_stored_meanwhile_goes_to_the_general_path(store: Store) -> None:
     """An id another writer stored between the fold's look-up and its insert: the batch is
     applied item by item, and the run is completed, not lost or doubled."""
-    ids = _ids(18)
+    ids = _ids(N)
     rows = _rows(ids)
     store.journal.append_runs(rows[:3], columns=COLUMNS, extra=EXTRA)
     store.runs.upsert(posts=[dict(_row_posts([list(rows[1])], COLUMNS, EXTRA)[0],
@@ -229,7 +284,7 @@ def test_plain_scores_as_value_lists_fold_like_the_dicts(store: Store) -> None:
     results = []
     for as_lists in (True, False):
         st = store.for_tenant(str(uuid.uuid4()))
-        ids = _ids(18)
+        ids = _ids(N)
         project = st.projects.create(f"scores-{as_lists}")
         st.journal.append_runs(_rows(ids), columns=COLUMNS, extra=EXTRA)
         defaults = {"session_id": str(project.id),
@@ -281,3 +336,126 @@ def test_values_a_whole_batch_shares_are_stored_as_bound_ones(store: Store) -> N
         results.append(_normalized(st, ids))
     assert len(results[2]) == 6 and results[2][0]["run_type"] == "o'brien; --"
     assert results[0] == results[2] and results[1] == results[2]
+
+
+def test_the_writer_columns_are_the_tracing_writers() -> None:
+    """The columnar path knows the writer's column order and the table's; a change in either
+    must reach it (until then the writer's batches take the slower post-dict path)."""
+    from assay.store import _fold_columns
+
+    assert WRITER_COLUMNS == RunTree.ROW_COLUMNS
+    assert _fold_columns.ENABLED  # it writes the runs table's columns, in their order
+
+
+@dataclasses.dataclass
+class _Point:
+    x: int
+    label: str
+
+
+class _Model(pydantic.BaseModel):
+    when: datetime
+    tags: list[str]
+
+
+def test_column_text_is_what_the_fold_stored_before() -> None:
+    """The writer's JSON text of a value (stored as it is) is what the fold made of the value
+    before: the batch's encoder, decoded, then ``_json_text``; for every kind of value a traced
+    function may take or return."""
+    import random
+
+    rnd = random.Random(7)
+    values: list[Any] = [
+        {}, {"a": 1}, {"s": "caf\u00e9 \U0001f600 \u2028 \x1f \x7f \"q\" \\ /"},
+        {"nul": "a\x00b"}, {"esc": "\ufdd0"}, {"lone": "\ud800"}, {"\ud801key": 1},
+        {"k\x00": "v"}, {"big": 2**64 - 1, "bigger": 2**70, "neg": -(2**63)},
+        {1: "int key"}, {"f": [0.1, -0.0, 1e16, 1e-7, 5e-324, 1.7976931348623157e308]},
+        {"nan": math.nan, "inf": math.inf, "-inf": -math.inf},
+        {"when": datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=UTC), "naive": datetime(2026, 1, 2)},
+        {"id": uuid.UUID(int=5), "set": {3}, "tuple": (1, "a"), "bytes": b"raw"},
+        {"point": _Point(1, "p"), "model": _Model(when=datetime(2026, 1, 1), tags=["t"])},
+        {"deep": [[[{"x": [None, True, False]}]]]}, [1, 2], "text", 3, None,
+        {"f": [rnd.uniform(-1e6, 1e6) * 10.0 ** rnd.randint(-300, 300) for _ in range(500)]},
+    ]
+    for value in values:
+        before = _json_text(_payload(_json.dumpb(value)))
+        assert column_text(value) == before, value
+
+
+def _journaled_payloads(store: Store) -> list[dict[str, Any]]:
+    with store.read() as conn:
+        return [_payload(_unpack(p)) for p in conn.execute(select(journal.c.payload).where(
+            journal.c.tenant_id == store.tenant_id).order_by(journal.c.seq)).scalars()]
+
+
+def test_the_writer_s_rows_are_journaled_with_their_json_as_text(store: Store) -> None:
+    """Inputs and outputs travel as the text the fold stores, the batch says so (``json``), and
+    they read back as the values."""
+    ids = _ids(N)
+    rows = _rows(ids)
+    store.journal.append_runs(rows, columns=COLUMNS, extra=EXTRA)
+    (payload,) = _journaled_payloads(store)
+    assert payload["json"] == list(JSON_COLUMNS)
+    i, o = COLUMNS.index("inputs"), COLUMNS.index("outputs")
+    assert payload["posts"][0][i] == '{"i":0}' and payload["posts"][4][o] is None
+    assert rows[0][i] == {"i": 0}  # the caller's rows are left alone
+    store.settle()
+    got = {str(r.id): r for r in store.runs.list()}
+    assert got[ids[18]].inputs["s"] == "nul\x00 esc\ufdd0 caf\u00e9"
+    assert got[ids[0]].outputs == {"o": 0} and got[ids[9]].inputs == {}
+
+
+def test_the_columnar_path_leaves_what_needs_a_closer_look(store: Store) -> None:
+    """Runs with usage to derive (llm, events, usage named in the outputs' text), a stored or
+    patched run, and dict posts go on to the post-dict path, in their order."""
+    from assay.store._fold_columns import encoded_rows, fill_orders, insert_rows
+
+    ids = _ids(N)
+    rows = encoded_rows(_rows(ids))
+    store.runs.upsert(posts=_row_posts([list(_rows(ids)[11])], COLUMNS, EXTRA))
+    dict_post = {"id": str(uuid.uuid4()), "name": "d", "run_type": "chain", "start_time": T0}
+    items = [*rows, dict_post]
+    with store.write() as conn:
+        fill_orders(conn, store.tenant_id, items)
+        done, rest = insert_rows(store.runs, conn, items, {ids[3]}, "default", EXTRA,
+                                 encoded=True)
+    left = [ids.index(r[0]) if r.__class__ is list else "dict" for r in rest]
+    assert left == [3, 7, 8, 11, 12, 13, 14, 15, 16, 17, 19, "dict"]
+    assert done == N - 11
+
+
+def test_a_bad_row_in_a_writer_batch_is_dropped_alone(store: Store) -> None:
+    """A batch that fails is applied row by row: the JSON text is decoded afresh for each try
+    (never twice), the bad row dropped, the others stored as they were traced."""
+    ids = _ids(N)
+    rows = _rows(ids)[:4]
+    bad = list(rows[3])
+    bad[COLUMNS.index("start_time")] = None  # the general path refuses it by name
+    bad[COLUMNS.index("run_type")] = "llm"
+    before = store.journal.dropped
+    store.journal.append_runs([*rows[:3], bad], columns=COLUMNS, extra=EXTRA)
+    store.settle()
+    assert store.journal.dropped == before + 1
+    got = {str(r.id): r for r in store.runs.list()}
+    assert set(got) == set(ids[:3])
+    assert got[ids[1]].inputs == {"i": 1} and got[ids[0]].outputs == {"o": 0}
+    assert got[ids[2]].dotted_order.startswith(got[ids[0]].dotted_order)
+
+
+def test_malformed_value_lists_never_block_the_fold(store: Store) -> None:
+    """A short list, an unhashable project name, a trace id that is not text: each goes to the
+    general path, which drops it by name; the batch's good rows are stored."""
+    ids = _ids(N)
+    rows = _rows(ids)[:3]
+    short = list(_rows(_ids(N))[0])[:5]
+    odd_project = list(_rows(_ids(N))[0])
+    odd_project[COLUMNS.index("session_name")] = {"not": "a name"}
+    odd_trace = list(_rows(_ids(N))[0])
+    odd_trace[COLUMNS.index("trace_id")] = {"not": "an id"}
+    before = store.journal.dropped
+    store.journal.append_runs([short, *rows, odd_project, odd_trace], columns=COLUMNS,
+                              extra=EXTRA)
+    store.settle()
+    assert store.journal.pending() == 0
+    assert {str(r.id) for r in store.runs.list()} == set(ids[:3])
+    assert store.journal.dropped == before + 3

@@ -20,6 +20,10 @@ genai-prices cost included). The posts come from the tracing writer (``RunTree.R
 or ``Journal.admit`` (the fields ``_clean`` keeps), so no usage can hide in a top-level key.
 Everything else keeps the general path, whole: a run already stored (or twice in the batch), a
 patch, a post missing what a new run needs (which the general path reports by name).
+
+The tracing writer's plain runs do not come here: ``_fold_columns`` makes their rows from the
+journaled value lists themselves, and hands on (as posts) only what needs this path or the
+general one.
 """
 
 from __future__ import annotations
@@ -362,11 +366,11 @@ class _Rows:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
         self.pg = conn.dialect.name == "postgresql"
-        self.rows: list[list[Any]] = []
+        self.rows: list[Sequence[Any]] = []
         self._stack = contextlib.ExitStack()
         self._copy: Any = None
 
-    def write(self, row: list[Any]) -> None:
+    def write(self, row: Sequence[Any]) -> None:
         if not self.pg:
             self.rows.append(row)
             return

@@ -6,12 +6,16 @@ bulk writers (the tracing writer, ``evaluate()``'s feedback sink, and the server
 through ``admit``) therefore append each batch as one JSON row here: a few microseconds per
 run, committed, so a crash loses nothing (the tracing writer's finished runs as lists of
 values, their column names once per batch, a dotted order the writer did not need left for the
-fold to derive). The JSON is zstd-compressed (level 1, ~50x for runs; zlib before, whose rows
+fold to derive, their inputs and outputs as the JSON text the fold stores: the batch names
+such columns in ``json``, so entries written before, which hold the values, still fold).
+The JSON is zstd-compressed (level 1, ~50x for runs; zlib before, whose rows
 still fold): compressing runs outside the GIL, 3.5x faster than zlib, and a 1,000-run batch
 then commits ~4 KB instead of ~470 KB, which also spares SQLite's WAL a checkpoint every few
 batches. ``fold`` then
 applies the journal in order through the same code as a direct write (``RunRepo._upsert``,
-``FeedbackRepo._insert``) and deletes what it applied, in one transaction per chunk.
+``FeedbackRepo._insert``), or the fast paths that store the same rows (``_fold_columns`` for
+the writer's value lists, ``_fold_rows`` for posts), and deletes what it applied, in one
+transaction per chunk.
 
 Each append wakes a folder thread of the process for its database (``_background``), so the
 fold starts as soon as batches arrive, off the readers' path. Every read of runs, feedback,
@@ -44,6 +48,14 @@ from .._ids import dotted_segment_us, uuid_text
 from .._time import to_micros, utcnow
 from ..errors import ConflictError, InvalidInputError, NotFoundError
 from ._background import appended, appending
+from ._fold_columns import (
+    JSON_COLUMNS,
+    WRITER_COLUMNS,
+    decoded,
+    encoded_rows,
+    fill_orders,
+    insert_rows,
+)
 from ._fold_rows import insert_new, score_rows
 from ._tables import feedback as feedback_table
 from ._tables import journal, runs, sessions
@@ -150,6 +162,12 @@ def _fill_orders(conn: Connection, tenant: str, posts: list[Any]) -> None:
         if not settle(post):  # its parent never reached the store: kept without an order
             log.warning("assay store: run %s: parent %s not stored, no dotted order",
                         post["id"], post["parent_run_id"])
+
+
+def _shown_run(item: tuple[bool, Any]) -> Any:
+    """What a warning names a journaled run by: a post or patch, or a value list's id."""
+    raw = item[1]
+    return raw[0] if raw.__class__ is list and raw else raw
 
 
 def _patch_id(patch: Any) -> Any:
@@ -272,7 +290,10 @@ class Journal:
         journaled once per batch, not once per run: the tracing writer's finished runs); the
         fold turns it back into the post. Such a row may carry ``metadata`` as a column of its
         own: the fold moves it into the post's ``extra``, which also gets the keys of ``extra``
-        (given once here) that the row's own does not have. Not validated here (the fold does,
+        (given once here) that the row's own does not have. Rows in the tracing writer's order
+        (``WRITER_COLUMNS``) are journaled with their inputs and outputs as the JSON text the
+        fold stores (``_fold_columns.column_text``; the caller's rows are not changed), so the
+        fold neither decodes nor encodes them again. Not validated here (the fold does,
         and drops with a warning what it must): callers are assay's own writers, whose runs
         are well formed by construction."""
         if not posts and not patches:
@@ -283,6 +304,9 @@ class Journal:
             payload["columns"] = list(columns)
             if extra:
                 payload["extra"] = dict(extra)
+            if tuple(columns) == WRITER_COLUMNS:  # the fold stores their JSON as it is
+                payload["posts"] = encoded_rows(payload["posts"])
+                payload["json"] = list(JSON_COLUMNS)
         return self._append([(RUNS, payload)])
 
     def append_feedback(self, items: Sequence[Mapping[str, Any] | Sequence[Any]], *,
@@ -477,8 +501,19 @@ class Journal:
             columns = payload.get("columns")
             posts = payload.get("posts") or []
             common = None
-            if columns:  # posts journaled as lists of values
-                posts, common = _row_posts_common(posts, columns, payload.get("extra"))
+            # the tracing writer's value lists in today's order: straight to rows, no post
+            # dicts (_fold_columns); the rest, and other orders, as posts (below)
+            lists = bool(columns) and tuple(columns) == WRITER_COLUMNS
+            shared = payload.get("extra")
+            # value lists' columns journaled as the JSON text to store (``column_text``)
+            named = tuple(payload.get("json") or ())
+            texts = tuple(columns.index(c) for c in named if columns and c in columns)
+            encoded = lists and bool(named) and named == JSON_COLUMNS
+            if lists:
+                fill_orders(conn, entry.tenant_id, posts)
+            elif columns:  # posts journaled as lists of values
+                posts, common = _row_posts_common(decoded(posts, texts) if texts else posts,
+                                                  columns, shared)
                 _fill_orders(conn, entry.tenant_id, posts)
             runs = [(False, r) for r in posts]
             runs += [(True, r) for r in payload.get("patches") or []]
@@ -491,15 +526,24 @@ class Journal:
                 posts = [r for patch, r in batch if not patch]
                 patches = [r for patch, r in batch if patch]
                 done = 0
+                shared_extra = common
                 if fast and posts:
                     patched = {_patch_id(r) for r in patches}
-                    done, posts = insert_new(store.runs, conn, posts, patched, project,
-                                             clean=clean, shared_extra=common)
+                    if lists:
+                        done, posts = insert_rows(store.runs, conn, posts, patched, project,
+                                                  shared, encoded=encoded)
+                        if posts:
+                            posts, shared_extra = _row_posts_common(
+                                decoded(posts, texts) if texts else posts, columns, shared)
+                    if posts:
+                        more, posts = insert_new(store.runs, conn, posts, patched, project,
+                                                 clean=clean, shared_extra=shared_extra)
+                        done += more
                 if posts or patches:
                     done += store.runs._apply(conn, posts, patches, project, clean=clean)
                 return done
 
-            return self._whole_or_each(conn, "runs", runs, apply, lambda item: item[1])
+            return self._whole_or_each(conn, "runs", runs, apply, _shown_run)
         if entry.kind == FEEDBACK:
             created = payload.get("created_at")
             items = payload.get("items") or []

@@ -1,0 +1,398 @@
+"""The fold's columnar path: the tracing writer's value lists straight to row tuples.
+
+The tracing writer journals each finished run as the list of its values in ``WRITER_COLUMNS``
+order (``RunTree.ROW_COLUMNS``). ``_fold_rows.insert_new`` took them as post dicts, made from
+the lists (``_journal.from_values``), their ``extra`` merged with the batch's and the row's
+``metadata``, then read back key by key: a third of the fold's Python per run went into making
+and reading dicts that lived for one step. Here each list is unpacked once into its 18 values
+and the row tuple (``_fold_rows._ORDER``) is written out of them in one expression, with the
+values ``_row`` gives the same run (a test compares every stored column with the general
+path's). Dotted orders are settled on the lists too (``fill_orders``).
+
+Inputs and outputs come as the JSON text to store (``column_text``, made by the writer's
+thread when it journals the batch): the fold neither decodes them from the batch nor encodes
+them again, which was a third of its Python for small values and more for large ones.
+
+Only the plain case is taken: a new run (not stored, not patched in the batch, its id once in
+the batch) whose ids are canonical text, with no usage to derive (not an llm run, no events,
+no ``usage_metadata`` or ``llm_output``), and values of the types the writer makes. Every other
+item is handed back, in its place, for ``insert_new`` and the general path, exactly as before.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import pydantic_core
+
+from .. import _json
+from .._ids import _CANONICAL_UUID, dotted_segment_us
+from ._aggregates import _ZERO, HOUR_US, FeedbackDeltas, RunDeltas, adopt_pending_feedback
+from ._fold_rows import _ORDER, _escaped, _existing, _json_text, _Rows
+from ._tables import runs
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+    from ._runs import RunRepo
+
+__all__ = ["JSON_COLUMNS", "WRITER_COLUMNS", "column_text", "decoded", "encoded_rows",
+           "fill_orders", "insert_rows"]
+
+# RunTree.ROW_COLUMNS (a test checks they agree): a batch in any other order, say an older
+# writer's, takes the dict path (``_journal``)
+WRITER_COLUMNS = ("id", "trace_id", "parent_run_id", "dotted_order", "name", "run_type",
+                  "start_time", "inputs", "extra", "metadata", "tags", "events", "session_id",
+                  "session_name", "reference_example_id", "end_time", "outputs", "error")
+_WIDTH = len(WRITER_COLUMNS)
+# the columns the writer journals as the JSON text the fold stores (``column_text``), named in
+# the batch (``json``) so entries of earlier versions, which hold the values, still fold
+JSON_COLUMNS = ("inputs", "outputs")
+_TEXT_AT = tuple(WRITER_COLUMNS.index(k) for k in JSON_COLUMNS)
+_ID, _PARENT, _DOTTED, _START, _SID, _SNAME = (WRITER_COLUMNS.index(k) for k in (
+    "id", "parent_run_id", "dotted_order", "start_time", "session_id", "session_name"))
+# the tuple ``insert_rows`` writes, in this order; should the table's columns change, the
+# path stands aside (every list to the dict path) until it learns them (a test says so)
+_ROW_ORDER = ("dotted_order", "end_time", "error", "events", "extra", "id", "inputs", "is_root",
+              "latency_us", "name", "outputs", "parent_run_id", "reference_example_id",
+              "run_type", "serialized", "session_id", "start_time", "status", "tags",
+              "tenant_id", "trace_id")
+ENABLED = _ORDER == _ROW_ORDER
+_fullmatch = _CANONICAL_UUID.fullmatch
+_UUID_LINES = re.compile(r"(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\n)*")
+_dict, _list, _str, _int = dict, list, str, int
+_dumps, _jsonable, _ESC_UTF8 = orjson.dumps, _json.jsonable, _json._ESC_UTF8
+
+
+def column_text(value: Any) -> str:
+    """What the fold stores for ``value`` (a run's inputs or outputs) as a JSON column, made by
+    the writer so the fold neither decodes nor encodes it again.
+
+    Before, the writer's orjson wrote the value into the batch, the fold decoded it and
+    pydantic-core wrote it again (``_fold_rows._json_text``): pydantic-core's text of what it
+    decodes from orjson's is orjson's text itself (a test checks strings, numbers, floats at
+    random, non-finite ones, datetimes...), so that text is stored as is. Where orjson refuses
+    the value (integers past 64 bits, keys that are not strings, lone surrogates) or the text
+    holds what is stored escaped (NUL, U+FDD0), the old route exactly: the batch's encoder,
+    decoded, ``_json_text``."""
+    try:
+        out = _dumps(value, default=_jsonable)
+    except TypeError:  # orjson.JSONEncodeError
+        out = b"\\u0000"  # i.e. take the old route
+    if b"\\u0000" in out or (not out.isascii() and _ESC_UTF8 in out):
+        data = _json.dumpb(value)
+        try:
+            back = pydantic_core.from_json(data)
+        except ValueError:  # lone surrogates, as ``_journal._payload`` reads them
+            back = _json.loads(data)
+        return _json_text(back)
+    return out.decode()
+
+
+def encoded_rows(posts: list[Any]) -> list[Any]:
+    """The writer's value lists (``WRITER_COLUMNS`` order) with their inputs and outputs as
+    ``column_text`` (inlined: the writer thread's cost per run); other posts as they are."""
+    dumps, default, esc, slow = _dumps, _jsonable, _ESC_UTF8, column_text
+    out = []
+    for post in posts:
+        if (post.__class__ is tuple or post.__class__ is _list) and len(post) == _WIDTH:
+            post = _list(post)
+            for at in _TEXT_AT:
+                value = post[at]
+                if value is None:
+                    continue
+                try:
+                    data = dumps(value, default=default)
+                except TypeError:  # orjson.JSONEncodeError
+                    post[at] = slow(value)
+                    continue
+                if b"\\u0000" in data or (not data.isascii() and esc in data):
+                    post[at] = slow(value)
+                else:
+                    post[at] = data.decode()
+        out.append(post)
+    return out
+
+
+def decoded(items: list[Any], at: tuple[int, ...]) -> list[Any]:
+    """``items`` with the JSON text of value lists at positions ``at`` back as values (copies:
+    a batch retried item by item decodes again), for the dict path; other items as they are."""
+    out = []
+    for item in items:
+        if item.__class__ is _list:
+            item = item.copy()
+            for i in at:
+                if i < len(item) and item[i].__class__ is _str:
+                    item[i] = _json.from_json_column(item[i])
+        out.append(item)
+    return out
+
+
+def fill_orders(conn: Connection, tenant: str, items: list[Any]) -> None:
+    """``_journal._fill_orders`` on the batch as journaled (value lists in ``WRITER_COLUMNS``
+    order, or post dicts): a root's order from its start and id, a child's from its parent's,
+    earlier in the batch or already stored."""
+    known: dict[Any, str] = {}
+    seg = dotted_segment_us
+
+    def settle(item: Any) -> bool:
+        """Give ``item`` its order if it can be derived now; False if its parent's is not
+        known."""
+        if item.__class__ is _list:
+            if len(item) < _WIDTH:  # not the writer's: the store checks it as given
+                return True
+            rid, parent, order, start = item[_ID], item[_PARENT], item[_DOTTED], item[_START]
+        elif not isinstance(item, Mapping):
+            return True
+        else:
+            get = item.get
+            rid, parent, order, start = (get("id"), get("parent_run_id"),
+                                         get("dotted_order"), get("start_time"))
+        if order is None:
+            if start.__class__ is not _int:  # not a writer's row: the store checks it as given
+                return True
+            up = "" if parent is None else known.get(parent)
+            if up is None:
+                return False
+            order = f"{up}.{seg(start, rid)}" if up else seg(start, rid)
+            if item.__class__ is _list:
+                item[_DOTTED] = order
+            else:
+                item["dotted_order"] = order
+        known[rid] = order
+        return True
+
+    waiting = []
+    for item in items:  # a value list's order inline: nearly every run of a batch
+        if (item.__class__ is _list and len(item) == _WIDTH and item[_DOTTED] is None
+                and item[_START].__class__ is _int):
+            rid, parent = item[_ID], item[_PARENT]
+            if parent is None:
+                known[rid] = item[_DOTTED] = seg(item[_START], rid)
+                continue
+            up = known.get(parent)
+            if up:
+                known[rid] = item[_DOTTED] = f"{up}.{seg(item[_START], rid)}"
+                continue
+        if not settle(item):
+            waiting.append(item)
+    if not waiting:
+        return
+    wanted = sorted({_parent_of(i) for i in waiting} - known.keys())
+    from sqlalchemy import select
+
+    for i in range(0, len(wanted), 500):
+        known.update(conn.execute(select(runs.c.id, runs.c.dotted_order).where(
+            runs.c.id.in_(wanted[i : i + 500]), runs.c.tenant_id == tenant)).all())
+    from ._journal import log
+
+    for item in waiting:  # in order: a child of a waiting run comes after it
+        if not settle(item):  # its parent never reached the store: kept without an order
+            log.warning("assay store: run %s: parent %s not stored, no dotted order",
+                        _id_of(item), _parent_of(item))
+
+
+def _parent_of(item: Any) -> Any:
+    return item[_PARENT] if item.__class__ is _list else item.get("parent_run_id")
+
+
+def _id_of(item: Any) -> Any:
+    return item[_ID] if item.__class__ is _list else item.get("id")
+
+
+def _other_id(item: Any) -> Any:
+    if isinstance(item, Mapping):
+        return item.get("id")
+    return item[_ID] if item.__class__ is _list and item else None
+
+
+def _canonical_ids(ids: list[Any]) -> bool:
+    """Every one of ``ids`` canonical UUID text: one regex pass over them all."""
+    try:
+        joined = "\n".join(ids)
+    except TypeError:
+        return False
+    return _UUID_LINES.fullmatch(joined + "\n") is not None if ids else True
+
+
+def insert_rows(repo: RunRepo, conn: Connection, items: list[Any], patched: set[Any],
+                default_project: str, shared: Mapping[str, Any] | None, *,
+                encoded: bool = False) -> tuple[int, list[Any]]:
+    """Insert the value lists that qualify (see the module docstring); return how many, and the
+    items left (in their order) for ``insert_new`` and the general path. ``encoded``: their
+    inputs and outputs are JSON text (``column_text``), stored as they are."""
+    if not ENABLED:
+        return 0, items
+    whole = set(map(type, items)) == {_list} and set(map(len, items)) == {_WIDTH}
+    lists: Any = range(len(items)) if whole else [
+        i for i, item in enumerate(items) if item.__class__ is _list and len(item) == _WIDTH]
+    if not lists:
+        return 0, items
+    ids = [item[_ID] for item in items] if whole else [items[i][_ID] for i in lists]
+    if not _canonical_ids(ids):
+        ok = [i for i, rid in zip(lists, ids, strict=True)
+              if rid.__class__ is _str and _fullmatch(rid)]
+        lists, ids = ok, [items[i][_ID] for i in ok]
+    canon = set(ids)
+    if len(canon) != len(ids):
+        return 0, items  # one id twice: the general path settles it
+    skip = set(patched)  # and ids of other items: a run with a patch or a post beside it
+    if not whole:
+        try:
+            skip.update(_other_id(item) for item in items
+                        if item.__class__ is not _list or len(item) != _WIDTH)
+        except TypeError:  # an unhashable id: the general path names it
+            return 0, items
+    skip.update(_existing(conn, ids))
+    tenant = repo.store.tenant_id
+    # the projects first (they may write): on PostgreSQL no statement may run inside the COPY
+    sessions: dict[tuple[Any, Any], str | None] = {}
+    cache: dict[Any, str] = {}
+    unusual: set[int] = set()
+    for i in lists:
+        item = items[i]
+        try:
+            key = (item[_SID], item[_SNAME])
+            if key not in sessions:
+                sessions[key] = None  # the general path raises it by name
+                sessions[key] = repo._session_of(
+                    conn, {"session_id": key[0], "session_name": key[1]}, cache,
+                    default_project)
+        except TypeError:  # unhashable: the general path's
+            unusual.add(i)
+        except Exception:  # noqa: BLE001 - the general path raises it by name
+            pass
+    if unusual:
+        lists = [i for i in lists if i not in unusual]
+    jtext, esc = _json_text, _escaped
+    shared = shared or {}
+    merge_meta = "metadata" not in shared
+    # the extra of a row without extra or metadata of its own: the batch's, once
+    common = jtext({**shared, "metadata": {}})
+    deltas = RunDeltas()
+    sums, tenants, added, hours = deltas.sums, deltas.tenants, deltas.added_start, deltas.hours
+    posted: dict[str, list[str]] = {}
+    taken: set[int] = set()
+    with _Rows(conn) as out:
+        write = out.write if out.pg else out.rows.append  # SQLite's: no call in between
+        for i in lists:
+            (rid, trace, parent, dotted, name, run_type, start, inputs, extra, meta, tags,
+             events, sid, sname, ref, end, outputs, error) = items[i]
+            if (rid in skip or run_type.__class__ is not _str or run_type == "llm"
+                    or start.__class__ is not _int
+                    or (end is not None and end.__class__ is not _int)
+                    or (events is not None and (events or events.__class__ is not _list))):
+                continue  # stored, patched, usage to derive (llm, events), or unusual
+            sid = sessions[(sid, sname)]
+            if sid is None:
+                continue
+            if trace is None:
+                if parent is not None:
+                    continue  # the general path names what is missing
+                trace = rid
+            elif trace != rid and not (trace.__class__ is _str
+                                       and (trace in canon or _fullmatch(trace))):
+                continue
+            if parent is not None and not (parent.__class__ is _str
+                                           and (parent in canon or _fullmatch(parent))):
+                continue
+            if ref is not None and not (ref.__class__ is _str and _fullmatch(ref)):
+                continue
+            if inputs is None:
+                inputs = "null"
+            elif encoded:  # an object's text (as a dict's value), or the dict path's
+                if inputs.__class__ is not _str or not inputs.startswith("{"):
+                    continue
+            elif inputs.__class__ is _dict:
+                inputs = jtext(inputs)
+            else:
+                continue
+            if outputs is None:
+                outputs = "null"
+            elif encoded:  # usage named anywhere in the text: the dict path looks closer
+                if (outputs.__class__ is not _str or not outputs.startswith("{")
+                        or '"usage_metadata"' in outputs or '"llm_output"' in outputs):
+                    continue
+            elif outputs.__class__ is _dict:
+                if "usage_metadata" in outputs or "llm_output" in outputs:
+                    continue
+                outputs = jtext(outputs)
+            else:
+                continue
+            if extra is None and meta is None:
+                extra = common
+            else:
+                if ((extra is not None and extra.__class__ is not _dict)
+                        or (meta is not None and meta.__class__ is not _dict)):
+                    continue
+                if meta and "usage_metadata" in meta:
+                    continue
+                if extra:
+                    extra = jtext({**shared, **extra, "metadata": meta or {}})
+                elif meta:
+                    if merge_meta:  # the same text, spliced
+                        extra = f"{common[:-3]}{jtext(meta)}}}"
+                    else:
+                        extra = jtext({**shared, "metadata": meta})
+                else:
+                    extra = common
+            if tags is None or tags == []:
+                tags = "[]"
+            elif tags.__class__ is _list:
+                tags = jtext(tags)
+            else:
+                continue
+            if name.__class__ is _str:
+                if "\x00" in name or not name.isascii():
+                    name = esc(name)
+            elif name is None:
+                name = ""
+            else:
+                continue
+            if error is not None:
+                error = esc(error if error.__class__ is _str else str(error))
+            if not dotted and parent is None:
+                dotted = dotted_segment_us(start, rid)
+            row = (dotted, end, error, "[]", extra, rid, inputs, parent is None,
+                   None if end is None else end - start, name, outputs, parent, ref, run_type,
+                   "null", sid, start,
+                   "error" if error else ("success" if end is not None else "pending"), tags,
+                   tenant, trace)
+            write(row)
+            taken.add(i)
+            ids_of = posted.get(sid)
+            if ids_of is None:
+                ids_of = posted[sid] = []
+            ids_of.append(rid)
+            if parent is None:  # RunDeltas.add for a run without usage or first token
+                d = sums.get(sid)
+                if d is None:
+                    d = sums[sid] = list(_ZERO)
+                    tenants[sid] = tenant
+                hkey = (sid, start - start % HOUR_US)
+                h = hours.get(hkey)
+                if h is None:
+                    h = hours[hkey] = [0, 0, 0, 0.0, 0]
+                h[0] += 1
+                d[0] += 1
+                if end is not None:
+                    d[1] += 1
+                if error is not None:
+                    d[2] += 1
+                    h[1] += 1
+                cur = added.get(sid)
+                if cur is None or start > cur:
+                    added[sid] = start
+    n = len(taken)
+    if not n:
+        return 0, items
+    deltas.apply(conn)
+    fb = FeedbackDeltas()
+    adopt_pending_feedback(conn, tenant, posted, fb)
+    fb.apply(conn)
+    if n == len(items):
+        return n, []
+    return n, [item for i, item in enumerate(items) if i not in taken]
