@@ -2,6 +2,7 @@
 ``/runs/multipart``, on ``assay serve --workers 1`` with a SQLite store (or PostgreSQL).
 
     .venv/bin/python bench/otlp.py [--requests 100] [--senders 4] [--rounds 3] [--postgres]
+                                   [--compare-pragmas]
 
 Bodies are made up front by the OpenTelemetry SDK and the OTLP exporter's own encoder (traces of
 five spans: an agent span, two chat spans with GenAI token attributes, a tool span, a retriever
@@ -13,6 +14,12 @@ so accepted = queryable). The goal is 10,000 spans/s with 4 exporters on 2 cores
 The machine's 2 cores are shared (senders, server, anything else running), so beside spans/s
 it prints the server process's CPU time per span (``/proc/<pid>/stat``), the senders' own, and
 the load average: CPU per span is the figure that does not depend on what else runs.
+
+``--compare-pragmas`` serves a second SQLite store beside the first, from a server whose
+connections keep SQLite's own page cache (2 MB) and autocheckpoint (1,000 pages) instead of
+``SQLITE_PRAGMAS``' (``store/_engine.py``), and alternates the rounds between the two (each
+round's bodies go to both, the order swapped every round): what those pragmas buy, measured in
+one run on the same load. The WAL's size is printed after every round.
 """
 
 from __future__ import annotations
@@ -162,6 +169,68 @@ def _postgres_server(admin_url: str) -> Iterator[tuple[str, str, str, Any]]:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+_OLD_PRAGMAS = ("import sys; import assay.store._engine as e; "
+                "e.SQLITE_PRAGMAS = tuple(p for p in e.SQLITE_PRAGMAS "
+                "if not p.startswith(('cache_size', 'wal_autocheckpoint'))); "
+                "from assay.cli import main; sys.argv[0] = 'assay'; sys.exit(main())")
+
+
+@contextmanager
+def _sqlite_server(old_pragmas: bool) -> Iterator[tuple[Path, str, str, Any]]:
+    """A fresh SQLite store served by ``assay serve --workers 1``; with ``old_pragmas``, by a
+    server that drops the page cache and checkpoint pragmas (SQLite's defaults)."""
+    if not old_pragmas:
+        from measures.ingest import _running_server
+
+        with _running_server(1) as server:
+            yield server
+        return
+    import shutil
+    import subprocess
+    import tempfile
+
+    import httpx
+    from measures._common import offline_env
+    from measures.ingest import _free_port, _stop
+
+    from assay.store import Store
+
+    tmp = Path(tempfile.mkdtemp(prefix="assay-bench-otlp-"))
+    db = tmp / "server.db"
+    try:
+        with Store.open(db) as store:
+            key = str(store.keys.create(tenant="default", description="bench").key)
+        port = _free_port()
+        proc = subprocess.Popen(
+            [str(ROOT / ".venv" / "bin" / "python"), "-c", _OLD_PRAGMAS, "serve", "--db",
+             str(db), "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+             "--log-level", "warning"],
+            env=offline_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("assay serve (old pragmas) did not start: "
+                                       f"{proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+                try:
+                    if httpx.get(f"http://127.0.0.1:{port}/ok", timeout=1).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    time.sleep(0.2)
+            yield db, f"http://127.0.0.1:{port}", key, proc
+        finally:
+            _stop(proc)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _wal_mb(db: Any) -> float:
+    try:
+        return os.path.getsize(f"{db}-wal") / 2**20
+    except OSError:
+        return 0.0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--requests", type=int, default=100)
@@ -172,43 +241,65 @@ def main() -> None:
     parser.add_argument("--postgres", metavar="ADMIN_URL", nargs="?",
                         const="postgresql://postgres@127.0.0.1:5432/postgres",
                         help="serve a fresh PostgreSQL database instead of SQLite")
+    parser.add_argument("--compare-pragmas", action="store_true",
+                        help="beside it, a server with SQLite's default page cache and "
+                             "autocheckpoint; rounds alternate between the two")
     args = parser.parse_args()
-    from measures.ingest import _running_server
+    from contextlib import ExitStack
+
     from sqlalchemy import func, select
 
     from assay.store import Store
     from assay.store._tables import runs
 
     backend = "PostgreSQL" if args.postgres else "SQLite"
-    server = _postgres_server(args.postgres) if args.postgres else _running_server(1)
-    rates, server_us, sender_us = [], [], []
-    with server as (db, url, key, proc):
-        send_all(url, key, build_bodies(4), args.senders)  # warm-up
+    arms = ["current"] + (["old pragmas"] if args.compare_pragmas and not args.postgres else [])
+    rates: dict[str, list[float]] = {a: [] for a in arms}
+    server_us: dict[str, list[float]] = {a: [] for a in arms}
+    sender_us: dict[str, list[float]] = {a: [] for a in arms}
+    with ExitStack() as stack:
+        servers = {a: stack.enter_context(
+            _postgres_server(args.postgres) if args.postgres
+            else _sqlite_server(a == "old pragmas")) for a in arms}
+        for _db, url, key, _proc in servers.values():
+            send_all(url, key, build_bodies(4), args.senders)  # warm-up
         sent = 4 * 100
-        for _ in range(args.rounds):
+        for r in range(args.rounds):
             bodies = build_bodies(args.requests)
             n = args.requests * 100
-            cpu0, own0 = _cpu_s(proc.pid), time.process_time()
-            wall = send_all(url, key, bodies, args.senders)
-            server_us.append((_cpu_s(proc.pid) - cpu0) / n * 1e6)
-            sender_us.append((time.process_time() - own0) / n * 1e6)
+            for arm in (arms if r % 2 == 0 else arms[::-1]):
+                db, url, key, proc = servers[arm]
+                cpu0, own0 = _cpu_s(proc.pid), time.process_time()
+                wall = send_all(url, key, bodies, args.senders)
+                server_us[arm].append((_cpu_s(proc.pid) - cpu0) / n * 1e6)
+                sender_us[arm].append((time.process_time() - own0) / n * 1e6)
+                rates[arm].append(n / wall)
+                wal = "" if args.postgres else f", WAL {_wal_mb(db):.1f} MB"
+                print(f"  OTLP round{'' if len(arms) == 1 else f' ({arm})'}: {n:,} spans in "
+                      f"{wall:.2f} s = {rates[arm][-1]:,.0f} spans/s; server CPU "
+                      f"{server_us[arm][-1]:.1f} us/span, senders {sender_us[arm][-1]:.1f} "
+                      f"us/span{wal}, load {os.getloadavg()[0]:.2f}", flush=True)
             sent += n
-            rates.append(n / wall)
-            print(f"  OTLP round: {n:,} spans in {wall:.2f} s = {rates[-1]:,.0f} spans/s; "
-                  f"server CPU {server_us[-1]:.1f} us/span, senders {sender_us[-1]:.1f} us/span, "
-                  f"load {os.getloadavg()[0]:.2f}")
-        with Store.open(db) as store, store.engine.connect() as conn:
-            stored = conn.execute(select(func.count()).select_from(runs)).scalar()
-    if stored != sent:
-        raise SystemExit(f"the store holds {stored} runs, {sent} spans were accepted")
-    otlp = median(rates)
+        for arm, (db, _url, _key, _proc) in servers.items():
+            with Store.open(str(db)) as store, store.engine.connect() as conn:
+                stored = conn.execute(select(func.count()).select_from(runs)).scalar()
+            if stored != sent:
+                raise SystemExit(f"the store ({arm}) holds {stored} runs, {sent} spans were "
+                                 "accepted")
+    otlp = median(rates["current"])
     print(f"OTLP protobuf, {args.senders} exporters, assay serve --workers 1 ({backend}): "
           f"{otlp:,.0f} spans/s (median of {args.rounds}), x goal {otlp / GOAL:.2f}; "
           f"every span checked in the store")
-    print(f"  server CPU {median(server_us):.1f} us/span (= {1e6 / median(server_us):,.0f} "
-          f"spans/s per core), senders' CPU {median(sender_us):.1f} us/span; "
+    cpu = median(server_us["current"])
+    print(f"  server CPU {cpu:.1f} us/span (= {1e6 / cpu:,.0f} "
+          f"spans/s per core), senders' CPU {median(sender_us['current']):.1f} us/span; "
           f"load average {os.getloadavg()[0]:.2f}; a real exporter's encoding (not in the "
           f"timed part) adds {encode_cost_us():.1f} us/span on its side")
+    if "old pragmas" in rates:
+        old, old_cpu = median(rates["old pragmas"]), median(server_us["old pragmas"])
+        print(f"  with SQLite's default cache and autocheckpoint (same run, rounds alternated): "
+              f"{old:,.0f} spans/s, server CPU {old_cpu:.1f} us/span; current / old: "
+              f"spans/s x{otlp / old:.2f}, CPU per span x{cpu / old_cpu:.2f}")
     if not args.no_multipart and not args.postgres:
         from measures._common import Context
         from measures.ingest import _one_server

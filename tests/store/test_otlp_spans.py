@@ -89,6 +89,21 @@ def test_the_fast_path_stores_what_the_general_path_stores(store: Store) -> None
     assert _check_all([fast, general]) == 2
 
 
+def test_column_values_made_before_the_write_lock_or_in_it_store_the_same(store: Store) -> None:
+    """The server computes each run's ``span_values`` on the request's thread (``to_span_runs``
+    fills ``SpanRun.values``); a caller that leaves them out gets them computed in the write
+    transaction: the same rows either way."""
+    early, late = (store.for_tenant(str(uuid.uuid4())) for _ in range(2))
+    early_items = _items(early, _spans())
+    assert all(it.values is not None for it in early_items)
+    late_items = [SpanRun(it.post, it.span_id, it.parent_span_id, it.parent_id, it.alias_id)
+                  for it in _items(late, _spans())]
+    store_spans(early, early_items)
+    store_spans(late, late_items)
+    assert _normalized(early, early_items) == _normalized(late, late_items)
+    assert _check_all([early, late]) == 2
+
+
 def test_a_batch_mixing_new_spans_spans_sent_again_and_early_children(store: Store) -> None:
     spans = _spans()
     by_span = {s.span_id: s for s in spans}

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import require
+from ..store._span_rows import span_values
 from ..store._spans import SpanRun
 from ..tracing._otel_map import SpanEvent, SpanView, span_fields
 from ._errors import ApiError
@@ -272,4 +273,5 @@ def to_span_runs(tenant: str, spans: list[SpanView], project: str | None) -> Ite
         }
         yield SpanRun(post, span.span_id, span.parent_span_id,
                       None if span.parent_span_id is None else id_of(
-                          span.trace_id, span.parent_span_id), alias)
+                          span.trace_id, span.parent_span_id), alias,
+                      span_values(post))  # here: on the request's thread, not the writer's

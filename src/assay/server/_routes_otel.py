@@ -60,14 +60,8 @@ def _answer(rejected: list[str], as_json: bool) -> Response:
     return Response(resp.SerializeToString(), media_type="application/x-protobuf")
 
 
-async def _decode(request: Request) -> tuple[Decoded, bool]:
-    kind = (request.headers.get("content-type") or "").split(";")[0].strip().lower()
-    if kind not in (*_PROTOBUF, "application/json"):
-        raise ApiError(415, "unsupported_media_type",
-                       f"content type {kind or '(none)'!r}: OTLP/HTTP takes "
-                       "application/x-protobuf or application/json")
-    limit = _settings(request).max_body_bytes
-    raw = _body.decode(await request.body(), request.headers.get("content-encoding"), limit)
+def _decode(kind: str, body: bytes, encoding: str | None, limit: int) -> tuple[Decoded, bool]:
+    raw = _body.decode(body, encoding, limit)
     if kind == "application/json":
         return decode_json(_body.loads(raw, "OTLP/JSON body")), True
     return decode_protobuf(raw), False
@@ -75,22 +69,37 @@ async def _decode(request: Request) -> tuple[Decoded, bool]:
 
 @router.post("/otel/v1/traces")
 async def export_traces(request: Request, store: StoreDep) -> Response:
-    decoded, as_json = await _decode(request)
+    kind = (request.headers.get("content-type") or "").split(";")[0].strip().lower()
+    if kind not in (*_PROTOBUF, "application/json"):
+        raise ApiError(415, "unsupported_media_type",
+                       f"content type {kind or '(none)'!r}: OTLP/HTTP takes "
+                       "application/x-protobuf or application/json")
+    limit = _settings(request).max_body_bytes
+    body = await request.body()
+    encoding = request.headers.get("content-encoding")
     project = request.headers.get("langsmith-project") or None
-    items = list(to_span_runs(str(store.tenant_id), decoded.spans, project))
-    if items:
-        from .._sync import offload
 
-        def write() -> bool:
-            if not _slots.acquire(timeout=_WAIT):
-                return False
-            try:
-                store_grouped(store, items)
-            finally:
-                _slots.release()
-            return True
+    def handle() -> tuple[Decoded, bool, bool]:
+        # decoding, mapping and the runs' column values (~20 us a span) here, on the request's
+        # worker thread and before the write lock: on the event loop they held up reading the
+        # next exports, under the lock they held up the writer (whose SQLite work releases
+        # the GIL, so it overlaps this)
+        decoded, as_json = _decode(kind, body, encoding, limit)
+        items = list(to_span_runs(str(store.tenant_id), decoded.spans, project))
+        if not items:
+            return decoded, as_json, True
+        if not _slots.acquire(timeout=_WAIT):
+            return decoded, as_json, False
+        try:
+            store_grouped(store, items)
+        finally:
+            _slots.release()
+        return decoded, as_json, True
 
-        if not await offload(write):
-            return error_response(503, "overloaded", "too many OTLP exports at once: retry "
-                                  "after the Retry-After delay", headers={"Retry-After": "1"})
+    from .._sync import offload
+
+    decoded, as_json, stored = await offload(handle)
+    if not stored:
+        return error_response(503, "overloaded", "too many OTLP exports at once: retry "
+                              "after the Retry-After delay", headers={"Retry-After": "1"})
     return _answer(decoded.rejected, as_json)

@@ -59,6 +59,8 @@ class SpanRun:
 
     ``parent_id`` is the id the parent span's run has if it is not a root; ``alias_id`` is the id
     this run would have were it not a root (children that arrived first point there).
+    ``values``: the post's ``span_values``, when the caller computed them before queueing for
+    the write lock (the server does, on the request's thread).
     """
 
     post: dict[str, Any]
@@ -66,6 +68,7 @@ class SpanRun:
     parent_span_id: str | None
     parent_id: str | None
     alias_id: str
+    values: dict[str, Any] | None = None
 
 
 def _lock_traces(conn: Connection, trace_ids: Sequence[str]) -> None:
@@ -224,13 +227,18 @@ def _store_once(store: Store, items: Sequence[SpanRun], default_project: str) ->
                  and i.post["trace_id"] in stored and i.post["trace_id"] not in ids}
         _place(items, orders, _root_spans(conn, tenant, roots) if roots else {})
         new: list[dict[str, Any]] = []
+        values: list[dict[str, Any] | None] = []
         again: list[dict[str, Any]] = []  # stored already, or twice in the batch
         seen: set[str] = set()
         for item in items:
             rid = item.post["id"]
-            (again if rid in stored or rid in seen else new).append(item.post)
+            if rid in stored or rid in seen:
+                again.append(item.post)
+            else:
+                new.append(item.post)
+                values.append(item.values)
             seen.add(rid)
-        insert_span_rows(store, conn, new, default_project)
+        insert_span_rows(store, conn, new, default_project, values)
         if again:
             store.runs._apply(conn, again, [], default_project)
         return _adopt(conn, tenant, items)
