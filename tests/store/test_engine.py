@@ -36,11 +36,33 @@ def test_sqlite_pragmas(tmp_path: Path) -> None:
         # a page cache that holds the indexes of a large runs table (negative: KiB), and
         # checkpoints every 16 MB of WAL rather than 4 MB (see _engine.SQLITE_PRAGMAS)
         assert conn.exec_driver_sql("PRAGMA cache_size").scalar() == -65536
-        assert conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == 4000
+        # a new database gets 16 KB pages; the checkpoint limit is 16 MB in pages of its size
+        assert conn.exec_driver_sql("PRAGMA page_size").scalar() == 16384
+        assert conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == 1024
+
+
+def test_an_existing_database_keeps_its_page_size(tmp_path: Path) -> None:
+    import sqlite3
+
+    raw = sqlite3.connect(tmp_path / "old.db")  # as an earlier assay made it: 4 KB pages
+    raw.execute("PRAGMA page_size = 4096")
+    raw.execute("PRAGMA journal_mode = WAL")
+    raw.execute("CREATE TABLE keep (x)")
+    raw.execute("INSERT INTO keep VALUES (1)")
+    raw.commit()
+    raw.close()
+    store = Store.open(tmp_path / "old.db")
+    with store.read() as conn:
+        assert conn.exec_driver_sql("PRAGMA page_size").scalar() == 4096
+        assert conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == 4096
+        assert conn.exec_driver_sql("SELECT x FROM keep").scalar() == 1
+    store.runs.upsert(posts=[{"id": "00000000-0000-4000-8000-000000000001", "name": "r",
+                              "run_type": "chain", "start_time": "2026-01-01T00:00:00Z"}])
+    assert store.runs.read("00000000-0000-4000-8000-000000000001").name == "r"
 
 
 def test_wal_stays_bounded_under_sustained_writes(tmp_path: Path) -> None:
-    """Autocheckpoints keep the WAL near its limit (4,000 pages) however much is written."""
+    """Autocheckpoints keep the WAL near its limit (16 MB) however much is written."""
     store = Store.open(tmp_path / "wal.db")
     wal = tmp_path / "wal.db-wal"
     blob = "x" * 3000
@@ -51,9 +73,9 @@ def test_wal_stays_bounded_under_sustained_writes(tmp_path: Path) -> None:
                                   "start_time": "2026-01-01T00:00:00Z"} for j in range(300)])
         store.settle()
         sizes.append(wal.stat().st_size)
-    page = 4096 + 24  # a WAL frame: the page and its header
-    assert max(sizes) < 8_000 * page, sizes  # bounded: a checkpoint ran and the log restarted
-    assert (tmp_path / "wal.db").stat().st_size > 8_000 * page  # more went through it
+    limit = 16 * 1024 * 1024
+    assert max(sizes) < 2 * limit, sizes  # bounded: a checkpoint ran and the log restarted
+    assert (tmp_path / "wal.db").stat().st_size > 2 * limit  # more went through it
 
 
 def test_opening_twice_does_not_migrate_again(tmp_path: Path) -> None:
