@@ -226,3 +226,32 @@ def test_switch_off_records_no_framework_runs(srv: ScriptedModelServer, db: Clie
         assert len(_tree(db, row)) == 1  # the example's root alone
     finally:
         set_framework_tracing(None)
+
+
+def test_step_conversion_reuses_a_message_dict_only_while_the_message_is_unchanged() -> None:
+    """A message in every step's inputs and outputs is converted once, then taken from a memo:
+    the same dict while the message's fields are the same objects, a new one once a field is set
+    anew (LangGraph names an agent's answer after its llm run ended), and ``to_json`` (what the
+    adapter hands to callers) always a fresh copy."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from assay.integrations._langchain import _step_json, to_json
+
+    ai = AIMessage("", tool_calls=[{"name": "lookup_city", "args": {"city": "Paris"},
+                                    "id": "c1"}])
+    state = {"messages": [HumanMessage("hi"), ai]}
+    first = _step_json(state)
+    again = _step_json({"messages": state["messages"]})
+    assert again == first and again["messages"][1] is first["messages"][1]
+    assert first["messages"][1] == {"role": "assistant", "content": "",
+                                    "tool_calls": [{"id": "c1", "name": "lookup_city",
+                                                    "args": {"city": "Paris"}}]}
+    ai.name = "geo"  # set after the model's run, as create_react_agent(name=...) does
+    named = _step_json(state)["messages"][1]
+    assert named is not first["messages"][1] and named["name"] == "geo"
+    ai.content = "Paris has 2102650 people"
+    assert _step_json(state)["messages"][1]["content"] == "Paris has 2102650 people"
+    fresh = to_json(state)
+    assert fresh == _step_json(state) and fresh["messages"][1] is not named
+    fresh["messages"][1]["content"] = "changed by a caller"
+    assert _step_json(state)["messages"][1]["content"] == "Paris has 2102650 people"

@@ -492,3 +492,30 @@ def test_first_token_of_a_streamed_run_none_without_streaming(agent: Agent, db: 
                   if r.run_type == "llm"]
     assert len(plain_llms) == 2
     assert all(r.first_token_time is None and not r.events for r in plain_llms)
+
+
+def test_tracer_makes_only_the_spans_that_can_become_runs(db: Client) -> None:
+    """Upsonic's tracer (assay's provider) hands a pipeline step, and any span outside an assay
+    run, a non-recording span carrying its parent's context (children then hang from the
+    nearest real span); an agent, chat or tool span inside an assay run is a real, recording
+    span, as the SDK makes it."""
+    from opentelemetry import trace as otel
+
+    from assay.integrations._upsonic_spans import tracer_provider
+    from assay.tracing import trace
+
+    tracer = tracer_provider().get_tracer("upsonic")
+    outside = tracer.start_span("agent.run")
+    assert not outside.is_recording()
+    with trace("root", client=db, enabled=True):
+        with tracer.start_as_current_span("agent.run") as agent_span:
+            assert agent_span.is_recording()
+            with tracer.start_as_current_span("pipeline.step.model_execution") as step:
+                assert not step.is_recording()
+                assert step.get_span_context() == agent_span.get_span_context()
+                with tracer.start_as_current_span(
+                        "chat gpt-4o-mini", attributes={"gen_ai.operation.name": "chat"}) as chat:
+                    assert chat.is_recording()
+                    assert chat.parent is not None
+                    assert chat.parent.span_id == agent_span.get_span_context().span_id
+            assert otel.get_current_span() is agent_span

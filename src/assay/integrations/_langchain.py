@@ -51,9 +51,18 @@ _QUERY_KEYS = ("query", "question", "input", "prompt", "text", "message")
 
 
 # -- JSON-safe values ------------------------------------------------------------------------------
+# class -> whether its instances are LangChain messages: asked once per class, not three
+# ``hasattr`` per value (a graph's state is converted at every step it passes through)
+_MESSAGE_CLASSES: dict[type, bool] = {}
+
+
 def _is_message(value: Any) -> bool:
-    return hasattr(value, "content") and isinstance(getattr(value, "type", None), str) \
-        and hasattr(value, "additional_kwargs")
+    cls = value.__class__
+    known = _MESSAGE_CLASSES.get(cls)
+    if known is None:
+        known = _MESSAGE_CLASSES[cls] = hasattr(value, "content") and isinstance(
+            getattr(value, "type", None), str) and hasattr(value, "additional_kwargs")
+    return known
 
 
 def message_dict(m: Any) -> dict[str, Any]:
@@ -78,23 +87,74 @@ def message_dict(m: Any) -> dict[str, Any]:
     return out
 
 
+# A message's chat-message dict, kept while the message is alive in a recent step: a graph's
+# state (every message so far) is the input and output of each node, chain and model call
+# under it, so one ReAct answer converts its four messages ~45 times. Keyed by id() with the
+# message itself held (an id is not reused while its object lives) and checked by the
+# identity of the fields the dict is made of (a field set anew, as LangGraph does, is
+# converted again; a content list edited in place would not be seen, but LangChain and
+# LangGraph make new messages or set fields anew). The dicts are shared by the runs that carry
+# them: nothing changes a run's inputs or outputs once recorded (the writer only reads them).
+_CONVERTED: dict[int, tuple[Any, Any, Any, Any, Any, Any, dict[str, Any]]] = {}
+_MAX_CONVERTED = 512  # past it the memo starts over (bounds what it keeps alive)
+
+
+def _message_json(m: Any) -> dict[str, Any]:
+    fields = getattr(m, "__dict__", None)
+    if fields.__class__ is not dict:
+        return message_dict(m)
+    get = fields.get
+    content, calls, name = get("content"), get("tool_calls"), get("name")
+    hit = _CONVERTED.get(id(m))
+    if hit is not None and hit[0] is m and hit[1] is content and hit[2] is calls \
+            and hit[4] is name and hit[3] is get("tool_call_id") and hit[5] is get("status"):
+        return hit[6]
+    call_id, status = get("tool_call_id"), get("status")
+    out = message_dict(m)
+    if len(_CONVERTED) >= _MAX_CONVERTED:
+        _CONVERTED.clear()
+    _CONVERTED[id(m)] = (m, content, calls, call_id, name, status, out)
+    return out
+
+
+_SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
+
+
 def to_json(value: Any, _depth: int = 0) -> Any:
-    """``value`` with LangChain messages and pydantic models turned into plain data."""
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    if _depth > 24:
-        return repr(value)
-    if _is_message(value):
-        return message_dict(value)
-    if isinstance(value, Mapping):
-        return {str(k): to_json(v, _depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [to_json(v, _depth + 1) for v in value]
+    """``value`` with LangChain messages and pydantic models turned into plain data (new
+    dicts and lists throughout: the caller may change them)."""
+    return _convert(value, _depth, False)
+
+
+def _step_json(value: Any) -> Any:
+    """``to_json`` for a step's run: messages' dicts from the memo (``_message_json``)."""
+    return _convert(value, 0, True)
+
+
+def _convert(value: Any, depth: int, memo: bool) -> Any:
     cls = value.__class__
+    if cls in _SCALAR_TYPES:
+        return value
+    if depth > 24:
+        return repr(value)
+    depth += 1
+    if cls is dict:  # the usual container first: no ABC check
+        return {k if k.__class__ is str else str(k): _convert(v, depth, memo)
+                for k, v in value.items()}
+    if cls is list or cls is tuple:
+        return [_convert(v, depth, memo) for v in value]
+    if _is_message(value):
+        return _message_json(value) if memo else message_dict(value)
+    if isinstance(value, (str, int, float, bool)):  # subclasses (enums, ...)
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _convert(v, depth, memo) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_convert(v, depth, memo) for v in value]
     if cls.__name__ == "Send" and cls.__module__.startswith("langgraph"):
         # LangGraph's routing to a node (a ReAct agent's tool calls): as data; left to
         # ``jsonable`` it would be its repr, the state's messages' reprs inside (~1 ms)
-        return {"send": str(value.node), "arg": to_json(value.arg, _depth + 1)}
+        return {"send": str(value.node), "arg": _convert(value.arg, depth, memo)}
     return jsonable(value)  # models, dataclasses, UUIDs...; anything else as its repr
 
 
@@ -247,10 +307,11 @@ def _make_handler_class() -> type:
             if metadata:
                 meta = {k: v for k in _KEPT_METADATA if (v := metadata.get(k)) is not None}
                 if meta:
-                    run.metadata.update(meta)
-            user_tags = [t for t in tags or () if not t.startswith(("seq:", "graph:"))]
-            if user_tags:
-                run.tags = user_tags
+                    run._meta = meta  # a new run: no metadata of its own yet
+            if tags:
+                user_tags = [t for t in tags if not t.startswith(("seq:", "graph:"))]
+                if user_tags:
+                    run.tags = user_tags
             self._runs[run_id] = (run, True)
             return run
 
@@ -287,7 +348,7 @@ def _make_handler_class() -> type:
                                 messages: list[list[Any]], *, run_id: UUID,
                                 parent_run_id: UUID | None = None, tags: list[str] | None = None,
                                 metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
-            batch = [[message_dict(m) if _is_message(m) else to_json(m) for m in ms]
+            batch = [[_message_json(m) if _is_message(m) else _step_json(m) for m in ms]
                      for ms in messages]
             inputs: dict[str, Any] = {"messages": batch[0] if len(batch) == 1 else batch}
             self._llm_start(run_id, parent_run_id, serialized, inputs, tags, metadata, kwargs)
@@ -305,7 +366,7 @@ def _make_handler_class() -> type:
                        kwargs: dict[str, Any]) -> None:
             params = kwargs.get("invocation_params") or {}
             if params.get("tools"):
-                inputs["tools"] = to_json(params["tools"])
+                inputs["tools"] = _tools_json(params["tools"])
             name = kwargs.get("name") or _serialized_name(serialized) or "llm"
             run = self._start(run_id, parent_run_id, name, "llm", inputs, tags, metadata)
             if run is not None:
@@ -340,20 +401,20 @@ def _make_handler_class() -> type:
                           tags: list[str] | None = None, metadata: dict[str, Any] | None = None,
                           inputs: dict[str, Any] | None = None, **kwargs: Any) -> None:
             name = kwargs.get("name") or _serialized_name(serialized) or "tool"
-            args = to_json(inputs) if isinstance(inputs, Mapping) else {"input": input_str}
+            args = _step_json(inputs) if isinstance(inputs, Mapping) else {"input": input_str}
             run = self._start(run_id, parent_run_id, name, "tool", args, tags, metadata)
             if run is not None and kwargs.get("tool_call_id"):
                 run.metadata["tool_call_id"] = kwargs["tool_call_id"]
 
         def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
             if _is_message(output):  # a ToolMessage: its content is the result
-                value: Any = to_json(output.content)
+                value: Any = _step_json(output.content)
                 error = getattr(output, "status", None) == "error"
                 entry = self._runs.get(run_id)
                 if error and entry is not None and entry[1]:
                     entry[0].error = f"ToolError: {_text(output.content)}"
             else:
-                value = to_json(output)
+                value = _step_json(output)
             self._end(run_id, {"output": value})
 
         def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
@@ -368,13 +429,27 @@ def _make_handler_class() -> type:
             self._start(run_id, parent_run_id, name, "retriever", {"query": query}, tags, metadata)
 
         def on_retriever_end(self, documents: Any, *, run_id: UUID, **kwargs: Any) -> None:
-            self._end(run_id, {"documents": to_json(documents)})
+            self._end(run_id, {"documents": _step_json(documents)})
 
         def on_retriever_error(self, error: BaseException, *, run_id: UUID,
                                **kwargs: Any) -> None:
             self._end(run_id, error=error)
 
     return AssayCallbackHandler
+
+
+_last_tools: tuple[Any, Any] = (None, None)  # (a model's bound tools, their plain form)
+
+
+def _tools_json(tools: Any) -> Any:
+    """The tools bound to a model call as plain data: the same list object at every call of a
+    bound model (``bind_tools``), so converted once while it stays the one in use."""
+    global _last_tools
+    held, plain = _last_tools
+    if held is not tools:
+        plain = _step_json(tools)
+        _last_tools = (tools, plain)
+    return plain
 
 
 def _serialized_name(serialized: Mapping[str, Any] | None) -> str | None:
@@ -397,16 +472,16 @@ def _inputs(value: Any) -> dict[str, Any]:
     2.6x the bytes for the writer, the store's fold and the database to carry) and an unknown
     object (a router's ``Send``) through its repr, ~1 ms with the state's messages inside."""
     if isinstance(value, Mapping):
-        plain: dict[str, Any] = to_json(value)  # a Mapping gives a dict
+        plain: dict[str, Any] = _step_json(value)  # a Mapping gives a dict
         return plain
-    return {"input": value if value.__class__ in _PLAIN else to_json(value)}
+    return {"input": value if value.__class__ in _PLAIN else _step_json(value)}
 
 
 def _outputs(value: Any) -> dict[str, Any]:
     if isinstance(value, Mapping):
-        plain: dict[str, Any] = to_json(value)  # a Mapping gives a dict
+        plain: dict[str, Any] = _step_json(value)  # a Mapping gives a dict
         return plain
-    return {"output": value if value.__class__ in _PLAIN else to_json(value)}
+    return {"output": value if value.__class__ in _PLAIN else _step_json(value)}
 
 
 def _record_llm_result(run: RunTree, response: Any) -> None:
@@ -417,7 +492,7 @@ def _record_llm_result(run: RunTree, response: Any) -> None:
     for g in flat:
         message = getattr(g, "message", None)
         if message is not None:
-            messages.append(message_dict(message))
+            messages.append(_message_json(message))
             fields = getattr(message, "__dict__", None) or {}  # (see message_dict)
             usage = usage or fields.get("usage_metadata")
             meta = fields.get("response_metadata") or {}

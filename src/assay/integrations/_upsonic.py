@@ -72,12 +72,11 @@ def _instrumentation() -> Any:
             if _settings is None:
                 _upsonic()
                 require("opentelemetry.sdk.trace", "upsonic", "tracing Upsonic agents")
-                from opentelemetry.sdk.trace import TracerProvider
                 from upsonic.models.instrumented import InstrumentationSettings
 
-                from ._upsonic_spans import UpsonicSpanProcessor, assay_run_sampler
+                from ._upsonic_spans import UpsonicSpanProcessor, tracer_provider
 
-                provider = TracerProvider(sampler=assay_run_sampler())
+                provider = tracer_provider()
                 _processor = UpsonicSpanProcessor()
                 provider.add_span_processor(_processor)
                 _settings = InstrumentationSettings(tracer_provider=provider)

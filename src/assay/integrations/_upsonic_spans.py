@@ -3,11 +3,13 @@
 Upsonic emits, per agent run, an ``agent.run`` span, a ``pipeline.execute`` span with one
 ``pipeline.step.<name>`` span per pipeline step (two dozen), ``chat <model>`` spans for model
 requests and ``tool.execute`` spans for tool calls. Only ``agent.run`` (chain), ``chat`` (llm) and
-``tool.execute`` (tool) become runs; the sampler drops the pipeline spans at their start, and a
-kept span hangs from the nearest kept one (tracked in a context variable, as OpenTelemetry tracks
-the current span), so a trace reads agent -> llm, tool, llm as the agent did it.
+``tool.execute`` (tool) become runs; the pipeline spans are not even made (``tracer_provider``:
+a non-recording span carrying its parent's context stands in; the sampler would drop them at
+their start), and a kept span hangs from the nearest kept one (tracked in a context variable,
+as OpenTelemetry tracks the current span), so a trace reads agent -> llm, tool, llm as the agent
+did it.
 
-With no assay run current (or framework tracing switched off) the sampler drops every span:
+With no assay run current (or framework tracing switched off) no span is made either:
 outside ``evaluate()``/``trace()`` an instrumented agent records nothing and does next to no
 tracing work.
 """
@@ -21,8 +23,9 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from ..tracing._context import _CFG
+from ..tracing._otel_map import span_fields
 from ..tracing._traceable import _new_run
-from ..tracing.otel import AssaySpanProcessor, span_to_run_fields
+from ..tracing.otel import AssaySpanProcessor, _view
 from ._registry import framework_parent
 
 if TYPE_CHECKING:
@@ -31,7 +34,7 @@ if TYPE_CHECKING:
 
     from ..tracing._run_tree import RunTree
 
-__all__ = ["UpsonicSpanProcessor", "upsonic_span_fields"]
+__all__ = ["UpsonicSpanProcessor", "tracer_provider", "upsonic_span_fields"]
 
 _AGENT, _TOOL, _LLM = "agent.run", "tool.execute", "llm"
 _PIPELINE = "pipeline.execute"
@@ -77,14 +80,23 @@ def _tool_failed(result: Any) -> bool:
     return isinstance(result, str) and not result.startswith("{'func")
 
 
-def upsonic_span_fields(span: ReadableSpan, kind: str) -> dict[str, Any]:
+def upsonic_span_fields(span: ReadableSpan, kind: str,
+                        attrs: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The run fields of one finished kept span: assay's GenAI mapping (llm: model, provider,
     messages, tokens; error; events; metadata), with Upsonic's own attributes read for the
-    ``tool.execute`` and ``agent.run`` spans, which carry no GenAI operation."""
-    out = span_to_run_fields(span)
+    ``tool.execute`` and ``agent.run`` spans, which carry no GenAI operation.
+
+    ``attrs``: the span's attributes as a plain dict (made here if not given). The mapping
+    reads them a few dozen times a span: through the SDK's attribute mapping (a ``Mapping``
+    ABC behind a read-only proxy) each read was a chain of Python calls, ~a third of the
+    span's conversion."""
+    if attrs is None:
+        attrs = dict(span.attributes or {})
+    view = _view(span)
+    view.attributes = attrs
+    out = span_fields(view)
     if kind == _LLM:
         return out
-    attrs: Mapping[str, Any] = span.attributes or {}
     meta = out.setdefault("metadata", {})
     meta.pop("otel_attributes", None)  # read below; not kept twice
     if kind == _TOOL:
@@ -174,6 +186,8 @@ def assay_run_sampler() -> Any:
     skips its attribute work (message JSON, usage) for it."""
     from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
 
+    drop = SamplingResult(Decision.DROP)  # one for every dropped span (the SDK only reads it)
+
     class KeptWhileAssayRun(Sampler):
         def should_sample(self, parent_context: Any, trace_id: int, name: str, kind: Any = None,
                           attributes: Any = None, links: Any = None,
@@ -181,13 +195,53 @@ def assay_run_sampler() -> Any:
             if _kind_of(name, attributes) is None or framework_parent() is None:
                 if name == _PIPELINE:
                     _note_pipeline_start()
-                return SamplingResult(Decision.DROP)
+                return drop
             return SamplingResult(Decision.RECORD_AND_SAMPLE, attributes)
 
         def get_description(self) -> str:
             return "KeptWhileAssayRun"
 
     return KeptWhileAssayRun()
+
+
+def tracer_provider() -> Any:
+    """The TracerProvider Upsonic's instrumentation gets: the SDK's, with ``assay_run_sampler``,
+    whose tracers do not even make the spans that would be dropped.
+
+    Upsonic opens ~26 spans an agent run that never become runs (``pipeline.execute`` and a
+    span per pipeline step), and every span outside an assay run. The SDK makes each of them
+    anyway (the sampler's verdict, fresh ids, a span object), ~6 us a span against ~1 us for
+    a non-recording span that carries its parent's context: what these tracers hand out
+    instead. Children of such a span see its parent as theirs, the nearest span the SDK made
+    (a kept span's run found through it, as through the dropped span before). Spans that may
+    become runs go the SDK's way, the sampler deciding as before."""
+    from opentelemetry import trace as trace_api
+    from opentelemetry.sdk.trace import Tracer, TracerProvider
+
+    non_recording = trace_api.NonRecordingSpan
+    current = trace_api.get_current_span
+
+    class DroppingTracer(Tracer):
+        def start_span(self, name: str, context: Any = None,
+                       kind: Any = trace_api.SpanKind.INTERNAL, attributes: Any = None,
+                       links: Any = (), start_time: int | None = None,
+                       record_exception: bool = True,
+                       set_status_on_exception: bool = True) -> Any:
+            if _kind_of(name, attributes) is None or framework_parent() is None:
+                if name == _PIPELINE:
+                    _note_pipeline_start()
+                return non_recording(current(context).get_span_context())
+            return super().start_span(name, context, kind, attributes, links, start_time,
+                                      record_exception, set_status_on_exception)
+
+    class DroppingTracerProvider(TracerProvider):
+        def get_tracer(self, *args: Any, **kwargs: Any) -> Any:
+            tracer = super().get_tracer(*args, **kwargs)
+            if tracer.__class__ is Tracer:  # (not the no-op one of a disabled SDK)
+                tracer.__class__ = DroppingTracer
+            return tracer
+
+    return DroppingTracerProvider(sampler=assay_run_sampler())
 
 
 # the innermost kept span's run in this context: the parent of a kept span whose OTel parent is
@@ -238,11 +292,14 @@ class UpsonicSpanProcessor(AssaySpanProcessor):
             return
         key = (ctx.trace_id, ctx.span_id)
         run = self._open.pop(key, None)
-        kind = _kind(span)
-        if run is None or kind is None:
+        if run is None:
+            return
+        attrs = dict(span.attributes or {})  # read as a plain dict (see upsonic_span_fields)
+        kind = _kind_of(span.name, attrs)
+        if kind is None:
             return
         _KEPT.set(self._outer.pop(key, None))
-        fields = upsonic_span_fields(span, kind)
+        fields = upsonic_span_fields(span, kind, attrs)
         run.name = fields["name"] or run.name
         run.run_type = fields["run_type"]
         run.inputs = fields["inputs"]
