@@ -1,6 +1,7 @@
 """What a traced run costs from the journal to queryable: the fold, per run, SQLite and PostgreSQL.
 
     .venv/bin/python bench/fold_cost.py [--n 20000] [--pg-url URL] [--profile] [--ab ROUNDS]
+        [--llm]
 
 Traces ``n`` root runs with one child each (``@traceable``, the README's pattern) into a fresh
 store with the background fold off, flushes (the journal-only figure), then times the fold
@@ -11,7 +12,12 @@ pyinstrument and prints where it goes. ``--ab`` alternates, ROUNDS each, the jou
 as they are (``new``: inputs and outputs journaled as their JSON text, value lists folded
 straight to rows by ``_fold_columns``), the columnar fold of the previous format (``lists``),
 and the previous format folded as post dicts (``old``, ``_fold_rows.insert_new`` on every post),
-and prints medians and ratios. Prints figures, never asserts them.
+and prints medians and ratios. ``--llm``: each child is an llm run (``run_type="llm"``, its
+outputs carrying ``usage_metadata``, its metadata ``ls_provider``/``ls_model_name``: tokens and
+a genai-prices cost to derive), as in agents' traces; with ``--ab`` it alternates the
+columnar fold of such runs (``new``) with the route before it (``prev``: ``_fold_columns.USAGE``
+off, the llm runs handed to ``_fold_rows.insert_new`` as post dicts). Prints figures, never
+asserts them.
 """
 
 from __future__ import annotations
@@ -66,23 +72,32 @@ def scratch_url(backend: str, pg_url: str, stem: str) -> Iterator[str | None]:
             _drop_pg(handle)
 
 
-def _trace(client: object, n: int, project: str) -> None:
+def _trace(client: object, n: int, project: str, llm: bool = False) -> None:
     from assay.tracing import traceable, tracing_context
 
-    @traceable
-    def child(i: int) -> int:
-        return i
+    if llm:  # a chat model's call as an SDK wrapper records it: usage and the model's name
+        @traceable(run_type="llm", name="chat",
+                   metadata={"ls_provider": "openai", "ls_model_name": "gpt-4o-mini"})
+        def child(i: int) -> dict[str, object]:
+            return {"content": f"answer {i}", "role": "assistant",
+                    "usage_metadata": {"input_tokens": 100 + i % 32, "output_tokens": 20 + i % 8,
+                                       "total_tokens": 120 + i % 32 + i % 8}}
+    else:
+        @traceable
+        def child(i: int) -> int:  # type: ignore[misc]
+            return i
 
     @traceable
-    def root(i: int) -> int:
-        return child(i)
+    def root(i: int) -> object:
+        out = child(i)  # the agent's answer, not the model's usage: a plain root
+        return out["content"] if isinstance(out, dict) else out
 
     with tracing_context(enabled=True, client=client, project_name=project):
         for i in range(n):
             root(i)
 
 
-def measure(url: str, n: int, profile: bool) -> dict[str, float]:
+def measure(url: str, n: int, profile: bool, llm: bool = False) -> dict[str, float]:
     from assay.client import Client
     from assay.store import Store
 
@@ -93,7 +108,7 @@ def measure(url: str, n: int, profile: bool) -> dict[str, float]:
     store = Store.open(url)
     client = Client(store=store)
     t0, c0 = time.perf_counter(), time.process_time()
-    _trace(client, n, "journal-only")
+    _trace(client, n, "journal-only", llm)
     client.flush()
     out["journal_us_per_span"] = (time.perf_counter() - t0) / spans * 1e6
     out["journal_cpu_us_per_span"] = (time.process_time() - c0) / spans * 1e6
@@ -114,7 +129,7 @@ def measure(url: str, n: int, profile: bool) -> dict[str, float]:
     os.environ["ASSAY_BACKGROUND_FOLD"] = "1"
     c0 = time.process_time()
     t0 = time.perf_counter()
-    _trace(client, n, "end-to-end")
+    _trace(client, n, "end-to-end", llm)
     t1 = time.perf_counter()
     client.flush()
     t2 = time.perf_counter()
@@ -138,17 +153,23 @@ FIGURES = ("journal_us_per_span", "journal_cpu_us_per_span", "fold_us_per_run",
 
 
 MODES = ("old", "lists", "new")
+LLM_MODES = ("prev", "new")  # --llm: the first is what the ratios divide by
 
 
 @contextlib.contextmanager
 def fold_path(mode: str) -> Iterator[None]:
     """``new``: the journal and fold as they are; ``lists``: the columnar fold of value lists
     journaled with their inputs and outputs as values (the previous format); ``old``: the
-    previous format folded as post dicts (no batch's columns match ``WRITER_COLUMNS``)."""
-    from assay.store import _journal
+    previous format folded as post dicts (no batch's columns match ``WRITER_COLUMNS``);
+    ``prev``: as ``new``, but runs with usage (llm runs) folded as post dicts by
+    ``_fold_rows.insert_new``, as before the columnar path took them."""
+    from assay.store import _fold_columns, _journal
 
     saved = _journal.WRITER_COLUMNS, _journal.encoded_rows, _journal.JSON_COLUMNS
-    if mode == "old":
+    usage = _fold_columns.USAGE
+    if mode == "prev":
+        _fold_columns.USAGE = False
+    elif mode == "old":
         _journal.WRITER_COLUMNS = ()  # type: ignore[assignment]  # matches no batch
     elif mode == "lists":
         _journal.encoded_rows = list  # type: ignore[assignment]  # the values as they are
@@ -157,27 +178,31 @@ def fold_path(mode: str) -> Iterator[None]:
         yield
     finally:
         _journal.WRITER_COLUMNS, _journal.encoded_rows, _journal.JSON_COLUMNS = saved
+        _fold_columns.USAGE = usage
 
 
 def ab(args: argparse.Namespace) -> None:
     import statistics
 
+    modes = LLM_MODES if args.llm else MODES
     for backend in ("sqlite", "postgres"):
         if args.only and backend != args.only:
             continue
-        got: dict[str, list[dict[str, float]]] = {m: [] for m in MODES}
+        got: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
         for r in range(args.ab):
-            for mode in (MODES if r % 2 == 0 else MODES[::-1]):
+            for mode in (modes if r % 2 == 0 else modes[::-1]):
                 with scratch_url(backend, args.pg_url, f"ab{mode}") as url, fold_path(mode):
                     if url is None:
                         return
-                    got[mode].append(measure(url, args.n, False))
+                    got[mode].append(measure(url, args.n, False, args.llm))
         med = {m: {k: statistics.median(x[k] for x in got[m]) for k in FIGURES} for m in got}
         print(f"{backend} ({args.ab} rounds each, medians; load average {os.getloadavg()})")
+        base = modes[0]
         for k in FIGURES:
-            o, ls, n = med["old"][k], med["lists"][k], med["new"][k]
-            print(f"  {k:26s} old {o:7.2f}  lists {ls:7.2f}  new {n:7.2f}  "
-                  f"lists/old {ls / o:5.2f}  new/old {n / o:5.2f}", flush=True)
+            b = med[base][k]
+            figures = "  ".join(f"{m} {med[m][k]:7.2f}" for m in modes)
+            ratios = "  ".join(f"{m}/{base} {med[m][k] / b:5.2f}" for m in modes[1:])
+            print(f"  {k:26s} {figures}  {ratios}", flush=True)
 
 
 def main() -> None:
@@ -189,13 +214,21 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="print the figures as one JSON line")
     ap.add_argument("--ab", type=int, default=0, metavar="ROUNDS",
                     help="old vs new fold path, alternated, ROUNDS each")
+    ap.add_argument("--llm", action="store_true",
+                    help="the children are llm runs with usage and a model to price")
     args = ap.parse_args()
+    kind = "llm children" if args.llm else "children"
+    if args.llm:  # genai-prices' import and the bench's 32 token counts priced before timing
+        from assay._usage import price
+
+        for i in range(32):
+            price("openai", "gpt-4o-mini", 100 + i % 32, 20 + i % 8)
     if args.ab:
-        print(f"{args.n:,} root runs + {args.n:,} children; load average {os.getloadavg()}")
+        print(f"{args.n:,} root runs + {args.n:,} {kind}; load average {os.getloadavg()}")
         ab(args)
         return
     results: dict[str, dict[str, float]] = {}
-    print(f"{args.n:,} root runs + {args.n:,} children = {2 * args.n:,} spans; "
+    print(f"{args.n:,} root runs + {args.n:,} {kind} = {2 * args.n:,} spans; "
           f"load average {os.getloadavg()}", flush=True)
     for backend in ("sqlite", "postgres"):
         if args.only and backend != args.only:
@@ -203,7 +236,7 @@ def main() -> None:
         with scratch_url(backend, args.pg_url, "fold") as url:
             if url is None:
                 continue
-            r = results[backend] = measure(url, args.n, args.profile)
+            r = results[backend] = measure(url, args.n, args.profile, args.llm)
         print(f"{backend:8s} journal only {r['journal_us_per_span']:6.2f} us/span "
               f"({r['journal_cpu_us_per_span']:5.2f} CPU) | fold alone "
               f"{r['fold_us_per_run']:6.2f} us/run wall, {r['fold_cpu_us_per_run']:6.2f} CPU "

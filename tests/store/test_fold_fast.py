@@ -3,8 +3,9 @@ path stores.
 
 The same runs go into several workspaces of one database: as the tracing writer journals them
 (value lists, their inputs and outputs as JSON text, folded by the columnar path where they
-qualify), as the previous writer version journaled them (the values themselves: the columnar
-path too), in another column order (an older writer: the post-dict path), through
+qualify), straight through the columnar path (``insert_rows``: every new run, llm ones with
+their usage included), as the previous writer version journaled them (the values themselves:
+the columnar path too), in another column order (an older writer: the post-dict path), through
 ``Journal.admit`` (the server's cleaned posts), and as direct ``runs.upsert`` calls (the general
 path). Every column of every run, its stored JSON text, and the statistics come out the same.
 """
@@ -24,7 +25,14 @@ from sqlalchemy import select
 from assay import _json
 from assay._ids import dotted_segment_us
 from assay.store import Store
-from assay.store._fold_columns import JSON_COLUMNS, WRITER_COLUMNS, column_text
+from assay.store._fold_columns import (
+    JSON_COLUMNS,
+    WRITER_COLUMNS,
+    column_text,
+    encoded_rows,
+    fill_orders,
+    insert_rows,
+)
 from assay.store._fold_rows import _json_text, insert_new
 from assay.store._journal import RUNS, _payload, _row_posts, _unpack
 from assay.store._tables import journal
@@ -36,7 +44,7 @@ from .test_aggregates import _check_all
 T0 = 1_700_000_000_000_000
 COLUMNS = RunTree.ROW_COLUMNS
 EXTRA = RunTree.ROW_EXTRA
-N = 22  # runs _rows makes
+N = 24  # runs _rows makes
 
 
 def _ids(n: int) -> list[str]:
@@ -117,6 +125,17 @@ def _rows(ids: list[str]) -> list[list[Any]]:
             meta={"\u00fc": "\U0001f600"}, tags=["x"]),
         row(20, start=99, inputs={"q": "'quote' \"dq\" \\ \n\t\u2028"}, extra={"a": 1}),
         row(21, parent=20, trace=20, start=100, outputs={}, meta={"deep": {"k": [None, True]}}),
+        # usage on a chain (tokens stored, no statistics: not an llm run), and an llm root
+        # streamed (two first tokens, one ISO with Z, one epoch) with usage and a price
+        row(22, parent=20, trace=20, start=101, name="chain with usage",
+            outputs={"usage_metadata": {"input_tokens": 5, "output_tokens": 6,
+                                        "total_cost": 0.01}}),
+        row(23, start=102, run_type="llm", name="llm root, streamed",
+            meta={"ls_provider": "anthropic", "ls_model_name": "claude-3-5-haiku-latest"},
+            events=[{"name": "new_token", "time": "2023-11-14T22:13:20.000109Z"},
+                    {"name": "new_token", "time": T0 + 102 + 5, "kwargs": {"token": "h"}}],
+            outputs={"usage_metadata": {"input_tokens": 1000, "output_tokens": 200},
+                     "text": "caf\u00e9"}),
     ]
 
 
@@ -151,7 +170,7 @@ def _stored_text(store: Store, ids: list[str]) -> list[tuple[Any, ...]]:
 
 def test_the_fast_path_stores_what_the_general_path_stores(store: Store) -> None:
     base = store
-    kinds = ("writer", "previous", "reordered", "admit", "direct")
+    kinds = ("writer", "columns", "previous", "reordered", "admit", "direct")
     results, texts, used = [], [], []
     for kind in kinds:
         st = base.for_tenant(str(uuid.uuid4()))
@@ -167,6 +186,14 @@ def test_the_fast_path_stores_what_the_general_path_stores(store: Store) -> None
             # a later batch: the rest, run 4's end, and run 0 again
             st.journal.append_runs([*second, again], [_patch(ids[4])], columns=COLUMNS,
                                    extra=EXTRA)
+        elif kind == "columns":  # straight through the columnar path: it takes every run
+            items = encoded_rows(rows)
+            with st.write() as conn:
+                fill_orders(conn, st.tenant_id, items)
+                done, rest = insert_rows(st.runs, conn, items, set(), "default", EXTRA,
+                                         encoded=True)
+            assert (done, rest) == (N, [])  # llm runs, events, usage of every shape included
+            st.journal.append_runs([again], [_patch(ids[4])], columns=COLUMNS, extra=EXTRA)
         elif kind == "previous":  # journaled by the previous version: still folds the same
             _previous_format(st, first, [])
             _previous_format(st, [*second, again], [_patch(ids[4])])
@@ -195,6 +222,8 @@ def test_the_fast_path_stores_what_the_general_path_stores(store: Store) -> None
     assert tokens["meta usage"][:2] == (10, 0.75)  # its own costs win
     assert tokens["llm_output"][0] == 120 and tokens["llm_output"][1] > 0
     assert tokens["streamed, priced"][2] == 4 and tokens["no usage at all"] == (None,) * 3
+    assert tokens["chain with usage"][:2] == (11, 0.01)
+    assert tokens["llm root, streamed"][0] == 1200 and tokens["llm root, streamed"][2] == 5
     assert general[18]["inputs"]["s"] == "nul\x00 esc\ufdd0 caf\u00e9"
     assert general[18]["outputs"] == {"s": "lone \ud800", "big": 2**70}
     for kind, got, text in zip(kinds, fast, texts, strict=False):
@@ -405,23 +434,37 @@ def test_the_writer_s_rows_are_journaled_with_their_json_as_text(store: Store) -
     assert got[ids[0]].outputs == {"o": 0} and got[ids[9]].inputs == {}
 
 
-def test_the_columnar_path_leaves_what_needs_a_closer_look(store: Store) -> None:
-    """Runs with usage to derive (llm, events, usage named in the outputs' text), a stored or
-    patched run, and dict posts go on to the post-dict path, in their order."""
-    from assay.store._fold_columns import encoded_rows, fill_orders, insert_rows
+@pytest.mark.parametrize("usage", [True, False])
+def test_the_columnar_path_leaves_what_needs_a_closer_look(store: Store, usage: bool) -> None:
+    """A stored or patched run and dict posts go on to the post-dict path, in their order.
+    Runs with usage to derive (llm, events, usage named in the outputs' text) are taken, with
+    their usage; with ``USAGE`` off (the previous route, kept for the benchmark's A/B) they go
+    on too."""
+    from assay.store import _fold_columns
 
     ids = _ids(N)
     rows = encoded_rows(_rows(ids))
     store.runs.upsert(posts=_row_posts([list(_rows(ids)[11])], COLUMNS, EXTRA))
     dict_post = {"id": str(uuid.uuid4()), "name": "d", "run_type": "chain", "start_time": T0}
     items = [*rows, dict_post]
-    with store.write() as conn:
-        fill_orders(conn, store.tenant_id, items)
-        done, rest = insert_rows(store.runs, conn, items, {ids[3]}, "default", EXTRA,
-                                 encoded=True)
+    saved, _fold_columns.USAGE = _fold_columns.USAGE, usage
+    try:
+        with store.write() as conn:
+            fill_orders(conn, store.tenant_id, items)
+            done, rest = insert_rows(store.runs, conn, items, {ids[3]}, "default", EXTRA,
+                                     encoded=True)
+    finally:
+        _fold_columns.USAGE = saved
     left = [ids.index(r[0]) if r.__class__ is list else "dict" for r in rest]
-    assert left == [3, 7, 8, 11, 12, 13, 14, 15, 16, 17, 19, "dict"]
-    assert done == N - 11
+    if usage:  # run 19 names usage only as a value: decoded, no usage key, a plain run
+        assert left == [3, 11, "dict"]
+    else:
+        assert left == [3, 7, 8, 11, 12, 13, 14, 15, 16, 17, 19, 22, 23, "dict"]
+    assert done == N + 1 - len(left)
+    got = {str(r.id): r for r in store.runs.list() if str(r.id) in ids}
+    assert len(got) == done + 1  # and run 11, stored before
+    if usage:
+        assert got[ids[7]].total_tokens == 42 and got[ids[8]].first_token_time is not None
 
 
 def test_a_bad_row_in_a_writer_batch_is_dropped_alone(store: Store) -> None:

@@ -13,10 +13,15 @@ Inputs and outputs come as the JSON text to store (``column_text``, made by the 
 thread when it journals the batch): the fold neither decodes them from the batch nor encodes
 them again, which was a third of its Python for small values and more for large ones.
 
-Only the plain case is taken: a new run (not stored, not patched in the batch, its id once in
-the batch) whose ids are canonical text, with no usage to derive (not an llm run, no events,
-no ``usage_metadata`` or ``llm_output``), and values of the types the writer makes. Every other
-item is handed back, in its place, for ``insert_new`` and the general path, exactly as before.
+An llm run, or one with events or usage in its outputs or metadata (agents' traces are mostly
+llm runs), is taken too: its row gets the usage columns (``_FULL_ORDER``) from ``derive_usage``
+on the few fields it reads, as ``_fold_rows._row`` derives them, and goes in a statement of
+its own after the plain rows. Its outputs' text is decoded for that only when it names
+``usage_metadata`` or ``llm_output`` (nothing else of the outputs is read), and stored as it is.
+
+Taken is a new run (not stored, not patched in the batch, its id once in the batch) whose ids
+are canonical text, with values of the types the writer makes. Every other item is handed
+back, in its place, for ``insert_new`` and the general path, exactly as before.
 """
 
 from __future__ import annotations
@@ -30,8 +35,10 @@ import pydantic_core
 
 from .. import _json
 from .._ids import _CANONICAL_UUID, dotted_segment_us
+from .._time import to_micros
+from .._usage import derive_usage
 from ._aggregates import _ZERO, HOUR_US, FeedbackDeltas, RunDeltas, adopt_pending_feedback
-from ._fold_rows import _ORDER, _escaped, _existing, _json_text, _Rows
+from ._fold_rows import _FULL_ORDER, _ORDER, _escaped, _existing, _insert, _json_text, _Rows
 from ._tables import runs
 
 if TYPE_CHECKING:
@@ -61,10 +68,14 @@ _ROW_ORDER = ("dotted_order", "end_time", "error", "events", "extra", "id", "inp
               "run_type", "serialized", "session_id", "start_time", "status", "tags",
               "tenant_id", "trace_id")
 ENABLED = _ORDER == _ROW_ORDER
+# runs with usage to derive (llm, events, usage_metadata / llm_output) taken here too; False
+# hands them to ``insert_new`` as before (bench/fold_cost.py's A/B sets it)
+USAGE = True
 _fullmatch = _CANONICAL_UUID.fullmatch
 _UUID_LINES = re.compile(r"(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\n)*")
 _dict, _list, _str, _int = dict, list, str, int
 _dumps, _jsonable, _ESC_UTF8 = orjson.dumps, _json.jsonable, _json._ESC_UTF8
+_from_column = _json.from_json_column
 
 
 def column_text(value: Any) -> str:
@@ -276,16 +287,23 @@ def insert_rows(repo: RunRepo, conn: Connection, items: list[Any], patched: set[
     sums, tenants, added, hours = deltas.sums, deltas.tenants, deltas.added_start, deltas.hours
     posted: dict[str, list[str]] = {}
     taken: set[int] = set()
+    full: list[tuple[Any, ...]] = []  # rows with the usage columns: their own statement after
+    usage_ok = USAGE
     with _Rows(conn) as out:
         write = out.write if out.pg else out.rows.append  # SQLite's: no call in between
         for i in lists:
             (rid, trace, parent, dotted, name, run_type, start, inputs, extra, meta, tags,
              events, sid, sname, ref, end, outputs, error) = items[i]
-            if (rid in skip or run_type.__class__ is not _str or run_type == "llm"
+            if (rid in skip or run_type.__class__ is not _str
                     or start.__class__ is not _int
                     or (end is not None and end.__class__ is not _int)
-                    or (events is not None and (events or events.__class__ is not _list))):
-                continue  # stored, patched, usage to derive (llm, events), or unusual
+                    or (events is not None and events.__class__ is not _list)):
+                continue  # stored, patched, or unusual
+            # what derive_usage's cheap test asks (_fold_rows._row): llm, events, and below
+            # usage named in the outputs or the metadata
+            usage = run_type == "llm" or bool(events)
+            if usage and not usage_ok:
+                continue
             sid = sessions[(sid, sname)]
             if sid is None:
                 continue
@@ -310,18 +328,27 @@ def insert_rows(repo: RunRepo, conn: Connection, items: list[Any], patched: set[
                 inputs = jtext(inputs)
             else:
                 continue
+            found = None  # the outputs as derive_usage reads them: only their usage keys
             if outputs is None:
                 outputs = "null"
-            elif encoded:  # usage named anywhere in the text: the dict path looks closer
-                if (outputs.__class__ is not _str or not outputs.startswith("{")
-                        or '"usage_metadata"' in outputs or '"llm_output"' in outputs):
+            elif encoded:  # usage named anywhere in the text: decoded, its keys looked at
+                if outputs.__class__ is not _str or not outputs.startswith("{"):
                     continue
+                if '"usage_metadata"' in outputs or '"llm_output"' in outputs:
+                    if not usage_ok:
+                        continue
+                    found = _from_column(outputs)
+                    usage = usage or "usage_metadata" in found or "llm_output" in found
             elif outputs.__class__ is _dict:
                 if "usage_metadata" in outputs or "llm_output" in outputs:
-                    continue
+                    if not usage_ok:
+                        continue
+                    usage = True
+                found = outputs
                 outputs = jtext(outputs)
             else:
                 continue
+            own = extra
             if extra is None and meta is None:
                 extra = common
             else:
@@ -329,7 +356,9 @@ def insert_rows(repo: RunRepo, conn: Connection, items: list[Any], patched: set[
                         or (meta is not None and meta.__class__ is not _dict)):
                     continue
                 if meta and "usage_metadata" in meta:
-                    continue
+                    if not usage_ok:
+                        continue
+                    usage = True
                 if extra:
                     extra = jtext({**shared, **extra, "metadata": meta or {}})
                 elif meta:
@@ -356,17 +385,43 @@ def insert_rows(repo: RunRepo, conn: Connection, items: list[Any], patched: set[
                 error = esc(error if error.__class__ is _str else str(error))
             if not dotted and parent is None:
                 dotted = dotted_segment_us(start, rid)
-            row = (dotted, end, error, "[]", extra, rid, inputs, parent is None,
-                   None if end is None else end - start, name, outputs, parent, ref, run_type,
-                   "null", sid, start,
-                   "error" if error else ("success" if end is not None else "pending"), tags,
-                   tenant, trace)
-            write(row)
+            events_text = "[]"
+            if usage:  # as _fold_rows._row derives them, from the fields derive_usage reads
+                try:
+                    got = derive_usage({"run_type": run_type, "events": events,
+                                        "outputs": found,
+                                        "extra": {**shared, **(own or {}), "metadata": meta or {}}})
+                    ft = got["first_token_time"]
+                    ft_us = None if ft is None else to_micros(ft)
+                    if events:
+                        events_text = jtext(events)
+                except Exception:  # noqa: BLE001 - the general path raises it by name
+                    continue
+            row: tuple[Any, ...] = (
+                dotted, end, error, events_text, extra, rid, inputs, parent is None,
+                None if end is None else end - start, name, outputs, parent, ref, run_type,
+                "null", sid, start,
+                "error" if error else ("success" if end is not None else "pending"), tags,
+                tenant, trace)
             taken.add(i)
             ids_of = posted.get(sid)
             if ids_of is None:
                 ids_of = posted[sid] = []
             ids_of.append(rid)
+            if usage:
+                ft_since = ft_us - start if ft_us is not None and start else None
+                pt, ct, tt = got["prompt_tokens"], got["completion_tokens"], got["total_tokens"]
+                pc, cc, tc = got["prompt_cost"], got["completion_cost"], got["total_cost"]
+                full.append((*row, ft_us, ft_since, pt, ct, tt, pc, cc, tc))
+                # RunDeltas.add, given the columns it reads (not the row's 29: ~1 us less)
+                deltas.add({"session_id": sid, "tenant_id": tenant, "start_time": start,
+                            "run_type": run_type, "is_root": parent is None, "error": error,
+                            "latency_us": None if end is None else end - start,
+                            "first_token_us": ft_since, "trace_id": trace,
+                            "total_tokens": tt, "prompt_tokens": pt, "completion_tokens": ct,
+                            "total_cost": tc, "prompt_cost": pc, "completion_cost": cc}, 1)
+                continue
+            write(row)
             if parent is None:  # RunDeltas.add for a run without usage or first token
                 d = sums.get(sid)
                 if d is None:
@@ -386,6 +441,8 @@ def insert_rows(repo: RunRepo, conn: Connection, items: list[Any], patched: set[
                 cur = added.get(sid)
                 if cur is None or start > cur:
                     added[sid] = start
+    if full:
+        _insert(conn, full, _FULL_ORDER)
     n = len(taken)
     if not n:
         return 0, items
