@@ -37,8 +37,17 @@ from .. import _json
 from .._ids import _CANONICAL_UUID, dotted_segment_us
 from .._time import to_micros
 from .._usage import derive_usage
-from ._aggregates import _ZERO, HOUR_US, FeedbackDeltas, RunDeltas, adopt_pending_feedback
-from ._fold_rows import _FULL_ORDER, _ORDER, _escaped, _existing, _insert, _json_text, _Rows
+from ._aggregates import RunDeltas
+from ._fold_rows import (
+    _FULL_ORDER,
+    _ORDER,
+    _escaped,
+    _existing,
+    _insert,
+    _json_text,
+    _Rows,
+    apply_new_runs,
+)
 from ._tables import runs
 
 if TYPE_CHECKING:
@@ -284,7 +293,7 @@ def insert_rows(repo: RunRepo, conn: Connection, items: list[Any], patched: set[
     # the extra of a row without extra or metadata of its own: the batch's, once
     common = jtext({**shared, "metadata": {}})
     deltas = RunDeltas()
-    sums, tenants, added, hours = deltas.sums, deltas.tenants, deltas.added_start, deltas.hours
+    add_root = deltas.add_new_root
     posted: dict[str, list[str]] = {}
     taken: set[int] = set()
     full: list[tuple[Any, ...]] = []  # rows with the usage columns: their own statement after
@@ -423,33 +432,13 @@ def insert_rows(repo: RunRepo, conn: Connection, items: list[Any], patched: set[
                 continue
             write(row)
             if parent is None:  # RunDeltas.add for a run without usage or first token
-                d = sums.get(sid)
-                if d is None:
-                    d = sums[sid] = list(_ZERO)
-                    tenants[sid] = tenant
-                hkey = (sid, start - start % HOUR_US)
-                h = hours.get(hkey)
-                if h is None:
-                    h = hours[hkey] = [0, 0, 0, 0.0, 0]
-                h[0] += 1
-                d[0] += 1
-                if end is not None:
-                    d[1] += 1
-                if error is not None:
-                    d[2] += 1
-                    h[1] += 1
-                cur = added.get(sid)
-                if cur is None or start > cur:
-                    added[sid] = start
+                add_root(sid, tenant, start, end is not None, error is not None)
     if full:
         _insert(conn, full, _FULL_ORDER)
     n = len(taken)
     if not n:
         return 0, items
-    deltas.apply(conn)
-    fb = FeedbackDeltas()
-    adopt_pending_feedback(conn, tenant, posted, fb)
-    fb.apply(conn)
+    apply_new_runs(conn, tenant, deltas, posted)
     if n == len(items):
         return n, []
     return n, [item for i, item in enumerate(items) if i not in taken]

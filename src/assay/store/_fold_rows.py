@@ -40,7 +40,7 @@ from .._ids import dotted_segment_us, new_id_text, uuid_text
 from .._json import escape_text
 from .._time import to_micros
 from .._usage import derive_usage
-from ._aggregates import _ZERO, HOUR_US, FeedbackDeltas, RunDeltas, adopt_pending_feedback
+from ._aggregates import FeedbackDeltas, RunDeltas, adopt_pending_feedback
 from ._tables import runs
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from ._feedback import FeedbackRepo
     from ._runs import RunRepo
 
-__all__ = ["SCORE_COLUMNS", "insert_new", "score_rows"]
+__all__ = ["SCORE_COLUMNS", "apply_new_runs", "insert_new", "score_rows"]
 
 # Never set for a run this path takes (no usage, no first token): left out of the insert, so
 # NULL as the general path stores them. Each bound value costs SQLite's driver ~0.3 us.
@@ -305,7 +305,7 @@ def insert_new(repo: RunRepo, conn: Connection, posts: list[Mapping[str, Any]],
             continue
         candidates.append((i, post, rid, sid))
     deltas = RunDeltas()
-    sums, tenants, added, hours = deltas.sums, deltas.tenants, deltas.added_start, deltas.hours
+    add_root = deltas.add_new_root
     posted: dict[str, list[str]] = {}
     n = 0
     full: list[list[Any]] = []  # rows with usage columns: their own statement after
@@ -326,37 +326,27 @@ def insert_new(repo: RunRepo, conn: Connection, posts: list[Mapping[str, Any]],
                 deltas.add(dict(zip(_FULL_ORDER, row, strict=True)), 1)
                 continue
             out.write(row)
-            d = sums.get(sid)
-            if d is None:
-                d = sums[sid] = list(_ZERO)
-                tenants[sid] = tenant
             if row[_IS_ROOT]:  # RunDeltas.add for a run without usage or first token
-                start = row[_START]
-                hkey = (sid, start - start % HOUR_US)
-                h = hours.get(hkey)
-                if h is None:
-                    h = hours[hkey] = [0, 0, 0, 0.0, 0]
-                h[0] += 1
-                d[0] += 1
-                if row[_LATENCY] is not None:
-                    d[1] += 1
-                if row[_ERROR] is not None:
-                    d[2] += 1
-                    h[1] += 1
-                cur = added.get(sid)
-                if cur is None or start > cur:
-                    added[sid] = start
+                add_root(sid, tenant, row[_START], row[_LATENCY] is not None,
+                         row[_ERROR] is not None)
     if full:
         _insert(conn, full, _FULL_ORDER)
     rest.sort(key=lambda item: item[0])
     left = [post for _, post in rest]
     if not n:
         return 0, left
+    apply_new_runs(conn, tenant, deltas, posted)
+    return n, left
+
+
+def apply_new_runs(conn: Connection, tenant: str, deltas: RunDeltas,
+                   posted: Mapping[str, list[str]]) -> None:
+    """The statistics of a batch of new runs written by a fast path (``deltas``), and the
+    feedback that was waiting for them (``posted``: run ids by session)."""
     deltas.apply(conn)
     fb = FeedbackDeltas()
     adopt_pending_feedback(conn, tenant, posted, fb)
     fb.apply(conn)
-    return n, left
 
 
 class _Rows:

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from .._time import to_micros
 from .._usage import derive_usage
-from ._aggregates import FeedbackDeltas, RunDeltas, adopt_pending_feedback
-from ._fold_rows import _FULL_ORDER, _escaped, _insert, _json_text
+from ._aggregates import RunDeltas
+from ._fold_rows import _FULL_ORDER, _escaped, _insert, _json_text, apply_new_runs
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -100,8 +100,5 @@ def insert_span_rows(store: Store, conn: Connection, posts: Sequence[Mapping[str
         posted.setdefault(sid, []).append(row["id"])
         rows.append(_VALUES(row))
     _insert(conn, rows, COLUMNS)
-    deltas.apply(conn)
-    fb = FeedbackDeltas()
-    adopt_pending_feedback(conn, tenant, posted, fb)
-    fb.apply(conn)
+    apply_new_runs(conn, tenant, deltas, posted)
     return len(rows)
