@@ -1,6 +1,7 @@
 """What assay's capture of a real framework costs per llm/tool step (issue 21).
 
     .venv/bin/python bench/frameworks.py [--calls 40] [--rounds 5] [--only langgraph,openai-agents]
+        [--same-tokens]
 
 Each framework's real agent (a LangGraph ReAct agent on ``ChatOpenAI``; an OpenAI Agents SDK
 ``Agent`` on ``OpenAIChatCompletionsModel``) answers one tool-using question against the bundled
@@ -19,6 +20,10 @@ in turn for ``--rounds`` rounds of ``--calls`` answers each (medians reported):
 Per step = (assay - off) / steps (and (assay - sdk) / steps: assay's part of it), against the
 framework's own time per step (off / steps),
 with the scripted model's loopback round trips included in the latter. Goal: <= 5%.
+The scripted model counts a prompt's words as its tokens: each answer of a round puts its own
+number of filler words before the question (the same ones in every mode), so each llm call has
+its own token counts and its price is worked out, not found in a cache, as with real prompts
+(``--same-tokens``: one question throughout, as before; the replays vary their counts alike).
 Both clocks are reported: wall time, and this process's CPU time (all its threads, the writer's
 too; the model server runs in a process of its own so its CPU is not counted). An ``assay``
 batch ends with the writer's flush and the fold of what it journaled (``settle``, on the
@@ -36,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import statistics
 import sys
@@ -55,6 +61,14 @@ from assay.integrations import instrument  # noqa: E402
 from assay.tracing import trace  # noqa: E402
 
 QUESTION = "How many people live in Paris? Use lookup_city."
+SAME_TOKENS = False  # --same-tokens: every answer the same question, so the same token counts
+
+
+def question(k: int) -> str:
+    """The question of answer ``k`` of a round: ``k`` filler words before it (so each llm call
+    has its own prompt token count, as real traffic does, and pricing it is not a cache hit);
+    each mode of a round asks the same ones. With --same-tokens, always QUESTION."""
+    return QUESTION if SAME_TOKENS else "kindly " * k + QUESTION
 STEPS = 3  # llm (tool call), tool, llm (answer)
 GOAL = 0.05
 
@@ -89,8 +103,9 @@ def langgraph_agent(base_url: str) -> Any:
 
     noop: RunnableConfig = {"callbacks": [Noop()]}
 
-    async def run(sdk: bool = False) -> Any:
-        return await agent.ainvoke({"messages": [("user", QUESTION)]}, noop if sdk else None)
+    async def run(sdk: bool = False, k: int = 0) -> Any:
+        return await agent.ainvoke({"messages": [("user", question(k))]},
+                                   noop if sdk else None)
 
     run.graph = agent  # type: ignore[attr-defined]  # (the replay records its events)
     return run
@@ -106,8 +121,8 @@ def agents_sdk_agent(base_url: str) -> Any:
     agent = Agent(name="geo", instructions="Answer with the tool's figure.",
                   tools=[function_tool(lookup_city)], model=model)
 
-    async def run(sdk: bool = False) -> Any:
-        return await Runner.run(agent, QUESTION)
+    async def run(sdk: bool = False, k: int = 0) -> Any:
+        return await Runner.run(agent, question(k))
 
     return run
 
@@ -132,21 +147,22 @@ BY_THREAD: dict[str, dict[str, list[float]]] = {}  # framework -> thread -> CPU 
 
 
 async def _batch(run: Any, calls: int, client: Client | None, sdk: bool,
-                 threads: dict[str, list[float]] | None = None) -> tuple[float, float, float]:
+                 threads: dict[str, list[float]] | None = None,
+                 first: int = 0) -> tuple[float, float, float]:
     """(wall, CPU, CPU without the store's fold) seconds per answer over ``calls`` answers
     (inside one assay run each when ``client``). CPU is this process's, all threads (the
     writer's too); the model server runs in another process, so it is the framework's and
     assay's alone. The third figure leaves out the fold (the settle on this thread and the
     assay-fold thread: the store's work, not the capture's). ``threads`` gets each thread's CPU
-    per answer."""
+    per answer. The answers ask ``question(first)`` ... ``question(first + calls - 1)``."""
     before = _thread_cpu()
     start, cpu = time.perf_counter(), time.process_time()
-    for _ in range(calls):
+    for k in range(first, first + calls):
         if client is None:
-            await run(sdk)
+            await run(sdk, k)
         else:
             async with trace("example", client=client, enabled=True):
-                await run()
+                await run(False, k)
     fold = 0.0
     if client is not None:
         # the writer's and the fold's work are part of the cost: both timed, the fold of
@@ -175,17 +191,19 @@ def _set_sdk_tracing(disabled: bool) -> None:
 async def measure(name: str, run: Any, modes: list[str], calls: int, rounds: int,
                   client: Client) -> dict[str, tuple[float, float, float]]:
     per: dict[str, list[tuple[float, float, float]]] = {m: [] for m in modes}
-    for _ in range(3):  # warm up: connections, imports, caches
-        await run()
+    spare = rounds * calls  # questions no measured answer asks
+    for k in range(3):  # warm up: connections, imports, caches
+        await run(False, spare + k)
     async with trace("warmup", client=client, enabled=True):
-        await run()
-    for _ in range(rounds):
-        for mode in modes:
+        await run(False, spare + 3)
+    for r in range(rounds):
+        for mode in modes:  # each mode of a round asks the same questions
             if name == "openai-agents":
                 _set_sdk_tracing(mode == "off")
             per[mode].append(await _batch(run, calls, client if mode == "assay" else None,
                                           mode == "sdk",
-                                          BY_THREAD.setdefault(f"{name} {mode}", {})))
+                                          BY_THREAD.setdefault(f"{name} {mode}", {}),
+                                          first=r * calls))
     if name == "openai-agents":
         _set_sdk_tracing(False)
     if name == "langgraph":
@@ -227,6 +245,16 @@ async def _record_langchain(graph: Any) -> None:
     RECORDED[:] = events
 
 
+def _add_prompt_tokens(response: Any, extra: int) -> None:
+    """``extra`` more prompt tokens in a recorded ``LLMResult`` (its messages' usage)."""
+    for generations in response.generations:
+        for generation in generations:
+            usage = getattr(getattr(generation, "message", None), "usage_metadata", None)
+            if usage:
+                usage["input_tokens"] += extra
+                usage["total_tokens"] += extra
+
+
 def replay_langchain(n: int, client: Client) -> tuple[float, float]:
     """(CPU µs on the caller's thread, CPU µs with the writer's and the store's share) per
     step for assay's LangChain handler fed one real answer's recorded callback events. Each
@@ -241,13 +269,18 @@ def replay_langchain(n: int, client: Client) -> tuple[float, float]:
     events = RECORDED
     h = handler()
 
+    copies = itertools.count(1)
+
     def fresh() -> list[tuple[Any, tuple[Any, ...], dict[str, Any]]]:
         ids: dict[Any, uuid.UUID] = {}
         out = []
+        extra = 0 if SAME_TOKENS else next(copies)  # each copy its own prompt token count
         for name, args, kwargs in copy.deepcopy(events):
             for key in ("run_id", "parent_run_id"):
                 if kwargs.get(key) is not None:
                     kwargs[key] = ids.setdefault(kwargs[key], uuid.uuid4())
+            if name == "on_llm_end" and extra:
+                _add_prompt_tokens(args[0] if args else kwargs["response"], extra)
             out.append((getattr(h, name), args, kwargs))
         return out
 
@@ -283,15 +316,17 @@ def replay_agents_sdk(n: int, client: Client) -> tuple[float, float]:
     from agents.tracing import agent_span, function_span, generation_span
     from agents.tracing import trace as sdk_trace
 
-    usage = {"input_tokens": 8, "output_tokens": 2, "total_tokens": 10}
+    answers = itertools.count()
 
     def one() -> None:
+        extra = 0 if SAME_TOKENS else next(answers)  # each answer its own prompt token count
         with sdk_trace("Agent workflow"), agent_span("geo"):
             for i in range(2):
                 with generation_span(input=[{"role": "user", "content": QUESTION}],
                                      model="gpt-4o-mini") as g:
                     g.span_data.output = [{"role": "assistant", "content": "x"}]
-                    g.span_data.usage = usage
+                    g.span_data.usage = {"input_tokens": 8 + i + extra, "output_tokens": 2,
+                                         "total_tokens": 10 + i + extra}
                 if i == 0:
                     with function_span("lookup_city", input='{"city": "Paris"}') as f:
                         f.span_data.output = "Paris has 2102650 people"
@@ -348,12 +383,20 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=40, help="answers per batch")
     ap.add_argument("--rounds", type=int, default=5, help="batches per mode (median)")
     ap.add_argument("--only", default="langgraph,openai-agents")
+    ap.add_argument("--same-tokens", action="store_true",
+                    help="every answer the same question (so the same token counts, and the "
+                         "price of each llm call a cache hit); by default each answer of a "
+                         "round gets its own number of filler words, as real prompts vary")
     args = ap.parse_args()
+    global SAME_TOKENS
+    SAME_TOKENS = args.same_tokens
     wanted = args.only.split(",")
     db = os.path.join(tempfile.mkdtemp(prefix="assay-bench-fw-"), "assay.db")
     client = Client(database_url=f"sqlite:///{db}")
+    counts = ("the same every answer" if SAME_TOKENS
+              else f"varied (0-{args.rounds * args.calls - 1} filler words)")
     print(f"{args.rounds} rounds x {args.calls} answers per mode, {STEPS} steps per answer "
-          f"(2 llm + 1 tool); load average {os.getloadavg()[0]:.2f}")
+          f"(2 llm + 1 tool); load average {os.getloadavg()[0]:.2f}; token counts {counts}")
     rows = []
     with _ModelProcess() as base_url:
         if "langgraph" in wanted:

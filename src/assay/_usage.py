@@ -11,9 +11,9 @@ when the run names its provider and model; an unknown model gives no cost, never
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import lru_cache
 from typing import Any, TypeGuard
 
+from . import _prices
 from ._time import to_micros
 
 __all__ = ["usage_of", "first_token_time", "price", "derive_usage"]
@@ -49,11 +49,19 @@ def _int(value: Any) -> int | None:
 def usage_of(run: Mapping[str, Any]) -> dict[str, Any] | None:
     """The run's usage_metadata: extra.metadata, then outputs (JS SDK), then LangChain
     llm_output."""
+    found = _usage_map(run)
+    return None if found is None else dict(found)
+
+
+def _usage_map(run: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """:func:`usage_of`, the run's own mapping where it has one (read, never changed)."""
     extra = run.get("extra") or {}
     meta = extra.get("metadata") if _is_map(extra) else None
     for holder in (meta, run.get("outputs"), run):
-        if _is_map(holder) and _is_map(holder.get("usage_metadata")):
-            return dict(holder["usage_metadata"])
+        if _is_map(holder):
+            found = holder.get("usage_metadata")
+            if _is_map(found):
+                return found
     outputs = run.get("outputs")
     if _is_map(outputs):
         llm_output = outputs.get("llm_output")
@@ -88,36 +96,21 @@ _PROVIDER_ALIASES = {"azure_openai": "azure", "google_genai": "google", "google_
                      "amazon_bedrock": "aws", "bedrock": "aws", "mistralai": "mistral"}
 
 
-@lru_cache(maxsize=1024)
-def _price_cached(provider: str | None, model: str, inp: int, out: int,
-                  cached: int) -> tuple[float, float] | None:
-    try:
-        from genai_prices import Usage, calc_price
-    except ImportError:  # pragma: no cover
-        return None
-    usage = Usage(input_tokens=inp, output_tokens=out, cache_read_tokens=cached or None)
-    for provider_id in ([provider] if provider else []) + [None]:
-        try:
-            pr = calc_price(usage, model_ref=model, provider_id=provider_id)
-        except Exception:  # unknown model/provider: no price rather than a wrong one
-            continue
-        return float(pr.input_price), float(pr.output_price)
-    return None
-
-
 def price(provider: str | None, model: str | None, input_tokens: int, output_tokens: int,
           cache_read_tokens: int = 0) -> tuple[float, float] | None:
     """(prompt_cost, completion_cost) in USD from genai-prices, or None when the model is
-    unknown."""
+    unknown (exactly ``calc_price``'s figures, at a few us a call: see ``_prices``)."""
     if not model:
         return None
     prov = _PROVIDER_ALIASES.get(provider or "", provider) if provider else None
-    return _price_cached(prov, model, int(input_tokens), int(output_tokens), int(cache_read_tokens))
+    return _prices.price(prov, model, int(input_tokens), int(output_tokens),
+                         int(cache_read_tokens))
 
 
 _NONE = {"prompt_tokens": None, "completion_tokens": None, "total_tokens": None,
          "prompt_cost": None, "completion_cost": None, "total_cost": None,
          "first_token_time": None}
+_ABSENT = object()
 _EXPLICIT = ("prompt_tokens", "completion_tokens", "total_tokens", "prompt_cost",
              "completion_cost", "total_cost")
 
@@ -142,35 +135,50 @@ def derive_usage(run: Mapping[str, Any]) -> dict[str, Any]:
     """Tokens, costs and first-token time to store beside a run (missing values are None)."""
     if _has_no_usage(run):
         return dict(_NONE)
-    out: dict[str, Any] = {
-        "prompt_tokens": _int(run.get("prompt_tokens")),
-        "completion_tokens": _int(run.get("completion_tokens")),
-        "total_tokens": _int(run.get("total_tokens")),
-        "prompt_cost": _num(run.get("prompt_cost")),
-        "completion_cost": _num(run.get("completion_cost")),
-        "total_cost": _num(run.get("total_cost")),
-        "first_token_time": first_token_time(run.get("events")),
-    }
-    usage = usage_of(run)
+    get = run.get
+    events = get("events")
+    # LangSmith's explicit top-level counts and costs win; runs rarely carry them (the fold's
+    # never), so each is converted only when present (_int/_num of None is None)
+    v = get("prompt_tokens")
+    p = None if v is None else _int(v)
+    v = get("completion_tokens")
+    c = None if v is None else _int(v)
+    v = get("total_tokens")
+    total = None if v is None else _int(v)
+    v = get("prompt_cost")
+    prompt_cost = None if v is None else _num(v)
+    v = get("completion_cost")
+    completion_cost = None if v is None else _num(v)
+    v = get("total_cost")
+    total_cost = None if v is None else _num(v)
+    usage = _usage_map(run)
     if usage:
-        if out["prompt_tokens"] is None:
-            out["prompt_tokens"] = _int(usage.get("input_tokens", usage.get("prompt_tokens")))
-        if out["completion_tokens"] is None:
-            out["completion_tokens"] = _int(
-                usage.get("output_tokens", usage.get("completion_tokens"))
-            )
-        if out["total_tokens"] is None:
-            out["total_tokens"] = _int(usage.get("total_tokens"))
-        for src, dst in (("input_cost", "prompt_cost"), ("output_cost", "completion_cost"),
-                         ("total_cost", "total_cost")):
-            if out[dst] is None:
-                out[dst] = _num(usage.get(src))
-    p, c = out["prompt_tokens"], out["completion_tokens"]
-    if out["total_tokens"] is None and (p is not None or c is not None):
-        out["total_tokens"] = (p or 0) + (c or 0)
-    has_cost = any(out[k] is not None for k in ("prompt_cost", "completion_cost", "total_cost"))
-    if not has_cost and run.get("run_type") == "llm" and (p or c):
-        extra = run.get("extra") or {}
+        uget = usage.get
+        if p is None:  # input_tokens when the key is there (even None), else prompt_tokens
+            v = uget("input_tokens", _ABSENT)
+            v = uget("prompt_tokens") if v is _ABSENT else v
+            p = None if v is None else _int(v)
+        if c is None:
+            v = uget("output_tokens", _ABSENT)
+            v = uget("completion_tokens") if v is _ABSENT else v
+            c = None if v is None else _int(v)
+        if total is None:
+            v = uget("total_tokens")
+            total = None if v is None else _int(v)
+        if prompt_cost is None:
+            v = uget("input_cost")
+            prompt_cost = None if v is None else _num(v)
+        if completion_cost is None:
+            v = uget("output_cost")
+            completion_cost = None if v is None else _num(v)
+        if total_cost is None:
+            v = uget("total_cost")
+            total_cost = None if v is None else _num(v)
+    if total is None and (p is not None or c is not None):
+        total = (p or 0) + (c or 0)
+    if (prompt_cost is None and completion_cost is None and total_cost is None
+            and (p or c) and get("run_type") == "llm"):
+        extra = get("extra") or {}
         meta = extra.get("metadata") or {} if _is_map(extra) else {}
         invocation = extra.get("invocation_params") or {} if _is_map(extra) else {}
         model = meta.get("ls_model_name") or invocation.get("model") or invocation.get("model_name")
@@ -181,10 +189,12 @@ def derive_usage(run: Mapping[str, Any]) -> dict[str, Any]:
             cached = _int(details.get("cache_read")) or 0
         priced = price(provider, model, p or 0, c or 0, cached)
         if priced is not None:
-            out["prompt_cost"], out["completion_cost"] = priced
-    if out["total_cost"] is None and (out["prompt_cost"] is not None
-                                      or out["completion_cost"] is not None):
-        out["total_cost"] = (out["prompt_cost"] or 0.0) + (out["completion_cost"] or 0.0)
-    return out
+            prompt_cost, completion_cost = priced
+    if total_cost is None and (prompt_cost is not None or completion_cost is not None):
+        total_cost = (prompt_cost or 0.0) + (completion_cost or 0.0)
+    return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": total,
+            "prompt_cost": prompt_cost, "completion_cost": completion_cost,
+            "total_cost": total_cost,
+            "first_token_time": None if events is None else first_token_time(events)}
 
 

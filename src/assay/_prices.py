@@ -1,0 +1,250 @@
+"""genai-prices' price of an llm call, without paying ``calc_price``'s ~70 us per call.
+
+``calc_price`` resolves the model's prices, validates them, decomposes the usage into leaf
+counts and sums Decimals on every call; the fold prices every llm run it stores (and the server
+every OTLP llm span), with token counts that rarely repeat. For the usages assay prices (input,
+output and cache-read tokens) the answer is, per (provider, model), a fixed recipe: which price
+each unit pays (flat or tiered) and which token counts it is charged for. A ``_Plan`` is that
+recipe, read once from the library's own data for the ``ModelPrice`` it selects now, and applied
+with the same Decimal operations in the same order, so its floats are exactly ``calc_price``'s.
+
+Anything the recipe does not cover is priced by ``calc_price`` itself: a unit whose count the
+library would infer or reject, a price key it would warn about, a usage it would refuse
+(negative leaf counts), a constraint of an unknown kind, any exception while reading the data.
+A recipe expires when another of the model's dated prices may apply (the day a later price
+starts, the time of day an off-peak price begins or ends) and is read again; a new snapshot
+(``UpdatePrices``) discards every recipe. ``tests/test_prices.py`` checks the recipe
+against ``calc_price`` for every model of every provider in the installed snapshot.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from datetime import time as dtime
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["price", "price_slow"]
+
+# The usage keys assay reports, and the count (input, output, cache read) each one stands for.
+_REPORTED = {"input_tokens": (1, 0, 0), "output_tokens": (0, 1, 0),
+             "cache_read_tokens": (0, 0, 1)}
+# What a (provider, model) resolves to besides a Plan: no price at all (no provider knows the
+# model), or "ask calc_price every time".
+_UNKNOWN = "unknown"
+_SLOW = "slow"
+
+
+# One priced unit with a direction: its price (a Decimal, or ``(base, ((start, price), ...))``
+# tiers, highest start first), its ``per``, the token counts it is charged for as coefficients
+# of (input, output, cache read), and whether it is an input price. A plain tuple: read in the
+# loop below for every llm run priced.
+_Term = tuple[Decimal | tuple[Decimal, tuple[tuple[int, Decimal], ...]], int, int, int, int, bool]
+
+
+@dataclass(frozen=True, slots=True, eq=False)  # hashed by identity: a key of _plan_price's cache
+class _Plan:
+    """How genai-prices prices one (provider, model): the terms in the library's own order, and
+    the time (epoch seconds) at which another of the model's prices may start to apply."""
+
+    terms: tuple[_Term, ...]
+    expires: float
+
+    def price(self, inp: int, out: int, cached: int) -> tuple[float, float] | None:
+        """(input_price, output_price) as ``calc_price`` gives them, or None when this usage is
+        one the library would refuse (the caller then asks the library)."""
+        if inp < 0 or out < 0 or cached < 0:
+            return None
+        input_price = Decimal(0)
+        output_price = Decimal(0)
+        for p, per, ci, co, cc, is_input in self.terms:
+            count = ci * inp + co * out + cc * cached
+            if count < 0:  # the library raises: e.g. a cache read larger than the input
+                return None
+            if isinstance(p, tuple):  # tiers: the input tokens choose the rate of all of them
+                p, tiers = p
+                for start, tier_price in tiers:
+                    if inp > start:
+                        p = tier_price
+                        break
+            if is_input:
+                input_price += p * Decimal(count) / per
+            else:
+                output_price += p * Decimal(count) / per
+        return float(input_price), float(output_price)
+
+
+_plans: dict[tuple[str | None, str], _Plan | str] = {}
+_snapshot: list[Any] = [None]  # the snapshot _plans were read from
+
+
+def price(provider: str | None, model: str, inp: int, out: int,
+          cached: int) -> tuple[float, float] | None:
+    """(input_price, output_price) in USD exactly as :func:`price_slow` gives them, or None when
+    no provider knows the model; from the model's recipe when it has one."""
+    plan = _plan(provider, model)
+    if isinstance(plan, _Plan):
+        got = _plan_price(plan, inp, out, cached)
+        if got is not None:
+            return got
+    elif plan is _UNKNOWN:
+        return None
+    return price_slow(provider, model, inp, out, cached)
+
+
+@lru_cache(maxsize=1024)
+def _plan_price(plan: _Plan, inp: int, out: int, cached: int) -> tuple[float, float] | None:
+    return plan.price(inp, out, cached)
+
+
+def _get_snapshot() -> Any:
+    """genai-prices' current data (imported on first use: the package's data is large)."""
+    global _get_snapshot
+    from genai_prices.data_snapshot import get_snapshot
+
+    _get_snapshot = get_snapshot
+    return get_snapshot()
+
+
+def _plan(provider: str | None, model: str) -> _Plan | str:
+    snapshot = _get_snapshot()
+    if snapshot is not _snapshot[0]:  # UpdatePrices installed new data: read it again
+        _plans.clear()
+        _snapshot[0] = snapshot
+    key = (provider, model)
+    plan = _plans.get(key)
+    if plan is None or (isinstance(plan, _Plan) and time.time() >= plan.expires):
+        plan = _plans[key] = _plan_for(snapshot, provider, model)
+    return plan
+
+
+def price_slow(provider: str | None, model: str, inp: int, out: int,
+               cached: int) -> tuple[float, float] | None:
+    """genai-prices' ``calc_price``: the named provider first, then whichever provider the
+    library matches the model to; None when neither knows it (no price rather than a wrong
+    one)."""
+    from genai_prices import Usage, calc_price
+
+    usage = Usage(input_tokens=inp, output_tokens=out, cache_read_tokens=cached or None)
+    for provider_id in ([provider] if provider else []) + [None]:
+        try:
+            pr = calc_price(usage, model_ref=model, provider_id=provider_id)
+        except Exception:  # unknown model/provider or a usage it refuses: try the next
+            continue
+        return float(pr.input_price), float(pr.output_price)
+    return None
+
+
+def _plan_for(snapshot: Any, provider: str | None, model: str) -> _Plan | str:
+    """The recipe for (provider, model) in ``snapshot``, resolved the way :func:`price_slow`
+    resolves it: the first provider that knows the model decides."""
+    for provider_id in ([provider] if provider else []) + [None]:
+        try:
+            prov, info = snapshot.find_provider_model(model, None, provider_id, None)
+        except Exception:  # this provider does not know the model: as calc_price, try the next
+            continue
+        try:
+            return _build(prov, info) or _SLOW
+        except Exception:  # data of a shape this module does not know: the library decides
+            return _SLOW
+    return _UNKNOWN
+
+
+def _expiry(info: Any, now: datetime) -> float | None:
+    """Until when (epoch seconds) the price ``ModelInfo.get_prices`` selects at ``now`` stands:
+    the next day a later price starts, the next time of day an off-peak price begins or ends."""
+    from genai_prices.types import ModelPrice, StartDateConstraint, TimeOfDateConstraint
+
+    if isinstance(info.prices, ModelPrice):
+        return math.inf
+    expires = math.inf
+    for conditional in info.prices:
+        constraint = conditional.constraint
+        if constraint is None:
+            continue
+        if isinstance(constraint, StartDateConstraint):
+            starts = datetime.combine(constraint.start_date, dtime(0), UTC)
+            if starts > now:
+                expires = min(expires, starts.timestamp())
+        elif isinstance(constraint, TimeOfDateConstraint):
+            for moment in (constraint.start_time, constraint.end_time):
+                if moment.tzinfo is None:
+                    moment = moment.replace(tzinfo=UTC)
+                at = datetime.combine(now.date(), moment).astimezone(UTC)
+                while at <= now:
+                    at += timedelta(days=1)
+                expires = min(expires, at.timestamp())
+        else:  # a constraint this module does not know: the library decides every call
+            return None
+    return expires
+
+
+def _build(prov: Any, info: Any) -> _Plan | None:
+    """Read the recipe from the library's data, or None when its shape is not one this module
+    prices exactly (the library's own calculation then prices every call)."""
+    from genai_prices import types as gp_types
+    from genai_prices.units import _get_registry
+
+    if prov.id == "groq" and info.id.startswith("whisper"):  # the library adjusts usage there
+        return None
+    now = datetime.now(tz=UTC)
+    expires = _expiry(info, now)
+    if expires is None:
+        return None
+    model_price = info.get_prices(now)  # the library's own choice among dated prices
+    registry = _get_registry()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an unknown price key warns: leave it to the library
+        try:
+            resolved = gp_types._collect_resolved_model_prices(model_price, registry)
+        except Warning:
+            return None
+    units = [unit for unit, _ in resolved]
+    # validate_priced_units raises the same way for every usage: such a model prices nothing
+    from genai_prices.validation import validate_priced_units
+    validate_priced_units(tuple(units), registry)
+
+    def descends(ancestor: Any, unit: Any) -> bool:
+        return bool(ancestor.dimensions.items() <= unit.dimensions.items())
+
+    reported = [registry.units[key] for key in _REPORTED]
+    for unit in units:
+        if unit.usage_key in _REPORTED:
+            continue
+        # an unreported key whose count the library infers from a reported one: not handled
+        if any(descends(unit, r) for r in reported):
+            return None
+    # leaf counts as decompose.compute_leaf_values: a unit's count less its priced descendants'
+    leaves: dict[str, tuple[int, int, int]] = {}
+    token_units = [u for u in units if u.usage_key != "requests"]
+    for unit in sorted(token_units, key=lambda u: (-len(u.dimensions), u.usage_key)):
+        ci, co, cc = _REPORTED.get(unit.usage_key, (0, 0, 0))
+        for other in token_units:
+            if other is not unit and descends(unit, other):
+                oi, oo, oc = leaves[other.usage_key]
+                ci, co, cc = ci - oi, co - oo, cc - oc
+        leaves[unit.usage_key] = (ci, co, cc)
+    terms: list[_Term] = []
+    for unit, value in resolved:
+        direction = unit.dimensions.get("direction")
+        if unit.usage_key == "requests":
+            if direction is not None:
+                return None
+            continue
+        if direction not in ("input", "output"):
+            if leaves[unit.usage_key] != (0, 0, 0):  # a count the library could find negative
+                return None
+            continue  # counted in the total only, which assay does not use
+        if isinstance(value, gp_types.TieredPrices):
+            price: Any = (value.base, tuple((t.start, t.price) for t in reversed(value.tiers)))
+        elif isinstance(value, Decimal):
+            price = value
+        else:
+            return None
+        terms.append((price, int(unit.per), *leaves[unit.usage_key], direction == "input"))
+    return _Plan(tuple(terms), expires)
