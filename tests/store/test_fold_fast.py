@@ -25,6 +25,7 @@ from sqlalchemy import select
 from assay import _json
 from assay._ids import dotted_segment_us
 from assay.store import Store
+from assay.store import _journal as _journal_module
 from assay.store._fold_columns import (
     JSON_COLUMNS,
     WRITER_COLUMNS,
@@ -33,7 +34,7 @@ from assay.store._fold_columns import (
     fill_orders,
     insert_rows,
 )
-from assay.store._fold_rows import _json_text, insert_new
+from assay.store._fold_rows import TEXT_KEYS, _json_text, insert_new
 from assay.store._journal import RUNS, _payload, _row_posts, _unpack
 from assay.store._tables import journal
 from assay.tracing import RunTree
@@ -168,9 +169,10 @@ def _stored_text(store: Store, ids: list[str]) -> list[tuple[Any, ...]]:
     return [got[rid] for rid in ids]
 
 
-def test_the_fast_path_stores_what_the_general_path_stores(store: Store) -> None:
+def test_the_fast_path_stores_what_the_general_path_stores(store: Store,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     base = store
-    kinds = ("writer", "columns", "previous", "reordered", "admit", "direct")
+    kinds = ("writer", "columns", "previous", "reordered", "admit", "admit values", "direct")
     results, texts, used = [], [], []
     for kind in kinds:
         st = base.for_tenant(str(uuid.uuid4()))
@@ -203,10 +205,14 @@ def test_the_fast_path_stores_what_the_general_path_stores(store: Store) -> None
             _previous_format(st, [[r[i] for i in at] for r in first], [], order)
             _previous_format(st, [[r[i] for i in at] for r in [*second, again]],
                              [_patch(ids[4])], order)
-        elif kind == "admit":
+        elif kind.startswith("admit"):  # JSON columns as text, or as an older version: values
+            monkeypatch.setattr(_journal_module, "ADMIT_TEXT", kind == "admit")
             st.journal.admit(as_posts[:8])
             again = dict(as_posts[0], name="renamed")
             st.journal.admit([*as_posts[8:], again], [_patch(ids[4])])
+            monkeypatch.undo()
+            named = [p.get("json") for p in _journaled_payloads(st)]
+            assert named == ([list(TEXT_KEYS)] * 2 if kind == "admit" else [None, None])
         else:
             st.runs.upsert(posts=as_posts[:8])
             again = dict(as_posts[0], name="renamed")
@@ -432,6 +438,25 @@ def test_the_writer_s_rows_are_journaled_with_their_json_as_text(store: Store) -
     got = {str(r.id): r for r in store.runs.list()}
     assert got[ids[18]].inputs["s"] == "nul\x00 esc\ufdd0 caf\u00e9"
     assert got[ids[0]].outputs == {"o": 0} and got[ids[9]].inputs == {}
+
+
+def test_admitted_posts_are_journaled_with_their_json_as_text(store: Store) -> None:
+    """The server's cleaned posts travel as the text the fold stores (``json`` names the
+    columns); the caller's dicts are left alone, patches keep their values."""
+    ids = _ids(N)
+    posts = _row_posts(_rows(ids), COLUMNS, EXTRA)
+    store.journal.admit(posts, [_patch(ids[4])])
+    (payload,) = _journaled_payloads(store)
+    assert payload["json"] == list(TEXT_KEYS)
+    first = payload["posts"][0]
+    assert first["inputs"] == '{"i":0}' and first["outputs"] == '{"o":0}'
+    assert payload["patches"][0]["outputs"] == {"done": True}
+    assert posts[0]["inputs"] == {"i": 0}
+    store.settle()
+    got = {str(r.id): r for r in store.runs.list()}
+    assert got[ids[18]].inputs["s"] == "nul\x00 esc\ufdd0 caf\u00e9"
+    assert got[ids[18]].outputs == {"s": "lone \ud800", "big": 2**70}
+    assert got[ids[4]].outputs == {"done": True} and got[ids[9]].inputs == {}
 
 
 @pytest.mark.parametrize("usage", [True, False])

@@ -150,7 +150,7 @@ def _micros(value: Any) -> Any:
     return _NOT_PLAIN
 
 
-def plain_run(raw: dict[str, Any]) -> dict[str, Any] | None:
+def plain_run(raw: dict[str, Any], *, copy: bool = True) -> dict[str, Any] | None:
     """``run_dict(RunIn)`` of ``raw`` without pydantic, when every field RunIn types has its
     plain wire form: canonical UUID text, ISO (extended form) or epoch-ms times, strings, a
     list of strings, objects, a list of event objects. None otherwise, and RunIn judges (and
@@ -159,42 +159,51 @@ def plain_run(raw: dict[str, Any]) -> dict[str, Any] | None:
     Ingest is CPU-bound on validation: pydantic parsed ids and times into objects that the
     store turned back into text and microseconds (~12 us a run). Here ids stay text and times
     become the store's microseconds; the store's ``_clean`` checks both again, cheaply.
+    ``copy=False``: ``raw`` is the caller's to change (a multipart run merged from its parts),
+    and becomes the result (only when the result is not None: else it is left as it was).
     """
     if raw.get("id") is None:
         return None
-    out = dict(raw)
+    get = raw.get
     for key in _ID_KEYS:
-        value = out.get(key)
+        value = get(key)
         if value is not None and (value.__class__ is not str or not is_canonical_uuid(value)):
             return None
     for key in _TEXT_KEYS:
-        value = out.get(key)
+        value = get(key)
         if value is not None and value.__class__ is not str:
             return None
     for key in _OBJECT_KEYS:
-        value = out.get(key)
+        value = get(key)
         if value is not None and value.__class__ is not dict:
             return None
-    tags = out.get("tags")
+    tags = get("tags")
     if tags is not None and (tags.__class__ is not list
                              or any(t.__class__ is not str for t in tags)):
         return None
-    events = out.get("events")
-    if events is not None:
-        if events.__class__ is not list or any(e.__class__ is not dict for e in events):
-            return None
-        out["events"] = events_in(events)
+    events = get("events")
+    if events is not None and (events.__class__ is not list
+                               or any(e.__class__ is not dict for e in events)):
+        return None
     start = end = None
-    if out.get("start_time") is not None:
-        start = out["start_time"] = _micros(out["start_time"])
+    if get("start_time") is not None:
+        start = _micros(raw["start_time"])
         if start is _NOT_PLAIN:
             return None
-    if out.get("end_time") is not None:
-        end = out["end_time"] = _micros(out["end_time"])
+    if get("end_time") is not None:
+        end = _micros(raw["end_time"])
         if end is _NOT_PLAIN:
             return None
     if start is not None and end is not None and end < start and start - end < 1000:
-        out["end_time"] = start  # as RunIn._precision
+        end = start  # as RunIn._precision
+    # judged plain: only now is anything changed (``raw`` itself when ``copy`` is False)
+    out = dict(raw) if copy else raw
+    if events is not None:
+        out["events"] = events_in(events)
+    if start is not None:
+        out["start_time"] = start
+    if end is not None:
+        out["end_time"] = end
     return out
 
 

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import pydantic_core
 
 from .. import _json
-from .._ids import dotted_segment_us, new_id_text, uuid_text
+from .._ids import dotted_segment_us, uuid_text
 from .._json import escape_text
 from .._time import to_micros
 from .._usage import derive_usage
@@ -46,10 +46,9 @@ from ._tables import runs
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-    from ._feedback import FeedbackRepo
     from ._runs import RunRepo
 
-__all__ = ["SCORE_COLUMNS", "apply_new_runs", "insert_new", "score_rows"]
+__all__ = ["TEXT_COLUMNS", "TEXT_KEYS", "apply_new_runs", "from_text", "insert_new"]
 
 # Never set for a run this path takes (no usage, no first token): left out of the insert, so
 # NULL as the general path stores them. Each bound value costs SQLite's driver ~0.3 us.
@@ -177,15 +176,63 @@ def _sql_literal(value: Any) -> str | None:
     return None
 
 
+# JSON columns of an admitted post journaled as the text to store (``Journal.admit``), with
+# what that text must start with: the object or list ``_clean`` let through
+TEXT_COLUMNS = (("inputs", _INPUTS, "{"), ("outputs", _OUTPUTS, "{"), ("extra", _EXTRA, "{"),
+                ("events", _AT["events"], "["), ("tags", _AT["tags"], "["),
+                ("serialized", _SERIALIZED, "{"))
+TEXT_KEYS = tuple(k for k, _, _ in TEXT_COLUMNS)
+_from_column = _json.from_json_column
+
+
+def from_text(post: Mapping[str, Any]) -> dict[str, Any]:
+    """A post journaled with its JSON columns as text (``TEXT_KEYS``) with their values back:
+    a copy, for the general path (a batch retried item by item decodes again)."""
+    out = dict(post)
+    for key in TEXT_KEYS:
+        value = out.get(key)
+        if value.__class__ is str:
+            out[key] = _from_column(value)
+    return out
+
+
+def _text_row(post: Mapping[str, Any], row: list[Any], usage: bool) -> bool | None:
+    """Put an admitted post's JSON text (``TEXT_COLUMNS``) into ``row`` as it is; return
+    whether the run has usage or a first token to derive (as ``_row`` judges the values: the
+    text is decoded only where it names ``usage_metadata`` or ``llm_output``), or None when it
+    needs the general path."""
+    get = post.get
+    for key, at, opening in TEXT_COLUMNS:
+        value = get(key)
+        if value is None:
+            continue
+        if value.__class__ is not str or not value.startswith(opening):
+            return None
+        row[at] = value
+    events, outputs, extra = row[_AT["events"]], row[_OUTPUTS], row[_EXTRA]
+    if not usage and events != "null" and events != "[]":
+        usage = True
+    if not usage and ('"usage_metadata"' in outputs or '"llm_output"' in outputs):
+        found = _from_column(outputs)
+        usage = "usage_metadata" in found or "llm_output" in found
+    if not usage and '"usage_metadata"' in extra:
+        meta = _from_column(extra).get("metadata")
+        usage = meta.__class__ is dict and "usage_metadata" in meta
+    return usage
+
+
 def _row(post: Mapping[str, Any], rid: str, tenant: str, sid: str, clean: bool,
-         extra_text: dict[int, str]) -> list[Any] | None:
+         extra_text: dict[int, str], texts: bool = False) -> list[Any] | None:
     """The run's column values in ``_ORDER``, or None when it needs the general path; with the
-    usage columns (``_FULL_ORDER``) when it has usage or a first token to derive."""
+    usage columns (``_FULL_ORDER``) when it has usage or a first token to derive. ``texts``:
+    the post's JSON columns are the text to store (``TEXT_COLUMNS``)."""
     get = post.get
     run_type, start, end = get("run_type"), get("start_time"), get("end_time")
     if (run_type.__class__ is not str or start.__class__ is not int
             or (end is not None and end.__class__ is not int) or get("status") is not None):
         return None
+    if texts:
+        return _admitted_row(post, rid, tenant, sid, run_type, start, end)
     usage = run_type == "llm" or bool(get("events"))  # what derive_usage's cheap test asks
     trace, parent, ref = get("trace_id"), get("parent_run_id"), get("reference_example_id")
     if not clean:  # the tracing writer's rows: canonical by construction, checked cheaply
@@ -267,11 +314,63 @@ def _row(post: Mapping[str, Any], rid: str, tenant: str, sid: str, clean: bool,
     return row
 
 
+def _admitted_row(post: Mapping[str, Any], rid: str, tenant: str, sid: str, run_type: str,
+                  start: int, end: int | None) -> list[Any] | None:
+    """``_row`` of a post ``Journal.admit`` cleaned and journaled with its JSON columns as
+    text: the same values, the text stored as it is."""
+    get = post.get
+    trace, parent = get("trace_id"), get("parent_run_id")
+    if trace is None:
+        if parent is not None:
+            return None  # the general path names what is missing
+        trace = rid
+    row: list[Any] = _BLANK.copy()
+    usage = _text_row(post, row, run_type == "llm")
+    if usage is None:
+        return None
+    error, name = get("error"), get("name")
+    if name is None:
+        name = ""
+    dotted = get("dotted_order")
+    if not dotted and parent is None:
+        dotted = dotted_segment_us(start, rid)
+    row[_ID] = rid
+    row[_TENANT] = tenant
+    row[_SESSION] = sid
+    row[_TRACE] = trace
+    row[_PARENT] = parent
+    row[_REF] = get("reference_example_id")
+    row[_DOTTED] = dotted
+    row[_NAME] = name
+    row[_RUN_TYPE] = run_type
+    row[_START] = start
+    row[_END] = end
+    row[_ERROR] = error
+    row[_IS_ROOT] = parent is None
+    row[_LATENCY] = None if end is None else end - start
+    row[_STATUS] = "error" if error else ("success" if end is not None else "pending")
+    if usage:  # as _finish derives them, from the post's values
+        view = dict(post)  # the values derive_usage reads (it reads no inputs)
+        for key in ("outputs", "extra", "events"):
+            value = view.get(key)
+            if value is not None:
+                view[key] = _from_column(value)
+        got = derive_usage(view)
+        ft = got["first_token_time"]
+        ft_us = to_micros(ft) if ft is not None else None
+        row.extend((ft_us, ft_us - start if ft_us is not None and start else None,
+                    got["prompt_tokens"], got["completion_tokens"], got["total_tokens"],
+                    got["prompt_cost"], got["completion_cost"], got["total_cost"]))
+    return row
+
+
 def insert_new(repo: RunRepo, conn: Connection, posts: list[Mapping[str, Any]],
                patched: set[str], default_project: str, *, clean: bool,
-               shared_extra: Any = None) -> tuple[int, list[Mapping[str, Any]]]:
+               shared_extra: Any = None, texts: bool = False
+               ) -> tuple[int, list[Mapping[str, Any]]]:
     """Insert the posts that qualify (see the module docstring); return how many, and the
-    posts left for the general path (in their order)."""
+    posts left for the general path (in their order). ``texts``: cleaned posts whose JSON
+    columns are the text to store (``TEXT_COLUMNS``; those left are handed back so)."""
     if not posts:
         return 0, []
     try:
@@ -313,7 +412,7 @@ def insert_new(repo: RunRepo, conn: Connection, posts: list[Mapping[str, Any]],
     with _Rows(conn) as out:
         for i, post, rid, sid in candidates:
             try:
-                row = _row(post, rid, tenant, sid, clean, extra_text)
+                row = _row(post, rid, tenant, sid, clean, extra_text, texts)
             except Exception:  # noqa: BLE001 - the general path raises it by name
                 row = None
             if row is None:
@@ -378,40 +477,3 @@ class _Rows:
             self._stack.__exit__(*exc)  # ends the COPY (fails it on an exception)
         elif exc[0] is None and self.rows:
             _insert(self.conn, self.rows)
-
-
-SCORE_COLUMNS = ("run_id", "trace_id", "key", "score")  # evaluate()'s plain scores (_sink)
-
-
-def score_rows(repo: FeedbackRepo, items: list[Any], columns: Any, defaults: Any,
-               created: Any) -> list[dict[str, Any]] | None:
-    """Feedback rows of a batch of plain scores journaled as value lists (``run_id,
-    trace_id, key, score``; every other field the batch's ``defaults``), or None when the
-    batch is not one (the general path then builds each row with ``FeedbackRepo._row``).
-
-    The first item's row is ``_row``'s own; the others copy it and change only what their
-    values give, as ``_row`` would (an id of their own, the ids as canonical text, the score
-    as a float)."""
-    from ._feedback import _score
-
-    defaults = defaults or {}
-    if (tuple(columns or ()) != SCORE_COLUMNS or created is None or "id" in defaults
-            or not items or not all(i.__class__ is list for i in items)):
-        return None
-    first = {**defaults, **dict(zip(SCORE_COLUMNS, items[0], strict=False))}
-    first.setdefault("created_at", created)  # as the general path's items get them
-    first.setdefault("modified_at", first["created_at"])
-    template = repo._row(first)
-    out = [template]
-    fallback = template["session_id"] is None
-    for run_id, trace_id, key, score in items[1:]:
-        if key.__class__ is not str or not key or (not run_id and fallback):
-            return None  # _row says what is wrong, item by item
-        row = dict(template)
-        fid = row["id"] = new_id_text()
-        row["run_id"] = uuid_text(run_id, "run_id") if run_id else None
-        row["trace_id"] = uuid_text(trace_id, "trace_id") if trace_id else None
-        row["key"] = key
-        row["score"] = _score(score, fid)
-        out.append(row)
-    return out

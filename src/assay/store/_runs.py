@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import and_, bindparam, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
-from .._ids import as_uuid, dotted_segment_us, utcnow, uuid_text
+from .._ids import _CANONICAL_UUID, as_uuid, dotted_segment_us, utcnow, uuid_text
 from .._json import escape_text, unescape_text
 from .._usage import derive_usage
 from ..errors import InvalidInputError, NotFoundError, StoreError
@@ -70,31 +70,44 @@ def _clean(raw: Mapping[str, Any]) -> dict[str, Any]:
         raise InvalidInputError("a run needs an 'id'")
     run_id = uuid_text(raw["id"], "run id")
     out: dict[str, Any] = {"id": run_id}
-    for key in RUN_FIELDS[1:]:
-        value = raw.get(key)
+    get = raw.get  # every run the server ingests comes here: plain values checked cheaply
+    for key in _KEPT:
+        value = get(key)
         if value is not None:
             out[key] = value
+    get = out.get
     for key in _ID_FIELDS[1:]:
-        if key in out:
-            out[key] = uuid_text(out[key], f"run {run_id}: {key}")
+        value = get(key)
+        if value is not None and (value.__class__ is not str or not _canonical(value)):
+            out[key] = uuid_text(value, f"run {run_id}: {key}")
     for key in ("start_time", "end_time"):
-        if key in out:
-            out[key] = _timestamp(out[key], key, run_id)
-    for key, kind in (("inputs", dict), ("outputs", dict), ("extra", dict), ("events", list),
-                      ("tags", list), ("serialized", dict)):
-        if key in out and not isinstance(out[key], kind):
+        value = get(key)
+        if value is not None and value.__class__ is not int:
+            out[key] = _timestamp(value, key, run_id)
+    for key, kind in _KINDS:
+        value = get(key)
+        if value is not None and value.__class__ is not kind and not isinstance(value, kind):
             raise InvalidInputError(
                 f"run {run_id}: {key} must be a{'n object' if kind is dict else ' list'}"
             )
-    if "error" in out and not isinstance(out["error"], str):
-        out["error"] = str(out["error"])
-    for key in _TEXT_FIELDS:  # NUL and lone surrogates as JSON columns store them (_json)
-        value = out.get(key)
-        if value.__class__ is str and ("\x00" in value or not value.isascii()):
-            out[key] = escape_text(value)
-    if "run_type" in out and not isinstance(out["run_type"], str):
+    value = get("error")
+    if value is not None and not isinstance(value, str):
+        out["error"] = value = str(value)
+    if value.__class__ is str and ("\x00" in value or not value.isascii()):
+        out["error"] = escape_text(value)  # NUL, lone surrogates as JSON columns store them
+    value = get("name")
+    if value.__class__ is str and ("\x00" in value or not value.isascii()):
+        out["name"] = escape_text(value)
+    value = get("run_type")
+    if value is not None and value.__class__ is not str and not isinstance(value, str):
         raise InvalidInputError(f"run {run_id}: run_type must be a string")
     return out
+
+
+_KEPT = RUN_FIELDS[1:]
+_KINDS = (("inputs", dict), ("outputs", dict), ("extra", dict), ("events", list),
+          ("tags", list), ("serialized", dict))
+_canonical = _CANONICAL_UUID.fullmatch
 
 
 def _finish(row: dict[str, Any]) -> dict[str, Any]:
