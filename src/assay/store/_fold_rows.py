@@ -284,9 +284,16 @@ def _row(post: Mapping[str, Any], rid: str, tenant: str, sid: str, clean: bool,
             error = _escaped(error if error.__class__ is str else str(error))
         if name.__class__ is str:
             name = _escaped(name)
-    if name is None:
-        name = ""
-    dotted = get("dotted_order")
+    return _fill(row, post if usage else None, rid, tenant, sid, trace, parent, ref,
+                 get("dotted_order"), name, run_type, start, end, error)
+
+
+def _fill(row: list[Any], usage: Mapping[str, Any] | None, rid: str, tenant: str, sid: str,
+          trace: str, parent: str | None, ref: str | None, dotted: str | None,
+          name: str | None, run_type: str, start: int, end: int | None,
+          error: str | None) -> list[Any]:
+    """The row's own and derived columns, as ``_finish`` derives them; the usage columns
+    (``_FULL_ORDER``) from ``usage``, the values ``derive_usage`` reads, when given."""
     if not dotted and parent is None:
         dotted = dotted_segment_us(start, rid)
     row[_ID] = rid
@@ -296,7 +303,7 @@ def _row(post: Mapping[str, Any], rid: str, tenant: str, sid: str, clean: bool,
     row[_PARENT] = parent
     row[_REF] = ref
     row[_DOTTED] = dotted
-    row[_NAME] = name
+    row[_NAME] = "" if name is None else name
     row[_RUN_TYPE] = run_type
     row[_START] = start
     row[_END] = end
@@ -304,8 +311,8 @@ def _row(post: Mapping[str, Any], rid: str, tenant: str, sid: str, clean: bool,
     row[_IS_ROOT] = parent is None
     row[_LATENCY] = None if end is None else end - start
     row[_STATUS] = "error" if error else ("success" if end is not None else "pending")
-    if usage:  # as _finish derives them, from the post
-        got = derive_usage(post)
+    if usage is not None:
+        got = derive_usage(usage)
         ft = got["first_token_time"]
         ft_us = to_micros(ft) if ft is not None else None
         row.extend((ft_us, ft_us - start if ft_us is not None and start else None,
@@ -328,40 +335,15 @@ def _admitted_row(post: Mapping[str, Any], rid: str, tenant: str, sid: str, run_
     usage = _text_row(post, row, run_type == "llm")
     if usage is None:
         return None
-    error, name = get("error"), get("name")
-    if name is None:
-        name = ""
-    dotted = get("dotted_order")
-    if not dotted and parent is None:
-        dotted = dotted_segment_us(start, rid)
-    row[_ID] = rid
-    row[_TENANT] = tenant
-    row[_SESSION] = sid
-    row[_TRACE] = trace
-    row[_PARENT] = parent
-    row[_REF] = get("reference_example_id")
-    row[_DOTTED] = dotted
-    row[_NAME] = name
-    row[_RUN_TYPE] = run_type
-    row[_START] = start
-    row[_END] = end
-    row[_ERROR] = error
-    row[_IS_ROOT] = parent is None
-    row[_LATENCY] = None if end is None else end - start
-    row[_STATUS] = "error" if error else ("success" if end is not None else "pending")
-    if usage:  # as _finish derives them, from the post's values
-        view = dict(post)  # the values derive_usage reads (it reads no inputs)
+    view = None
+    if usage:  # the values derive_usage reads (it reads no inputs)
+        view = dict(post)
         for key in ("outputs", "extra", "events"):
             value = view.get(key)
             if value is not None:
                 view[key] = _from_column(value)
-        got = derive_usage(view)
-        ft = got["first_token_time"]
-        ft_us = to_micros(ft) if ft is not None else None
-        row.extend((ft_us, ft_us - start if ft_us is not None and start else None,
-                    got["prompt_tokens"], got["completion_tokens"], got["total_tokens"],
-                    got["prompt_cost"], got["completion_cost"], got["total_cost"]))
-    return row
+    return _fill(row, view, rid, tenant, sid, trace, parent, get("reference_example_id"),
+                 get("dotted_order"), get("name"), run_type, start, end, get("error"))
 
 
 def insert_new(repo: RunRepo, conn: Connection, posts: list[Mapping[str, Any]],
