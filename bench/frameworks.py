@@ -258,11 +258,14 @@ def _add_prompt_tokens(response: Any, extra: int) -> None:
 def replay_langchain(n: int, client: Client) -> tuple[float, float]:
     """(CPU µs on the caller's thread, CPU µs with the writer's and the store's share) per
     step for assay's LangChain handler fed one real answer's recorded callback events. Each
-    replayed answer gets its own deep copy (new message objects and run ids, as a real answer
-    has), made before the clock starts; the collector is paused while the copies are replayed
+    replayed answer gets its own deep copy (new message objects and run ids, time-ordered
+    uuid7s as LangChain makes them: random ones cost the store's indexes far more), made
+    before the clock starts; the collector is paused while the copies are replayed
     (it would otherwise walk the copies waiting their turn)."""
     import copy
     import gc
+
+    from langchain_core.utils.uuid import uuid7  # the run ids LangChain itself makes
 
     from assay.integrations._langchain import handler
 
@@ -278,7 +281,7 @@ def replay_langchain(n: int, client: Client) -> tuple[float, float]:
         for name, args, kwargs in copy.deepcopy(events):
             for key in ("run_id", "parent_run_id"):
                 if kwargs.get(key) is not None:
-                    kwargs[key] = ids.setdefault(kwargs[key], uuid.uuid4())
+                    kwargs[key] = ids.setdefault(kwargs[key], uuid7())
             if name == "on_llm_end" and extra:
                 _add_prompt_tokens(args[0] if args else kwargs["response"], extra)
             out.append((getattr(h, name), args, kwargs))
