@@ -111,6 +111,12 @@ _NONE = {"prompt_tokens": None, "completion_tokens": None, "total_tokens": None,
          "prompt_cost": None, "completion_cost": None, "total_cost": None,
          "first_token_time": None}
 _ABSENT = object()
+
+
+def _either(get: Any, key: str, fallback: str) -> Any:
+    """``key``'s value when the key is there (even None), else ``fallback``'s."""
+    value = get(key, _ABSENT)
+    return get(fallback) if value is _ABSENT else value
 _EXPLICIT = ("prompt_tokens", "completion_tokens", "total_tokens", "prompt_cost",
              "completion_cost", "total_cost")
 
@@ -138,42 +144,31 @@ def derive_usage(run: Mapping[str, Any]) -> dict[str, Any]:
     get = run.get
     events = get("events")
     # LangSmith's explicit top-level counts and costs win; runs rarely carry them (the fold's
-    # never), so each is converted only when present (_int/_num of None is None)
-    v = get("prompt_tokens")
-    p = None if v is None else _int(v)
-    v = get("completion_tokens")
-    c = None if v is None else _int(v)
-    v = get("total_tokens")
-    total = None if v is None else _int(v)
-    v = get("prompt_cost")
-    prompt_cost = None if v is None else _num(v)
-    v = get("completion_cost")
-    completion_cost = None if v is None else _num(v)
-    v = get("total_cost")
-    total_cost = None if v is None else _num(v)
+    # never), so they are converted only when one is there
+    p: int | None = None
+    c: int | None = None
+    total: int | None = None
+    prompt_cost: float | None = None
+    completion_cost: float | None = None
+    total_cost: float | None = None
+    if any(get(key) is not None for key in _EXPLICIT):
+        p, c, total = (_int(get(key)) for key in _EXPLICIT[:3])
+        prompt_cost, completion_cost, total_cost = (_num(get(key)) for key in _EXPLICIT[3:])
     usage = _usage_map(run)
     if usage:
         uget = usage.get
-        if p is None:  # input_tokens when the key is there (even None), else prompt_tokens
-            v = uget("input_tokens", _ABSENT)
-            v = uget("prompt_tokens") if v is _ABSENT else v
-            p = None if v is None else _int(v)
+        if p is None:
+            p = _int(_either(uget, "input_tokens", "prompt_tokens"))
         if c is None:
-            v = uget("output_tokens", _ABSENT)
-            v = uget("completion_tokens") if v is _ABSENT else v
-            c = None if v is None else _int(v)
+            c = _int(_either(uget, "output_tokens", "completion_tokens"))
         if total is None:
-            v = uget("total_tokens")
-            total = None if v is None else _int(v)
+            total = _int(uget("total_tokens"))
         if prompt_cost is None:
-            v = uget("input_cost")
-            prompt_cost = None if v is None else _num(v)
+            prompt_cost = _num(uget("input_cost"))
         if completion_cost is None:
-            v = uget("output_cost")
-            completion_cost = None if v is None else _num(v)
+            completion_cost = _num(uget("output_cost"))
         if total_cost is None:
-            v = uget("total_cost")
-            total_cost = None if v is None else _num(v)
+            total_cost = _num(uget("total_cost"))
     if total is None and (p is not None or c is not None):
         total = (p or 0) + (c or 0)
     if (prompt_cost is None and completion_cost is None and total_cost is None
