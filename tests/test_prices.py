@@ -141,6 +141,17 @@ def test_refused_and_unknown_usages() -> None:
         "azure", "gpt-4o-mini", 10, 5, 0)
 
 
+def test_recipes_of_sender_named_models_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Model names come from what senders post (OTLP spans, runs): a stream of made-up names
+    does not grow the recipes without bound, and known models still price right after."""
+    monkeypatch.setattr(_prices, "_MAX_PLANS", 50)
+    for i in range(200):
+        assert price("openai", f"made-up-model-{i}", 10, 5, 0) is None
+        assert len(_prices._plans) <= 50
+    assert price("openai", "gpt-4o-mini", 10, 5, 0) == _prices.price_slow(
+        "openai", "gpt-4o-mini", 10, 5, 0)
+
+
 def _provider(models: list[ModelInfo]) -> Provider:
     return Provider(id="acme", name="Acme", api_pattern=r"https://acme\.test", models=models)
 

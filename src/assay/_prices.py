@@ -80,6 +80,7 @@ class _Plan:
 
 
 _plans: dict[tuple[str | None, str], _Plan | str] = {}
+_MAX_PLANS = 4096
 _snapshot: list[Any] = [None]  # the snapshot _plans were read from
 
 
@@ -119,6 +120,8 @@ def _plan(provider: str | None, model: str) -> _Plan | str:
     key = (provider, model)
     plan = _plans.get(key)
     if plan is None or (isinstance(plan, _Plan) and time.time() >= plan.expires):
+        if len(_plans) >= _MAX_PLANS:  # model names come from senders: keep memory bounded
+            _plans.clear()
         plan = _plans[key] = _plan_for(snapshot, provider, model)
     return plan
 
