@@ -25,7 +25,6 @@ from sqlalchemy import select
 from assay import _json
 from assay._ids import dotted_segment_us
 from assay.store import Store
-from assay.store import _journal as _journal_module
 from assay.store._fold_columns import (
     JSON_COLUMNS,
     WRITER_COLUMNS,
@@ -34,8 +33,8 @@ from assay.store._fold_columns import (
     fill_orders,
     insert_rows,
 )
-from assay.store._fold_rows import TEXT_KEYS, _json_text, insert_new
-from assay.store._journal import RUNS, _payload, _row_posts, _unpack
+from assay.store._fold_rows import TEXT_KEYS, _json_text, from_text, insert_new
+from assay.store._journal import RUNS, _pack, _payload, _row_posts, _unpack
 from assay.store._tables import journal
 from assay.tracing import RunTree
 
@@ -169,8 +168,22 @@ def _stored_text(store: Store, ids: list[str]) -> list[tuple[Any, ...]]:
     return [got[rid] for rid in ids]
 
 
-def test_the_fast_path_stores_what_the_general_path_stores(store: Store,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def _as_earlier_versions_admitted(st: Store) -> None:
+    """Rewrite the workspace's journaled admits as versions before the JSON text wrote them:
+    the posts' JSON columns as values, no ``json`` in the batch."""
+    with st.write() as conn:
+        for seq, raw in conn.execute(select(journal.c.seq, journal.c.payload).where(
+                journal.c.tenant_id == st.tenant_id)).all():
+            payload = _payload(_unpack(raw))
+            named = payload.pop("json")
+            payload["posts"] = [from_text(p, named) for p in payload["posts"]]
+            conn.execute(journal.update().where(journal.c.seq == seq).values(
+                payload=_pack(_json.dumpb(payload))))
+
+
+def test_the_fast_path_stores_what_the_general_path_stores(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ASSAY_BACKGROUND_FOLD", "0")  # journal entries read before the fold
     base = store
     kinds = ("writer", "columns", "previous", "reordered", "admit", "admit values", "direct")
     results, texts, used = [], [], []
@@ -205,14 +218,16 @@ def test_the_fast_path_stores_what_the_general_path_stores(store: Store,
             _previous_format(st, [[r[i] for i in at] for r in first], [], order)
             _previous_format(st, [[r[i] for i in at] for r in [*second, again]],
                              [_patch(ids[4])], order)
-        elif kind.startswith("admit"):  # JSON columns as text, or as an older version: values
-            monkeypatch.setattr(_journal_module, "ADMIT_TEXT", kind == "admit")
+        elif kind == "admit":  # JSON columns journaled as the text to store
             st.journal.admit(as_posts[:8])
             again = dict(as_posts[0], name="renamed")
             st.journal.admit([*as_posts[8:], again], [_patch(ids[4])])
-            monkeypatch.undo()
-            named = [p.get("json") for p in _journaled_payloads(st)]
-            assert named == ([list(TEXT_KEYS)] * 2 if kind == "admit" else [None, None])
+            assert [p.get("json") for p in _journaled_payloads(st)] == [list(TEXT_KEYS)] * 2
+        elif kind == "admit values":  # as earlier versions' admit journaled them: values
+            st.journal.admit(as_posts[:8])
+            again = dict(as_posts[0], name="renamed")
+            st.journal.admit([*as_posts[8:], again], [_patch(ids[4])])
+            _as_earlier_versions_admitted(st)
         else:
             st.runs.upsert(posts=as_posts[:8])
             again = dict(as_posts[0], name="renamed")
@@ -440,9 +455,11 @@ def test_the_writer_s_rows_are_journaled_with_their_json_as_text(store: Store) -
     assert got[ids[0]].outputs == {"o": 0} and got[ids[9]].inputs == {}
 
 
-def test_admitted_posts_are_journaled_with_their_json_as_text(store: Store) -> None:
+def test_admitted_posts_are_journaled_with_their_json_as_text(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     """The server's cleaned posts travel as the text the fold stores (``json`` names the
     columns); the caller's dicts are left alone, patches keep their values."""
+    monkeypatch.setenv("ASSAY_BACKGROUND_FOLD", "0")  # the entry read before any fold
     ids = _ids(N)
     posts = _row_posts(_rows(ids), COLUMNS, EXTRA)
     store.journal.admit(posts, [_patch(ids[4])])

@@ -185,11 +185,14 @@ TEXT_KEYS = tuple(k for k, _, _ in TEXT_COLUMNS)
 _from_column = _json.from_json_column
 
 
-def from_text(post: Mapping[str, Any]) -> dict[str, Any]:
-    """A post journaled with its JSON columns as text (``TEXT_KEYS``) with their values back:
-    a copy, for the general path (a batch retried item by item decodes again)."""
+def from_text(post: Any, keys: Sequence[str] = TEXT_KEYS) -> Any:
+    """A post journaled with JSON columns as text (``keys``) with their values back: a copy,
+    for the general path (a batch retried item by item decodes again); anything but a dict
+    as it is (the general path names what is wrong)."""
+    if post.__class__ is not dict:
+        return post
     out = dict(post)
-    for key in TEXT_KEYS:
+    for key in keys:
         value = out.get(key)
         if value.__class__ is str:
             out[key] = _from_column(value)

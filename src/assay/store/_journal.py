@@ -38,7 +38,6 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import orjson
 import pydantic_core
 import zstandard
 from sqlalchemy import delete, func, insert, select, text
@@ -81,11 +80,6 @@ _ANY_SQL = text("SELECT 1 FROM journal LIMIT 1")
 
 
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"  # how a zstd frame starts
-# ``admit`` journals posts with their JSON columns as the text the fold stores (named in the
-# batch as ``json``): the fold neither decodes nor encodes them again (server ingest, 10,000 runs:
-# admit + fold 27.0 -> 24.3 us CPU a run, the fold 19.8 -> 15.5). False journals the values, as
-# earlier versions did; entries of either kind fold the same (tests/store/test_fold_fast.py)
-ADMIT_TEXT = True
 
 
 def _pack(data: bytes) -> bytes:
@@ -190,40 +184,15 @@ def _patch_id(patch: Any) -> Any:
 
 
 def _as_text(posts: list[dict[str, Any]]) -> None:
-    """Admitted posts' JSON columns (``TEXT_KEYS``) as the text the fold stores, in place:
-    ``column_text`` inlined (as ``_fold_columns.encoded_rows`` does), empty ones as such."""
-    dumps, default, esc, slow = orjson.dumps, _json.jsonable, _json._ESC_UTF8, column_text
-    empty = {dict: "{}", list: "[]"}
+    """Admitted posts' JSON columns (``TEXT_KEYS``) as the text the fold stores, in place: the
+    fold then neither decodes nor encodes them again (server ingest, 10,000 runs: admit + fold
+    27.0 -> 24.3 us CPU a run). Entries of earlier versions hold the values and fold the same
+    (tests/store/test_fold_fast.py)."""
     for post in posts:
         for key in TEXT_KEYS:
             value = post.get(key)
-            if value is None:
-                continue
-            if not value:
-                text = empty.get(value.__class__)
-                if text is not None:
-                    post[key] = text
-                    continue
-            try:
-                data = dumps(value, default=default)
-            except TypeError:  # orjson.JSONEncodeError
-                post[key] = slow(value)
-                continue
-            if b"\\u0000" in data or (not data.isascii() and esc in data):
-                post[key] = slow(value)
-            else:
-                post[key] = data.decode()
-
-
-def _decoded_post(post: Any, keys: Sequence[str]) -> Any:
-    """A post's JSON text under ``keys`` back as values (a copy); anything else as it is."""
-    if not isinstance(post, Mapping):
-        return post
-    out = dict(post)
-    for key in keys:
-        if out.get(key).__class__ is str:
-            out[key] = _json.from_json_column(out[key])
-    return out
+            if value is not None:
+                post[key] = column_text(value)
 
 
 def _unpack(data: bytes) -> bytes:
@@ -405,9 +374,7 @@ class Journal:
         runs_in = [(False, _clean(r), r) for r in posts] + [(True, _clean(r), r) for r in patches]
         # the posts' JSON columns as the text the fold stores, made before the write lock is
         # taken: changes admit's own dicts (``_clean``'s), not the caller's
-        as_text = ADMIT_TEXT and bool(posts)
-        if as_text:
-            _as_text([clean for patch, clean, _ in runs_in if not patch])
+        _as_text([clean for patch, clean, _ in runs_in if not patch])
         now = to_micros(utcnow())
         fb_in = []
         for item in feedback:
@@ -464,11 +431,9 @@ class Journal:
             if fb_in:  # popped last: applied after the runs it may name
                 batches.append((FEEDBACK, {"items": fb_in, "created_at": now}))
             if runs_in:
-                payload = {"posts": out[False], "patches": out[True],
-                           "default_project": default_project, "clean": True}
-                if as_text:
-                    payload["json"] = list(TEXT_KEYS)
-                batches.append((RUNS, payload))
+                batches.append((RUNS, {"posts": out[False], "patches": out[True],
+                                       "default_project": default_project, "clean": True,
+                                       "json": list(TEXT_KEYS)}))
             return self._append(batches, conn)
 
     def _append(self, batches: list[tuple[str, dict[str, Any]]],
@@ -593,7 +558,7 @@ class Journal:
             # versions hold the values); another set of names: decoded here, folded as values
             as_text = clean and not columns and bool(named)
             if as_text and named != TEXT_KEYS:
-                posts = [_decoded_post(p, named) for p in posts]
+                posts = [from_text(p, named) for p in posts]
                 as_text = False
 
             def apply(batch: list[tuple[bool, Any]]) -> int:
