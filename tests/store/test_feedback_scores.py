@@ -154,3 +154,52 @@ def test_batches_the_columnar_path_leaves_fold_as_before(
     assert {r[1] for r in rows} <= set(runs)  # (tenant, run, ...): run ids stored canonical
     assert aggs and aggs[0][3] == expect  # (tenant, level, key, n, ...)
     assert _check_all([store])
+
+
+def _refuse_key(store: Store, key: str) -> None:
+    """A trigger that refuses a feedback row with ``key``: the database itself fails the
+    columnar insert of a whole batch, as a constraint would."""
+    with store.write() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.exec_driver_sql(
+                "CREATE OR REPLACE FUNCTION assay_test_refuse() RETURNS trigger AS $$ BEGIN "
+                f"IF NEW.key = '{key}' THEN RAISE EXCEPTION 'refused'; END IF; RETURN NEW; "
+                "END $$ LANGUAGE plpgsql")
+            conn.exec_driver_sql("CREATE TRIGGER assay_test_refuse BEFORE INSERT ON feedback "
+                                 "FOR EACH ROW EXECUTE FUNCTION assay_test_refuse()")
+        else:
+            conn.exec_driver_sql(
+                "CREATE TRIGGER assay_test_refuse BEFORE INSERT ON feedback "
+                f"WHEN NEW.key = '{key}' BEGIN SELECT RAISE(ABORT, 'refused'); END")
+
+
+def _drop_refusal(store: Store) -> None:
+    with store.write() as conn:
+        conn.exec_driver_sql("DROP TRIGGER IF EXISTS assay_test_refuse"
+                             + (" ON feedback" if conn.dialect.name == "postgresql" else ""))
+
+
+def test_a_columnar_batch_the_database_refuses_is_applied_score_by_score(
+        store: Store, caplog: pytest.LogCaptureFixture) -> None:
+    """The columnar path took the batch, the insert failed: each score is retried alone (made
+    a dict only then), only the refused one is dropped, by name, and the rest is stored with
+    its statistics."""
+    project = str(store.projects.create(name=f"refused-{uuid.uuid4()}").id)
+    runs = _ids(4)
+    values: list[list[Any]] = [[r, r, "correct", 1.0] for r in runs]
+    values[2][2] = "refused-key"
+    shared = {"session_id": project, "feedback_source": {"type": "model"}}
+    assert isinstance(score_rows(store.feedback, values, SCORE_COLUMNS, shared, 1), ScoreBatch)
+    _refuse_key(store, "refused-key")
+    try:
+        before = store.journal.dropped
+        with caplog.at_level(logging.WARNING, logger="assay.store"):
+            store.journal.append_feedback(values, columns=SCORE_COLUMNS, defaults=shared)
+            rows, aggs, _ = _stored(store, project)
+    finally:
+        _drop_refusal(store)
+    assert sorted(r[1] for r in rows) == sorted(runs[:2] + runs[3:])
+    assert store.journal.dropped - before == 1
+    assert "applying them one by one" in caplog.text
+    assert aggs and aggs[0][3] == 3  # (tenant, level, key, n, ...): the three stored
+    assert _check_all([store])

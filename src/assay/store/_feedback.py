@@ -14,7 +14,6 @@ from ..errors import InvalidInputError, NotFoundError
 from ..schemas import Feedback
 from ._aggregates import FEEDBACK_RETURNING, FeedbackDeltas
 from ._bulk import insert_many
-from ._fold_scores import ScoreBatch, insert_scores
 from ._tables import feedback, runs
 
 if TYPE_CHECKING:
@@ -121,12 +120,9 @@ class FeedbackRepo:
             self._insert(conn, rows)
         return self.list(feedback_ids=[r["id"] for r in rows]) if return_records else []
 
-    def _insert(self, conn: Connection, rows: list[dict[str, Any]] | ScoreBatch) -> int:
+    def _insert(self, conn: Connection, rows: list[dict[str, Any]]) -> int:
         """Write rows made by ``_row`` (a repeated id replaces the earlier row) and their
-        aggregates, in the caller's transaction; or a fold's batch of plain scores
-        (``_fold_scores``: fresh ids, so nothing to replace)."""
-        if isinstance(rows, ScoreBatch):
-            return insert_scores(self, conn, rows)
+        aggregates, in the caller's transaction."""
         need = [r["run_id"] for r in rows if r["run_id"] and not r["session_id"]]
         if need:
             found = dict(conn.execute(

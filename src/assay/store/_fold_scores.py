@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from .._ids import new_id_text
 from ._aggregates import FeedbackDeltas
 from ._bulk import _JSON, _TIME, _kind
+from ._fold_rows import _sql_literal
 from ._tables import feedback
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ def _as_score(value: Any) -> Any:
 def score_rows(repo: FeedbackRepo, items: list[Any], columns: Any, defaults: Any,
                created: Any) -> ScoreBatch | None:
     """The batch of plain scores journaled as value lists (see the module docstring) as a
-    ``ScoreBatch`` for ``FeedbackRepo._insert``, or None when it is not one that this path
+    ``ScoreBatch`` for ``insert_scores``, or None when it is not one that this path
     takes (the general path then builds each row with ``FeedbackRepo._row``)."""
     defaults = defaults or {}
     if (tuple(columns or ()) != SCORE_COLUMNS or created is None or "id" in defaults
@@ -151,18 +152,7 @@ def _stored(template: Mapping[str, Any]) -> list[Any]:
     return out
 
 
-def _literal(value: Any) -> str | None:
-    """``value`` as an SQL literal that stores what binding it would, or None (bound)."""
-    if value is None:
-        return "NULL"
-    if value.__class__ is _int:
-        return str(value)
-    if value.__class__ is _str and value.isascii() and "\x00" not in value:
-        return "'" + value.replace("'", "''") + "'"
-    return None
-
-
-def insert_scores(repo: FeedbackRepo, conn: Connection, batch: ScoreBatch) -> int:
+def insert_scores(conn: Connection, batch: ScoreBatch) -> int:
     """Insert the batch's rows and add them to the statistics, in the caller's transaction;
     return how many."""
     n = len(batch)
@@ -201,13 +191,13 @@ def _executemany(conn: Connection, shared: list[Any], ids: list[str], runs: list
         elif name == "trace_id":
             values.append(run_mark if same_trace else bind(traces))
         elif name == "key":
-            literal = _literal(keys[0]) if one_key else None
+            literal = _sql_literal(keys[0]) if one_key else None
             values.append(literal if literal is not None else bind(keys))
         elif name == "score":
             values.append(bind(scores))
         else:
             value = shared[at[name]]
-            literal = _literal(value)
+            literal = _sql_literal(value)
             values.append(literal if literal is not None else bind([value] * len(ids)))
     quote = conn.dialect.identifier_preparer.quote
     sql = (f"INSERT INTO {quote(feedback.name)} ({', '.join(quote(c) for c in _COLUMNS)}) "

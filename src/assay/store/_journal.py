@@ -58,7 +58,7 @@ from ._fold_columns import (
     insert_rows,
 )
 from ._fold_rows import TEXT_KEYS, from_text, insert_new
-from ._fold_scores import score_rows
+from ._fold_scores import insert_scores, score_rows
 from ._tables import feedback as feedback_table
 from ._tables import journal, runs, sessions
 
@@ -590,16 +590,20 @@ class Journal:
             created = payload.get("created_at")
             items = payload.get("items") or []
             columns = payload.get("columns")
+            defaults = payload.get("defaults")
             whole = None
             if columns:  # items journaled as lists of values (see append_feedback)
-                # evaluate()'s plain scores: rows made once, not item by item (_fold_rows)
-                whole = score_rows(store.feedback, items, columns, payload.get("defaults"),
-                                   created)
-                items = from_values(items, columns, payload.get("defaults"))
+                # evaluate()'s plain scores: rows made once, not item by item (_fold_scores);
+                # the items become dicts only for the general path
+                whole = score_rows(store.feedback, items, columns, defaults, created)
+                if whole is None:
+                    items = from_values(items, columns, defaults)
 
             def add(batch: list[Any]) -> int:
-                if whole is not None and batch is items:
-                    return store.feedback._insert(conn, whole)
+                if whole is not None:
+                    if batch is items:
+                        return insert_scores(conn, whole)
+                    batch = from_values(batch, columns, defaults)  # retried one by one
                 rows = []
                 for item in batch:
                     if isinstance(item, dict) and created is not None:
