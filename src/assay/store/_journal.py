@@ -57,7 +57,7 @@ from ._fold_columns import (
     fill_orders,
     insert_rows,
 )
-from ._fold_rows import TEXT_KEYS, from_text, insert_new
+from ._fold_rows import TEXT_KEYS, from_text, insert_new, stored_ids
 from ._fold_scores import insert_scores, score_rows
 from ._tables import feedback as feedback_table
 from ._tables import journal, runs, sessions
@@ -213,29 +213,10 @@ def _payload(data: bytes) -> Any:
 
 
 def _taken_elsewhere(conn: Connection, tenant: str, table: Any, ids: Sequence[str]) -> str | None:
-    """The first of ``ids`` stored in another workspace (ids are global keys), or None.
-
-    Asked for every request's runs: SQL text for the driver (as ``_fold_rows._existing``
-    asks), since building and compiling the ``IN`` of a hundred ids through SQLAlchemy cost
-    ~3 us a run. PostgreSQL: the ids (canonical uuid text: no commas) as one parameter."""
-    if not ids:
-        return None
-    ids = sorted(ids)
-    name = conn.dialect.identifier_preparer.quote(table.name)
-    tail = "ORDER BY id LIMIT 1"
-    if conn.dialect.name == "postgresql":
-        return conn.exec_driver_sql(
-            f"SELECT id FROM {name} WHERE id = ANY(string_to_array(%s, ',')) "
-            f"AND tenant_id != %s {tail}", (",".join(ids), tenant)).scalar()
-    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
-    for i in range(0, len(ids), 500):
-        part = ids[i : i + 500]
-        taken = conn.exec_driver_sql(
-            f"SELECT id FROM {name} WHERE id IN ({', '.join([mark] * len(part))}) "
-            f"AND tenant_id != {mark} {tail}", (*part, tenant)).scalar()
-        if taken is not None:
-            return str(taken)
-    return None
+    """The first of ``ids`` stored in another workspace (ids are global keys), or None: asked
+    for every request's runs."""
+    taken = stored_ids(conn, table.name, ids, not_tenant=tenant, first=True)
+    return str(taken[0]) if taken else None
 
 
 def _require_identity(conn: Connection, tenant: str,
