@@ -250,9 +250,6 @@ _USUAL_HEAD = re.compile(
     rb'(?:Content-Type: ([^\r\n]*)\r\n)?(?:Content-Length: ([0-9]+)\r\n)?\r\n')
 
 
-_CTYPES: dict[bytes, str] = {}  # Content-Type values as text, the few seen (bounded)
-
-
 def _text(raw: bytes) -> str:
     """A quoted header parameter: the SDKs send UTF-8 (header bytes are otherwise latin-1)."""
     return raw.decode("ascii") if raw.isascii() else raw.decode("utf-8", "replace")
@@ -312,27 +309,19 @@ def parse_multipart(data: bytes, content_type: str, *, max_parts: int = 100_000)
         raise _too_large(max_parts, "number of multipart parts")
     plain = b"\\u0000" not in data and not _may_hold_big_int(data)
     parts: list[Part] = []
-    append, usual_head, ctypes = parts.append, _USUAL_HEAD.match, _CTYPES
+    usual_head = _USUAL_HEAD.match
     for index in range(1, closing):
         seg = segments[index]
         usual = usual_head(seg)  # CRLF, then the SDKs' header block: ~5 parts a run
         if usual is not None:
             name_b, file_b, ctype_b, length_b = usual.groups()
-            # the disposition is parsed (name and filename); the other headers as given.
-            # UTF-8 decoding is ``_text``'s for ASCII too; Content-Types seen are cached
-            headers: dict[str, str]
+            headers: dict[str, str] = {}  # the disposition is parsed: name and filename
             if ctype_b is not None:
-                text_ct = ctypes.get(ctype_b)
-                if text_ct is None:
-                    text_ct = ctype_b.decode("latin-1")
-                    if len(ctypes) < 64:
-                        ctypes[ctype_b] = text_ct
-                headers = ({"content-type": text_ct} if length_b is None else
-                           {"content-type": text_ct, "content-length": length_b.decode("ascii")})
-            else:
-                headers = {} if length_b is None else {"content-length": length_b.decode("ascii")}
-            append(Part(name_b.decode("utf-8", "replace"), seg[usual.end():], headers,
-                        file_b.decode("utf-8", "replace") if file_b else None, plain))
+                headers["content-type"] = ctype_b.decode("latin-1")
+            if length_b is not None:
+                headers["content-length"] = length_b.decode("ascii")
+            parts.append(Part(_text(name_b), seg[usual.end():], headers,
+                              _text(file_b) if file_b else None, plain))
             continue
         if seg.startswith(b"\r\n"):
             pos = 2

@@ -30,18 +30,11 @@ from ._attachments import upload_from_part
 from ._body import Part
 from ._errors import ApiError
 from ._folder import Folder
-from ._wire import FeedbackIn, plain_run, run_in, validate
-
-try:  # as ``_body`` reads parts (the ``server`` extra installs it)
-    from orjson import loads as _orjson_loads
-except ImportError:  # pragma: no cover - pure-json fallback
-    _orjson_loads = None  # type: ignore[assignment]
+from ._wire import FeedbackIn, run_in, validate
 
 __all__ = ["Batch", "from_json", "from_parts", "write"]
 
 _RUN_FIELDS = ("inputs", "outputs", "events", "extra", "error", "serialized")
-_JSON = "application/json"
-_NOT_READ = object()
 _PART_HELP = ("expected post.<run id>[.<field>], patch.<run id>[.<field>], feedback.<id> or "
               "attachment.<run id>.<name>, with <field> one of " + ", ".join(_RUN_FIELDS))
 
@@ -69,8 +62,9 @@ def _uuid(text: str, part: str) -> str:
                        f"multipart part {part!r}: {text!r} is not a UUID; {_PART_HELP}") from None
 
 
-def _run(raw: Any, where: str, run_id: str | None = None) -> dict[str, Any]:
-    out = run_in(raw, where)
+def _run(raw: Any, where: str, run_id: str | None = None, *, copy: bool = True
+         ) -> dict[str, Any]:
+    out = run_in(raw, where, copy=copy)
     if run_id is not None and str(out["id"]) != run_id:
         raise ApiError(422, "invalid_input", f"{where}: body id {out['id']} differs from {run_id}")
     return out
@@ -96,26 +90,16 @@ def from_parts(parts: list[Part], max_attachment_bytes: int = DEFAULT_MAX_ATTACH
     fields: dict[tuple[str, str], dict[str, Any]] = {}
     order: list[tuple[str, str]] = []
     ids: dict[str, str] = {}  # run id text -> canonical form: a run comes in ~5 parts
-    loads = _orjson_loads
     for part in parts:
         kind, _, rest = part.name.partition(".")
         if kind == "post" or kind == "patch":
-            if part.headers.get("content-type", _JSON) != _JSON:
-                _json_part(part)
+            _json_part(part)
             run_text, _, fname = rest.partition(".")
             run_id = ids.get(run_text)
             if run_id is None:
                 run_id = ids[run_text] = _uuid(run_text, part.name)
             key = (kind, run_id)
-            # ``Part.json``'s common case inline (~5 parts a run)
-            value: Any = _NOT_READ
-            if part.plain and loads is not None:
-                try:
-                    value = loads(part.data)
-                except ValueError:
-                    pass  # Part.json decides, and words the error
-            if value is _NOT_READ:
-                value = part.json()
+            value = part.json()
             if not fname:
                 if key in runs:
                     raise ApiError(422, "invalid_input",
@@ -170,12 +154,8 @@ def from_parts(parts: list[Part], max_attachment_bytes: int = DEFAULT_MAX_ATTACH
         if more is not None:
             raw.update(more)  # the part's own dict, decoded for this request only
         raw.setdefault("id", run_id)
-        run = plain_run(raw, copy=False)  # run_in's fast path, on the merged dict itself
-        if run is None:
-            run = _run(raw, f"multipart part {kind}.{run_id}", run_id)
-        elif run["id"] != run_id:
-            raise ApiError(422, "invalid_input", f"multipart part {kind}.{run_id}: body id "
-                           f"{run['id']} differs from {run_id}")
+        # the merged dict is this request's own: validated in place, not copied
+        run = _run(raw, f"multipart part {kind}.{run_id}", run_id, copy=False)
         (batch.posts if kind == "post" else batch.patches).append(run)
     return batch
 

@@ -207,10 +207,11 @@ def plain_run(raw: dict[str, Any], *, copy: bool = True) -> dict[str, Any] | Non
     return out
 
 
-def run_in(raw: Any, where: str = "body") -> dict[str, Any]:
-    """One wire run validated as RunIn, as the dict of the fields it sent (see ``plain_run``)."""
+def run_in(raw: Any, where: str = "body", *, copy: bool = True) -> dict[str, Any]:
+    """One wire run validated as RunIn, as the dict of the fields it sent (see ``plain_run``;
+    ``copy=False``: ``raw`` is the caller's to change)."""
     if raw.__class__ is dict:
-        out = plain_run(raw)
+        out = plain_run(raw, copy=copy)
         if out is not None:
             return out
     return run_dict(validate(RunIn, raw, where))

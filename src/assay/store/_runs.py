@@ -86,20 +86,19 @@ def _clean(raw: Mapping[str, Any]) -> dict[str, Any]:
             out[key] = _timestamp(value, key, run_id)
     for key, kind in _KINDS:
         value = get(key)
-        if value is not None and value.__class__ is not kind and not isinstance(value, kind):
+        if value is not None and not isinstance(value, kind):
             raise InvalidInputError(
                 f"run {run_id}: {key} must be a{'n object' if kind is dict else ' list'}"
             )
     value = get("error")
     if value is not None and not isinstance(value, str):
-        out["error"] = value = str(value)
-    if value.__class__ is str and ("\x00" in value or not value.isascii()):
-        out["error"] = escape_text(value)  # NUL, lone surrogates as JSON columns store them
-    value = get("name")
-    if value.__class__ is str and ("\x00" in value or not value.isascii()):
-        out["name"] = escape_text(value)
+        out["error"] = str(value)
+    for key in _TEXT_FIELDS:  # NUL and lone surrogates as JSON columns store them (_json)
+        value = get(key)
+        if value.__class__ is str and ("\x00" in value or not value.isascii()):
+            out[key] = escape_text(value)
     value = get("run_type")
-    if value is not None and value.__class__ is not str and not isinstance(value, str):
+    if value is not None and not isinstance(value, str):
         raise InvalidInputError(f"run {run_id}: run_type must be a string")
     return out
 
