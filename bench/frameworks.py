@@ -69,6 +69,8 @@ def question(k: int) -> str:
     has its own prompt token count, as real traffic does, and pricing it is not a cache hit);
     each mode of a round asks the same ones. With --same-tokens, always QUESTION."""
     return QUESTION if SAME_TOKENS else "kindly " * k + QUESTION
+
+
 STEPS = 3  # llm (tool call), tool, llm (answer)
 GOAL = 0.05
 
