@@ -240,10 +240,11 @@ def _canonical_ids(ids: list[Any]) -> bool:
 
 def insert_rows(repo: RunRepo, conn: Connection, items: list[Any], patched: set[Any],
                 default_project: str, shared: Mapping[str, Any] | None, *,
-                encoded: bool = False) -> tuple[int, list[Any]]:
+                encoded: bool = False, probe: bool = True) -> tuple[int, list[Any]]:
     """Insert the value lists that qualify (see the module docstring); return how many, and the
     items left (in their order) for ``insert_new`` and the general path. ``encoded``: their
-    inputs and outputs are JSON text (``column_text``), stored as they are."""
+    inputs and outputs are JSON text (``column_text``), stored as they are. ``probe``: look
+    up which runs are stored already (see ``_fold_rows._existing``)."""
     if not ENABLED:
         return 0, items
     whole = set(map(type, items)) == {_list} and set(map(len, items)) == {_WIDTH}
@@ -266,7 +267,7 @@ def insert_rows(repo: RunRepo, conn: Connection, items: list[Any], patched: set[
                         if item.__class__ is not _list or len(item) != _WIDTH)
         except TypeError:  # an unhashable id: the general path names it
             return 0, items
-    skip.update(_existing(conn, ids))
+    skip.update(_existing(conn, ids, probe))
     tenant = repo.store.tenant_id
     # the projects first (they may write): on PostgreSQL no statement may run inside the COPY
     sessions: dict[tuple[Any, Any], str | None] = {}
