@@ -6,9 +6,10 @@ built and zstd-compressed before the clock starts, in the Python SDK's part form
 /work/shared/reference/langsmith-wire/py_eval_zstd.txt): per run a ``post.<id>`` part plus
 ``.inputs``, ``.outputs``, ``.events`` and ``.extra`` parts, post and patch merged, 100 runs per
 request (the ``size_limit`` /info advertises), half ``chain`` roots and half ``llm`` children
-with usage and a streamed first token. Senders only send bytes, so the 2 cores go to the
-server. A run counts once its request got 202 (the server stores before answering); the store
-is counted afterwards to check that every run is there.
+with usage and a streamed first token; run ids are uuid7s, as langsmith 0.15 and the JS SDK make
+them (random ids would cost the store's indexes far more than real traffic does). Senders only
+send bytes, so the 2 cores go to the server. A run counts once its request got 202 (the server
+stores before answering); the store is counted afterwards to check that every run is there.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+import uuid_utils
 
 from ._common import ROOT, Context, goal, median, offline_env
 
@@ -47,7 +50,7 @@ def _runs(n_traces: int, session: str, t0: datetime) -> list[tuple[dict, dict]]:
     """(main fields, large fields) of ``2 * n_traces`` finished runs: roots and llm children."""
     out = []
     for i in range(n_traces):
-        rid, cid = uuid.uuid4(), uuid.uuid4()
+        rid, cid = uuid_utils.uuid7(), uuid_utils.uuid7()  # as the SDKs make run ids
         start = t0 + timedelta(microseconds=i * 1_000)
         end = start + timedelta(milliseconds=250)
         seg = start.strftime("%Y%m%dT%H%M%S%fZ") + str(rid)
