@@ -125,6 +125,8 @@ def measure(url: str, n: int, profile: bool, llm: bool = False) -> dict[str, flo
         store.settle()
     out["fold_us_per_run"] = (time.perf_counter() - w0) / spans * 1e6
     out["fold_cpu_us_per_run"] = (time.process_time() - c0) / spans * 1e6
+    out["floor_us_per_run"] = floor(store)
+    out["floor_no_index_us_per_run"] = floor(store, indexes=False)
     # 2. end to end: the background fold on, flush, first read
     os.environ["ASSAY_BACKGROUND_FOLD"] = "1"
     c0 = time.process_time()
@@ -146,6 +148,66 @@ def measure(url: str, n: int, profile: bool, llm: bool = False) -> dict[str, flo
     wait_idle(store)  # the folder's last look, before the database goes away
     store.close()
     return out
+
+
+def floor(store: object, batch: int = 1_000, indexes: bool = True) -> float:
+    """The bare floor of the fold, per run: the rows it stored, inserted again into a copy of
+    the runs table (its indexes too) by the database's own bulk path, ``batch`` rows a
+    transaction as the fold commits them: SQLite's ``executemany`` of the values as read back,
+    PostgreSQL's ``COPY`` of the text ``COPY ... TO`` gave (no client-side work at all). No
+    JSON, no ids, no statistics: what the database alone costs on this machine. Without
+    ``indexes``: the table's primary key only (the secondary indexes' share of the floor)."""
+    engine = store.engine  # type: ignore[attr-defined]
+    raw = engine.raw_connection()
+    try:
+        drv = raw.driver_connection
+        if engine.dialect.name == "postgresql":
+            with drv.cursor() as cur:
+                cur.execute("CREATE TABLE floor_runs (LIKE runs INCLUDING ALL)" if indexes
+                            else "CREATE TABLE floor_runs (LIKE runs INCLUDING DEFAULTS "
+                                 "INCLUDING CONSTRAINTS); "
+                                 "ALTER TABLE floor_runs ADD PRIMARY KEY (id)")
+                drv.commit()
+                chunks: list[bytes] = []
+                with cur.copy("COPY runs TO STDOUT") as cp:
+                    chunks.extend(bytes(data) for data in cp)
+                drv.commit()
+                lines = b"".join(chunks).splitlines(keepends=True)  # rows: newlines escaped
+                t0 = time.perf_counter()
+                for i in range(0, len(lines), batch):
+                    with cur.copy("COPY floor_runs FROM STDIN") as cp:
+                        cp.write(b"".join(lines[i:i + batch]))
+                    drv.commit()
+                n, took = len(lines), time.perf_counter() - t0
+                cur.execute("DROP TABLE floor_runs")
+                drv.commit()
+        else:
+            import re
+
+            ddl = [sql for (sql,) in drv.execute(
+                "SELECT sql FROM sqlite_master WHERE tbl_name = 'runs' AND sql IS NOT NULL")]
+            for sql in ddl:  # the table and its indexes, renamed
+                if not indexes and sql.startswith("CREATE INDEX"):
+                    continue
+                sql = re.sub(r"^CREATE TABLE runs", "CREATE TABLE floor_runs", sql)
+                sql = re.sub(r"^CREATE (UNIQUE )?INDEX (\S+) ON runs ",
+                             r"CREATE \1INDEX floor_\2 ON floor_runs ", sql)
+                drv.execute(sql)
+            drv.commit()
+            rows = drv.execute("SELECT * FROM runs").fetchall()
+            marks = ", ".join("?" * len(rows[0]))
+            t0 = time.perf_counter()
+            for i in range(0, len(rows), batch):
+                if not drv.in_transaction:  # (the engine's connections begin explicitly)
+                    drv.execute("BEGIN")
+                drv.executemany(f"INSERT INTO floor_runs VALUES ({marks})", rows[i:i + batch])
+                drv.commit()
+            n, took = len(rows), time.perf_counter() - t0
+            drv.execute("DROP TABLE floor_runs")
+            drv.commit()
+    finally:
+        raw.close()
+    return took / n * 1e6
 
 
 FIGURES = ("journal_us_per_span", "journal_cpu_us_per_span", "fold_us_per_run",
@@ -240,7 +302,10 @@ def main() -> None:
         print(f"{backend:8s} journal only {r['journal_us_per_span']:6.2f} us/span "
               f"({r['journal_cpu_us_per_span']:5.2f} CPU) | fold alone "
               f"{r['fold_us_per_run']:6.2f} us/run wall, {r['fold_cpu_us_per_run']:6.2f} CPU "
-              f"(goal <= 10) | end to end: traced {r['trace_us_per_span']:5.2f} us/span, flush "
+              f"(goal <= 10; the database's own floor {r['floor_us_per_run']:5.2f} us/run, "
+              f"fold = {r['fold_us_per_run'] / r['floor_us_per_run']:4.2f} x floor; "
+              f"{r['floor_no_index_us_per_run']:5.2f} without the secondary indexes) | end to "
+              f"end: traced {r['trace_us_per_span']:5.2f} us/span, flush "
               f"{r['flush_s']:.3f} s, first read {r['first_read_s']:.3f} s, traced run to "
               f"queryable {r['queryable_us_per_span']:6.2f} us/span wall, "
               f"{r['queryable_cpu_us_per_span']:6.2f} CPU (goal <= 15); load average "
