@@ -36,7 +36,7 @@ from assay.store._fold_columns import (
 )
 from assay.store._fold_rows import TEXT_KEYS, _json_text, from_text, insert_new
 from assay.store._journal import RUNS, _pack, _payload, _row_posts, _unpack
-from assay.store._tables import journal
+from assay.store._tables import journal, session_aggregates
 from assay.tracing import RunTree
 
 from ._stored import stored_runs
@@ -299,6 +299,55 @@ def test_a_run_stored_meanwhile_goes_to_the_general_path(
     assert set(got) == set(ids[:3])
     assert got[ids[1]].status == "success"  # the journaled end completed it
     assert _check_all([store]) >= 1
+
+
+def test_statistics_of_a_rolled_back_batch_are_not_written(
+        store: Store, caplog: pytest.LogCaptureFixture) -> None:
+    """The fast path stages a batch's statistics, written once for the whole fold
+    transaction. A batch whose runs went in but whose rest failed (a run the general path
+    refuses) is rolled back and applied item by item: what it staged goes with it, so the
+    sessions count every stored run once, and the other batches' statistics stay."""
+    ids = _ids(3 * N)
+    good, mixed, later = _rows(ids[:N]), _rows(ids[N:2 * N]), _rows(ids[2 * N:])
+    at = COLUMNS.index("session_name")
+    for row in (*mixed, *later):  # a project the failed batch creates first (rolled back)
+        row[at] = "fresh"
+    bad = list(mixed[0])
+    bad[COLUMNS.index("start_time")] = "not a time"  # left to the general path, refused
+    store.journal.append_runs(good, columns=COLUMNS, extra=EXTRA)
+    store.journal.append_runs([*mixed[1:], bad], columns=COLUMNS, extra=EXTRA)
+    store.journal.append_runs(later, columns=COLUMNS, extra=EXTRA)  # same transaction
+    with caplog.at_level(logging.WARNING, logger="assay"):
+        store.settle()
+    assert [r for r in caplog.records if "one by one" in r.getMessage()]  # it did fail whole
+    stored = {str(r.id): r for r in store.runs.list()}
+    assert set(stored) == set(ids) - {ids[N]}
+    fresh = store.projects.read(project_name="fresh").id
+    assert {stored[i].session_id for i in ids[N + 1:]} == {fresh}  # not the rolled-back one
+    assert _check_all([store]) >= 2  # sums, latest start and hours equal a recount
+
+
+def test_one_fold_of_many_batches_writes_what_folding_them_one_by_one_does(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Statistics staged by up to 20 journal batches of a transaction, merged and written
+    once (llm runs with usage and streamed first tokens among them), equal those written
+    batch by batch (a fold per batch)."""
+    monkeypatch.setenv("ASSAY_BACKGROUND_FOLD", "0")
+    together, alone = store.for_tenant(str(uuid.uuid4())), store.for_tenant(str(uuid.uuid4()))
+    for st, settle_each in ((together, False), (alone, True)):
+        for _ in range(6):
+            st.journal.append_runs(_rows(_ids(N)), columns=COLUMNS, extra=EXTRA)
+            if settle_each:
+                st.settle()
+        st.settle()
+    assert _check_all([together, alone]) >= 2
+    with store.read() as conn:
+        def sums(st: Store) -> list[Any]:
+            return sorted(tuple(v for k, v in row._mapping.items()
+                                if k not in ("session_id", "tenant_id"))
+                          for row in conn.execute(select(session_aggregates).where(
+                              session_aggregates.c.tenant_id == st.tenant_id)))
+        assert sums(together) == sums(alone) and sums(together)
 
 
 @pytest.mark.parametrize("n", [1, 999, 1001])

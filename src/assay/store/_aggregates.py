@@ -227,6 +227,35 @@ class RunDeltas:
         if cur is None or start > cur:
             self.added_start[sid] = start
 
+    def merge(self, other: RunDeltas) -> None:
+        """Add another batch's differences to these: applied once, they write what applying
+        both would (every sum adds; the latest root start is a maximum)."""
+        for sid, d in other.sums.items():
+            mine = self.sums.get(sid)
+            if mine is None:
+                self.sums[sid] = list(d)
+                self.tenants[sid] = other.tenants[sid]
+            else:
+                for i, value in enumerate(d):
+                    mine[i] += value
+        for trace, n in other.streams.items():
+            self.streams[trace] = self.streams.get(trace, 0) + n
+        for sid, start in other.added_start.items():
+            cur = self.added_start.get(sid)
+            if cur is None or start > cur:
+                self.added_start[sid] = start
+        for sid, removed in other.removed_start.items():
+            into = self.removed_start.setdefault(sid, {})
+            for start, n in removed.items():
+                into[start] = into.get(start, 0) + n
+        for key, h in other.hours.items():
+            mine = self.hours.get(key)
+            if mine is None:
+                self.hours[key] = list(h)
+            else:
+                for i, value in enumerate(h):
+                    mine[i] += value
+
     def apply(self, conn: Connection) -> None:
         """Write the differences (after the run rows themselves are written)."""
         if self.streams:

@@ -41,6 +41,7 @@ from ._aggregates import RunDeltas
 from ._fold_rows import (
     _FULL_ORDER,
     _ORDER,
+    FoldScope,
     _escaped,
     _existing,
     _insert,
@@ -240,11 +241,13 @@ def _canonical_ids(ids: list[Any]) -> bool:
 
 def insert_rows(repo: RunRepo, conn: Connection, items: list[Any], patched: set[Any],
                 default_project: str, shared: Mapping[str, Any] | None, *,
-                encoded: bool = False, probe: bool = True) -> tuple[int, list[Any]]:
+                encoded: bool = False, probe: bool = True,
+                scope: FoldScope | None = None) -> tuple[int, list[Any]]:
     """Insert the value lists that qualify (see the module docstring); return how many, and the
     items left (in their order) for ``insert_new`` and the general path. ``encoded``: their
     inputs and outputs are JSON text (``column_text``), stored as they are. ``probe``: look
-    up which runs are stored already (see ``_fold_rows._existing``)."""
+    up which runs are stored already (see ``_fold_rows._existing``); ``scope``: what the fold
+    transaction's batches share (``FoldScope``)."""
     if not ENABLED:
         return 0, items
     whole = set(map(type, items)) == {_list} and set(map(len, items)) == {_WIDTH}
@@ -271,7 +274,7 @@ def insert_rows(repo: RunRepo, conn: Connection, items: list[Any], patched: set[
     tenant = repo.store.tenant_id
     # the projects first (they may write): on PostgreSQL no statement may run inside the COPY
     sessions: dict[tuple[Any, Any], str | None] = {}
-    cache: dict[Any, str] = {}
+    cache: dict[Any, str] = {} if scope is None else scope.projects_of(tenant)
     unusual: set[int] = set()
     for i in lists:
         item = items[i]
@@ -439,7 +442,7 @@ def insert_rows(repo: RunRepo, conn: Connection, items: list[Any], patched: set[
     n = len(taken)
     if not n:
         return 0, items
-    apply_new_runs(conn, tenant, deltas, posted)
+    apply_new_runs(conn, tenant, deltas, posted, scope)
     if n == len(items):
         return n, []
     return n, [item for i, item in enumerate(items) if i not in taken]

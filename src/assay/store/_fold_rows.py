@@ -48,7 +48,8 @@ if TYPE_CHECKING:
 
     from ._runs import RunRepo
 
-__all__ = ["TEXT_COLUMNS", "TEXT_KEYS", "apply_new_runs", "from_text", "insert_new", "stored_ids"]
+__all__ = ["TEXT_COLUMNS", "TEXT_KEYS", "FoldScope", "apply_new_runs", "from_text",
+           "insert_new", "stored_ids"]
 
 # Never set for a run this path takes (no usage, no first token): left out of the insert, so
 # NULL as the general path stores them. Each bound value costs SQLite's driver ~0.3 us.
@@ -375,12 +376,13 @@ def _admitted_row(post: Mapping[str, Any], rid: str, tenant: str, sid: str, run_
 
 def insert_new(repo: RunRepo, conn: Connection, posts: list[Mapping[str, Any]],
                patched: set[str], default_project: str, *, clean: bool,
-               shared_extra: Any = None, texts: bool = False, probe: bool = True
-               ) -> tuple[int, list[Mapping[str, Any]]]:
+               shared_extra: Any = None, texts: bool = False, probe: bool = True,
+               scope: FoldScope | None = None) -> tuple[int, list[Mapping[str, Any]]]:
     """Insert the posts that qualify (see the module docstring); return how many, and the
     posts left for the general path (in their order). ``texts``: cleaned posts whose JSON
     columns are the text to store (``TEXT_COLUMNS``; those left are handed back so).
-    ``probe``: look up which runs are stored already (see ``_existing``)."""
+    ``probe``: look up which runs are stored already (see ``_existing``); ``scope``: what
+    the fold transaction's batches share (``FoldScope``)."""
     if not posts:
         return 0, []
     try:
@@ -394,7 +396,7 @@ def insert_new(repo: RunRepo, conn: Connection, posts: list[Mapping[str, Any]],
     extra_text: dict[int, str] = {}
     if shared_extra is not None:
         extra_text[id(shared_extra)] = _json_text(shared_extra)
-    cache: dict[Any, str] = {}
+    cache: dict[Any, str] = {} if scope is None else scope.projects_of(tenant)
     sessions: dict[tuple[Any, Any], str] = {}  # (session_id, session_name) as posted -> id
     rest: list[tuple[int, Mapping[str, Any]]] = []  # with their place in ``posts``
     # first the projects (which may write), then the rows: on PostgreSQL they stream into a
@@ -444,14 +446,64 @@ def insert_new(repo: RunRepo, conn: Connection, posts: list[Mapping[str, Any]],
     left = [post for _, post in rest]
     if not n:
         return 0, left
-    apply_new_runs(conn, tenant, deltas, posted)
+    apply_new_runs(conn, tenant, deltas, posted, scope)
     return n, left
 
 
+class FoldScope:
+    """What the fast paths' batches of one fold transaction share: the new runs' statistics,
+    staged to be written once (``apply_new_runs``, ``write``), and the projects already looked
+    up, by workspace (every batch names the same few). A batch whose savepoint rolls back takes
+    back what it added (``mark``, ``undo``): a project it created went with it."""
+
+    __slots__ = ("projects", "staged")
+
+    def __init__(self) -> None:
+        self.staged: list[tuple[str, RunDeltas, Mapping[str, list[str]]]] = []
+        self.projects: dict[str, dict[Any, str]] = {}
+
+    def projects_of(self, tenant: str) -> dict[Any, str]:
+        """The workspace's looked-up projects (``RunRepo._session_of``'s cache)."""
+        got = self.projects.get(tenant)
+        if got is None:
+            got = self.projects[tenant] = {}
+        return got
+
+    def mark(self) -> tuple[int, dict[str, dict[Any, str]]]:
+        return len(self.staged), {t: dict(c) for t, c in self.projects.items()}
+
+    def undo(self, mark: tuple[int, dict[str, dict[Any, str]]]) -> None:
+        del self.staged[mark[0]:]
+        self.projects = mark[1]
+
+    def write(self, conn: Connection) -> None:
+        """Write what the batches staged at once, a workspace at a time: a statement per
+        table for them all, not per batch (a fold transaction takes up to 20 journal batches;
+        the server's hold 100 runs each). The sums add up, so their order does not matter;
+        the feedback waiting for the runs is adopted the same, only later in the
+        transaction."""
+        merged: dict[str, tuple[RunDeltas, dict[str, list[str]]]] = {}
+        for tenant, deltas, posted in self.staged:
+            got = merged.get(tenant)
+            if got is None:
+                merged[tenant] = (deltas, {sid: list(ids) for sid, ids in posted.items()})
+                continue
+            got[0].merge(deltas)
+            for sid, ids in posted.items():
+                got[1].setdefault(sid, []).extend(ids)
+        self.staged.clear()
+        for tenant, (deltas, posted) in merged.items():
+            apply_new_runs(conn, tenant, deltas, posted)
+
+
 def apply_new_runs(conn: Connection, tenant: str, deltas: RunDeltas,
-                   posted: Mapping[str, list[str]]) -> None:
+                   posted: Mapping[str, list[str]], scope: FoldScope | None = None) -> None:
     """The statistics of a batch of new runs written by a fast path (``deltas``), and the
-    feedback that was waiting for them (``posted``: run ids by session)."""
+    feedback that was waiting for them (``posted``: run ids by session). With ``scope``:
+    staged there instead, written by ``FoldScope.write``."""
+    if scope is not None:
+        scope.staged.append((tenant, deltas, posted))
+        return
     deltas.apply(conn)
     fb = FeedbackDeltas()
     adopt_pending_feedback(conn, tenant, posted, fb)

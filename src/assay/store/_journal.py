@@ -57,7 +57,7 @@ from ._fold_columns import (
     fill_orders,
     insert_rows,
 )
-from ._fold_rows import TEXT_KEYS, from_text, insert_new, stored_ids
+from ._fold_rows import TEXT_KEYS, FoldScope, from_text, insert_new, stored_ids
 from ._fold_scores import insert_scores, score_rows
 from ._tables import feedback as feedback_table
 from ._tables import journal, runs, sessions
@@ -507,11 +507,13 @@ class Journal:
                         more = more or i + 1 < len(entries)
                         entries = entries[: i + 1]
                         break
-            applied = sum(self._apply(conn, entry) for entry in entries)
+            scope = FoldScope()  # the new runs' statistics, written once for all entries
+            applied = sum(self._apply(conn, entry, scope) for entry in entries)
+            scope.write(conn)
             conn.execute(delete(journal).where(journal.c.seq.in_([e.seq for e in entries])))
         return applied, more
 
-    def _apply(self, conn: Connection, entry: Any) -> int:
+    def _apply(self, conn: Connection, entry: Any, scope: FoldScope | None = None) -> int:
         store = self.store.for_tenant(entry.tenant_id)
         try:
             payload = _payload(_unpack(entry.payload))
@@ -560,14 +562,15 @@ class Journal:
                     patched = {_patch_id(r) for r in patches}
                     if lists:
                         done, posts = insert_rows(store.runs, conn, posts, patched, project,
-                                                  shared, encoded=encoded, probe=probe)
+                                                  shared, encoded=encoded, probe=probe,
+                                                  scope=scope)
                         if posts:
                             posts, shared_extra = _row_posts_common(
                                 decoded(posts, texts) if texts else posts, columns, shared)
                     if posts:
                         more, posts = insert_new(store.runs, conn, posts, patched, project,
                                                  clean=clean, shared_extra=shared_extra,
-                                                 texts=as_text, probe=probe)
+                                                 texts=as_text, probe=probe, scope=scope)
                         done += more
                 if as_text and posts:  # the general path takes values (copies: see above)
                     posts = [from_text(p) for p in posts]
@@ -579,7 +582,8 @@ class Journal:
             # the id index cost 2-4 us a run on PostgreSQL, and a sequential scan a batch
             # while the planner had no statistics of a new table); a stored one fails it
             return self._whole_or_each(conn, "runs", runs, apply, _shown_run,
-                                       first=lambda batch: apply(batch, probe=False))
+                                       first=lambda batch: apply(batch, probe=False),
+                                       scope=scope)
         if entry.kind == FEEDBACK:
             created = payload.get("created_at")
             items = payload.get("items") or []
@@ -614,15 +618,21 @@ class Journal:
 
     def _whole_or_each(self, conn: Connection, what: str, items: list[Any],
                        apply: Callable[[list[Any]], int], shown: Callable[[Any], Any], *,
-                       first: Callable[[list[Any]], int] | None = None) -> int:
+                       first: Callable[[list[Any]], int] | None = None,
+                       scope: FoldScope | None = None) -> int:
         """``apply`` the batch in one savepoint; if that fails, each item in its own, dropping
         (with a warning naming it and why) only the items that fail. ``first``: a cheaper
-        ``apply`` tried before it, whose only expected failure is a duplicate key."""
+        ``apply`` tried before it, whose only expected failure is a duplicate key. ``scope``:
+        what the attempts share with the transaction's other batches (``FoldScope``): a
+        rolled-back attempt's additions are taken back."""
+        mark = None if scope is None else scope.mark()
         for attempt in (apply,) if first is None else (first, apply):
             try:
                 with conn.begin_nested():
                     return attempt(items)
             except Exception as exc:
+                if scope is not None and mark is not None:
+                    scope.undo(mark)
                 if attempt is first and _duplicate_key(exc):
                     continue
                 log.warning("assay store: a journaled batch of %d %s failed (%s); applying them "
@@ -630,10 +640,13 @@ class Journal:
                 break
         done = 0
         for item in items:
+            mark = None if scope is None else scope.mark()
             try:
                 with conn.begin_nested():
                     done += apply([item])
             except Exception as exc:
+                if scope is not None and mark is not None:
+                    scope.undo(mark)
                 self.dropped += 1
                 raw = shown(item)
                 log.warning("assay store: dropped journaled %s %s: %s", what,
