@@ -57,6 +57,7 @@ from ._fold_columns import (
     fill_orders,
     insert_rows,
 )
+from ._fold_merge import _Unmerged, coalesced, merged
 from ._fold_rows import TEXT_KEYS, FoldScope, from_text, insert_new, stored_ids
 from ._fold_scores import insert_scores, score_rows
 from ._tables import feedback as feedback_table
@@ -508,19 +509,39 @@ class Journal:
                         entries = entries[: i + 1]
                         break
             scope = FoldScope()  # the new runs' statistics, written once for all entries
-            applied = sum(self._apply(conn, entry, scope) for entry in entries)
+            applied = 0
+            for group in coalesced([(e, self._decoded(e)) for e in entries], RUNS):
+                if len(group) > 1:  # consecutive batches of runs, folded as one if they can
+                    try:
+                        applied += self._apply(conn, group[0][0], merged(group), scope,
+                                               whole_only=True)
+                        continue
+                    except _Unmerged:
+                        pass
+                applied += sum(self._apply(conn, entry, payload, scope)
+                               for entry, payload in group)
             scope.write(conn)
             conn.execute(delete(journal).where(journal.c.seq.in_([e.seq for e in entries])))
         return applied, more
 
-    def _apply(self, conn: Connection, entry: Any, scope: FoldScope | None = None) -> int:
-        store = self.store.for_tenant(entry.tenant_id)
+    def _decoded(self, entry: Any) -> Any:
+        """An entry's batch (its JSON), or None when it is not JSON (counted as dropped: not
+        retried)."""
         try:
-            payload = _payload(_unpack(entry.payload))
-        except (ValueError, zlib.error, zstandard.ZstdError) as exc:  # not retried
+            return _payload(_unpack(entry.payload))
+        except (ValueError, zlib.error, zstandard.ZstdError) as exc:
             self.dropped += entry.items
             log.warning("assay store: journal entry %s is not JSON (%s): dropped", entry.seq, exc)
+            return None
+
+    def _apply(self, conn: Connection, entry: Any, payload: Any,
+               scope: FoldScope | None = None, *, whole_only: bool = False) -> int:
+        """Apply one entry's decoded batch (``payload``; None: nothing). ``whole_only``: the
+        batch is several entries' runs together (``merged``): raise ``_Unmerged`` rather than
+        apply it item by item, so each entry is then applied on its own."""
+        if payload is None:
             return 0
+        store = self.store.for_tenant(entry.tenant_id)
         if entry.kind == RUNS:
             project = payload.get("default_project") or "default"
             columns = payload.get("columns")
@@ -583,7 +604,7 @@ class Journal:
             # while the planner had no statistics of a new table); a stored one fails it
             return self._whole_or_each(conn, "runs", runs, apply, _shown_run,
                                        first=lambda batch: apply(batch, probe=False),
-                                       scope=scope)
+                                       scope=scope, each=not whole_only)
         if entry.kind == FEEDBACK:
             created = payload.get("created_at")
             items = payload.get("items") or []
@@ -619,12 +640,13 @@ class Journal:
     def _whole_or_each(self, conn: Connection, what: str, items: list[Any],
                        apply: Callable[[list[Any]], int], shown: Callable[[Any], Any], *,
                        first: Callable[[list[Any]], int] | None = None,
-                       scope: FoldScope | None = None) -> int:
+                       scope: FoldScope | None = None, each: bool = True) -> int:
         """``apply`` the batch in one savepoint; if that fails, each item in its own, dropping
         (with a warning naming it and why) only the items that fail. ``first``: a cheaper
         ``apply`` tried before it, whose only expected failure is a duplicate key. ``scope``:
         what the attempts share with the transaction's other batches (``FoldScope``): a
-        rolled-back attempt's additions are taken back."""
+        rolled-back attempt's additions are taken back. Not ``each``: raise ``_Unmerged``
+        instead of going item by item."""
         mark = None if scope is None else scope.mark()
         for attempt in (apply,) if first is None else (first, apply):
             try:
@@ -635,6 +657,8 @@ class Journal:
                     scope.undo(mark)
                 if attempt is first and _duplicate_key(exc):
                     continue
+                if not each:
+                    raise _Unmerged from exc
                 log.warning("assay store: a journaled batch of %d %s failed (%s); applying them "
                             "one by one", len(items), what, exc)
                 break
