@@ -7,7 +7,7 @@ for a hundred runs; on PostgreSQL those were most of the fold. Entries of one wo
 batches differ only in their runs (the same format, project, shared extra) are concatenated in
 journal order and applied as one batch: a run posted in one and patched in the next meets its
 patch as a direct write of both would. When that batch fails as a whole, its entries are
-applied one by one as before (``_Unmerged``), so a bad item still costs only itself.
+applied one by one as before (``UnmergedBatch``), so a bad item still costs only itself.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["coalesced", "merged"]
+__all__ = ["UnmergedBatch", "coalesced", "merged"]
 
 _RUNS_KEYS = ("posts", "patches")
 
 
-class _Unmerged(Exception):
+class UnmergedBatch(Exception):
     """A merged batch failed as a whole: apply its entries one by one."""
 
 

@@ -29,7 +29,7 @@ general one.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -454,7 +454,7 @@ class FoldScope:
     """What the fast paths' batches of one fold transaction share: the new runs' statistics,
     staged to be written once (``apply_new_runs``, ``write``), and the projects already looked
     up, by workspace (every batch names the same few). A batch whose savepoint rolls back takes
-    back what it added (``mark``, ``undo``): a project it created went with it."""
+    back what it added (``attempt``): a project it created went with it."""
 
     __slots__ = ("projects", "staged")
 
@@ -469,12 +469,16 @@ class FoldScope:
             got = self.projects[tenant] = {}
         return got
 
-    def mark(self) -> tuple[int, dict[str, dict[Any, str]]]:
-        return len(self.staged), {t: dict(c) for t, c in self.projects.items()}
-
-    def undo(self, mark: tuple[int, dict[str, dict[Any, str]]]) -> None:
-        del self.staged[mark[0]:]
-        self.projects = mark[1]
+    @contextlib.contextmanager
+    def attempt(self) -> Iterator[None]:
+        """A batch's try (inside its savepoint): if it raises, what it added is taken back."""
+        staged, projects = len(self.staged), {t: dict(c) for t, c in self.projects.items()}
+        try:
+            yield
+        except BaseException:
+            del self.staged[staged:]
+            self.projects = projects
+            raise
 
     def write(self, conn: Connection) -> None:
         """Write what the batches staged at once, a workspace at a time: a statement per

@@ -32,6 +32,7 @@ fails is dropped, with a logged warning and a count in ``dropped``; the journal 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import weakref
 import zlib
@@ -57,7 +58,7 @@ from ._fold_columns import (
     fill_orders,
     insert_rows,
 )
-from ._fold_merge import _Unmerged, coalesced, merged
+from ._fold_merge import UnmergedBatch, coalesced, merged
 from ._fold_rows import TEXT_KEYS, FoldScope, from_text, insert_new, stored_ids
 from ._fold_scores import insert_scores, score_rows
 from ._tables import feedback as feedback_table
@@ -516,7 +517,7 @@ class Journal:
                         applied += self._apply(conn, group[0][0], merged(group), scope,
                                                whole_only=True)
                         continue
-                    except _Unmerged:
+                    except UnmergedBatch:
                         pass
                 applied += sum(self._apply(conn, entry, payload, scope)
                                for entry, payload in group)
@@ -537,8 +538,8 @@ class Journal:
     def _apply(self, conn: Connection, entry: Any, payload: Any,
                scope: FoldScope | None = None, *, whole_only: bool = False) -> int:
         """Apply one entry's decoded batch (``payload``; None: nothing). ``whole_only``: the
-        batch is several entries' runs together (``merged``): raise ``_Unmerged`` rather than
-        apply it item by item, so each entry is then applied on its own."""
+        batch is several entries' runs together (``merged``): raise ``UnmergedBatch`` rather
+        than apply it item by item, so each entry is then applied on its own."""
         if payload is None:
             return 0
         store = self.store.for_tenant(entry.tenant_id)
@@ -602,9 +603,9 @@ class Journal:
             # first without looking up which runs are stored (they seldom are: a probe of
             # the id index cost 2-4 us a run on PostgreSQL, and a sequential scan a batch
             # while the planner had no statistics of a new table); a stored one fails it
-            return self._whole_or_each(conn, "runs", runs, apply, _shown_run,
-                                       first=lambda batch: apply(batch, probe=False),
-                                       scope=scope, each=not whole_only)
+            return self._whole_or_each(
+                conn, "runs", runs, apply, _shown_run, scope=scope, each=not whole_only,
+                first=(lambda batch: apply(batch, probe=False)) if fast else None)
         if entry.kind == FEEDBACK:
             created = payload.get("created_at")
             items = payload.get("items") or []
@@ -645,32 +646,27 @@ class Journal:
         (with a warning naming it and why) only the items that fail. ``first``: a cheaper
         ``apply`` tried before it, whose only expected failure is a duplicate key. ``scope``:
         what the attempts share with the transaction's other batches (``FoldScope``): a
-        rolled-back attempt's additions are taken back. Not ``each``: raise ``_Unmerged``
+        rolled-back attempt's additions are taken back. Not ``each``: raise ``UnmergedBatch``
         instead of going item by item."""
-        mark = None if scope is None else scope.mark()
+        tried = contextlib.nullcontext if scope is None else scope.attempt
         for attempt in (apply,) if first is None else (first, apply):
             try:
-                with conn.begin_nested():
+                with conn.begin_nested(), tried():
                     return attempt(items)
             except Exception as exc:
-                if scope is not None and mark is not None:
-                    scope.undo(mark)
                 if attempt is first and _duplicate_key(exc):
                     continue
                 if not each:
-                    raise _Unmerged from exc
+                    raise UnmergedBatch from exc
                 log.warning("assay store: a journaled batch of %d %s failed (%s); applying them "
                             "one by one", len(items), what, exc)
                 break
         done = 0
         for item in items:
-            mark = None if scope is None else scope.mark()
             try:
-                with conn.begin_nested():
+                with conn.begin_nested(), tried():
                     done += apply([item])
             except Exception as exc:
-                if scope is not None and mark is not None:
-                    scope.undo(mark)
                 self.dropped += 1
                 raw = shown(item)
                 log.warning("assay store: dropped journaled %s %s: %s", what,
