@@ -1,7 +1,8 @@
 """(5) Server ingest: runs per second accepted through ``/runs/multipart`` (zstd) by
 ``assay serve``, from several concurrent senders, on loopback.
 
-``assay serve`` runs as a subprocess on 127.0.0.1 over a fresh SQLite store. Request bodies are
+``assay serve`` runs as a subprocess on 127.0.0.1 over a fresh SQLite store (and, last, over a
+scratch PostgreSQL database: the team server's own store). Request bodies are
 built and zstd-compressed before the clock starts, in the Python SDK's part format (see
 /work/shared/reference/langsmith-wire/py_eval_zstd.txt): per run a ``post.<id>`` part plus
 ``.inputs``, ``.outputs``, ``.events`` and ``.extra`` parts, post and patch merged, 100 runs per
@@ -106,11 +107,18 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _journal_empty(db: Path, deadline_s: float = 300.0) -> None:
-    """Wait until the server's background fold has indexed everything (journal empty)."""
-    import sqlite3
+def _journal_empty(db: Path | str, deadline_s: float = 300.0) -> None:
+    """Wait until the server's background fold has indexed everything (journal empty); ``db``:
+    a SQLite file or a PostgreSQL URL."""
+    if isinstance(db, str):
+        import psycopg
 
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        conn: Any = psycopg.connect(db.replace("postgresql+psycopg://", "postgresql://"),
+                                    autocommit=True)
+    else:
+        import sqlite3
+
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         t_end = time.monotonic() + deadline_s
         while conn.execute("SELECT 1 FROM journal LIMIT 1").fetchone() is not None:
@@ -143,7 +151,7 @@ async def _send_all(url: str, key: str, bodies: list[bytes], senders: int) -> fl
         return time.perf_counter() - t0
 
 
-def _serve(db: Path, port: int, workers: int) -> subprocess.Popen[bytes]:
+def _serve(db: Path | str, port: int, workers: int) -> subprocess.Popen[bytes]:
     exe = ROOT / ".venv" / "bin" / "assay"
     env = offline_env()
     proc = subprocess.Popen([str(exe), "serve", "--db", str(db), "--host", "127.0.0.1",
@@ -166,13 +174,13 @@ def _serve(db: Path, port: int, workers: int) -> subprocess.Popen[bytes]:
 
 
 def _one_server(ctx: Context, workers: int, n_requests: int, repeats: int,
-                senders: int = SENDERS) -> dict[str, Any]:
+                senders: int = SENDERS, postgres: bool = False) -> dict[str, Any]:
     from sqlalchemy import func, select
 
     from assay.store import Store
     from assay.store._tables import runs
 
-    with _running_server(workers) as (db, url, key, proc):
+    with _running_server(workers, ctx if postgres else None) as (db, url, key, proc):
         warm = build_bodies(max(2, workers * 2), "bench-warmup")
         asyncio.run(_send_all(url, key, warm, SENDERS))
         _journal_empty(db)
@@ -209,12 +217,19 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def _running_server(workers: int) -> Iterator[tuple[Path, str, str, subprocess.Popen[bytes]]]:
-    """A fresh SQLite store with one API key, served by ``assay serve``; removed afterwards."""
+def _running_server(workers: int, pg: Context | None = None
+                    ) -> Iterator[tuple[Path | str, str, str, subprocess.Popen[bytes]]]:
+    """A fresh SQLite store (with ``pg``: a scratch PostgreSQL database on its server) with one
+    API key, served by ``assay serve``; removed afterwards."""
     from assay.store import Store
 
+    from .stats import _pg_scratch
+
     tmp = Path(tempfile.mkdtemp(prefix="assay-bench-ingest-"))
-    db = tmp / "server.db"
+    db: Path | str = tmp / "server.db"
+    drop = None
+    if pg is not None:
+        db, drop = _pg_scratch(pg)
     try:
         with Store.open(db) as store:
             key = store.keys.create(tenant="default", description="bench").key
@@ -226,22 +241,36 @@ def _running_server(workers: int) -> Iterator[tuple[Path, str, str, subprocess.P
             _stop(proc)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        if drop is not None:
+            drop()
 
 
 def run(ctx: Context) -> dict[str, Any]:
     n_requests = 30 if ctx.quick else 150
     # (workers, senders): the goal's figure is the first; the others show what limits it
-    configs = [(1, SENDERS), (1, 1)] if ctx.quick else [(1, SENDERS), (1, 1), (2, SENDERS)]
+    # and the team server's own store, PostgreSQL (a scratch database on --pg-url's server)
+    configs = [(1, SENDERS, False), (1, 1, False)] if ctx.quick else [
+        (1, SENDERS, False), (1, 1, False), (2, SENDERS, False)]
+    configs.append((1, SENDERS, True))
     out, rows, figures = {}, [], {}
-    for w, k in configs:
-        r = _one_server(ctx, w, n_requests, ctx.repeats, senders=k)
-        out[f"workers={w},senders={k}"] = r
-        figures[f"workers={w} senders={k} runs/s"] = round(r["runs_per_s"])
-        figures[f"workers={w} senders={k} indexed runs/s"] = round(r["indexed_runs_per_s"])
-        rows.append([f"assay serve --workers {w} (SQLite)", str(k), f"{r['runs']:,}",
+    for w, k, pg in configs:
+        try:
+            r = _one_server(ctx, w, n_requests, ctx.repeats, senders=k, postgres=pg)
+        except Exception as exc:  # noqa: BLE001 - no PostgreSQL server: say so, keep the rest
+            if not pg:
+                raise
+            ctx.log(f"    postgres: skipped ({exc.__class__.__name__}: {str(exc)[:200]})")
+            continue
+        tag = ",postgres" if pg else ""
+        out[f"workers={w},senders={k}{tag}"] = r
+        figures[f"workers={w} senders={k}{tag} runs/s"] = round(r["runs_per_s"])
+        figures[f"workers={w} senders={k}{tag} indexed runs/s"] = round(
+            r["indexed_runs_per_s"])
+        backend = "PostgreSQL" if pg else "SQLite"
+        rows.append([f"assay serve --workers {w} ({backend})", str(k), f"{r['runs']:,}",
                      f"{r['runs_per_s']:,.0f}", f"{r['indexed_runs_per_s']:,.0f}",
                      f"{r['runs_per_s'] / GOAL:.2f}"])
-        ctx.log(f"    workers={w}, senders={k}: {r['runs_per_s']:,.0f} runs/s accepted, "
+        ctx.log(f"    {backend}, workers={w}, senders={k}: {r['runs_per_s']:,.0f} runs/s accepted, "
                 f"{r['indexed_runs_per_s']:,.0f} runs/s indexed "
                 f"({r['runs']:,} runs in {r['requests']} requests)")
     first = out[f"workers=1,senders={SENDERS}"]
