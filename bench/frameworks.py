@@ -210,8 +210,33 @@ async def measure(name: str, run: Any, modes: list[str], calls: int, rounds: int
         _set_sdk_tracing(False)
     if name == "langgraph":
         await _record_langchain(run.graph)
+    PAIRED[name] = per
     return {m: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v),
                 statistics.median(x[2] for x in v)) for m, v in per.items()}
+
+
+# framework -> mode -> each round's (wall, cpu, cpu*) per answer: the paired figures below
+PAIRED: dict[str, dict[str, list[tuple[float, float, float]]]] = {}
+
+
+def paired(name: str) -> str:
+    """Round by round (the modes of a round ask the same questions, one after the other): the
+    CPU assay adds over off and over sdk, as a share of off; the median and the range. The
+    ratio of medians above mixes rounds; this pairs them, so a slow round counts once."""
+    per = PAIRED.get(name)
+    if not per:
+        return ""
+    over_off = sorted((a[1] - o[1]) / o[1] * 100 for a, o in zip(per["assay"], per["off"],
+                                                                 strict=True))
+    over_sdk = sorted((a[1] - k[1]) / o[1] * 100 for a, k, o in zip(
+        per["assay"], per["sdk"], per["off"], strict=True))
+    sdk_off = sorted((k[1] - o[1]) / o[1] * 100 for k, o in zip(per["sdk"], per["off"],
+                                                                strict=True))
+
+    def fmt(v: list[float]) -> str:
+        return f"{statistics.median(v):+.1f}% ({v[0]:+.1f}..{v[-1]:+.1f})"
+    return (f"{name:<14} cpu paired by round, median (range): assay over off {fmt(over_off)}, "
+            f"over sdk {fmt(over_sdk)}; sdk over off {fmt(sdk_off)}")
 
 
 # -- the hooks alone ------------------------------------------------------------------------------
@@ -434,6 +459,7 @@ def main() -> None:
                   f"{on * 1e3:>7.3f}ms {(on - off) * 1e6:>7.0f}us {ratio * 100:>6.2f}% "
                   f"{(on - sdk) / off * 100:>8.2f}%  {'met' if ratio <= GOAL else 'NOT met'}"
                   + (" (goal <= 5%)" if i < 2 else " (the store's fold left out)"))
+        print(paired(name))
         print(f"{name:<14} hooks alone (replayed events, no framework): {alone[0]:.1f} us/step "
               f"on the agent's thread, {alone[1]:.1f} us/step CPU with the writer's and the "
               "store's share "
