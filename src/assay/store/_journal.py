@@ -15,7 +15,10 @@ batches. ``fold`` then
 applies the journal in order through the same code as a direct write (``RunRepo._upsert``,
 ``FeedbackRepo._insert``), or the fast paths that store the same rows (``_fold_columns`` for
 the writer's value lists, ``_fold_rows`` for posts), and deletes what it applied, in one
-transaction per chunk.
+transaction per chunk. In a chunk, consecutive batches of runs of one workspace fold as one
+(``_fold_merge``: the server journals each request on its own), the new runs' statistics are
+written once (``FoldScope``), and a batch is first tried without looking up which of its runs
+are stored already (a stored one fails it on the primary key; it is then tried with the look-up).
 
 Each append wakes a folder thread of the process for its database (``_background``), so the
 fold starts as soon as batches arrive, off the readers' path. Every read of runs, feedback,
