@@ -43,5 +43,8 @@ def test_evaluate_then_compare(sqlite_url: str) -> None:
     exact_diff = next(d for d in result.diffs if d.metric == "exact")
     assert exact_diff.n == 16 and exact_diff.diff == pytest.approx(-0.5)
     assert exact_diff.regression and exact_diff.ci_high < 0
-    assert [d.metric for d in result.regressions] == ["exact"]
+    # latency is left out: two microsecond targets timed a second apart, while the store's
+    # background fold may hold the GIL during one of them, can differ by more than the noise
+    # the bootstrap allows (a CI run saw it); scores, tokens, cost and errors are exact
+    assert [d.metric for d in result.regressions if d.metric != "latency"] == ["exact"]
     store.close()
