@@ -246,7 +246,7 @@ def insert_rows(repo: RunRepo, conn: Connection, items: list[Any], patched: set[
     """Insert the value lists that qualify (see the module docstring); return how many, and the
     items left (in their order) for ``insert_new`` and the general path. ``encoded``: their
     inputs and outputs are JSON text (``column_text``), stored as they are. ``probe``: look
-    up which runs are stored already (see ``_fold_rows._existing``); ``scope``: what the fold
+    up which runs are stored already (as ``_fold_rows.insert_new``); ``scope``: what the fold
     transaction's batches share (``FoldScope``)."""
     if not ENABLED:
         return 0, items
@@ -270,7 +270,8 @@ def insert_rows(repo: RunRepo, conn: Connection, items: list[Any], patched: set[
                         if item.__class__ is not _list or len(item) != _WIDTH)
         except TypeError:  # an unhashable id: the general path names it
             return 0, items
-    skip.update(_existing(conn, ids, probe))
+    if probe:
+        skip.update(_existing(conn, ids))
     tenant = repo.store.tenant_id
     # the projects first (they may write): on PostgreSQL no statement may run inside the COPY
     sessions: dict[tuple[Any, Any], str | None] = {}

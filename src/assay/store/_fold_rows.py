@@ -138,11 +138,9 @@ def stored_ids(conn: Connection, table: str, ids: Sequence[str], *,
     return found
 
 
-def _existing(conn: Connection, ids: list[str], probe: bool = True) -> set[str]:
-    """Which of the runs ``ids`` any workspace has stored; none looked up without ``probe``
-    (the fold's first try: a run stored already fails the batch's insert, and the journal
-    tries it again with the probe, see ``Journal._whole_or_each``)."""
-    return set(stored_ids(conn, "runs", ids)) if probe else set()
+def _existing(conn: Connection, ids: list[str]) -> set[str]:
+    """Which of the runs ``ids`` any workspace has stored."""
+    return set(stored_ids(conn, "runs", ids))
 
 
 def _copy_sql(conn: Connection, order: tuple[str, ...] = _ORDER) -> str:
@@ -381,8 +379,9 @@ def insert_new(repo: RunRepo, conn: Connection, posts: list[Mapping[str, Any]],
     """Insert the posts that qualify (see the module docstring); return how many, and the
     posts left for the general path (in their order). ``texts``: cleaned posts whose JSON
     columns are the text to store (``TEXT_COLUMNS``; those left are handed back so).
-    ``probe``: look up which runs are stored already (see ``_existing``); ``scope``: what
-    the fold transaction's batches share (``FoldScope``)."""
+    ``probe``: look up which runs are stored already (without: the fold's first try, which a
+    stored run fails on the primary key, see ``Journal._whole_or_each``); ``scope``: what the
+    fold transaction's batches share (``FoldScope``)."""
     if not posts:
         return 0, []
     try:
@@ -391,7 +390,7 @@ def insert_new(repo: RunRepo, conn: Connection, posts: list[Mapping[str, Any]],
         return 0, list(posts)
     if len(set(ids)) != len(ids):
         return 0, list(posts)
-    stored = _existing(conn, ids, probe)
+    stored = _existing(conn, ids) if probe else set()
     tenant = repo.store.tenant_id
     extra_text: dict[int, str] = {}
     if shared_extra is not None:
