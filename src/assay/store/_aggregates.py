@@ -127,6 +127,22 @@ def _adder(conn: Connection, table: Any, sums: tuple[str, ...]) -> Any:
     return stmt
 
 
+def _add_lists(into: dict[Any, list[Any]], other: Mapping[Any, list[Any]]) -> None:
+    """Add ``other``'s lists of sums to ``into``'s, element by element (copied when new)."""
+    for key, values in other.items():
+        mine = into.get(key)
+        if mine is None:
+            into[key] = list(values)
+        else:
+            for i, value in enumerate(values):
+                mine[i] += value
+
+
+def _add_counts(into: dict[Any, int], other: Mapping[Any, int]) -> None:
+    for key, n in other.items():
+        into[key] = into.get(key, 0) + n
+
+
 class RunDeltas:
     """Per-session differences that a batch of run writes makes to the aggregates."""
 
@@ -230,31 +246,16 @@ class RunDeltas:
     def merge(self, other: RunDeltas) -> None:
         """Add another batch's differences to these: applied once, they write what applying
         both would (every sum adds; the latest root start is a maximum)."""
-        for sid, d in other.sums.items():
-            mine = self.sums.get(sid)
-            if mine is None:
-                self.sums[sid] = list(d)
-                self.tenants[sid] = other.tenants[sid]
-            else:
-                for i, value in enumerate(d):
-                    mine[i] += value
-        for trace, n in other.streams.items():
-            self.streams[trace] = self.streams.get(trace, 0) + n
+        _add_lists(self.sums, other.sums)
+        _add_lists(self.hours, other.hours)
+        self.tenants.update(other.tenants)  # a session's workspace is the same in both
+        _add_counts(self.streams, other.streams)
+        for sid, removed in other.removed_start.items():
+            _add_counts(self.removed_start.setdefault(sid, {}), removed)
         for sid, start in other.added_start.items():
             cur = self.added_start.get(sid)
             if cur is None or start > cur:
                 self.added_start[sid] = start
-        for sid, removed in other.removed_start.items():
-            into = self.removed_start.setdefault(sid, {})
-            for start, n in removed.items():
-                into[start] = into.get(start, 0) + n
-        for key, h in other.hours.items():
-            mine = self.hours.get(key)
-            if mine is None:
-                self.hours[key] = list(h)
-            else:
-                for i, value in enumerate(h):
-                    mine[i] += value
 
     def apply(self, conn: Connection) -> None:
         """Write the differences (after the run rows themselves are written)."""
