@@ -125,8 +125,7 @@ def measure(url: str, n: int, profile: bool, llm: bool = False) -> dict[str, flo
         store.settle()
     out["fold_us_per_run"] = (time.perf_counter() - w0) / spans * 1e6
     out["fold_cpu_us_per_run"] = (time.process_time() - c0) / spans * 1e6
-    out["floor_us_per_run"] = floor(store)
-    out["floor_no_index_us_per_run"] = floor(store, indexes=False)
+    out["floor_us_per_run"], out["floor_no_index_us_per_run"] = floors(store)
     # 2. end to end: the background fold on, flush, first read
     os.environ["ASSAY_BACKGROUND_FOLD"] = "1"
     c0 = time.process_time()
@@ -150,42 +149,51 @@ def measure(url: str, n: int, profile: bool, llm: bool = False) -> dict[str, flo
     return out
 
 
-def floor(store: object, batch: int = 1_000, indexes: bool = True) -> float:
+def floors(store: object, batch: int = 1_000) -> tuple[float, float]:
     """The bare floor of the fold, per run: the rows it stored, inserted again into a copy of
-    the runs table (its indexes too) by the database's own bulk path, ``batch`` rows a
-    transaction as the fold commits them: SQLite's ``executemany`` of the values as read back,
-    PostgreSQL's ``COPY`` of the text ``COPY ... TO`` gave (no client-side work at all). No
-    JSON, no ids, no statistics: what the database alone costs on this machine. Without
-    ``indexes``: the table's primary key only (the secondary indexes' share of the floor)."""
+    the runs table by the database's own bulk path, ``batch`` rows a transaction as the fold
+    commits them: SQLite's ``executemany`` of the values as read back, PostgreSQL's ``COPY``
+    of the text ``COPY ... TO`` gave (no client-side work at all). No JSON, no ids, no
+    statistics: what the database alone costs on this machine. Two figures from one read of
+    the rows: with the table's indexes, and with its primary key only (the secondary indexes'
+    share of the floor)."""
     engine = store.engine  # type: ignore[attr-defined]
     raw = engine.raw_connection()
     try:
         drv = raw.driver_connection
         if engine.dialect.name == "postgresql":
             with drv.cursor() as cur:
-                cur.execute("CREATE TABLE floor_runs (LIKE runs INCLUDING ALL)" if indexes
-                            else "CREATE TABLE floor_runs (LIKE runs INCLUDING DEFAULTS "
-                                 "INCLUDING CONSTRAINTS); "
-                                 "ALTER TABLE floor_runs ADD PRIMARY KEY (id)")
-                drv.commit()
                 chunks: list[bytes] = []
                 with cur.copy("COPY runs TO STDOUT") as cp:
                     chunks.extend(bytes(data) for data in cp)
                 drv.commit()
                 lines = b"".join(chunks).splitlines(keepends=True)  # rows: newlines escaped
-                t0 = time.perf_counter()
-                for i in range(0, len(lines), batch):
-                    with cur.copy("COPY floor_runs FROM STDIN") as cp:
-                        cp.write(b"".join(lines[i:i + batch]))
-                    drv.commit()
-                n, took = len(lines), time.perf_counter() - t0
-                cur.execute("DROP TABLE floor_runs")
-                drv.commit()
-        else:
-            import re
 
-            ddl = [sql for (sql,) in drv.execute(
-                "SELECT sql FROM sqlite_master WHERE tbl_name = 'runs' AND sql IS NOT NULL")]
+                def once(indexes: bool) -> float:
+                    cur.execute("CREATE TABLE floor_runs (LIKE runs INCLUDING ALL)" if indexes
+                                else "CREATE TABLE floor_runs (LIKE runs INCLUDING DEFAULTS "
+                                     "INCLUDING CONSTRAINTS); "
+                                     "ALTER TABLE floor_runs ADD PRIMARY KEY (id)")
+                    drv.commit()
+                    t0 = time.perf_counter()
+                    for i in range(0, len(lines), batch):
+                        with cur.copy("COPY floor_runs FROM STDIN") as cp:
+                            cp.write(b"".join(lines[i:i + batch]))
+                        drv.commit()
+                    took = time.perf_counter() - t0
+                    cur.execute("DROP TABLE floor_runs")
+                    drv.commit()
+                    return took / len(lines) * 1e6
+
+                return once(True), once(False)
+        import re
+
+        ddl = [sql for (sql,) in drv.execute(
+            "SELECT sql FROM sqlite_master WHERE tbl_name = 'runs' AND sql IS NOT NULL")]
+        rows = drv.execute("SELECT * FROM runs").fetchall()
+        marks = ", ".join("?" * len(rows[0]))
+
+        def once_sqlite(indexes: bool) -> float:
             for sql in ddl:  # the table and its indexes, renamed
                 if not indexes and sql.startswith("CREATE INDEX"):
                     continue
@@ -194,20 +202,20 @@ def floor(store: object, batch: int = 1_000, indexes: bool = True) -> float:
                              r"CREATE \1INDEX floor_\2 ON floor_runs ", sql)
                 drv.execute(sql)
             drv.commit()
-            rows = drv.execute("SELECT * FROM runs").fetchall()
-            marks = ", ".join("?" * len(rows[0]))
             t0 = time.perf_counter()
             for i in range(0, len(rows), batch):
                 if not drv.in_transaction:  # (the engine's connections begin explicitly)
                     drv.execute("BEGIN")
                 drv.executemany(f"INSERT INTO floor_runs VALUES ({marks})", rows[i:i + batch])
                 drv.commit()
-            n, took = len(rows), time.perf_counter() - t0
+            took = time.perf_counter() - t0
             drv.execute("DROP TABLE floor_runs")
             drv.commit()
+            return took / len(rows) * 1e6
+
+        return once_sqlite(True), once_sqlite(False)
     finally:
         raw.close()
-    return took / n * 1e6
 
 
 FIGURES = ("journal_us_per_span", "journal_cpu_us_per_span", "fold_us_per_run",
