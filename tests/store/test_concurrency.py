@@ -45,14 +45,25 @@ def test_two_processes_write_the_same_file(tmp_path: Path) -> None:
             [(i, j) for i in range(n) for j in range(5)] + [(i, -1) for i in range(n)])
 
 
-def test_two_processes_open_a_new_file_at_once(tmp_path: Path) -> None:
-    """Both try to migrate a brand-new store; the write lock makes one wait for the other."""
-    path = tmp_path / "fresh.db"
-    code = ("import sys; from assay.store import Store; "
-            "print(Store.open(sys.argv[1]).schema_version())")
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(4)]
+def test_processes_open_a_new_file_at_once(tmp_path: Path) -> None:
+    """Four processes open each of six brand-new stores at the same instant (pytest-xdist's
+    workers do): switching a new file to WAL once answered "database is locked" at once,
+    without waiting, and the worker lost its runs. Every open succeeds; one migrates."""
+    import time
+
+    paths = [str(tmp_path / f"fresh{k}.db") for k in range(6)]
+    code = ("import sys, time\n"
+            "from assay.store import Store\n"
+            "t0 = float(sys.argv[2])\n"
+            "for k, path in enumerate(sys.argv[1].split(',')):\n"
+            "    while time.time() < t0 + 0.3 * k:\n"
+            "        pass\n"
+            "    print(Store.open(path).schema_version(), flush=True)\n")
+    t0 = str(time.time() + 3.0)  # after every process has imported assay
+    procs = [subprocess.Popen([sys.executable, "-c", code, ",".join(paths), t0],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(4)]
     for p in procs:
         out, err = p.communicate(timeout=120)
         assert p.returncode == 0, err
-        assert out.strip() == HEAD
+        assert out.split() == [HEAD] * len(paths)

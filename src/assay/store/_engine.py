@@ -8,6 +8,8 @@ with ``BEGIN IMMEDIATE`` so two processes queue for the write lock instead of fa
 from __future__ import annotations
 
 import os
+import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -71,12 +73,30 @@ SQLITE_PRAGMAS: tuple[str, ...] = (
 )
 
 
+def _pragma(cur: Any, pragma: str) -> None:
+    """Run ``PRAGMA pragma``. Switching a new database to WAL takes an exclusive lock, and when
+    several processes open it at once SQLite answers "database is locked" right away instead
+    of waiting in its busy handler (an xdist worker lost its runs to it): retried, with a
+    growing pause, for as long as the busy timeout would have waited."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    pause = 0.001
+    while True:
+        try:
+            cur.execute(f"PRAGMA {pragma}")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+
+
 def _sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
     # Let SQLAlchemy (our begin hook) control transactions instead of pysqlite's own BEGIN.
     dbapi_conn.isolation_level = None
     cur = dbapi_conn.cursor()
     for pragma in SQLITE_PRAGMAS:
-        cur.execute(f"PRAGMA {pragma}")
+        _pragma(cur, pragma)
     page = cur.execute("PRAGMA page_size").fetchone()[0]  # the database's own, if it had one
     cur.execute(f"PRAGMA wal_autocheckpoint = {max(1000, WAL_CHECKPOINT_BYTES // page)}")
     cur.close()
