@@ -31,6 +31,8 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
+from functools import partial
+from typing import Any
 
 PG_DEFAULT = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 
@@ -149,6 +151,21 @@ def measure(url: str, n: int, profile: bool, llm: bool = False) -> dict[str, flo
     return out
 
 
+def _floor_once(drv: Any, create: Any, insert: Any, n: int, batch: int) -> float:
+    """Microseconds per row to ``insert`` (rows ``i`` to ``j``) ``n`` rows into the table
+    ``create`` makes, ``batch`` rows a committed transaction; the table dropped after."""
+    create()
+    drv.commit()
+    t0 = time.perf_counter()
+    for i in range(0, n, batch):
+        insert(i, i + batch)
+        drv.commit()
+    took = time.perf_counter() - t0
+    drv.execute("DROP TABLE floor_runs")
+    drv.commit()
+    return took / n * 1e6
+
+
 def floors(store: object, batch: int = 1_000) -> tuple[float, float]:
     """The bare floor of the fold, per run: the rows it stored, inserted again into a copy of
     the runs table by the database's own bulk path, ``batch`` rows a transaction as the fold
@@ -169,23 +186,18 @@ def floors(store: object, batch: int = 1_000) -> tuple[float, float]:
                 drv.commit()
                 lines = b"".join(chunks).splitlines(keepends=True)  # rows: newlines escaped
 
-                def once(indexes: bool) -> float:
+                def copy_in(i: int, j: int) -> None:
+                    with cur.copy("COPY floor_runs FROM STDIN") as cp:
+                        cp.write(b"".join(lines[i:j]))
+
+                def create(indexes: bool) -> None:
                     cur.execute("CREATE TABLE floor_runs (LIKE runs INCLUDING ALL)" if indexes
                                 else "CREATE TABLE floor_runs (LIKE runs INCLUDING DEFAULTS "
                                      "INCLUDING CONSTRAINTS); "
                                      "ALTER TABLE floor_runs ADD PRIMARY KEY (id)")
-                    drv.commit()
-                    t0 = time.perf_counter()
-                    for i in range(0, len(lines), batch):
-                        with cur.copy("COPY floor_runs FROM STDIN") as cp:
-                            cp.write(b"".join(lines[i:i + batch]))
-                        drv.commit()
-                    took = time.perf_counter() - t0
-                    cur.execute("DROP TABLE floor_runs")
-                    drv.commit()
-                    return took / len(lines) * 1e6
 
-                return once(True), once(False)
+                return (_floor_once(drv, partial(create, True), copy_in, len(lines), batch),
+                        _floor_once(drv, partial(create, False), copy_in, len(lines), batch))
         import re
 
         ddl = [sql for (sql,) in drv.execute(
@@ -193,7 +205,12 @@ def floors(store: object, batch: int = 1_000) -> tuple[float, float]:
         rows = drv.execute("SELECT * FROM runs").fetchall()
         marks = ", ".join("?" * len(rows[0]))
 
-        def once_sqlite(indexes: bool) -> float:
+        def insert(i: int, j: int) -> None:
+            if not drv.in_transaction:  # (the engine's connections begin explicitly)
+                drv.execute("BEGIN")
+            drv.executemany(f"INSERT INTO floor_runs VALUES ({marks})", rows[i:j])
+
+        def create_sqlite(indexes: bool) -> None:
             for sql in ddl:  # the table and its indexes, renamed
                 if not indexes and sql.startswith("CREATE INDEX"):
                     continue
@@ -201,19 +218,9 @@ def floors(store: object, batch: int = 1_000) -> tuple[float, float]:
                 sql = re.sub(r"^CREATE (UNIQUE )?INDEX (\S+) ON runs ",
                              r"CREATE \1INDEX floor_\2 ON floor_runs ", sql)
                 drv.execute(sql)
-            drv.commit()
-            t0 = time.perf_counter()
-            for i in range(0, len(rows), batch):
-                if not drv.in_transaction:  # (the engine's connections begin explicitly)
-                    drv.execute("BEGIN")
-                drv.executemany(f"INSERT INTO floor_runs VALUES ({marks})", rows[i:i + batch])
-                drv.commit()
-            took = time.perf_counter() - t0
-            drv.execute("DROP TABLE floor_runs")
-            drv.commit()
-            return took / len(rows) * 1e6
 
-        return once_sqlite(True), once_sqlite(False)
+        return (_floor_once(drv, partial(create_sqlite, True), insert, len(rows), batch),
+                _floor_once(drv, partial(create_sqlite, False), insert, len(rows), batch))
     finally:
         raw.close()
 
