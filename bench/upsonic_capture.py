@@ -10,13 +10,19 @@ Measured in turn, ``--rounds`` rounds of ``--calls`` answers each (medians of th
   run: what Upsonic costs on its own (plus the run's own write);
 - ``idle``: an agent with assay's instrumentation, no assay run current: the sampler drops every
   span, so Upsonic skips its attribute work; what an instrumented agent costs outside assay;
+- ``sdk``: an agent whose instrumentation records the same spans as assay's, inside an assay
+  run, but with no span processor: nothing becomes a run. What Upsonic itself spends once its
+  spans record (its message, tool and run attributes as JSON, its own ``cost()`` of each
+  response through genai-prices, the OpenTelemetry SDK's spans): what any OpenTelemetry
+  backend listening to Upsonic pays, and the part of the capture's cost that is not assay's;
 - ``assay``: the instrumented agent inside an assay run (``trace(...)``, a fresh SQLite store,
   the background writer storing every run): every model request, tool call and agent run
   becomes a run.
 
 Per step = (assay - off) / 3 against Upsonic's own time per step (off / 3), loopback round trips
-included in the latter, in wall time and in process CPU time (steadier on a loaded machine).
-Goal: <= 5%. Upsonic's instrumentation opens ~29 spans per answer (one
+included in the latter, in wall time and in process CPU time (steadier on a loaded machine);
+beside it (assay - sdk) / 3, assay's own part (its span processor, the runs, their writer and
+fold). Goal: <= 5%. Upsonic's instrumentation opens ~29 spans per answer (one
 per pipeline step); assay keeps 4 of them (agent, llm, tool, llm), and its tracer does not make
 the others (a non-recording span carrying the parent's context). A fourth figure leaves out the
 store's fold of the journal (the capture's own part; the goal is judged end to end).
@@ -63,13 +69,20 @@ def build(base_url: str) -> tuple[Any, Any, Any]:
         client = AsyncOpenAI(base_url=base_url, api_key="scripted", max_retries=0)
         return OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(openai_client=client))
 
+    from upsonic.models.instrumented import InstrumentationSettings
+
     from assay.integrations import require_adapter
+    from assay.integrations._upsonic_spans import tracer_provider
 
     traced = Agent(model(), name="traced", tools=[lookup_city])
     require_adapter(traced)  # instruments Upsonic: agents alive now and built from now on
     plain = Agent(model(), name="plain", tools=[lookup_city], instrument=False)  # opted out
+    # assay's tracer (the same spans recorded, the same ones never made) with no processor
+    listening = Agent(model(), name="sdk", tools=[lookup_city],
+                      instrument=InstrumentationSettings(tracer_provider=tracer_provider()))
     assert traced._instrument_settings is not None and plain._instrument_settings is None
-    return plain, traced, Task
+    assert listening._instrument_settings is not traced._instrument_settings
+    return plain, listening, traced, Task
 
 
 def _fold_thread_cpu() -> float:
@@ -113,8 +126,9 @@ async def batch(agent: Any, task_cls: Any, calls: int, client: Client | None
 async def main_async(calls: int, rounds: int, client: Client
                      ) -> dict[str, tuple[float, ...]]:
     with ScriptedModelServer(first_token_delay=0) as srv:
-        plain, traced, task_cls = build(srv.base_url)
-        modes = {"off": (plain, client), "idle": (traced, None), "assay": (traced, client)}
+        plain, listening, traced, task_cls = build(srv.base_url)
+        modes = {"off": (plain, client), "idle": (traced, None), "sdk": (listening, client),
+                 "assay": (traced, client)}
         for agent, c in modes.values():  # warm up: imports, connections, caches
             await batch(agent, task_cls, 3, c)
         times: dict[str, list[tuple[float, float, float, float]]] = {m: [] for m in modes}
@@ -139,12 +153,14 @@ def main() -> None:
     print(f"load average {os.getloadavg()[0]:.2f} (after)")
     for i, what in enumerate(("wall", "process cpu", "agent-thread cpu",
                               "process cpu without the store's fold")):
-        off, idle, assay = (result[m][i] for m in ("off", "idle", "assay"))
-        own, cost = off / STEPS, (assay - off) / STEPS
+        off, idle, sdk, assay = (result[m][i] for m in ("off", "idle", "sdk", "assay"))
+        own, cost, ours = off / STEPS, (assay - off) / STEPS, (assay - sdk) / STEPS
         print(f"{what}: per answer ({STEPS} steps) off {off * 1e3:.2f} ms, idle "
-              f"{idle * 1e3:.2f} ms ({(idle - off) / off:+.1%}), assay {assay * 1e3:.2f} ms; "
-              f"capture per step {cost * 1e3:.3f} ms = {cost / own:.1%} of Upsonic's own "
-              f"{own * 1e3:.2f} ms (goal <= {GOAL:.0%})")
+              f"{idle * 1e3:.2f} ms ({(idle - off) / off:+.1%}), sdk {sdk * 1e3:.2f} ms "
+              f"({(sdk - off) / off:+.1%}), assay {assay * 1e3:.2f} ms; capture per step "
+              f"{cost * 1e3:.3f} ms = {cost / own:.1%} of Upsonic's own {own * 1e3:.2f} ms "
+              f"(goal <= {GOAL:.0%}); assay's part (assay - sdk) {ours * 1e3:.3f} ms = "
+              f"{ours / own:.1%}")
 
 
 if __name__ == "__main__":
