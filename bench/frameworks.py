@@ -226,17 +226,15 @@ def paired(name: str) -> str:
     per = PAIRED.get(name)
     if not per:
         return ""
-    over_off = sorted((a[1] - o[1]) / o[1] * 100 for a, o in zip(per["assay"], per["off"],
-                                                                 strict=True))
-    over_sdk = sorted((a[1] - k[1]) / o[1] * 100 for a, k, o in zip(
-        per["assay"], per["sdk"], per["off"], strict=True))
-    sdk_off = sorted((k[1] - o[1]) / o[1] * 100 for k, o in zip(per["sdk"], per["off"],
-                                                                strict=True))
 
-    def fmt(v: list[float]) -> str:
+    def over(mode: str, base: str) -> str:
+        """CPU of ``mode`` over ``base``, each round, as a share of that round's ``off``."""
+        v = sorted((m[1] - b[1]) / o[1] * 100
+                   for m, b, o in zip(per[mode], per[base], per["off"], strict=True))
         return f"{statistics.median(v):+.1f}% ({v[0]:+.1f}..{v[-1]:+.1f})"
-    return (f"{name:<14} cpu paired by round, median (range): assay over off {fmt(over_off)}, "
-            f"over sdk {fmt(over_sdk)}; sdk over off {fmt(sdk_off)}")
+    return (f"{name:<14} cpu paired by round, median (range): assay over off "
+            f"{over('assay', 'off')}, over sdk {over('assay', 'sdk')}; sdk over off "
+            f"{over('sdk', 'off')}")
 
 
 # -- the hooks alone ------------------------------------------------------------------------------
