@@ -53,7 +53,7 @@ STEPS = 3
 GOAL = 0.05
 
 
-def build(base_url: str) -> tuple[Any, Any, Any]:
+def build(base_url: str) -> tuple[Any, Any, Any, Any]:
     from openai import AsyncOpenAI
     from upsonic import Agent, Task
     from upsonic.models.openai import OpenAIChatModel
