@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import re
 import typing
 import uuid
 from collections.abc import Iterator
@@ -404,30 +405,131 @@ def test_switch_off_records_no_framework_runs(agent: Agent, db: Client) -> None:
         set_framework_tracing(None)
 
 
-def test_no_assay_run_no_runs_recorded(agent: Agent) -> None:
-    from assay.integrations import _upsonic
+def _traced(db: Client, agent: Agent, question: str) -> list[Any]:
+    """Every run of one ``do_async`` of ``agent`` inside a ``trace()``, as stored."""
+    from assay.tracing import trace
 
-    require_adapter(agent)  # instruments it
+    async def one() -> Any:
+        async with trace("one", client=db, enabled=True) as root:
+            await agent.do_async(Task(question))
+        return root
+
+    root = asyncio.run(one())
+    db.flush()
+    return flat_runs(db.read_run(root.id, load_child_runs=True))
+
+
+def _span_path_agent(srv: ScriptedModelServer, name: str = "atlas") -> Agent:
+    """An agent built after ``instrument()`` and never handed to assay: Upsonic's global
+    instrumentation (assay's span path) is what traces it."""
+    from assay.integrations import _upsonic
+    from assay.integrations._upsonic_native import is_captured
+
+    _upsonic.instrument()
+    built = make_agent(srv, name)
+    assert built._instrument_settings is _upsonic._instrumentation() and not is_captured(built)
+    return built
+
+
+def test_adapter_moves_agents_off_upsonics_instrumentation(srv: ScriptedModelServer,
+                                                           db: Client) -> None:
+    """An agent handed to assay is traced from its own objects, with Upsonic's OpenTelemetry
+    off (it costs Upsonic's agents a quarter of their CPU); its runs are those the span path
+    gives: agent -> llm, tool, llm, with model, tokens, cost, arguments and result."""
+    from upsonic.models.instrumented import InstrumentedModel
+
+    from assay.integrations._upsonic_native import is_captured
+
+    agents = {"spans": _span_path_agent(srv), "native": _span_path_agent(srv)}
+    require_adapter(agents["native"])
+    assert is_captured(agents["native"]) and agents["native"]._instrument_settings is None
+    assert not isinstance(agents["native"].model, InstrumentedModel)
+    shapes = {}
+    for path, agent in agents.items():
+        runs = _traced(db, agent, "How many people live in Lima? Use lookup_city")
+        assert [r.run_type for r in runs] == ["chain", "chain", "llm", "tool", "llm"], path
+        assert runs[1].name == "atlas" and runs[1].inputs == {
+            "input": "How many people live in Lima? Use lookup_city"}
+        assert f"Lima has {CITIES['Lima']} people" in str(runs[1].outputs["output"])
+        for llm in runs[2], runs[4]:
+            meta = llm.extra["metadata"]
+            assert meta["ls_provider"] == "openai" and meta["ls_model_name"] == "gpt-4o-mini"
+            assert llm.prompt_tokens > 0 and llm.completion_tokens > 0
+            assert llm.total_cost and llm.total_cost > 0
+            assert llm.inputs["messages"][-1]["role"] == "user"
+            assert llm.outputs["messages"][0]["role"] == "assistant"
+        assert runs[3].name == "lookup_city" and runs[3].inputs == {"city": "Lima"}
+        assert runs[3].extra["metadata"]["tool_call_id"]
+        assert all(r.parent_run_id == runs[1].id for r in runs[2:])
+        shapes[path] = [(r.name, r.run_type, r.inputs, r.outputs, r.prompt_tokens,
+                         r.completion_tokens, r.total_cost) for r in runs[1:]]
+    # the same runs field for field (but the model's tool call ids, fresh each call)
+    same = {path: re.sub(r"call_[0-9a-f]+", "call_", repr(shape)) for path, shape in shapes.items()}
+    assert same["native"] == same["spans"]
+
+
+def test_no_assay_run_no_runs_recorded(srv: ScriptedModelServer, agent: Agent,
+                                       db: Client) -> None:
+    from assay.integrations import _upsonic
+    from assay.integrations._upsonic_spans import _KEPT
+
+    spans = _span_path_agent(srv)
+    require_adapter(agent)  # traced from its own objects
     processor = _upsonic._processor
     recorded = len(processor._recent)
-    task = Task("How many people live in Berlin? Use lookup_city")
-    agent.do(task)  # instrumented, but outside evaluate()/trace(): nothing is recorded
+    for a in (agent, spans):  # instrumented, but outside evaluate()/trace(): nothing recorded
+        task = Task("How many people live in Berlin? Use lookup_city")
+        a.do(task)
+        assert task.tool_calls and task.tool_calls[0]["params"] == {"city": "Berlin"}
+        assert _KEPT.get() is None
     assert len(processor._recent) == recorded and not processor._open and not processor._outer
-    assert task.tool_calls and task.tool_calls[0]["params"] == {"city": "Berlin"}
+    # and a traced run holds its own runs only (a fresh agent: do() ran on another loop)
+    fresh = make_agent(srv)
+    require_adapter(fresh)
+    runs = _traced(db, fresh, "How many people live in Cairo? Use lookup_city")
+    assert [r.run_type for r in runs] == ["chain", "chain", "llm", "tool", "llm"]
 
 
-def test_plain_function_calling_a_prebuilt_agent_is_traced(srv: ScriptedModelServer,
-                                                           db: Client) -> None:
+def test_model_set_after_capture_is_traced(srv: ScriptedModelServer, agent: Agent,
+                                           db: Client) -> None:
+    """A model given per call (``do_async(task, model=...)``) or set on the agent later is
+    wrapped at the next agent run: its requests are llm runs too."""
+    require_adapter(agent)
+    from assay.tracing import trace
+
+    async def per_call() -> Any:
+        async with trace("per-call", client=db, enabled=True) as root:
+            await agent.do_async(Task("How many people live in Osaka? Use lookup_city"),
+                                 model=_model(srv))
+        return root
+
+    root = asyncio.run(per_call())
+    db.flush()
+    runs = flat_runs(db.read_run(root.id, load_child_runs=True))
+    assert [r.run_type for r in runs] == ["chain", "chain", "llm", "tool", "llm"]
+    agent.model = _model(srv)
+    runs = _traced(db, agent, "How many people live in Sydney? Use lookup_city")
+    assert [r.run_type for r in runs] == ["chain", "chain", "llm", "tool", "llm"]
+
+
+@pytest.mark.parametrize("built", ["before instrument()", "inside the target"])
+def test_plain_function_calling_an_agent_is_traced(srv: ScriptedModelServer, db: Client,
+                                                   built: str) -> None:
     from assay.integrations import _upsonic
 
-    # built with no instrumentation, as an agent made before assay came in is
-    prebuilt = Agent(_model(srv), name="prebuilt", tools=[lookup_city], instrument=False)
-    assert prebuilt._instrument_settings is None
+    made: list[Agent] = []
+    if built == "before instrument()":
+        # built with no instrumentation, as an agent made before assay came in is; found
+        # among the live objects and traced from its own objects
+        made.append(Agent(_model(srv), name="prebuilt", tools=[lookup_city], instrument=False))
+        assert made[0]._instrument_settings is None
     _upsonic.instrument()  # what evaluate() does once for every framework already imported
 
     async def target(inputs: dict[str, Any]) -> dict[str, Any]:
+        if not made:  # built after instrument(): Upsonic's instrumentation (the span path)
+            made.append(Agent(_model(srv), name="prebuilt", tools=[lookup_city]))
         task = Task(inputs["question"])
-        await prebuilt.do_async(task)
+        await made[0].do_async(task)
         return {"answer": task.response}
 
     results = evaluate(target, data=_dataset(db, ["Madrid"]), client=db,
@@ -436,6 +538,7 @@ def test_plain_function_calling_a_prebuilt_agent_is_traced(srv: ScriptedModelSer
     runs = _tree(db, row)
     assert [r.name for r in runs if r.run_type == "chain"][1:] == ["prebuilt"]
     assert [r.inputs for r in runs if r.run_type == "tool"] == [{"city": "Madrid"}]
+    assert sum(r.run_type == "llm" and r.prompt_tokens > 0 for r in runs) == 2
     assert {r.key: r.score for r in row["evaluation_results"]["results"]} == {"reliability": 1.0}
 
 
@@ -452,14 +555,18 @@ def test_upsonic_judge_inside_evaluate(agent: Agent, judge: Agent, db: Client) -
             assert scores["accuracy_is_met"][0] == 1.0
 
 
-def test_first_token_of_a_streamed_run_none_without_streaming(agent: Agent, db: Client) -> None:
-    """Upsonic streams with ``astream``: its agent span's time to first token lands on the llm
-    call that streamed the text (the tool-calling call streams none). ``do_async`` calls the
-    model without streaming: no first token exists, none is recorded."""
-    from assay.integrations import instrument_loaded
+@pytest.mark.parametrize("path", ["native", "spans"])
+def test_first_token_of_a_streamed_run_none_without_streaming(srv: ScriptedModelServer,
+                                                              db: Client, path: str) -> None:
+    """Upsonic streams with ``astream``: the first token is on the llm call that streamed the
+    text (the tool-calling call streams none): marked at its first text chunk for an agent
+    traced from its own objects, from the agent span's time to first token (ms) on the span
+    path. ``do_async`` calls the model without streaming: no first token, none recorded."""
     from assay.tracing import trace
 
-    instrument_loaded()
+    agent = _span_path_agent(srv)
+    if path == "native":
+        require_adapter(agent)
 
     async def streamed() -> tuple[Any, str]:
         async with trace("streamed", client=db, enabled=True) as root:

@@ -7,16 +7,15 @@ tasks reset first (``Task.reset_run_state``: Upsonic refuses to re-run a complet
 native result is the ``Task`` (for a graph, an ``UpsonicGraphRun`` with the executed tasks): its
 ``response`` is the output and its ``tool_calls`` the tool-call history.
 
-Tracing goes through Upsonic's own OpenTelemetry instrumentation (``InstrumentationSettings``,
-what ``Agent(instrument=...)`` and ``Agent.instrument_all`` take): its ``chat`` spans carry model,
-messages and tokens, its ``tool.execute`` spans the tool's name, arguments, result and error, its
-``agent.run`` spans the nesting of agents (a team's members). A span processor of our own turns
-those three kinds into llm, tool and chain runs under the assay run current when the agent
-starts, and passes through the pipeline-step spans (their children go to the nearest kept
-ancestor). Agents built before ``instrument()`` are given the same settings (the constructor
-argument Upsonic offers, applied through its own resolver); an agent that has instrumentation of
-its own is left alone. With no assay run current, or the switch off, spans are not even sampled
-and nothing is recorded.
+Tracing: every agent assay runs (an Agent, a Team's members, a Graph's agents, a judge) or finds
+alive when it instruments Upsonic is traced from its own objects (``_upsonic_native``): its model
+wrapped, its span hooks assay's, Upsonic's OpenTelemetry instrumentation off (it costs Upsonic's
+agents ~25% of their CPU once its spans record). Agents built later and never handed to assay
+(a plain function's agent) can only be reached at construction, through Upsonic's global
+instrumentation setting: assay's ``InstrumentationSettings``, whose span processor
+(``_upsonic_spans``) turns their agent, chat and tool spans into the same chain, llm and tool
+runs. An agent with instrumentation of its own is left alone. With no assay run current, or the
+switch off, neither path records anything.
 """
 
 from __future__ import annotations
@@ -84,10 +83,10 @@ def _instrumentation() -> Any:
 
 
 def instrument() -> None:
-    """Make every Agent report to assay: those built from now on through Upsonic's global
-    setting (unless the user set a global instrumentation of their own), those already built
-    (Upsonic binds instrumentation at construction, and keeps no list of its agents) found once
-    among the live objects, so a plain function that calls a prebuilt agent is traced too.
+    """Make every Agent report to assay: those already built (Upsonic keeps no list of its
+    agents) found once among the live objects and traced from their own objects, so a plain
+    function that calls a prebuilt agent is traced too; those built from now on through
+    Upsonic's global setting (unless the user set a global instrumentation of their own).
     An agent with instrumentation of its own is left as it is."""
     agent_cls = _classes()[0]
     settings = _instrumentation()
@@ -102,14 +101,12 @@ def instrument() -> None:
 
 
 def _ensure_traced(agent: Any) -> None:
-    """Give an agent built before ``instrument()`` (and with no instrumentation of its own)
-    assay's settings, as ``Agent(instrument=settings)`` would have."""
-    if getattr(agent, "_instrument_settings", None) is not None:
-        return
-    resolve = getattr(agent, "_resolve_instrumentation", None)
-    if resolve is None:
-        return
-    agent._tracing_provider, agent._instrument_settings, agent._otel = resolve(_instrumentation())
+    """Trace an agent through its own objects (``_upsonic_native``), unless it has
+    instrumentation of its own; one built since ``instrument()`` (with assay's settings) is
+    moved over from the span path."""
+    from ._upsonic_native import capture
+
+    capture(agent, _instrumentation())
 
 
 def _agents_in(obj: Any, seen: set[int] | None = None) -> list[Any]:
@@ -387,7 +384,7 @@ class UpsonicJudge(BaseJudge):
     """An Upsonic Agent answering assay's judge prompt, the verdict asked for through Upsonic's
     structured output (``Task(response_format=EvaluationScore)``, as Upsonic's own evaluator
     does) and then checked and re-asked for by assay, as for every judge. Its model call is
-    traced through Upsonic's instrumentation, so this judge records no llm run of its own (no
+    traced as its agent is (its model wrapped), so this judge records no llm run of its own (no
     double count)."""
 
     provider = "upsonic"

@@ -1,5 +1,10 @@
 """Upsonic's OpenTelemetry spans -> assay runs, only under a current assay run.
 
+The path for agents assay never ran nor found alive (built after ``instrument()``, called from a
+plain function): Upsonic's global instrumentation setting is the only hook it offers at
+construction. Agents assay runs are traced from their own objects instead (``_upsonic_native``,
+the same runs at a quarter of the cost); both share ``_KEPT``, so either nests in the other.
+
 Upsonic emits, per agent run, an ``agent.run`` span, a ``pipeline.execute`` span with one
 ``pipeline.step.<name>`` span per pipeline step (two dozen), ``chat <model>`` spans for model
 requests and ``tool.execute`` spans for tool calls. Only ``agent.run`` (chain), ``chat`` (llm) and

@@ -1,0 +1,336 @@
+"""Upsonic agents traced from their own objects, with Upsonic's OpenTelemetry left off.
+
+Upsonic's instrumentation costs its agents 25-30% of their CPU once its spans record (it dumps
+the request parameters, tool schemas, messages and run summary to JSON attributes and prices
+every response itself), ~10% even when nothing records, before any backend sees a span
+(bench/README.md, "Real frameworks' capture"). An agent assay runs or finds is therefore
+traced without it: its model is wrapped in ``AssayModel`` (Upsonic's own ``WrapperModel``
+extension point, as its ``InstrumentedModel`` is) and its span manager (``agent._otel``, which
+Upsonic calls at every agent run, tool call and pipeline step) is an ``AssaySpans`` that makes
+assay runs for the agent run and its tool calls and nothing for the two dozen pipeline steps.
+The runs have the fields the span path gives them (``_upsonic_spans``): the same names, run
+types, inputs and outputs (Upsonic's own message conversion, without the JSON round trip),
+tokens and model, a tool's error, and a first token marked when the streamed text begins.
+
+With no assay run current, or framework tracing off, each hook is a context-variable read.
+Agents built after ``instrument()`` and never handed to assay are still traced through the
+span path (Upsonic offers no other hook at construction); the adapter moves every agent it
+runs to this one.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager, nullcontext
+from typing import Any
+
+from .._json import jsonable
+from ..tracing._run_tree import RunTree, fast_child, format_error
+from ._registry import framework_parent, once
+from ._upsonic_spans import _KEPT, _mark_root, _tool_failed
+
+__all__ = ["capture", "is_captured"]
+
+_NONE = nullcontext(None)
+_lock = threading.Lock()
+
+
+def _parent() -> RunTree | None:
+    """The run a new agent, llm or tool run hangs from: the innermost Upsonic run open in this
+    context, else the current assay run (None outside assay, or with the switch off)."""
+    kept = _KEPT.get()
+    if kept is not None and not kept.ended:
+        return kept
+    return framework_parent()
+
+
+def _make_converter() -> Any:
+    from upsonic.models.instrumented import InstrumentationSettings
+
+    return InstrumentationSettings()
+
+
+# Upsonic's GenAI message conversion (an InstrumentationSettings' method; its tracer unused)
+_converter = once(_make_converter)
+
+
+def _messages(messages: list[Any], parameters: Any) -> dict[str, Any]:
+    """An llm run's inputs as the span path stores them (Upsonic's GenAI message parts)."""
+    from upsonic.models import Model
+
+    inputs: dict[str, Any] = {}
+    instructions = Model._get_instructions(messages, parameters)
+    if instructions:
+        inputs["system"] = [{"type": "text", "content": instructions}]
+    inputs["messages"] = jsonable(_converter().messages_to_otel_messages(messages))
+    return inputs
+
+
+def _finish_llm(run: RunTree, model: Any, response: Any) -> None:
+    (out,) = _converter().messages_to_otel_messages([response])
+    run.outputs = {"messages": [jsonable(out)]}
+    usage = response.usage
+    run.set_usage(int(usage.input_tokens or 0), int(usage.output_tokens or 0),
+                  provider=str(model.system).lower(),
+                  model=response.model_name or model.model_name)
+    cached = getattr(usage, "cache_read_tokens", 0)
+    if cached:
+        run.metadata["usage_metadata"]["input_token_details"] = {"cache_read": cached}
+    if response.finish_reason is not None:
+        run.metadata["finish_reason"] = response.finish_reason
+
+
+def _is_text(event: Any) -> bool:
+    """Whether a model stream event carries text (the first such is the first token)."""
+    part = getattr(event, "part", None)
+    if part is not None:
+        return getattr(part, "part_kind", None) == "text" and bool(getattr(part, "content", ""))
+    delta = getattr(event, "delta", None)
+    return getattr(delta, "part_delta_kind", None) == "text" and bool(
+        getattr(delta, "content_delta", ""))
+
+
+class _TimedStream:
+    """A model's stream, passed through, that marks the llm run's first token at the first
+    text event (a call that only calls tools streams no text, and gets no first token)."""
+
+    __slots__ = ("_stream", "_run")
+
+    def __init__(self, stream: Any, run: RunTree) -> None:
+        self._stream = stream
+        self._run = run
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+    async def __aiter__(self) -> AsyncIterator[Any]:
+        marked = False
+        async for event in self._stream:
+            if not marked and _is_text(event):
+                self._run._mark_first_token()
+                marked = True
+            yield event
+
+
+def _make_classes() -> tuple[Any, Any]:
+    from upsonic.agent.otel_manager import AgentOTelManager
+    from upsonic.models.wrapper import WrapperModel
+
+    class AssayModel(WrapperModel):
+        """The agent's model, each request an llm run under the agent's run."""
+
+        def _start(self, messages: Any, settings: Any, parameters: Any) -> RunTree | None:
+            parent = _parent()
+            if parent is None:
+                return None
+            _, prepared = self.wrapped.prepare_request(settings, parameters)
+            return fast_child(parent, self.model_name, "llm", _messages(messages, prepared))
+
+        async def request(self, messages: Any, model_settings: Any,
+                          model_request_parameters: Any) -> Any:
+            run = self._start(messages, model_settings, model_request_parameters)
+            if run is None:
+                return await self.wrapped.request(messages, model_settings,
+                                                  model_request_parameters)
+            try:
+                response = await self.wrapped.request(messages, model_settings,
+                                                      model_request_parameters)
+            except BaseException as exc:
+                run.end(error=exc)
+                run.patch()
+                raise
+            _finish_llm(run, self.wrapped, response)
+            run.end()
+            run.patch()
+            return response
+
+        @asynccontextmanager
+        async def request_stream(self, messages: Any, model_settings: Any,
+                                 model_request_parameters: Any,
+                                 *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+            run = self._start(messages, model_settings, model_request_parameters)
+            opened = self.wrapped.request_stream(messages, model_settings,
+                                                 model_request_parameters, *args, **kwargs)
+            if run is None:
+                async with opened as untraced:
+                    yield untraced
+                return
+            stream: Any = None
+            try:
+                async with opened as stream:
+                    yield _TimedStream(stream, run)
+            except BaseException as exc:
+                run.end(error=exc)
+                run.patch()
+                raise
+            try:
+                _finish_llm(run, self.wrapped, stream.get())
+            except Exception as exc:  # noqa: BLE001 - a stream we misread: keep the run
+                run.metadata["assay_capture_error"] = repr(exc)
+            run.end()
+            run.patch()
+
+    class _AgentRun:
+        """``agent.run``: a chain run named after the agent, current for its model and tools."""
+
+        __slots__ = ("_name", "_task", "_model", "_run", "_outer")
+
+        def __init__(self, name: str, task: str, model: str) -> None:
+            self._name, self._task, self._model = name, task, model
+            self._run: RunTree | None = None
+            self._outer: RunTree | None = None
+
+        def __enter__(self) -> RunTree | None:
+            parent = _parent()
+            if parent is None:
+                return None
+            run = fast_child(parent, self._name or "Agent", "chain",
+                             {"input": self._task} if self._task else {})
+            if self._model:
+                run.metadata["upsonic.agent.model"] = self._model
+            self._run, self._outer = run, _KEPT.get()
+            _KEPT.set(run)
+            return run
+
+        def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+            run = self._run
+            if run is None:
+                return
+            _KEPT.set(self._outer)
+            if exc is not None and run.error is None:
+                run.error = format_error(exc)
+            run.end()
+            run.patch()
+
+    class _ToolRun:
+        """``tool.execute``: a tool run with the call's arguments."""
+
+        __slots__ = ("_name", "_call_id", "_args", "_run")
+
+        def __init__(self, name: str, call_id: str, args: Any) -> None:
+            self._name, self._call_id, self._args = name, call_id, args
+            self._run: RunTree | None = None
+
+        def __enter__(self) -> RunTree | None:
+            parent = _parent()
+            if parent is None:
+                return None
+            args = self._args
+            run = fast_child(parent, self._name, "tool",
+                             dict(args) if isinstance(args, Mapping) else
+                             ({"input": args} if args is not None else {}))
+            if self._call_id:
+                run.metadata["tool_call_id"] = self._call_id
+            self._run = run
+            return run
+
+        def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+            run = self._run
+            if run is None:
+                return
+            if exc is not None and run.error is None:
+                run.error = format_error(exc)
+            if run.error:
+                _mark_root(run)
+            run.end()
+            run.patch()
+
+    class AssaySpans(AgentOTelManager):
+        """Upsonic's span manager with assay runs for the agent run and tool calls; every
+        other hook (pipeline, steps, flush) is Upsonic's own no-op for a manager without
+        settings."""
+
+        __slots__ = ("_agent",)
+
+        def __init__(self, agent: Any) -> None:
+            super().__init__(None, None)
+            self._agent = weakref.ref(agent)
+
+        def agent_run_span(self, run_id: str, *, name: str = "", model: str = "",
+                           task_description: str = "", **_: Any) -> Any:
+            agent = self._agent()
+            if agent is not None and not isinstance(agent.model, AssayModel):
+                agent.model = AssayModel(agent.model)  # a model set or overridden since
+            if framework_parent() is None and _KEPT.get() is None:
+                return _NONE
+            return _AgentRun(name, task_description, model)
+
+        def tool_span(self, tool_name: str, tool_call_id: str,
+                      tool_args: dict[str, Any] | None = None) -> Any:
+            if framework_parent() is None and _KEPT.get() is None:
+                return _NONE
+            return _ToolRun(tool_name, tool_call_id, tool_args)
+
+        def set_tool_result(self, span: Any, execution_time: float, success: bool,
+                            error: Exception | None = None, output: Any = None) -> None:
+            if not isinstance(span, RunTree):
+                return
+            if output is not None:
+                span.outputs = {"output": jsonable(output)}
+            if not success and error is not None:
+                span.error = format_error(error)
+            elif isinstance(output, str) and _tool_failed(output):
+                span.error = output  # Upsonic's text for a tool that raised (see _tool_failed)
+
+        def finalize_agent_run(self, span: Any, output: Any, **_: Any) -> None:
+            if not isinstance(span, RunTree) or output is None:
+                return
+            answer = getattr(output, "output", None)
+            if answer is not None:
+                span.outputs = {"output": jsonable(answer)}
+            count = getattr(output, "tool_call_count", 0)
+            if count:
+                span.metadata["upsonic.tool_call_count"] = count
+            run_id = getattr(output, "run_id", None)
+            if run_id:
+                span.metadata["upsonic.run_id"] = run_id
+
+        def record_error(self, span: Any, exc: Exception) -> None:  # type: ignore[override]
+            if isinstance(span, RunTree) and span.error is None:
+                span.error = format_error(exc)
+
+    return AssayModel, AssaySpans
+
+
+# (AssayModel, AssaySpans), made once: an agent checked against another process-wide pair
+# would be wrapped twice, each request recorded twice
+_classes = once(_make_classes)
+
+
+def is_captured(agent: Any) -> bool:
+    """Whether ``agent`` is traced this way already."""
+    return isinstance(getattr(agent, "_otel", None), _classes()[1])
+
+
+def capture(agent: Any, ours: Any = None) -> bool:
+    """Trace ``agent`` this way; False (and nothing changed) for an agent with instrumentation
+    of its own. ``ours``: assay's ``InstrumentationSettings`` of the span path, whose model
+    wrapper (``InstrumentedModel``) an agent built since ``instrument()`` carries: taken off."""
+    model_cls, spans_cls = _classes()
+    with _lock:  # two adapters of one agent made at once: wrapped once
+        return _capture(agent, ours, model_cls, spans_cls)
+
+
+def _capture(agent: Any, ours: Any, model_cls: Any, spans_cls: Any) -> bool:
+    if isinstance(getattr(agent, "_otel", None), spans_cls):
+        return True
+    settings = getattr(agent, "_instrument_settings", None)
+    if settings is not None and settings is not ours:
+        return False
+    if not hasattr(agent, "_otel") or not hasattr(agent, "model"):
+        return False
+    model = agent.model
+    if settings is not None:
+        from upsonic.models.instrumented import InstrumentedModel
+
+        while isinstance(model, InstrumentedModel):
+            model = model.wrapped
+    if not isinstance(model, model_cls):
+        model = model_cls(model)
+    agent.model = model
+    agent._tracing_provider = None
+    agent._instrument_settings = None
+    agent._otel = spans_cls(agent)
+    return True
