@@ -6,7 +6,8 @@
 Each framework's real agent (a LangGraph ReAct agent on ``ChatOpenAI``; an OpenAI Agents SDK
 ``Agent`` on ``OpenAIChatCompletionsModel``) answers one tool-using question against the bundled
 scripted model on 127.0.0.1: two llm calls and one tool call per answer, three steps. Measured,
-in turn for ``--rounds`` rounds of ``--calls`` answers each (medians reported):
+in turn (the order turning round by round) for ``--rounds`` rounds of ``--calls`` answers
+each (medians reported):
 
 - ``off``: the framework with tracing off (LangGraph: no assay run current, so assay's configure
   hook adds no handler; Agents SDK: ``set_tracing_disabled(True)``);
@@ -199,7 +200,9 @@ async def measure(name: str, run: Any, modes: list[str], calls: int, rounds: int
     async with trace("warmup", client=client, enabled=True):
         await run(False, spare + 3)
     for r in range(rounds):
-        for mode in modes:  # each mode of a round asks the same questions
+        # each mode of a round asks the same questions; the order turns round by round, so no
+        # mode always runs first (after the previous round's store work) or last
+        for mode in modes[r % len(modes):] + modes[:r % len(modes)]:
             if name == "openai-agents":
                 _set_sdk_tracing(mode == "off")
             per[mode].append(await _batch(run, calls, client if mode == "assay" else None,

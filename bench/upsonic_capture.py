@@ -4,7 +4,8 @@
 
 An Upsonic ``Agent`` on its own ``OpenAIChatModel`` answers one tool-using question against the
 bundled scripted model on 127.0.0.1: two llm calls and one tool call per answer, three steps.
-Measured in turn, ``--rounds`` rounds of ``--calls`` answers each (medians of the rounds):
+Measured in turn (the order turning round by round), ``--rounds`` rounds of ``--calls``
+answers each (medians of the rounds):
 
 - ``off``: an agent built with ``instrument=False`` (no tracing at all), inside an assay run:
   what Upsonic costs on its own (plus the run's own write);
@@ -129,7 +130,8 @@ async def batch(agent: Any, task_cls: Any, calls: int, client: Client | None
 
 
 async def main_async(calls: int, rounds: int, client: Client
-                     ) -> dict[str, tuple[float, ...]]:
+                     ) -> dict[str, list[tuple[float, float, float, float]]]:
+    """Each mode's (wall, cpu, agent-thread cpu, cpu without the fold) per answer, by round."""
     with ScriptedModelServer(first_token_delay=0) as srv:
         plain, listening, spans, traced, task_cls = build(srv.base_url)
         logging.getLogger("upsonic").setLevel(logging.WARNING)  # its per-run INFO lines
@@ -138,11 +140,21 @@ async def main_async(calls: int, rounds: int, client: Client
         for agent, c in modes.values():  # warm up: imports, connections, caches
             await batch(agent, task_cls, 3, c)
         times: dict[str, list[tuple[float, float, float, float]]] = {m: [] for m in modes}
-        for _ in range(rounds):
-            for mode, (agent, c) in modes.items():
+        names = list(modes)
+        for r in range(rounds):  # the order turns round by round: no mode always runs first
+            for mode in names[r % len(names):] + names[:r % len(names)]:
+                agent, c = modes[mode]
                 times[mode].append(await batch(agent, task_cls, calls, c))
-        return {m: tuple(statistics.median(x[i] for x in v) for i in range(4))
-                for m, v in times.items()}
+        return times
+
+
+def paired(times: dict[str, list[tuple[float, ...]]], mode: str) -> str:
+    """``mode``'s process CPU over ``off``'s, round by round (the two ran minutes apart at
+    most, on the same questions), as a share of that round's ``off``: median (range). Steadier
+    than the ratio of medians when the machine's speed drifts between rounds."""
+    v = sorted((m[1] - o[1]) / o[1] * 100 for m, o in zip(times[mode], times["off"],
+                                                         strict=True))
+    return f"{statistics.median(v):+.1f}% ({v[0]:+.1f}..{v[-1]:+.1f})"
 
 
 def main() -> None:
@@ -153,10 +165,12 @@ def main() -> None:
     print(f"load average {os.getloadavg()[0]:.2f} (before)")
     with tempfile.TemporaryDirectory() as tmp:
         client = Client(database_url=f"sqlite:///{tmp}/bench.db")
-        result = asyncio.run(main_async(args.calls, args.rounds, client))
+        times = asyncio.run(main_async(args.calls, args.rounds, client))
         client.flush()
         client.close()
     print(f"load average {os.getloadavg()[0]:.2f} (after)")
+    result = {m: tuple(statistics.median(x[i] for x in v) for i in range(4))
+              for m, v in times.items()}
     for i, what in enumerate(("wall", "process cpu", "agent-thread cpu",
                               "process cpu without the store's fold")):
         off, idle, sdk, spans, assay = (result[m][i]
@@ -169,6 +183,10 @@ def main() -> None:
               f"{cost / own:.1%} of Upsonic's own {own * 1e3:.2f} ms (goal <= {GOAL:.0%}); "
               f"through Upsonic's instrumentation (spans) {via_spans * 1e3:.3f} ms = "
               f"{via_spans / own:.1%}")
+    print(f"process cpu paired by round, over off, median (range): assay "
+          f"{paired(times, 'assay')}, spans {paired(times, 'spans')}, sdk "
+          f"{paired(times, 'sdk')}, idle {paired(times, 'idle')} (per answer = per step)")
+
 
 if __name__ == "__main__":
     main()

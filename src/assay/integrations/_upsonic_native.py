@@ -125,8 +125,11 @@ def _make_classes() -> tuple[Any, Any]:
             parent = _parent()
             if parent is None:
                 return None
-            _, prepared = self.wrapped.prepare_request(settings, parameters)
-            return fast_child(parent, self.model_name, "llm", _messages(messages, prepared))
+            if getattr(parameters, "output_object", None) is not None:
+                # instructions for prompted structured output come from the prepared request
+                # (the model's own preparation, which its request repeats: only when needed)
+                _, parameters = self.wrapped.prepare_request(settings, parameters)
+            return fast_child(parent, self.model_name, "llm", _messages(messages, parameters))
 
         async def request(self, messages: Any, model_settings: Any,
                           model_request_parameters: Any) -> Any:
