@@ -1,10 +1,11 @@
 """What assay's capture of a real framework costs per llm/tool step (issue 21).
 
-    .venv/bin/python bench/frameworks.py [--calls 40] [--rounds 5] [--only langgraph,openai-agents]
-        [--same-tokens]
+    .venv/bin/python bench/frameworks.py [--calls 40] [--rounds 5]
+        [--only langgraph,openai-agents,pydantic-ai] [--same-tokens]
 
 Each framework's real agent (a LangGraph ReAct agent on ``ChatOpenAI``; an OpenAI Agents SDK
-``Agent`` on ``OpenAIChatCompletionsModel``) answers one tool-using question against the bundled
+``Agent`` on ``OpenAIChatCompletionsModel``; a pydantic-ai ``Agent`` on its
+``OpenAIChatModel``) answers one tool-using question against the bundled
 scripted model on 127.0.0.1: two llm calls and one tool call per answer, three steps. Measured,
 in turn (the order turning round by round) for ``--rounds`` rounds of ``--calls`` answers
 each (medians reported):
@@ -14,9 +15,13 @@ each (medians reported):
 - ``sdk``: the framework's own tracing machinery on, recording nothing: LangGraph with a no-op
   callback handler (LangChain then makes a run manager and dispatches every step's events, as
   for any tracer), the Agents SDK with its tracing on (assay's processor registered, no assay
-  run current): what the framework itself spends once anything listens;
+  run current): what the framework itself spends once anything listens; pydantic-ai: the agent
+  with assay's instrumentation installed, no assay run current;
+- ``spans`` (pydantic-ai only): the agent called directly inside an assay run, as a plain
+  function calls it: through pydantic-ai's OpenTelemetry instrumentation;
 - ``assay``: inside an assay run (``trace(...)``, a fresh SQLite store, the background writer
-  storing every run): every step becomes a run through the framework's own hooks.
+  storing every run): every step becomes a run through the framework's own hooks (pydantic-ai:
+  run by assay's adapter, as ``evaluate(agent)`` runs it, through assay's run capability).
 
 Per step = (assay - off) / steps (and (assay - sdk) / steps: assay's part of it), against the
 framework's own time per step (off / steps),
@@ -106,9 +111,9 @@ def langgraph_agent(base_url: str) -> Any:
 
     noop: RunnableConfig = {"callbacks": [Noop()]}
 
-    async def run(sdk: bool = False, k: int = 0) -> Any:
+    async def run(mode: str = "off", k: int = 0) -> Any:
         return await agent.ainvoke({"messages": [("user", question(k))]},
-                                   noop if sdk else None)
+                                   noop if mode == "sdk" else None)
 
     run.graph = agent  # type: ignore[attr-defined]  # (the replay records its events)
     return run
@@ -124,8 +129,41 @@ def agents_sdk_agent(base_url: str) -> Any:
     agent = Agent(name="geo", instructions="Answer with the tool's figure.",
                   tools=[function_tool(lookup_city)], model=model)
 
-    async def run(sdk: bool = False, k: int = 0) -> Any:
+    async def run(mode: str = "off", k: int = 0) -> Any:
         return await Runner.run(agent, question(k))
+
+    return run
+
+
+def pydantic_ai_agent(base_url: str) -> Any:
+    """pydantic-ai: ``off`` is an agent with ``instrument = False``; ``sdk`` the agent with
+    assay's instrumentation, no assay run current (its sampler drops every span: what an
+    instrumented agent costs outside assay); ``spans`` that agent called directly inside an
+    assay run (a plain function's call: pydantic-ai's instrumentation into assay's span
+    processor); ``assay`` the agent run by assay's adapter, as ``evaluate(agent)`` runs it
+    (assay's run-level capability, no OpenTelemetry)."""
+    from openai import AsyncOpenAI
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    from assay.integrations import require_adapter
+
+    def agent(instrument: bool | None) -> Any:
+        model = OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(
+            openai_client=AsyncOpenAI(base_url=base_url, api_key="scripted", max_retries=0)))
+        made = Agent(model, name="geo", instructions="Answer with the tool's figure.")
+        made.instrument = instrument  # False: off whatever the default; None: the default
+        made.tool_plain(lookup_city)
+        return made
+
+    plain, traced = agent(False), agent(None)
+    adapter = require_adapter(traced)
+
+    async def run(mode: str = "off", k: int = 0) -> Any:
+        if mode == "assay":
+            return await adapter.arun(question(k))
+        return await (plain if mode == "off" else traced).run(question(k))
 
     return run
 
@@ -149,7 +187,7 @@ def _thread_cpu() -> dict[str, float]:
 BY_THREAD: dict[str, dict[str, list[float]]] = {}  # framework -> thread -> CPU s per answer
 
 
-async def _batch(run: Any, calls: int, client: Client | None, sdk: bool,
+async def _batch(run: Any, calls: int, client: Client | None, mode: str,
                  threads: dict[str, list[float]] | None = None,
                  first: int = 0) -> tuple[float, float, float]:
     """(wall, CPU, CPU without the store's fold) seconds per answer over ``calls`` answers
@@ -162,10 +200,10 @@ async def _batch(run: Any, calls: int, client: Client | None, sdk: bool,
     start, cpu = time.perf_counter(), time.process_time()
     for k in range(first, first + calls):
         if client is None:
-            await run(sdk, k)
+            await run(mode, k)
         else:
             async with trace("example", client=client, enabled=True):
-                await run(False, k)
+                await run(mode, k)
     fold = 0.0
     if client is not None:
         # the writer's and the fold's work are part of the cost: both timed, the fold of
@@ -195,18 +233,21 @@ async def measure(name: str, run: Any, modes: list[str], calls: int, rounds: int
                   client: Client) -> dict[str, tuple[float, float, float]]:
     per: dict[str, list[tuple[float, float, float]]] = {m: [] for m in modes}
     spare = rounds * calls  # questions no measured answer asks
-    for k in range(3):  # warm up: connections, imports, caches
-        await run(False, spare + k)
-    async with trace("warmup", client=client, enabled=True):
-        await run(False, spare + 3)
+    for k in range(3):  # warm up: connections, imports, caches, each mode's agent
+        for mode in modes:
+            if mode in ("assay", "spans"):
+                async with trace("warmup", client=client, enabled=True):
+                    await run(mode, spare + k)
+            else:
+                await run(mode, spare + k)
     for r in range(rounds):
         # each mode of a round asks the same questions; the order turns round by round, so no
         # mode always runs first (after the previous round's store work) or last
         for mode in modes[r % len(modes):] + modes[:r % len(modes)]:
             if name == "openai-agents":
                 _set_sdk_tracing(mode == "off")
-            per[mode].append(await _batch(run, calls, client if mode == "assay" else None,
-                                          mode == "sdk",
+            per[mode].append(await _batch(run, calls,
+                                          client if mode in ("assay", "spans") else None, mode,
                                           BY_THREAD.setdefault(f"{name} {mode}", {}),
                                           first=r * calls))
     if name == "openai-agents":
@@ -413,7 +454,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--calls", type=int, default=40, help="answers per batch")
     ap.add_argument("--rounds", type=int, default=5, help="batches per mode (median)")
-    ap.add_argument("--only", default="langgraph,openai-agents")
+    ap.add_argument("--only", default="langgraph,openai-agents,pydantic-ai")
     ap.add_argument("--same-tokens", action="store_true",
                     help="every answer the same question (so the same token counts, and the "
                          "price of each llm call a cache hit); by default each answer of a "
@@ -447,6 +488,12 @@ def main() -> None:
             r = asyncio.run(measure("openai-agents", run, ["off", "sdk", "assay"], args.calls,
                                     args.rounds, client))
             rows.append(("openai-agents", r, replay_agents_sdk(2000, client)))
+        if "pydantic-ai" in wanted:
+            instrument("pydantic-ai")
+            run = pydantic_ai_agent(base_url)
+            r = asyncio.run(measure("pydantic-ai", run, ["off", "sdk", "spans", "assay"],
+                                    args.calls, args.rounds, client))
+            rows.append(("pydantic-ai", r, None))
     print(f"\nper step, median of {args.rounds} rounds ({STEPS} steps per answer); cpu* = CPU "
           "without the store's fold of the journal (settle + assay-fold thread), for the "
           "capture's own part; the goal is judged on wall and cpu (end to end):")
@@ -460,7 +507,15 @@ def main() -> None:
                   f"{on * 1e3:>7.3f}ms {(on - off) * 1e6:>7.0f}us {ratio * 100:>6.2f}% "
                   f"{(on - sdk) / off * 100:>8.2f}%  {'met' if ratio <= GOAL else 'NOT met'}"
                   + (" (goal <= 5%)" if i < 2 else " (the store's fold left out)"))
+        if "spans" in r:
+            for i, clock in enumerate(("wall", "cpu", "cpu*")):
+                off, spans = r["off"][i] / STEPS, r["spans"][i] / STEPS
+                print(f"{name:<14} {clock:<5} through its OpenTelemetry instrumentation (a plain "
+                      f"function's call): {spans * 1e3:.3f}ms, {(spans - off) * 1e6:.0f}us = "
+                      f"{(spans - off) / off * 100:.2f}%")
         print(paired(name))
+        if alone is None:
+            continue
         print(f"{name:<14} hooks alone (replayed events, no framework): {alone[0]:.1f} us/step "
               f"on the agent's thread, {alone[1]:.1f} us/step CPU with the writer's and the "
               "store's share "

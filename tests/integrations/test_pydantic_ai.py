@@ -1,8 +1,9 @@
 """pydantic-ai as it is: the real Agent (OpenAI provider) against the scripted model server.
 
 The agent object goes straight into the three evaluators and into ``evaluate()``; its model and
-tool calls become llm and tool runs under each example's root through pydantic-ai's own
-OpenTelemetry instrumentation, which assay installs (no processor set up by the user).
+tool calls become llm and tool runs under each example's root, through assay's run-level
+capability when assay runs the agent and through pydantic-ai's own OpenTelemetry
+instrumentation (which assay installs) when a plain function does; no set-up by the user.
 """
 
 from __future__ import annotations
@@ -187,3 +188,69 @@ def test_spans_are_recorded_only_under_an_assay_run(model: ScriptedModelServer,
     root = _tree(db, outer)
     names = [r.name for r in _walk(root)]
     assert names[:2] == ["outer", "inside"] and "get_weather" in names
+
+
+def _shape(root: Run) -> str:
+    """The runs under an example's root, as compared across capture paths: the model's tool
+    call ids (fresh each call) left out, and of an error its first line (the traceback's
+    frames above the tool differ by path)."""
+    import re
+
+    return re.sub(r"call_[0-9a-f]+", "call_", repr([
+        (r.name, r.run_type, r.inputs, r.outputs, r.prompt_tokens, r.completion_tokens,
+         r.total_cost, (r.error or "").split("\n")[0]) for r in _walk(root)[1:]]))
+
+
+def test_runs_assay_makes_skip_pydantic_ais_instrumentation(model: ScriptedModelServer,
+                                                            db: Client) -> None:
+    """evaluate(agent) runs the agent with assay's capability in place of pydantic-ai's own
+    OpenTelemetry instrumentation (which costs its agents a quarter of their CPU); a plain
+    function calling the same agent goes through that instrumentation (the span path). Both
+    store the same runs, field for field; only the span path carries OTel metadata."""
+    agent = make_pydantic_agent(model.base_url, failing_tool=True)
+
+    async def plain(inputs: dict[str, Any]) -> dict[str, Any]:
+        return {"output": (await agent.run(inputs["question"])).output}
+
+    shapes = {}
+    for path, target in (("native", agent), ("spans", plain)):
+        rows = list(evaluate(target, data=_data(["Paris", "Atlantis"]), client=db))
+        roots = [_tree(db, r["run"]) for r in rows]
+        agent_run = roots[0].child_runs[0]
+        otel = [k for r in _walk(roots[0])[1:] for k in r.metadata if k.startswith("otel_")]
+        assert bool(otel) is (path == "spans"), path
+        assert agent_run.name == "invoke_agent weather"
+        assert [r.run_type for r in _walk(agent_run)] == ["chain", "llm", "tool", "llm"]
+        assert "no weather station in Atlantis" in (roots[1].error or "")
+        shapes[path] = [_shape(root) for root in roots]
+        first_llm = _walk(agent_run)[1]
+        assert first_llm.inputs["system"] == [{"type": "text",
+                                               "content": "Answer with the tool's result."}]
+    assert shapes["native"] == shapes["spans"]
+    assert "RuntimeError: no weather station in Atlantis" in shapes["native"][1]
+
+
+def test_an_agent_with_its_own_instrumentation_keeps_it(model: ScriptedModelServer,
+                                                        db: Client) -> None:
+    """An agent instrumented by its user (``agent.instrument = settings``) is run as it is: its
+    spans still go to the user's exporter, never replaced by assay's capability."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+
+    from assay.integrations import _pydantic_ai
+    from assay.integrations._pydantic_ai_native import capture_for
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    agent = make_pydantic_agent(model.base_url)
+    adapter_for(agent)  # assay's global instrumentation installed
+    assert capture_for(agent, _pydantic_ai._settings) is not None  # a plain agent: assay's
+    agent.instrument = InstrumentationSettings(tracer_provider=provider)
+    assert capture_for(agent, _pydantic_ai._settings) is None
+    (row,) = list(evaluate(agent, data=_data(["Rome"]), client=db))
+    assert row["run"].outputs == {"output": "Answer: sunny in Rome"}
+    names = [s.name for s in exporter.get_finished_spans()]
+    assert "invoke_agent weather" in names and any(n.startswith("chat ") for n in names)

@@ -1,5 +1,9 @@
-"""pydantic-ai: an ``Agent`` evaluated as it is, its model and tool calls traced through its own
-OpenTelemetry instrumentation.
+"""pydantic-ai: an ``Agent`` evaluated as it is, its model and tool calls traced.
+
+Runs assay makes (the adapter) are traced through a run-level capability with pydantic-ai's
+instrumentation off for them (``_pydantic_ai_native``: a quarter of the cost). Everything else
+(a plain function calling an agent) goes through pydantic-ai's own OpenTelemetry
+instrumentation, as follows.
 
 pydantic-ai already emits GenAI semantic-convention spans (``chat`` with tokens and model,
 ``execute_tool`` with arguments and result, the agent run around them). ``instrument()`` points
@@ -128,7 +132,12 @@ class PydanticAIAdapter:
     async def arun(self, query: Any) -> Any:
         # a list is pydantic-ai's own prompt form (text and binary parts): passed as is
         prompt = query if isinstance(query, (list, tuple)) else query_text(query)
-        return await self.agent.run(prompt)
+        from ._pydantic_ai_native import capture_for
+
+        capture = capture_for(self.agent, _settings)  # no OpenTelemetry work for this run
+        if capture is None:
+            return await self.agent.run(prompt)
+        return await self.agent.run(prompt, capabilities=[capture])
 
     def output_text(self, result: Any) -> str:
         return _text(getattr(result, "output", result))

@@ -1,0 +1,190 @@
+"""pydantic-ai agents that assay runs, traced through a capability instead of OpenTelemetry.
+
+pydantic-ai's instrumentation (its ``Instrumentation`` capability, which ``instrument_all``
+injects into every run) costs its agents ~13% of their CPU with nothing recording and ~23% once
+its spans record (messages and parameters serialized as span attributes, the cache-health
+bookkeeping), before assay's span processor sees a span (bench/README.md). A run assay makes
+itself (the adapter: ``evaluate(agent)``, the evaluators) passes ``AssayCapture`` as a run-level
+capability instead: pydantic-ai's public hooks (``wrap_run``, ``wrap_model_request``,
+``wrap_tool_execute``) make the agent, llm and tool runs directly, with the fields the span path
+gives them (names, Upsonic-style GenAI message parts converted by pydantic-ai's own converter,
+tokens, model, provider, the tool's arguments, result and error).
+
+``AssayCapture`` is an ``Instrumentation`` subclass because pydantic-ai lets an explicit
+``Instrumentation`` given for a run replace the injected one: the run has no OpenTelemetry work
+at all. It is only given when the injected one would be assay's own (``instrument_all`` with
+assay's settings, the agent with no instrumentation of its own), so a user's own tracing is
+never replaced. A plain function that calls the agent is traced through the span path, as
+before.
+"""
+
+from __future__ import annotations
+
+import time
+from contextvars import ContextVar
+from typing import Any
+
+from .._json import jsonable
+from ..tracing._run_tree import RunTree, fast_child, format_error
+from ._registry import framework_parent, once
+
+__all__ = ["capture_for"]
+
+# the innermost agent run this path opened in this context (a delegate agent nests under it)
+_OPEN: ContextVar[RunTree | None] = ContextVar("assay_pydantic_ai_open", default=None)
+
+
+def _parent() -> RunTree | None:
+    run = _OPEN.get()
+    if run is not None and not run.ended:
+        return run
+    return framework_parent()
+
+
+def _make() -> tuple[Any, Any] | None:
+    """(the AssayCapture instance every run shares, pydantic-ai's Instrumentation class); None
+    for a pydantic-ai without capabilities (before 2.x): its runs keep the span path."""
+    from opentelemetry.trace import NoOpTracerProvider
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+
+    try:
+        from pydantic_ai.capabilities import AbstractCapability
+        from pydantic_ai.capabilities.instrumentation import Instrumentation
+    except ImportError:
+        return None
+
+    settings = InstrumentationSettings(tracer_provider=NoOpTracerProvider())
+    convert = settings.messages_to_otel_messages
+
+    span_capture: Any = None
+    try:  # the first streamed chunk's time (private; without it, no first token)
+        from pydantic_ai._instrumentation import model_response_span_capture as span_capture
+    except ImportError:  # pragma: no cover - a pydantic-ai without it
+        pass
+
+    def instructions(messages: Any, parameters: Any) -> Any:
+        try:
+            from pydantic_ai._instrumentation import get_instructions
+        except ImportError:  # pragma: no cover
+            return None
+        return get_instructions(messages, parameters)
+
+    class AssayCapture(Instrumentation):
+        """pydantic-ai's hooks -> assay runs (see the module docstring); stateless, so one
+        instance serves every run."""
+
+        # the rest of Instrumentation's hooks (output-function and tool-validation spans) as
+        # every capability has them: pass-throughs
+        on_tool_validate_error = AbstractCapability.on_tool_validate_error
+        wrap_output_process = AbstractCapability.wrap_output_process
+
+        async def for_run(self, ctx: Any) -> Any:
+            return self
+
+        async def wrap_run(self, ctx: Any, *, handler: Any) -> Any:
+            parent = _parent()
+            if parent is None:
+                return await handler()
+            name = getattr(getattr(ctx, "agent", None), "name", None) or "agent"
+            run = fast_child(parent, f"invoke_agent {name}", "chain", {})
+            outer = _OPEN.get()
+            _OPEN.set(run)
+            try:
+                result = await handler()
+            except BaseException as exc:
+                run.end(error=exc)
+                run.patch()
+                raise
+            finally:
+                _OPEN.set(outer)
+            output = getattr(result, "output", None)
+            run.outputs = {"output": jsonable(output)} if output is not None else None
+            run.end()
+            run.patch()
+            return result
+
+        async def wrap_model_request(self, ctx: Any, *, request_context: Any,
+                                     handler: Any) -> Any:
+            parent = _parent()
+            if parent is None:
+                return await handler(request_context)
+            model = request_context.model
+            inputs: dict[str, Any] = {}
+            text = instructions(request_context.messages,
+                                request_context.model_request_parameters)
+            if text:
+                inputs["system"] = [{"type": "text", "content": text}]
+            inputs["messages"] = jsonable(convert(request_context.messages))
+            run = fast_child(parent, f"chat {model.model_name}", "llm", inputs)
+            first: list[float] = []
+            start = time.time()
+            try:
+                if span_capture is not None and getattr(
+                        request_context, "streaming", False):
+                    with span_capture(
+                            request_context, lambda _r, ttfc: first.append(ttfc or 0.0)):
+                        response = await handler(request_context)
+                else:
+                    response = await handler(request_context)
+            except BaseException as exc:
+                run.end(error=exc)
+                run.patch()
+                raise
+            (out,) = convert([response])
+            run.outputs = {"messages": [jsonable(out)]}
+            usage = response.usage
+            run.set_usage(int(usage.input_tokens or 0), int(usage.output_tokens or 0),
+                          provider=str(response.provider_name or model.system).lower(),
+                          model=response.model_name or model.model_name)
+            if first and first[0] > 0:
+                run._mark_first_token(int((start + first[0]) * 1_000_000))
+            run.end()
+            run.patch()
+            return response
+
+        async def wrap_tool_execute(self, ctx: Any, *, call: Any, tool_def: Any, args: Any,
+                                    handler: Any) -> Any:
+            parent = _parent()
+            if parent is None:
+                return await handler(args)
+            run = fast_child(parent, call.tool_name, "tool", call.args_as_dict())
+            if call.tool_call_id:
+                run.metadata["tool_call_id"] = call.tool_call_id
+            try:
+                result = await handler(args)
+            except BaseException as exc:
+                run.error = format_error(exc)
+                run.end()
+                run.patch()
+                raise
+            run.outputs = {"output": jsonable(result)}
+            run.end()
+            run.patch()
+            return result
+
+    return AssayCapture(settings=settings), Instrumentation
+
+
+_made = once(_make)
+
+
+def capture_for(agent: Any, ours: Any) -> Any | None:
+    """The run-level capability that traces ``agent``'s run, or None when its runs would not be
+    instrumented by assay's own settings (``ours``): the agent's own ``instrument`` setting, an
+    ``Instrumentation`` capability of its own, or a global default that is not assay's."""
+    if ours is None or getattr(agent, "instrument", None) is not None:
+        return None
+    if getattr(type(agent), "_instrument_default", None) is not ours:
+        return None
+    made = _made()
+    if made is None:
+        return None
+    capture, instrumentation_cls = made
+    root = getattr(agent, "_root_capability", None)
+    if root is not None:
+        found: list[Any] = []
+        root.apply(lambda cap: found.append(cap) if isinstance(cap, instrumentation_cls)
+                   else None)
+        if found:
+            return None
+    return capture
