@@ -20,7 +20,6 @@ before.
 
 from __future__ import annotations
 
-import time
 from contextvars import ContextVar
 from typing import Any
 
@@ -56,18 +55,13 @@ def _make() -> tuple[Any, Any] | None:
     settings = InstrumentationSettings(tracer_provider=NoOpTracerProvider())
     convert = settings.messages_to_otel_messages
 
-    span_capture: Any = None
-    try:  # the first streamed chunk's time (private; without it, no first token)
-        from pydantic_ai._instrumentation import model_response_span_capture as span_capture
+    # a private helper of pydantic-ai's own instrumentation, optional: the request's
+    # instructions as its spans show them (without it, no "system" in an llm run's inputs)
+    instructions: Any = None
+    try:
+        from pydantic_ai._instrumentation import get_instructions as instructions
     except ImportError:  # pragma: no cover - a pydantic-ai without it
         pass
-
-    def instructions(messages: Any, parameters: Any) -> Any:
-        try:
-            from pydantic_ai._instrumentation import get_instructions
-        except ImportError:  # pragma: no cover
-            return None
-        return get_instructions(messages, parameters)
 
     class AssayCapture(Instrumentation):
         """pydantic-ai's hooks -> assay runs (see the module docstring); stateless, so one
@@ -111,21 +105,14 @@ def _make() -> tuple[Any, Any] | None:
             model = request_context.model
             inputs: dict[str, Any] = {}
             text = instructions(request_context.messages,
-                                request_context.model_request_parameters)
+                                request_context.model_request_parameters) \
+                if instructions is not None else None
             if text:
                 inputs["system"] = [{"type": "text", "content": text}]
             inputs["messages"] = jsonable(convert(request_context.messages))
             run = fast_child(parent, f"chat {model.model_name}", "llm", inputs)
-            first: list[float] = []
-            start = time.time()
-            try:
-                if span_capture is not None and getattr(
-                        request_context, "streaming", False):
-                    with span_capture(
-                            request_context, lambda _r, ttfc: first.append(ttfc or 0.0)):
-                        response = await handler(request_context)
-                else:
-                    response = await handler(request_context)
+            try:  # (the adapter's runs do not stream: no first token to mark)
+                response = await handler(request_context)
             except BaseException as exc:
                 run.end(error=exc)
                 run.patch()
@@ -136,8 +123,6 @@ def _make() -> tuple[Any, Any] | None:
             run.set_usage(int(usage.input_tokens or 0), int(usage.output_tokens or 0),
                           provider=str(response.provider_name or model.system).lower(),
                           model=response.model_name or model.model_name)
-            if first and first[0] > 0:
-                run._mark_first_token(int((start + first[0]) * 1_000_000))
             run.end()
             run.patch()
             return response
