@@ -37,6 +37,8 @@ os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")  # nothing leaves the 
 os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 
+from measures._common import paired as paired_share  # noqa: E402
+
 from assay.client import Client  # noqa: E402 - after the sys.path and env set-up above
 from assay.demo import ScriptedModelServer  # noqa: E402
 from assay.tracing import trace  # noqa: E402
@@ -117,10 +119,8 @@ def main() -> None:
         print(f"{what}: per kickoff ({STEPS} steps) off {off * 1e3:.2f} ms, assay "
               f"{on * 1e3:.2f} ms; capture per step {cost * 1e3:.3f} ms = {cost / own:.1%} of "
               f"CrewAI's own {own * 1e3:.2f} ms (goal <= {GOAL:.0%})")
-    v = sorted((a[1] - o[1]) / o[1] * 100 for a, o in zip(times["assay"], times["off"],
-                                                          strict=True))
-    print(f"process cpu paired by round: assay over off {statistics.median(v):+.1f}% "
-          f"({v[0]:+.1f}..{v[-1]:+.1f})")
+    print("process cpu paired by round: assay over off "
+          + paired_share([a[1] for a in times["assay"]], [o[1] for o in times["off"]]))
 
 
 if __name__ == "__main__":

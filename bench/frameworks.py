@@ -62,6 +62,8 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(_HERE, "..", "src"))
 os.environ.pop("OPENAI_API_KEY", None)  # nothing may be exported anywhere
 
+from measures._common import paired as paired_share  # noqa: E402
+
 from assay.client import Client  # noqa: E402 - after the sys.path set-up
 from assay.integrations import instrument  # noqa: E402
 from assay.tracing import trace  # noqa: E402
@@ -273,9 +275,8 @@ def paired(name: str) -> str:
 
     def over(mode: str, base: str) -> str:
         """CPU of ``mode`` over ``base``, each round, as a share of that round's ``off``."""
-        v = sorted((m[1] - b[1]) / o[1] * 100
-                   for m, b, o in zip(per[mode], per[base], per["off"], strict=True))
-        return f"{statistics.median(v):+.1f}% ({v[0]:+.1f}..{v[-1]:+.1f})"
+        return paired_share([m[1] for m in per[mode]], [b[1] for b in per[base]],
+                            [o[1] for o in per["off"]])
     return (f"{name:<14} cpu paired by round, median (range): assay over off "
             f"{over('assay', 'off')}, over sdk {over('assay', 'sdk')}; sdk over off "
             f"{over('sdk', 'off')}")

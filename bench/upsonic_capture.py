@@ -46,6 +46,8 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(_HERE, "..", "src"))
 os.environ.pop("OPENAI_API_KEY", None)
 
+from measures._common import paired as paired_share  # noqa: E402
+
 from assay.client import Client  # noqa: E402 - after the sys.path and env set-up above
 from assay.demo import ScriptedModelServer  # noqa: E402
 from assay.tracing import trace  # noqa: E402
@@ -152,9 +154,7 @@ def paired(times: dict[str, list[tuple[float, ...]]], mode: str) -> str:
     """``mode``'s process CPU over ``off``'s, round by round (the two ran minutes apart at
     most, on the same questions), as a share of that round's ``off``: median (range). Steadier
     than the ratio of medians when the machine's speed drifts between rounds."""
-    v = sorted((m[1] - o[1]) / o[1] * 100 for m, o in zip(times[mode], times["off"],
-                                                         strict=True))
-    return f"{statistics.median(v):+.1f}% ({v[0]:+.1f}..{v[-1]:+.1f})"
+    return paired_share([m[1] for m in times[mode]], [o[1] for o in times["off"]])
 
 
 def main() -> None:

@@ -89,6 +89,15 @@ def median(values: list[float]) -> float:
 
 
 
+def paired(values: list[float], bases: list[float], offs: list[float] | None = None) -> str:
+    """``values`` over ``bases`` round by round, as a share of that round's ``offs`` (``bases``
+    when not given): ``median% (min..max)``. The modes of a round ran minutes apart at most on
+    the same inputs, so pairing them counts a slow stretch of the machine once, where a ratio
+    of medians mixes rounds."""
+    v = sorted((m - b) / o * 100 for m, b, o in zip(values, bases, offs or bases, strict=True))
+    return f"{statistics.median(v):+.1f}% ({v[0]:+.1f}..{v[-1]:+.1f})"
+
+
 def loadavg() -> list[float]:
     try:
         return [round(x, 2) for x in os.getloadavg()]
