@@ -24,7 +24,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from .._json import jsonable
-from ..tracing._run_tree import RunTree, fast_child, format_error
+from ..tracing._run_tree import RunTree, fast_child
 from ._registry import framework_parent, once
 
 __all__ = ["capture_for"]
@@ -138,8 +138,7 @@ def _make() -> tuple[Any, Any] | None:
             try:
                 result = await handler(args)
             except BaseException as exc:
-                run.error = format_error(exc)
-                run.end()
+                run.end(error=exc)
                 run.patch()
                 raise
             run.outputs = {"output": jsonable(result)}
