@@ -25,19 +25,13 @@ from typing import Any
 
 from .._json import jsonable
 from ..tracing._run_tree import RunTree, fast_child
-from ._registry import framework_parent, once
+from ._native_runs import finish_llm, llm_inputs, parent_in
+from ._registry import once
 
 __all__ = ["capture_for"]
 
 # the innermost agent run this path opened in this context (a delegate agent nests under it)
 _OPEN: ContextVar[RunTree | None] = ContextVar("assay_pydantic_ai_open", default=None)
-
-
-def _parent() -> RunTree | None:
-    run = _OPEN.get()
-    if run is not None and not run.ended:
-        return run
-    return framework_parent()
 
 
 def _make() -> tuple[Any, Any] | None:
@@ -76,7 +70,7 @@ def _make() -> tuple[Any, Any] | None:
             return self
 
         async def wrap_run(self, ctx: Any, *, handler: Any) -> Any:
-            parent = _parent()
+            parent = parent_in(_OPEN)
             if parent is None:
                 return await handler()
             name = getattr(getattr(ctx, "agent", None), "name", None) or "agent"
@@ -93,43 +87,33 @@ def _make() -> tuple[Any, Any] | None:
                 _OPEN.set(outer)
             output = getattr(result, "output", None)
             run.outputs = {"output": jsonable(output)} if output is not None else None
-            run.end()
             run.patch()
             return result
 
         async def wrap_model_request(self, ctx: Any, *, request_context: Any,
                                      handler: Any) -> Any:
-            parent = _parent()
+            parent = parent_in(_OPEN)
             if parent is None:
                 return await handler(request_context)
-            model = request_context.model
-            inputs: dict[str, Any] = {}
-            text = instructions(request_context.messages,
-                                request_context.model_request_parameters) \
+            model, messages = request_context.model, request_context.messages
+            system = instructions(messages, request_context.model_request_parameters) \
                 if instructions is not None else None
-            if text:
-                inputs["system"] = [{"type": "text", "content": text}]
-            inputs["messages"] = jsonable(convert(request_context.messages))
-            run = fast_child(parent, f"chat {model.model_name}", "llm", inputs)
+            run = fast_child(parent, f"chat {model.model_name}", "llm",
+                             llm_inputs(convert, system, messages))
             try:  # (the adapter's runs do not stream: no first token to mark)
                 response = await handler(request_context)
             except BaseException as exc:
                 run.end(error=exc)
                 run.patch()
                 raise
-            (out,) = convert([response])
-            run.outputs = {"messages": [jsonable(out)]}
-            usage = response.usage
-            run.set_usage(int(usage.input_tokens or 0), int(usage.output_tokens or 0),
-                          provider=str(response.provider_name or model.system).lower(),
-                          model=response.model_name or model.model_name)
-            run.end()
+            finish_llm(run, convert, response, str(response.provider_name or model.system),
+                       response.model_name or model.model_name)
             run.patch()
             return response
 
         async def wrap_tool_execute(self, ctx: Any, *, call: Any, tool_def: Any, args: Any,
                                     handler: Any) -> Any:
-            parent = _parent()
+            parent = parent_in(_OPEN)
             if parent is None:
                 return await handler(args)
             run = fast_child(parent, call.tool_name, "tool", call.args_as_dict())
@@ -142,7 +126,6 @@ def _make() -> tuple[Any, Any] | None:
                 run.patch()
                 raise
             run.outputs = {"output": jsonable(result)}
-            run.end()
             run.patch()
             return result
 

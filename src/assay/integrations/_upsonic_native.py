@@ -28,22 +28,14 @@ from typing import Any
 
 from .._json import jsonable
 from ..tracing._run_tree import RunTree, fast_child, format_error
-from ._registry import framework_parent, once
+from ._native_runs import finish_llm, llm_inputs, parent_in
+from ._registry import once
 from ._upsonic_spans import _KEPT, _mark_root, _tool_failed
 
 __all__ = ["capture", "is_captured"]
 
 _NONE = nullcontext(None)
 _lock = threading.Lock()
-
-
-def _parent() -> RunTree | None:
-    """The run a new agent, llm or tool run hangs from: the innermost Upsonic run open in this
-    context, else the current assay run (None outside assay, or with the switch off)."""
-    kept = _KEPT.get()
-    if kept is not None and not kept.ended:
-        return kept
-    return framework_parent()
 
 
 def _make_converter() -> Any:
@@ -56,30 +48,9 @@ def _make_converter() -> Any:
 _converter = once(_make_converter)
 
 
-def _messages(messages: list[Any], parameters: Any) -> dict[str, Any]:
-    """An llm run's inputs as the span path stores them (Upsonic's GenAI message parts)."""
-    from upsonic.models import Model
-
-    inputs: dict[str, Any] = {}
-    instructions = Model._get_instructions(messages, parameters)
-    if instructions:
-        inputs["system"] = [{"type": "text", "content": instructions}]
-    inputs["messages"] = jsonable(_converter().messages_to_otel_messages(messages))
-    return inputs
-
-
 def _finish_llm(run: RunTree, model: Any, response: Any) -> None:
-    (out,) = _converter().messages_to_otel_messages([response])
-    run.outputs = {"messages": [jsonable(out)]}
-    usage = response.usage
-    run.set_usage(int(usage.input_tokens or 0), int(usage.output_tokens or 0),
-                  provider=str(model.system).lower(),
-                  model=response.model_name or model.model_name)
-    cached = getattr(usage, "cache_read_tokens", 0)
-    if cached:
-        run.metadata["usage_metadata"]["input_token_details"] = {"cache_read": cached}
-    if response.finish_reason is not None:
-        run.metadata["finish_reason"] = response.finish_reason
+    finish_llm(run, _converter().messages_to_otel_messages, response, str(model.system),
+               response.model_name or model.model_name)
 
 
 def _is_text(event: Any) -> bool:
@@ -90,6 +61,34 @@ def _is_text(event: Any) -> bool:
     delta = getattr(event, "delta", None)
     return getattr(delta, "part_delta_kind", None) == "text" and bool(
         getattr(delta, "content_delta", ""))
+
+
+class _Open:
+    """A run for a ``with`` block of Upsonic's (an agent run, current for its model and tool
+    calls; a tool call): ended and stored at the block's end, with its error. A failed tool's
+    error is carried to the trace's root (see ``_mark_root``)."""
+
+    __slots__ = ("_run", "_current", "_outer")
+
+    def __init__(self, run: RunTree, current: bool) -> None:
+        self._run, self._current = run, current
+        self._outer: RunTree | None = None
+
+    def __enter__(self) -> RunTree:
+        if self._current:
+            self._outer = _KEPT.get()
+            _KEPT.set(self._run)
+        return self._run
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+        run = self._run
+        if self._current:
+            _KEPT.set(self._outer)
+        if exc is not None and run.error is None:
+            run.end(error=exc)
+        if run.error and run.run_type == "tool":
+            _mark_root(run)
+        run.patch()
 
 
 class _TimedStream:
@@ -122,14 +121,18 @@ def _make_classes() -> tuple[Any, Any]:
         """The agent's model, each request an llm run under the agent's run."""
 
         def _start(self, messages: Any, settings: Any, parameters: Any) -> RunTree | None:
-            parent = _parent()
+            parent = parent_in(_KEPT)
             if parent is None:
                 return None
             if getattr(parameters, "output_object", None) is not None:
                 # instructions for prompted structured output come from the prepared request
                 # (the model's own preparation, which its request repeats: only when needed)
                 _, parameters = self.wrapped.prepare_request(settings, parameters)
-            return fast_child(parent, self.model_name, "llm", _messages(messages, parameters))
+            from upsonic.models import Model
+
+            inputs = llm_inputs(_converter().messages_to_otel_messages,
+                                Model._get_instructions(messages, parameters), messages)
+            return fast_child(parent, self.model_name, "llm", inputs)
 
         async def request(self, messages: Any, model_settings: Any,
                           model_request_parameters: Any) -> Any:
@@ -145,7 +148,6 @@ def _make_classes() -> tuple[Any, Any]:
                 run.patch()
                 raise
             _finish_llm(run, self.wrapped, response)
-            run.end()
             run.patch()
             return response
 
@@ -172,72 +174,6 @@ def _make_classes() -> tuple[Any, Any]:
                 _finish_llm(run, self.wrapped, stream.get())
             except Exception as exc:  # noqa: BLE001 - a stream we misread: keep the run
                 run.metadata["assay_capture_error"] = repr(exc)
-            run.end()
-            run.patch()
-
-    class _AgentRun:
-        """``agent.run``: a chain run named after the agent, current for its model and tools."""
-
-        __slots__ = ("_name", "_task", "_model", "_run", "_outer")
-
-        def __init__(self, name: str, task: str, model: str) -> None:
-            self._name, self._task, self._model = name, task, model
-            self._run: RunTree | None = None
-            self._outer: RunTree | None = None
-
-        def __enter__(self) -> RunTree | None:
-            parent = _parent()
-            if parent is None:
-                return None
-            run = fast_child(parent, self._name or "Agent", "chain",
-                             {"input": self._task} if self._task else {})
-            if self._model:
-                run.metadata["upsonic.agent.model"] = self._model
-            self._run, self._outer = run, _KEPT.get()
-            _KEPT.set(run)
-            return run
-
-        def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
-            run = self._run
-            if run is None:
-                return
-            _KEPT.set(self._outer)
-            if exc is not None and run.error is None:
-                run.error = format_error(exc)
-            run.end()
-            run.patch()
-
-    class _ToolRun:
-        """``tool.execute``: a tool run with the call's arguments."""
-
-        __slots__ = ("_name", "_call_id", "_args", "_run")
-
-        def __init__(self, name: str, call_id: str, args: Any) -> None:
-            self._name, self._call_id, self._args = name, call_id, args
-            self._run: RunTree | None = None
-
-        def __enter__(self) -> RunTree | None:
-            parent = _parent()
-            if parent is None:
-                return None
-            args = self._args
-            run = fast_child(parent, self._name, "tool",
-                             dict(args) if isinstance(args, Mapping) else
-                             ({"input": args} if args is not None else {}))
-            if self._call_id:
-                run.metadata["tool_call_id"] = self._call_id
-            self._run = run
-            return run
-
-        def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
-            run = self._run
-            if run is None:
-                return
-            if exc is not None and run.error is None:
-                run.error = format_error(exc)
-            if run.error:
-                _mark_root(run)
-            run.end()
             run.patch()
 
     class AssaySpans(AgentOTelManager):
@@ -256,15 +192,26 @@ def _make_classes() -> tuple[Any, Any]:
             agent = self._agent()
             if agent is not None and not isinstance(agent.model, AssayModel):
                 agent.model = AssayModel(agent.model)  # a model set or overridden since
-            if framework_parent() is None and _KEPT.get() is None:
+            parent = parent_in(_KEPT)
+            if parent is None:
                 return _NONE
-            return _AgentRun(name, task_description, model)
+            run = fast_child(parent, name or "Agent", "chain",
+                             {"input": task_description} if task_description else {})
+            if model:
+                run.metadata["upsonic.agent.model"] = model
+            return _Open(run, current=True)
 
         def tool_span(self, tool_name: str, tool_call_id: str,
                       tool_args: dict[str, Any] | None = None) -> Any:
-            if framework_parent() is None and _KEPT.get() is None:
+            parent = parent_in(_KEPT)
+            if parent is None:
                 return _NONE
-            return _ToolRun(tool_name, tool_call_id, tool_args)
+            run = fast_child(parent, tool_name, "tool",
+                             dict(tool_args) if isinstance(tool_args, Mapping) else
+                             ({"input": tool_args} if tool_args is not None else {}))
+            if tool_call_id:
+                run.metadata["tool_call_id"] = tool_call_id
+            return _Open(run, current=False)
 
         def set_tool_result(self, span: Any, execution_time: float, success: bool,
                             error: Exception | None = None, output: Any = None) -> None:
