@@ -38,6 +38,7 @@ os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 
 from measures._common import paired as paired_share  # noqa: E402
+from measures._common import turns  # noqa: E402
 
 from assay.client import Client  # noqa: E402 - after the sys.path and env set-up above
 from assay.demo import ScriptedModelServer  # noqa: E402
@@ -102,10 +103,8 @@ def main() -> None:
         for c in modes.values():  # warm up: imports, connections, caches
             batch(crew, 3, c)
         times: dict[str, list[tuple[float, float]]] = {m: [] for m in modes}
-        names = list(modes)
-        for r in range(args.rounds):  # the order turns round by round
-            for mode in names[r % len(names):] + names[:r % len(names)]:
-                times[mode].append(batch(crew, args.calls, modes[mode]))
+        for _, mode in turns(list(modes), args.rounds):
+            times[mode].append(batch(crew, args.calls, modes[mode]))
         kickoffs = (3 + args.rounds * args.calls)  # each one inside its own "answer" run
         kinds = [r.run_type for r in client.list_runs(project_name="bench-crewai")]
         print(f"stored per kickoff: {len(kinds) / kickoffs:.1f} runs ("

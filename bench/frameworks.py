@@ -63,6 +63,7 @@ sys.path.insert(0, os.path.join(_HERE, "..", "src"))
 os.environ.pop("OPENAI_API_KEY", None)  # nothing may be exported anywhere
 
 from measures._common import paired as paired_share  # noqa: E402
+from measures._common import turns  # noqa: E402
 
 from assay.client import Client  # noqa: E402 - after the sys.path set-up
 from assay.integrations import instrument  # noqa: E402
@@ -242,16 +243,13 @@ async def measure(name: str, run: Any, modes: list[str], calls: int, rounds: int
                     await run(mode, spare + k)
             else:
                 await run(mode, spare + k)
-    for r in range(rounds):
-        # each mode of a round asks the same questions; the order turns round by round, so no
-        # mode always runs first (after the previous round's store work) or last
-        for mode in modes[r % len(modes):] + modes[:r % len(modes)]:
-            if name == "openai-agents":
-                _set_sdk_tracing(mode == "off")
-            per[mode].append(await _batch(run, calls,
-                                          client if mode in ("assay", "spans") else None, mode,
-                                          BY_THREAD.setdefault(f"{name} {mode}", {}),
-                                          first=r * calls))
+    for r, mode in turns(modes, rounds):  # each mode of a round asks the same questions
+        if name == "openai-agents":
+            _set_sdk_tracing(mode == "off")
+        per[mode].append(await _batch(run, calls,
+                                      client if mode in ("assay", "spans") else None, mode,
+                                      BY_THREAD.setdefault(f"{name} {mode}", {}),
+                                      first=r * calls))
     if name == "openai-agents":
         _set_sdk_tracing(False)
     if name == "langgraph":

@@ -47,6 +47,7 @@ sys.path.insert(0, os.path.join(_HERE, "..", "src"))
 os.environ.pop("OPENAI_API_KEY", None)
 
 from measures._common import paired as paired_share  # noqa: E402
+from measures._common import turns  # noqa: E402
 
 from assay.client import Client  # noqa: E402 - after the sys.path and env set-up above
 from assay.demo import ScriptedModelServer  # noqa: E402
@@ -142,11 +143,9 @@ async def main_async(calls: int, rounds: int, client: Client
         for agent, c in modes.values():  # warm up: imports, connections, caches
             await batch(agent, task_cls, 3, c)
         times: dict[str, list[tuple[float, float, float, float]]] = {m: [] for m in modes}
-        names = list(modes)
-        for r in range(rounds):  # the order turns round by round: no mode always runs first
-            for mode in names[r % len(names):] + names[:r % len(names)]:
-                agent, c = modes[mode]
-                times[mode].append(await batch(agent, task_cls, calls, c))
+        for _, mode in turns(list(modes), rounds):
+            agent, c = modes[mode]
+            times[mode].append(await batch(agent, task_cls, calls, c))
         return times
 
 
