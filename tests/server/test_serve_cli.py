@@ -8,9 +8,11 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import httpx
+import pytest
 
 from ._wire import make_run
 
@@ -103,6 +105,133 @@ def test_assay_serve_no_auth_serves_the_default_workspace(tmp_path: Path) -> Non
         assert [d["name"] for d in httpx.get(f"{url}/datasets").json()] == ["mine"]
         page = httpx.get(f"{url}/")
         assert page.status_code == 200 and "mine" in page.text and "login" not in str(page.url)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def _children(pid: int) -> list[tuple[int, str]]:
+    """(pid, command line) of ``pid``'s child processes (Linux /proc)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+        if ppid == pid:
+            out.append((int(entry.name), cmd))
+    return out
+
+
+def _gone(pid: int, within: float) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return True
+        if state == "Z":  # exited, not yet reaped by its (dead) parent's successor
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _counts(db: str, session: str) -> tuple[int, int]:
+    """(journal rows, runs of ``session``) read straight from the database: an API read would
+    fold first."""
+    query = ("SELECT (SELECT count(*) FROM journal), (SELECT count(*) FROM runs r JOIN sessions "
+             "s ON s.id = r.session_id WHERE s.name = {})")
+    if db.startswith("postgresql"):
+        import psycopg
+
+        with psycopg.connect(db.replace("postgresql+psycopg://", "postgresql://")) as conn:
+            row = conn.execute(query.format("%s"), (session,)).fetchone()
+    else:
+        import sqlite3
+
+        conn = sqlite3.connect(db.removeprefix("sqlite:///"), timeout=30)
+        try:
+            row = conn.execute(query.format("?"), (session,)).fetchone()
+        finally:
+            conn.close()
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
+def _indexed_unread(db: str, session: str, n: int) -> None:
+    """Wait until the journal is empty and ``session`` holds ``n`` runs, reading nothing
+    through the store (whose reads fold)."""
+    deadline = time.monotonic() + 30
+    while _counts(db, session) != (0, n):
+        assert time.monotonic() < deadline, _counts(db, session)
+        time.sleep(0.05)
+
+
+def _serve_no_auth(db: str, *extra: str) -> tuple[subprocess.Popen[str], str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    port = _free_port()
+    proc = subprocess.Popen([*ASSAY, "serve", "--db", str(db), "--port", str(port), "--no-auth",
+                             "--log-level", "warning", *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    url = f"http://127.0.0.1:{port}"
+    _wait_until_up(proc, url)
+    return proc, url
+
+
+def _post_batch(url: str, n: int, session: str) -> None:
+    posts = [make_run(f"r{i}", session=session, end_time="2026-01-01T00:00:01Z")
+             for i in range(n)]
+    assert httpx.post(f"{url}/runs/batch", json={"post": posts}).status_code == 202
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_assay_serve_indexes_in_a_fold_process_of_its_own(
+        backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """A fold process beside the worker (PostgreSQL's default, SQLite's with ``--fold
+    process``) folds what ingest journals with no read asking for it; killed, reads still
+    fold; and it does not outlive a server killed with SIGKILL."""
+    db = (f"sqlite:///{tmp_path / 'served.db'}" if backend == "sqlite"
+          else request.getfixturevalue("pg_url"))
+    extra = ("--fold", "process") if backend == "sqlite" else ()
+    tag = uuid.uuid4().hex[:8]
+    proc, url = _serve_no_auth(db, *extra)
+    try:
+        folders = [(pid, cmd) for pid, cmd in _children(proc.pid) if "_fold_process" in cmd]
+        assert len(folders) == 1, _children(proc.pid)
+        folder = folders[0][0]
+        _post_batch(url, 50, f"by-the-fold-process-{tag}")
+        _indexed_unread(db, f"by-the-fold-process-{tag}", 50)
+
+        os.kill(folder, 9)  # the fold process dies: the server goes on, reads fold
+        assert _gone(folder, 10)
+        _post_batch(url, 30, f"after-it-{tag}")
+        stats = httpx.get(f"{url}/sessions", params={"name": f"after-it-{tag}",
+                                                     "include_stats": True}).json()[0]
+        assert stats["run_count"] == 30
+        assert _counts(db, f"after-it-{tag}") == (0, 30)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+    proc, url = _serve_no_auth(db, *extra)
+    folder = next(pid for pid, cmd in _children(proc.pid) if "_fold_process" in cmd)
+    proc.kill()  # no chance to stop its fold process: that one notices and exits
+    proc.wait(timeout=10)
+    assert _gone(folder, 10), "the fold process outlived its server"
+
+
+def test_assay_serve_on_sqlite_folds_in_a_thread_of_the_worker(tmp_path: Path) -> None:
+    """SQLite's default (``--fold auto``): no fold process; the worker's own folder thread
+    indexes, unasked."""
+    db = f"sqlite:///{tmp_path / 'served.db'}"
+    proc, url = _serve_no_auth(db)
+    try:
+        assert not [cmd for _, cmd in _children(proc.pid) if "_fold_process" in cmd]
+        _post_batch(url, 40, "by-the-thread")
+        _indexed_unread(db, "by-the-thread", 40)
     finally:
         proc.terminate()
         proc.wait(timeout=30)

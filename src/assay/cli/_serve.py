@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import os
 from typing import Annotated
 
@@ -10,6 +11,12 @@ import typer
 from ._common import DbOption, console, handle_errors
 
 __all__ = ["serve"]
+
+
+class FoldMode(enum.StrEnum):
+    auto = "auto"
+    process = "process"
+    thread = "thread"
 
 
 def serve(
@@ -27,6 +34,12 @@ def serve(
     no_auth: Annotated[bool, typer.Option(
         "--no-auth",
         help="Serve the default workspace without API keys (only on 127.0.0.1).")] = False,
+    fold: Annotated[FoldMode, typer.Option(
+        help="Who indexes what ingest journals: a process of its own beside the workers "
+             "(accepting and indexing on separate cores), or a thread in each worker; auto: "
+             "the process with PostgreSQL, the thread with SQLite (whose one write lock the "
+             "process would contend for).")
+    ] = FoldMode.auto,
 ) -> None:
     """Serve the store over HTTP for the official LangSmith SDKs and assay's remote Client.
 
@@ -52,6 +65,20 @@ def serve(
     os.environ["ASSAY_DATABASE_URL"] = url
     os.environ["ASSAY_MAX_BODY_BYTES"] = str(max_body_bytes)
     os.environ["ASSAY_SERVER_NO_AUTH"] = "1" if no_auth else ""
-    console.print(f"assay serving {shown} on http://{host}:{port} ({workers} worker(s))")
-    uvicorn.run("assay.server:app_from_env", factory=True, host=host, port=port,
-                workers=workers, log_level=log_level)
+    if fold is FoldMode.auto:
+        fold = FoldMode.process if url.startswith("postgresql") else FoldMode.thread
+    os.environ["ASSAY_SERVER_FOLD"] = fold.value
+    console.print(f"assay serving {shown} on http://{host}:{port} ({workers} worker(s), "
+                  f"fold: {fold.value})")
+    folder = None
+    if fold is FoldMode.process:
+        from ..server._fold_process import FoldProcess
+
+        folder = FoldProcess(url)
+        folder.start()
+    try:
+        uvicorn.run("assay.server:app_from_env", factory=True, host=host, port=port,
+                    workers=workers, log_level=log_level)
+    finally:
+        if folder is not None:
+            folder.stop()

@@ -6,14 +6,14 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
 from .. import __version__
 from .._gc import relaxed_gc
-from ..store import Store
+from ..store import Store, _background
 from ._body import BodyLimitMiddleware
 from ._deps import Settings
 from ._errors import install_error_handlers
@@ -54,6 +54,7 @@ def create_app(
     batch_size_limit: int = 100,
     auth: bool = True,
     max_attachment_bytes: int | None = None,
+    fold: Literal["thread", "process"] = "thread",
 ) -> FastAPI:
     """A LangSmith-compatible server over the store at ``store_url`` (or an open ``store``).
 
@@ -61,7 +62,12 @@ def create_app(
     requests get a 413 with a JSON error. ``auth=False`` (a one-person server on a laptop)
     serves the default workspace to every request without an API key.
     ``max_attachment_bytes`` caps one example or run attachment (413 naming it).
+    ``fold``: who indexes what ingest journals: a thread of this process (``_folder``), or
+    ``"process"``: a fold process beside the workers (``_fold_process``, which ``assay serve``
+    starts), so this one only accepts.
     """
+    if fold not in ("thread", "process"):
+        raise ValueError(f"fold must be 'thread' or 'process', not {fold!r}")
     if max_body_bytes < 1024:
         raise ValueError("max_body_bytes must be at least 1024")
     settings = Settings(max_body_bytes=max_body_bytes, batch_size_limit=batch_size_limit,
@@ -71,16 +77,20 @@ def create_app(
     base = store if store is not None else Store.open(store_url)
     if auth:
         _ = base.keys  # reads ASSAY_AUTH_CACHE_TTL: a bad value fails here, not per request
-    folder = Folder(base)
+    folder = Folder(base) if fold == "thread" else None
+    if folder is None:  # the fold process's: not the store's own background folder either
+        _background.claim(base.engine, _nothing)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        folder.start()  # ingest journals; this indexes soon after (reads never wait for it)
+        if folder is not None:
+            folder.start()  # ingest journals; this indexes soon after (reads never wait)
         try:
             with relaxed_gc(freeze=True):  # ingest allocates ~50 objects a run
                 yield
         finally:
-            folder.stop()
+            if folder is not None:
+                folder.stop()
 
     app = FastAPI(title="assay", version=__version__, docs_url="/docs", redoc_url=None,
                   openapi_url="/openapi.json", lifespan=lifespan)
@@ -140,6 +150,10 @@ def create_app(
     return app
 
 
+def _nothing() -> None:
+    """An append's hook when a fold process indexes the journal: it finds the rows itself."""
+
+
 def app_from_env() -> FastAPI:
     """Factory for ``uvicorn --factory`` / several workers: settings from ``ASSAY_*`` env vars."""
     limit = os.environ.get("ASSAY_MAX_BODY_BYTES")
@@ -147,4 +161,6 @@ def app_from_env() -> FastAPI:
     attach = os.environ.get("ASSAY_MAX_ATTACHMENT_BYTES")
     return create_app(os.environ.get("ASSAY_DATABASE_URL") or None,
                       max_body_bytes=int(limit) if limit else DEFAULT_MAX_BODY_BYTES,
-                      auth=not no_auth, max_attachment_bytes=int(attach) if attach else None)
+                      auth=not no_auth, max_attachment_bytes=int(attach) if attach else None,
+                      fold="process" if os.environ.get("ASSAY_SERVER_FOLD") == "process"
+                      else "thread")

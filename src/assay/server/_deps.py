@@ -78,12 +78,12 @@ Parts = Annotated[list[_body.Part], Depends(multipart_body)]
 StoreDep = Annotated[Store, Depends(tenant_store)]
 
 
-async def _folder(request: Request) -> Folder:
+async def _folder(request: Request) -> Folder | None:
     # async: a sync dependency costs every request a hop to the thread pool and back
-    return request.app.state.folder
+    return request.app.state.folder  # None: a fold process indexes (``_fold_process``)
 
 
-FolderDep = Annotated[Folder, Depends(_folder)]
+FolderDep = Annotated[Folder | None, Depends(_folder)]
 
 
 def json_query(value: str | None, name: str) -> dict[str, Any] | None:

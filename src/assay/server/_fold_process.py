@@ -1,0 +1,113 @@
+"""The team server's fold in a process of its own: accepting and indexing on separate cores.
+
+A worker that accepts requests and also folds them (``_folder.Folder``, a thread) spends one
+interpreter lock on both: every run it indexes is CPU its requests do not get, so on two cores
+the server indexed about half of what it accepted (bench/README.md, ingest). ``assay serve``
+therefore starts this process beside its workers (``--fold process``, the default): it folds
+the journal the workers append to, in its own interpreter, while they only accept. The
+workers then leave the journal to it (``create_app(fold="process")``: no folder thread, and
+the store's own background folder kept off their engine).
+
+The process knows nothing of the workers' requests, so it watches the journal: while rows
+wait it folds them, a few journal rows per transaction (SQLite: the workers' appends wait for
+the write lock meanwhile, so transactions stay short and a pause follows each; PostgreSQL's
+fold blocks no append, and folds more at once); when the journal is empty it probes it again
+after ``interval`` seconds (one indexed read). Folds stay serialized and transactional
+(``Journal.fold_some``), so a fold process killed midway leaves its rows for the next fold, and
+reads still fold what is left before they answer: nothing waits on this for correctness.
+
+It exits when asked (SIGTERM, SIGINT: after the transaction under way) or when the process
+that started it is gone (a server killed with SIGKILL leaves no folder behind).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+from types import FrameType
+
+__all__ = ["FoldProcess", "main"]
+
+log = logging.getLogger("assay.server")
+
+INTERVAL = 0.05  # seconds between probes of an empty journal
+ROWS_SQLITE = 2  # journal rows (a request's batch each) per fold transaction on SQLite
+ROWS_POSTGRESQL = 20
+PAUSE_SQLITE = 0.002  # seconds between SQLite fold transactions: waiting appends go first
+
+
+def fold_loop(url: str, stop: threading.Event, parent: int | None = None,
+              interval: float = INTERVAL) -> None:
+    """Fold ``url``'s journal until ``stop`` is set or ``parent`` (a pid) is gone."""
+    from ..store import Store, _background
+
+    with Store.open(url) as store:
+        # this process's own folds only: never the store's background thread as well
+        _background.claim(store.engine, lambda: None)
+        postgres = store.engine.dialect.name == "postgresql"
+        rows = ROWS_POSTGRESQL if postgres else ROWS_SQLITE
+        pause = 0.0 if postgres else PAUSE_SQLITE
+        journal = store.journal
+        while not stop.is_set():
+            if parent is not None and os.getppid() != parent:
+                return  # the server is gone
+            try:
+                if journal.backlog(1) == 0:
+                    stop.wait(interval)
+                    continue
+                while not stop.is_set() and journal.fold_some(rows)[1]:
+                    if pause:
+                        stop.wait(pause)
+            except Exception:  # e.g. the database is gone for a while: reads fold meanwhile
+                log.exception("assay server: the fold process failed to fold; retrying")
+                stop.wait(1.0)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m assay.server._fold_process URL PARENT_PID``."""
+    args = sys.argv[1:] if argv is None else argv
+    url, parent = args[0], int(args[1])
+    logging.basicConfig(level=logging.WARNING, format="assay fold: %(levelname)s %(message)s")
+    stop = threading.Event()
+
+    def _stop(_sig: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    fold_loop(url, stop, parent)
+
+
+class FoldProcess:
+    """The fold process of a server: started before the workers, stopped after them."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "assay.server._fold_process", self.url, str(os.getpid())],
+            stdin=subprocess.DEVNULL)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()  # the transaction under way ends first
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+
+if __name__ == "__main__":
+    main()
