@@ -512,10 +512,16 @@ def test_model_set_after_capture_is_traced(srv: ScriptedModelServer, agent: Agen
     assert [r.run_type for r in runs] == ["chain", "chain", "llm", "tool", "llm"]
 
 
-@pytest.mark.parametrize("built", ["before instrument()", "inside the target"])
+@pytest.mark.parametrize("built", ["before instrument()", "after instrument()",
+                                   "inside the target"])
 def test_plain_function_calling_an_agent_is_traced(srv: ScriptedModelServer, db: Client,
                                                    built: str) -> None:
+    """Built before assay came in: found among the live objects, traced from its own objects;
+    built after (a second experiment's agent, a test fixture's): noted at construction and
+    moved onto its own objects when the experiment starts; built inside the target: traced
+    through Upsonic's instrumentation for that experiment, moved at the next one."""
     from assay.integrations import _upsonic
+    from assay.integrations._upsonic_native import is_captured
 
     made: list[Agent] = []
     if built == "before instrument()":
@@ -524,6 +530,9 @@ def test_plain_function_calling_an_agent_is_traced(srv: ScriptedModelServer, db:
         made.append(Agent(_model(srv), name="prebuilt", tools=[lookup_city], instrument=False))
         assert made[0]._instrument_settings is None
     _upsonic.instrument()  # what evaluate() does once for every framework already imported
+    if built == "after instrument()":
+        made.append(Agent(_model(srv), name="prebuilt", tools=[lookup_city]))
+        assert not is_captured(made[0])  # Upsonic's instrumentation, until evaluate() starts
 
     async def target(inputs: dict[str, Any]) -> dict[str, Any]:
         if not made:  # built after instrument(): Upsonic's instrumentation (the span path)
@@ -532,14 +541,67 @@ def test_plain_function_calling_an_agent_is_traced(srv: ScriptedModelServer, db:
         await made[0].do_async(task)
         return {"answer": task.response}
 
-    results = evaluate(target, data=_dataset(db, ["Madrid"]), client=db,
-                       evaluators=[assay_evals.ReliabilityEvaluator(None)])
-    (row,) = list(results)
-    runs = _tree(db, row)
-    assert [r.name for r in runs if r.run_type == "chain"][1:] == ["prebuilt"]
-    assert [r.inputs for r in runs if r.run_type == "tool"] == [{"city": "Madrid"}]
-    assert sum(r.run_type == "llm" and r.prompt_tokens > 0 for r in runs) == 2
-    assert {r.key: r.score for r in row["evaluation_results"]["results"]} == {"reliability": 1.0}
+    for city in ("Madrid", "Quito"):  # the second experiment: the same agent, moved if not yet
+        results = evaluate(target, data=_dataset(db, [city]), client=db,
+                           evaluators=[assay_evals.ReliabilityEvaluator(None)])
+        assert is_captured(made[0]) is (built != "inside the target" or city == "Quito")
+        (row,) = list(results)
+        runs = _tree(db, row)
+        assert [r.name for r in runs if r.run_type == "chain"][1:] == ["prebuilt"]
+        assert [r.inputs for r in runs if r.run_type == "tool"] == [{"city": city}]
+        assert sum(r.run_type == "llm" and r.prompt_tokens > 0 for r in runs) == 2
+        assert all(r.parent_run_id == runs[1].id for r in runs[2:])
+        assert {r.key: r.score for r in row["evaluation_results"]["results"]} == {
+            "reliability": 1.0}
+
+
+def test_an_agent_moved_mid_run_ends_that_run_through_its_spans(srv: ScriptedModelServer,
+                                                                 db: Client) -> None:
+    """``adopt`` while an agent built on the span path is inside a run (another thread's
+    experiment): that run keeps its agent run's output and its tool run; the next run is
+    traced from the agent's own objects, with the same runs."""
+    import threading
+
+    from assay.integrations import _upsonic
+    from assay.integrations._upsonic_native import is_captured
+
+    entered, release = threading.Event(), threading.Event()
+
+    @tool(max_retries=0)
+    def slow_lookup(city: str) -> str:
+        """The population of a city."""
+        entered.set()
+        assert release.wait(30)
+        return population(city)
+
+    _upsonic.instrument()
+    agent = Agent(_model(srv), name="mover", tools=[slow_lookup])
+    assert not is_captured(agent)
+    from assay.tracing import trace
+
+    roots: list[Any] = []
+
+    async def twice() -> None:  # one loop: the agent's HTTP client belongs to it
+        for _ in range(2):
+            async with trace("one", client=db, enabled=True) as root:
+                await agent.do_async(Task("How many people live in Lima? Use slow_lookup"))
+            roots.append(root)
+
+    worker = threading.Thread(target=asyncio.run, args=(twice(),))
+    worker.start()
+    assert entered.wait(30)  # the first run is inside its tool call
+    _upsonic.adopt()
+    assert is_captured(agent)
+    release.set()
+    worker.join(30)
+    assert len(roots) == 2
+    db.flush()
+    for root in roots:
+        runs = flat_runs(db.read_run(root.id, load_child_runs=True))
+        assert [r.run_type for r in runs] == ["chain", "chain", "llm", "tool", "llm"]
+        assert f"Lima has {CITIES['Lima']} people" in str(runs[1].outputs["output"])
+        assert runs[3].name == "slow_lookup" and runs[3].inputs == {"city": "Lima"}
+        assert all(r.parent_run_id == runs[1].id for r in runs[2:])
 
 
 def test_upsonic_judge_inside_evaluate(agent: Agent, judge: Agent, db: Client) -> None:

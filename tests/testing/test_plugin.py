@@ -243,3 +243,35 @@ def test_the_gate_fails_a_session_on_a_significant_regression(pytester: pytest.P
     assert lenient.ret == 0
     lenient.stdout.fnmatch_lines([f"*against {baseline.name}:*",
                                   "*significant regressions (not failing the session)*"])
+
+
+UPSONIC_SUITE = '''
+import pytest
+from openai import AsyncOpenAI
+from upsonic import Agent
+from upsonic.models.openai import OpenAIChatModel
+from upsonic.providers.openai import OpenAIProvider
+
+from assay.integrations._upsonic_native import is_captured
+
+
+@pytest.fixture
+def agent():  # built before each test runs: the second one after assay instrumented Upsonic
+    client = AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key="unused")
+    return Agent(OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(openai_client=client)))
+
+
+@pytest.mark.assay(test_suite_name="upsonic-suite")
+@pytest.mark.parametrize("n", [1, 2])
+def test_agent_is_traced_from_its_own_objects(agent, n):
+    assert is_captured(agent)
+'''
+
+
+def test_assay_tests_move_fixture_built_upsonic_agents_off_upsonics_instrumentation(
+        pytester: pytest.Pytester, db: Path) -> None:
+    """An Upsonic agent a fixture builds after assay instrumented Upsonic (the second test) is
+    traced from its own objects by the time the test runs, not through Upsonic's spans."""
+    pytest.importorskip("upsonic", reason="needs assay[upsonic]")
+    pytester.makepyfile(test_upsonic_suite=UPSONIC_SUITE)
+    run(pytester).assert_outcomes(passed=2)

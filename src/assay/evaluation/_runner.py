@@ -27,6 +27,7 @@ from ..errors import InvalidInputError
 from ..integrations._registry import (
     AgentAdapter,
     adapter_for,
+    adopt_built,
     instrument_loaded,
     supported_kinds,
 )
@@ -66,6 +67,7 @@ def adapt_target(target: Any) -> Target:
     if target is None:
         raise InvalidInputError("evaluate() needs a target: a function of the example's inputs")
     instrument_loaded()
+    adopt_built()  # agents built since the last experiment: the cheaper capture
     adapter = adapter_for(target)
     if adapter is not None:
         return _adapter_target(adapter)

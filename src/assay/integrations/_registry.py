@@ -37,6 +37,7 @@ __all__ = [
     "AgentAdapter",
     "Integration",
     "adapter_for",
+    "adopt_built",
     "framework_of",
     "framework_parent",
     "framework_tracing_enabled",
@@ -320,6 +321,20 @@ def instrument(name: str) -> bool:
             return False
         _instrumented.add(name)
         return True
+
+
+def adopt_built() -> None:
+    """Give agents built since their framework was instrumented the cheapest capture assay has
+    for them (each framework module's optional ``adopt``: Upsonic's agents move from its
+    OpenTelemetry onto their own objects). Called where no agent is expected mid-run: when
+    ``evaluate()``, an evaluator or an assay test starts, not per call."""
+    for name in list(_instrumented):
+        hook = getattr(_impls.get(name), "adopt", None)
+        if hook is not None:
+            try:
+                hook()
+            except Exception:  # noqa: BLE001 - they stay on the capture they have
+                log.warning("assay could not adopt new %s agents", name, exc_info=True)
 
 
 def instrument_loaded() -> None:

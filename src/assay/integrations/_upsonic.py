@@ -12,10 +12,13 @@ alive when it instruments Upsonic is traced from its own objects (``_upsonic_nat
 wrapped, its span hooks assay's, Upsonic's OpenTelemetry instrumentation off (it costs Upsonic's
 agents ~25% of their CPU once its spans record). Agents built later and never handed to assay
 (a plain function's agent) can only be reached at construction, through Upsonic's global
-instrumentation setting: assay's ``InstrumentationSettings``, whose span processor
-(``_upsonic_spans``) turns their agent, chat and tool spans into the same chain, llm and tool
-runs. An agent with instrumentation of its own is left alone. With no assay run current, or the
-switch off, neither path records anything.
+instrumentation setting: assay installs it as ``_NewAgents``, which each such agent reads once in
+its constructor, and which answers assay's ``InstrumentationSettings`` (whose span processor,
+``_upsonic_spans``, turns their agent, chat and tool spans into the same chain, llm and tool
+runs) and notes the agent. The next ``evaluate()`` or evaluator to start moves the agents noted
+since onto their own objects (``adopt``): only an agent built and run inside one experiment
+stays on the span path. An agent with instrumentation of its own is left alone. With no assay
+run current, or the switch off, neither path records anything.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import copy
+import functools
 import gc
 import json
 import threading
@@ -39,8 +43,8 @@ if TYPE_CHECKING:
     from ..evals._models import ToolCall
     from ..llm import JudgeOptions
 
-__all__ = ["UpsonicAdapter", "UpsonicGraphRun", "UpsonicJudge", "adapt", "instrument", "judge",
-           "query_text", "tool_calls"]
+__all__ = ["UpsonicAdapter", "UpsonicGraphRun", "UpsonicJudge", "adapt", "adopt", "instrument",
+           "judge", "query_text", "tool_calls"]
 
 _FEATURE = "Upsonic agents"
 _settings: Any = None
@@ -91,13 +95,65 @@ def instrument() -> None:
     agent_cls = _classes()[0]
     settings = _instrumentation()
     if getattr(agent_cls, "_global_tracing_provider", None) is None:
-        agent_cls.instrument_all(settings)
+        # stored as the class attribute every agent built from now on reads (see _NewAgents)
+        agent_cls.instrument_all(_NewAgents(settings))
     for obj in gc.get_objects():  # once per process, ~1 µs per live object
         try:
             if isinstance(obj, agent_cls):
                 _ensure_traced(obj)
         except Exception:  # noqa: BLE001, S112 - a half-built or odd object: leave it untraced
             continue
+
+
+# agents built since instrument() on the span path, noted at construction: id -> weak reference
+_born: dict[int, weakref.ref[Any]] = {}
+_born_lock = threading.Lock()
+
+
+def _forget(key: int, ref: weakref.ref[Any]) -> None:
+    with _born_lock:
+        if _born.get(key) is ref:  # not a newer agent that got the same id
+            del _born[key]
+
+
+class _NewAgents:
+    """Upsonic's global instrumentation setting as assay installs it (``instrument_all``
+    stores any object as the ``Agent`` class attribute ``_global_tracing_provider``). Only an
+    agent built without instrumentation of its own reads it, once, in its constructor: that
+    agent gets assay's settings (the span path) and is noted, so ``adopt`` can move it onto
+    its own objects before its next run that assay starts. Read on the class, the settings."""
+
+    def __init__(self, settings: Any) -> None:
+        self.settings = settings
+
+    def __get__(self, agent: Any, owner: Any = None) -> Any:
+        if agent is not None:
+            try:
+                key = id(agent)
+                _born[key] = weakref.ref(agent, functools.partial(_forget, key))
+            except TypeError:  # pragma: no cover - an Agent subclass without weak references
+                pass
+        return self.settings
+
+
+def adopt() -> None:
+    """Move the agents built since ``instrument()`` (``_NewAgents``) onto their own objects.
+
+    Called when ``evaluate()`` or an evaluator starts, where no agent is expected mid-run; one
+    that is (another thread's experiment) finishes its run as it began, through its spans
+    (``_upsonic_native`` hands that run's spans back to the manager it replaced)."""
+    if not _born:
+        return
+    with _born_lock:
+        refs = list(_born.values())
+        _born.clear()
+    for ref in refs:
+        agent = ref()
+        if agent is not None:
+            try:
+                _ensure_traced(agent)
+            except Exception:  # noqa: BLE001 - a half-built or odd object: left on the spans
+                continue
 
 
 def _ensure_traced(agent: Any) -> None:

@@ -13,9 +13,9 @@ types, inputs and outputs (Upsonic's own message conversion, without the JSON ro
 tokens and model, a tool's error, and a first token marked when the streamed text begins.
 
 With no assay run current, or framework tracing off, each hook is a context-variable read.
-Agents built after ``instrument()`` and never handed to assay are still traced through the
-span path (Upsonic offers no other hook at construction); the adapter moves every agent it
-runs to this one.
+Agents built after ``instrument()`` and never handed to assay are traced through the span path
+(Upsonic offers no other hook at construction) until the next ``evaluate()`` or evaluator
+starts (``_upsonic.adopt``); the adapter moves every agent it runs to this one.
 """
 
 from __future__ import annotations
@@ -181,11 +181,15 @@ def _make_classes() -> tuple[Any, Any]:
         other hook (pipeline, steps, flush) is Upsonic's own no-op for a manager without
         settings."""
 
-        __slots__ = ("_agent",)
+        __slots__ = ("_agent", "_before")
 
-        def __init__(self, agent: Any) -> None:
+        def __init__(self, agent: Any, before: Any = None) -> None:
             super().__init__(None, None)
             self._agent = weakref.ref(agent)
+            # the manager this one replaced (the span path's): a run it began before the
+            # swap (``_upsonic.adopt`` while another thread's run was under way) ends its
+            # spans through it
+            self._before = before
 
         def agent_run_span(self, run_id: str, *, name: str = "", model: str = "",
                            task_description: str = "", **_: Any) -> Any:
@@ -216,6 +220,8 @@ def _make_classes() -> tuple[Any, Any]:
         def set_tool_result(self, span: Any, execution_time: float, success: bool,
                             error: Exception | None = None, output: Any = None) -> None:
             if not isinstance(span, RunTree):
+                if span is not None and self._before is not None:
+                    self._before.set_tool_result(span, execution_time, success, error, output)
                 return
             if output is not None:
                 span.outputs = {"output": jsonable(output)}
@@ -224,8 +230,12 @@ def _make_classes() -> tuple[Any, Any]:
             elif isinstance(output, str) and _tool_failed(output):
                 span.error = output  # Upsonic's text for a tool that raised (see _tool_failed)
 
-        def finalize_agent_run(self, span: Any, output: Any, **_: Any) -> None:
-            if not isinstance(span, RunTree) or output is None:
+        def finalize_agent_run(self, span: Any, output: Any, **kwargs: Any) -> None:
+            if not isinstance(span, RunTree):
+                if span is not None and self._before is not None:
+                    self._before.finalize_agent_run(span, output, **kwargs)
+                return
+            if output is None:
                 return
             answer = getattr(output, "output", None)
             if answer is not None:
@@ -238,8 +248,11 @@ def _make_classes() -> tuple[Any, Any]:
                 span.metadata["upsonic.run_id"] = run_id
 
         def record_error(self, span: Any, exc: Exception) -> None:  # type: ignore[override]
-            if isinstance(span, RunTree) and span.error is None:
-                span.error = format_error(exc)
+            if isinstance(span, RunTree):
+                if span.error is None:
+                    span.error = format_error(exc)
+            elif span is not None:  # an OpenTelemetry span of the manager this one replaced
+                AgentOTelManager.record_error(span, exc)
 
     return AssayModel, AssaySpans
 
@@ -282,5 +295,5 @@ def _capture(agent: Any, ours: Any, model_cls: Any, spans_cls: Any) -> bool:
     agent.model = model
     agent._tracing_provider = None
     agent._instrument_settings = None
-    agent._otel = spans_cls(agent)
+    agent._otel = spans_cls(agent, agent._otel if settings is not None else None)
     return True
