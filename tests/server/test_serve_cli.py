@@ -192,7 +192,8 @@ def test_assay_serve_indexes_in_a_fold_process_of_its_own(
         backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """A fold process beside the worker (PostgreSQL's default, SQLite's with ``--fold
     process``) folds what ingest journals with no read asking for it; killed, reads still
-    fold; and it does not outlive a server killed with SIGKILL."""
+    fold and the server starts another; and it does not outlive a server killed with
+    SIGKILL."""
     db = (f"sqlite:///{tmp_path / 'served.db'}" if backend == "sqlite"
           else request.getfixturevalue("pg_url"))
     extra = ("--fold", "process") if backend == "sqlite" else ()
@@ -212,6 +213,15 @@ def test_assay_serve_indexes_in_a_fold_process_of_its_own(
                                                      "include_stats": True}).json()[0]
         assert stats["run_count"] == 30
         assert _counts(db, f"after-it-{tag}") == (0, 30)
+        # and the server starts another, which indexes again with nobody reading
+        deadline = time.monotonic() + 20
+        while not (again := [pid for pid, cmd in _children(proc.pid)
+                             if "_fold_process" in cmd and pid != folder]):
+            assert time.monotonic() < deadline, "no fold process started again"
+            time.sleep(0.1)
+        _post_batch(url, 20, f"by-the-next-{tag}")
+        _indexed_unread(db, f"by-the-next-{tag}", 20)
+        assert again
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -17,7 +17,8 @@ after ``interval`` seconds (one indexed read). Folds stay serialized and transac
 reads still fold what is left before they answer: nothing waits on this for correctness.
 
 It exits when asked (SIGTERM, SIGINT: after the transaction under way) or when the process
-that started it is gone (a server killed with SIGKILL leaves no folder behind).
+that started it is gone (a server killed with SIGKILL leaves no folder behind); one that dies
+while the server runs is started again (``FoldProcess``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from types import FrameType
 
 __all__ = ["FoldProcess", "main"]
@@ -83,27 +85,67 @@ def main(argv: list[str] | None = None) -> None:
 
 
 class FoldProcess:
-    """The fold process of a server: started before the workers, stopped after them."""
+    """The fold process of a server: started before the workers, stopped after them, and
+    started again when it dies meanwhile (after ``restart_delay`` seconds, doubling up to a
+    minute while it keeps dying; reads fold in the meantime)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, restart_delay: float = 1.0) -> None:
         self.url = url
+        self.restart_delay = restart_delay
+        self.restarts = 0
         self.proc: subprocess.Popen[bytes] | None = None
+        self._stopping = threading.Event()
+        self._watch: threading.Thread | None = None
 
     def start(self) -> None:
-        self.proc = subprocess.Popen(
+        self._stopping.clear()
+        self.proc = self._spawn()
+        self._watch = threading.Thread(target=self._supervise, name="assay-fold-watch",
+                                       daemon=True)
+        self._watch.start()
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
             [sys.executable, "-m", "assay.server._fold_process", self.url, str(os.getpid())],
             stdin=subprocess.DEVNULL)
 
+    def _supervise(self) -> None:
+        delay = self.restart_delay
+        while True:
+            proc = self.proc
+            if proc is None:
+                return
+            started = time.monotonic()
+            code = proc.wait()
+            if self._stopping.is_set():
+                return
+            if time.monotonic() - started > 60:
+                delay = self.restart_delay  # it had been running fine: not a crash loop
+            log.warning("assay server: the fold process exited (%s); starting another in %.0f s "
+                        "(reads fold meanwhile)", code, delay)
+            if self._stopping.wait(delay):
+                return
+            self.proc = self._spawn()
+            self.restarts += 1
+            delay = min(delay * 2, 60.0)
+            if self._stopping.is_set():  # stop() came while it was being started
+                self.proc.terminate()
+                self.proc.wait()
+                return
+
     def stop(self, timeout: float = 10.0) -> None:
+        self._stopping.set()
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()  # the transaction under way ends first
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        if proc is not None and proc.poll() is None:
+            proc.terminate()  # the transaction under way ends first
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if self._watch is not None:
+            self._watch.join(timeout)
+            self._watch = None
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
