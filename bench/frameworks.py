@@ -16,7 +16,8 @@ each (medians reported):
   callback handler (LangChain then makes a run manager and dispatches every step's events, as
   for any tracer), the Agents SDK with its tracing on (assay's processor registered, no assay
   run current): what the framework itself spends once anything listens; pydantic-ai: the agent
-  with assay's instrumentation installed, no assay run current;
+  with assay's instrumentation installed, no assay run current (assay's default then gives the
+  run no instrumentation: what an agent costs outside assay, ~off);
 - ``spans`` (pydantic-ai only): the agent called directly inside an assay run, as a plain
   function calls it: through pydantic-ai's OpenTelemetry instrumentation;
 - ``assay``: inside an assay run (``trace(...)``, a fresh SQLite store, the background writer
@@ -140,8 +141,8 @@ def agents_sdk_agent(base_url: str) -> Any:
 
 def pydantic_ai_agent(base_url: str) -> Any:
     """pydantic-ai: ``off`` is an agent with ``instrument = False``; ``sdk`` the agent with
-    assay's instrumentation, no assay run current (its sampler drops every span: what an
-    instrumented agent costs outside assay); ``spans`` that agent called directly inside an
+    assay's instrumentation, no assay run current (assay's default gives such a run no
+    instrumentation: what the agent costs outside assay); ``spans`` that agent called directly inside an
     assay run (a plain function's call: pydantic-ai's instrumentation into assay's span
     processor); ``assay`` the agent run by assay's adapter, as ``evaluate(agent)`` runs it
     (assay's run-level capability, no OpenTelemetry)."""

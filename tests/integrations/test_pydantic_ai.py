@@ -12,6 +12,10 @@ from typing import Any
 
 import pytest
 
+pytest.importorskip("pydantic_ai", reason="needs assay[pydantic-ai]")
+
+from pydantic_ai import RunContext  # noqa: E402 - after the skip
+
 from assay.client import Client
 from assay.demo import ScriptedModelServer, ScriptedReply
 from assay.evals import (
@@ -188,6 +192,42 @@ def test_spans_are_recorded_only_under_an_assay_run(model: ScriptedModelServer,
     root = _tree(db, outer)
     names = [r.name for r in _walk(root)]
     assert names[:2] == ["outer", "inside"] and "get_weather" in names
+
+
+def test_runs_outside_assay_runs_have_no_instrumentation(model: ScriptedModelServer,
+                                                          db: Client) -> None:
+    """With assay's default installed, an agent run outside any assay run (or with framework
+    tracing off) is not instrumented at all (pydantic-ai's idle instrumentation costs ~10% of
+    an agent's CPU); under an assay run, the same agent gets assay's settings."""
+    from opentelemetry.trace import NoOpTracer
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    from assay.integrations import _pydantic_ai
+
+    agent = Agent(OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(
+        base_url=model.base_url, api_key="scripted")), name="weather")
+    tracers: list[Any] = []
+
+    @agent.tool
+    def get_weather(ctx: RunContext[None], city: str) -> str:
+        """The weather of a city."""
+        tracers.append(ctx.tracer)
+        return f"sunny in {city}"
+
+    adapter_for(agent)  # installs assay's default
+    assert isinstance(_pydantic_ai.installed_default(type(agent)), _pydantic_ai.UnderAssayRuns)
+    agent.run_sync("get_weather for Lima")
+    with trace("outer", client=db, project_name="pai-default", enabled=True):
+        agent.run_sync("get_weather for Quito")
+        set_framework_tracing(False)
+        try:
+            agent.run_sync("get_weather for Oslo")
+        finally:
+            set_framework_tracing(None)
+    assert [isinstance(t, NoOpTracer) for t in tracers] == [True, False, True]
+    assert tracers[1] is _pydantic_ai._settings.tracer
 
 
 def _shape(root: Run) -> str:

@@ -8,9 +8,11 @@ instrumentation, as follows.
 pydantic-ai already emits GenAI semantic-convention spans (``chat`` with tokens and model,
 ``execute_tool`` with arguments and result, the agent run around them). ``instrument()`` points
 that instrumentation at an in-process ``TracerProvider`` whose only processor is assay's
-``AssaySpanProcessor``, so nothing is exported anywhere and no global OTel state is touched. The
-provider's sampler records a span only while an assay run is current and framework tracing is
-on; otherwise spans are non-recording, and pydantic-ai skips building their attributes.
+``AssaySpanProcessor``, so nothing is exported anywhere and no global OTel state is touched.
+The global default it installs (``UnderAssayRuns``) gives a run those settings only while an
+assay run is current and framework tracing is on; any other run has no instrumentation at all
+(even with nothing recording, pydantic-ai's instrumentation costs an agent ~10% of its CPU),
+and the provider's sampler still drops a span started outside one.
 
 If the user already instrumented pydantic-ai with settings of their own, those stay: assay adds
 its processor only to the global SDK provider (``instrument_all(True)``), never replaces theirs.
@@ -32,7 +34,8 @@ if TYPE_CHECKING:
 
     from ..evals._models import ToolCall
 
-__all__ = ["PydanticAIAdapter", "adapt", "instrument", "tool_calls"]
+__all__ = ["PydanticAIAdapter", "UnderAssayRuns", "adapt", "installed_default", "instrument",
+           "tool_calls"]
 
 FRAMEWORK = "pydantic-ai"
 _FEATURE = "evaluating pydantic-ai agents"
@@ -91,21 +94,44 @@ def _make_settings() -> Any:
     return instrumented.InstrumentationSettings(tracer_provider=provider)
 
 
+class UnderAssayRuns:
+    """pydantic-ai's global instrumentation default as assay installs it: ``instrument_all``
+    stores any object as the ``Agent`` class attribute every run reads (and pydantic-ai's
+    direct model requests read it on the class). Read while an assay run is current and
+    framework tracing is on, assay's settings; otherwise False: no instrumentation at all."""
+
+    __slots__ = ("settings",)
+
+    def __init__(self, settings: Any) -> None:
+        self.settings = settings
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        return self.settings if framework_parent() is not None else False
+
+
+def installed_default(agent_cls: Any) -> Any:
+    """The global default as stored (``UnderAssayRuns`` is not asked for its value)."""
+    import inspect
+
+    return inspect.getattr_static(agent_cls, "_instrument_default", None)
+
+
 def instrument() -> None:
-    """Turn pydantic-ai's instrumentation on for every agent, into assay's runs (idempotent).
+    """Turn pydantic-ai's instrumentation on for every agent run under an assay run, into
+    assay's runs (idempotent).
 
     Re-checked whenever an agent is adapted: if something switched the default off since
-    (``Agent.instrument_all(False)``), assay's settings are put back."""
+    (``Agent.instrument_all(False)``), assay's default is put back."""
     global _settings
     agent_cls = _pydantic_ai().Agent
     with _lock:
-        current = agent_cls._instrument_default
-        if _settings is not None and current is _settings:
+        current = installed_default(agent_cls)
+        if isinstance(current, UnderAssayRuns):
             return
-        if not current:  # nobody's: ours
+        if not current or (_settings is not None and current is _settings):  # nobody's: ours
             if _settings is None:
                 _settings = _make_settings()
-            agent_cls.instrument_all(_settings)
+            agent_cls.instrument_all(UnderAssayRuns(_settings))
             return
         if current is True:  # the user's global provider: add our processor to it, once
             from opentelemetry.trace import get_tracer_provider

@@ -26,6 +26,7 @@ from typing import Any
 from .._json import jsonable
 from ..tracing._run_tree import RunTree, fast_child
 from ._native_runs import finish_llm, llm_inputs, parent_in
+from ._pydantic_ai import UnderAssayRuns, installed_default
 from ._registry import once
 
 __all__ = ["capture_for"]
@@ -141,7 +142,8 @@ def capture_for(agent: Any, ours: Any) -> Any | None:
     ``Instrumentation`` capability of its own, or a global default that is not assay's."""
     if ours is None or getattr(agent, "instrument", None) is not None:
         return None
-    if getattr(type(agent), "_instrument_default", None) is not ours:
+    default = installed_default(type(agent))
+    if not (isinstance(default, UnderAssayRuns) and default.settings is ours):
         return None
     made = _made()
     if made is None:
