@@ -142,10 +142,10 @@ def agents_sdk_agent(base_url: str) -> Any:
 def pydantic_ai_agent(base_url: str) -> Any:
     """pydantic-ai: ``off`` is an agent with ``instrument = False``; ``sdk`` the agent with
     assay's instrumentation, no assay run current (assay's default gives such a run no
-    instrumentation: what the agent costs outside assay); ``spans`` that agent called directly inside an
-    assay run (a plain function's call: pydantic-ai's instrumentation into assay's span
-    processor); ``assay`` the agent run by assay's adapter, as ``evaluate(agent)`` runs it
-    (assay's run-level capability, no OpenTelemetry)."""
+    instrumentation: what the agent costs outside assay); ``spans`` that agent called
+    directly inside an assay run (a plain function's call: pydantic-ai's instrumentation into
+    assay's span processor); ``assay`` the agent run by assay's adapter, as
+    ``evaluate(agent)`` runs it (assay's run-level capability, no OpenTelemetry)."""
     from openai import AsyncOpenAI
     from pydantic_ai import Agent
     from pydantic_ai.models.openai import OpenAIChatModel
