@@ -47,7 +47,7 @@ def fold_loop(url: str, stop: threading.Event, parent: int | None = None,
     """Fold ``url``'s journal until ``stop`` is set or ``parent`` (a pid) is gone."""
     from ..store import Store, _background
 
-    with Store.open(url) as store:
+    with Store.open(url, migrate=False) as store:  # assay serve migrated it before
         # this process's own folds only: never the store's background thread as well
         _background.claim(store.engine, lambda: None)
         postgres = store.engine.dialect.name == "postgresql"
