@@ -2,11 +2,13 @@
 
 A worker that accepts requests and also folds them (``_folder.Folder``, a thread) spends one
 interpreter lock on both: every run it indexes is CPU its requests do not get, so on two cores
-the server indexed about half of what it accepted (bench/README.md, ingest). ``assay serve``
-therefore starts this process beside its workers (``--fold process``, the default): it folds
-the journal the workers append to, in its own interpreter, while they only accept. The
-workers then leave the journal to it (``create_app(fold="process")``: no folder thread, and
-the store's own background folder kept off their engine).
+the server indexed about 60% of what it accepted (bench/README.md, ingest). ``assay serve``
+therefore starts this process beside its workers (``--fold process``; ``auto``, the default,
+picks it with PostgreSQL, where it indexed 40-55% more): it folds the journal the workers
+append to, in its own interpreter, while they only accept. The workers then leave the journal
+to it (``create_app(fold="process")``: no folder thread, and the store's own background folder
+kept off their engine). With SQLite the fold holds the database's one write lock for most of
+its work, so the two processes would take turns instead: there the thread stays the default.
 
 The process knows nothing of the workers' requests, so it watches the journal: while rows
 wait it folds them, a few journal rows per transaction (SQLite: the workers' appends wait for
