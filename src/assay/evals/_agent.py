@@ -21,13 +21,7 @@ from pydantic import BaseModel
 
 from .._sync import run_sync
 from ..errors import InvalidInputError
-from ..integrations._registry import (
-    AgentAdapter,
-    adapter_for,
-    adopt_built,
-    instrument_loaded,
-    supported_kinds,
-)
+from ..integrations._registry import AgentAdapter, adapter_for, instrument_loaded, supported_kinds
 
 __all__ = ["AgentUnderTest", "output_text"]
 
@@ -73,8 +67,7 @@ class AgentUnderTest:
         self.target = target
         self.input_mapper = input_mapper
         self.output_mapper = output_mapper
-        instrument_loaded()
-        adopt_built()  # agents built since the framework was instrumented: the cheaper capture
+        instrument_loaded(adopt=True)  # and agents built since their framework was instrumented
         self.adapter: AgentAdapter | None = adapter_for(target)
         if self.adapter is not None:
             self.fn, self.is_async = self.adapter.arun, True

@@ -27,7 +27,6 @@ from ..errors import InvalidInputError
 from ..integrations._registry import (
     AgentAdapter,
     adapter_for,
-    adopt_built,
     instrument_loaded,
     supported_kinds,
 )
@@ -66,8 +65,7 @@ def adapt_target(target: Any) -> Target:
     is traced too."""
     if target is None:
         raise InvalidInputError("evaluate() needs a target: a function of the example's inputs")
-    instrument_loaded()
-    adopt_built()  # agents built since the last experiment: the cheaper capture
+    instrument_loaded(adopt=True)  # and agents built since the last experiment
     adapter = adapter_for(target)
     if adapter is not None:
         return _adapter_target(adapter)

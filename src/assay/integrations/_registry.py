@@ -37,7 +37,6 @@ __all__ = [
     "AgentAdapter",
     "Integration",
     "adapter_for",
-    "adopt_built",
     "framework_of",
     "framework_parent",
     "framework_tracing_enabled",
@@ -323,11 +322,7 @@ def instrument(name: str) -> bool:
         return True
 
 
-def adopt_built() -> None:
-    """Give agents built since their framework was instrumented the cheapest capture assay has
-    for them (each framework module's optional ``adopt``: Upsonic's agents move from its
-    OpenTelemetry onto their own objects). Called where no agent is expected mid-run: when
-    ``evaluate()``, an evaluator or an assay test starts, not per call."""
+def _adopt_built() -> None:
     for name in list(_instrumented):
         hook = getattr(_impls.get(name), "adopt", None)
         if hook is not None:
@@ -337,11 +332,17 @@ def adopt_built() -> None:
                 log.warning("assay could not adopt new %s agents", name, exc_info=True)
 
 
-def instrument_loaded() -> None:
+def instrument_loaded(*, adopt: bool = False) -> None:
     """Instrument every known framework the process has already imported.
 
     Called when evaluate() and each evaluator run start, so a plain function that calls a
-    framework inside is traced too. Costs a few dict lookups once all are done."""
+    framework inside is traced too. Costs a few dict lookups once all are done. ``adopt``:
+    also give agents built since their framework was instrumented the cheapest capture assay
+    has for them (a framework module's optional ``adopt``: Upsonic's agents move from its
+    OpenTelemetry onto their own objects); only where no agent is expected mid-run (when
+    ``evaluate()``, an evaluator or an assay test starts), not per call."""
+    if adopt:
+        _adopt_built()
     if len(_instrumented) == len(INTEGRATIONS):
         return
     modules = sys.modules

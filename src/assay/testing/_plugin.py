@@ -206,10 +206,9 @@ class _Running:
                                     f"({exc})") from None
         project_id = tracker.ensure(suite, self.options.get("experiment_metadata"))
         try:  # the agent frameworks the test uses are traced too, with no decorator
-            from ..integrations import adopt_built, instrument_loaded
+            from ..integrations import instrument_loaded
 
-            instrument_loaded()
-            adopt_built()
+            instrument_loaded(adopt=True)
         except Exception as exc:
             tracker.problem(f"could not instrument the agent frameworks: {exc}")
         self.case = case = TestCase(self.item.nodeid, suite, example_id, None,
