@@ -20,6 +20,7 @@ its processor only to the global SDK provider (``instrument_all(True)``), never 
 
 from __future__ import annotations
 
+import inspect
 import json
 import threading
 from collections.abc import Mapping
@@ -111,8 +112,6 @@ class UnderAssayRuns:
 
 def installed_default(agent_cls: Any) -> Any:
     """The global default as stored (``UnderAssayRuns`` is not asked for its value)."""
-    import inspect
-
     return inspect.getattr_static(agent_cls, "_instrument_default", None)
 
 
@@ -128,7 +127,7 @@ def instrument() -> None:
         current = installed_default(agent_cls)
         if isinstance(current, UnderAssayRuns):
             return
-        if not current or (_settings is not None and current is _settings):  # nobody's: ours
+        if not current:  # nobody's: ours
             if _settings is None:
                 _settings = _make_settings()
             agent_cls.instrument_all(UnderAssayRuns(_settings))

@@ -79,7 +79,7 @@ def create_app(
         _ = base.keys  # reads ASSAY_AUTH_CACHE_TTL: a bad value fails here, not per request
     folder = Folder(base) if fold == "thread" else None
     if folder is None:  # the fold process's: not the store's own background folder either
-        _background.claim(base.engine, _nothing)
+        _background.claim(base.engine)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -148,10 +148,6 @@ def create_app(
     from ..ui import StoreFromKey, create_ui_router  # the web UI at / and /ui/... (issue 7)
     app.include_router(create_ui_router(StoreFromKey(base, auth=auth)))
     return app
-
-
-def _nothing() -> None:
-    """An append's hook when a fold process indexes the journal: it finds the rows itself."""
 
 
 def app_from_env() -> FastAPI:

@@ -51,7 +51,7 @@ def fold_loop(url: str, stop: threading.Event, parent: int | None = None,
 
     with Store.open(url, migrate=False) as store:  # assay serve migrated it before
         # this process's own folds only: never the store's background thread as well
-        _background.claim(store.engine, lambda: None)
+        _background.claim(store.engine)
         postgres = store.engine.dialect.name == "postgresql"
         rows = ROWS_POSTGRESQL if postgres else ROWS_SQLITE
         pause = 0.0 if postgres else PAUSE_SQLITE

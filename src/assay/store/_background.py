@@ -79,9 +79,14 @@ def _enabled() -> bool:
         "0", "false", "no", "off")
 
 
-def claim(engine: Engine, on_append: Callable[[], None]) -> None:
-    """Let ``on_append`` (a server's folder) handle this engine's appends instead."""
-    _claimed[engine] = on_append
+def claim(engine: Engine, on_append: Callable[[], None] | None = None) -> None:
+    """Let ``on_append`` (a server's folder) handle this engine's appends instead; None: they
+    are another process's to fold (a server's fold process), so this one does nothing."""
+    _claimed[engine] = on_append or _nothing
+
+
+def _nothing() -> None:
+    """An append's hook where another process folds: that one finds the rows itself."""
 
 
 def release(engine: Engine) -> None:
