@@ -3,12 +3,14 @@
 A worker that accepts requests and also folds them (``_folder.Folder``, a thread) spends one
 interpreter lock on both: every run it indexes is CPU its requests do not get, so on two cores
 the server indexed about 60% of what it accepted (bench/README.md, ingest). ``assay serve``
-therefore starts this process beside its workers (``--fold process``; ``auto``, the default,
-picks it with PostgreSQL, where it indexed 40-55% more): it folds the journal the workers
-append to, in its own interpreter, while they only accept. The workers then leave the journal
-to it (``create_app(fold="process")``: no folder thread, and the store's own background folder
-kept off their engine). With SQLite the fold holds the database's one write lock for most of
-its work, so the two processes would take turns instead: there the thread stays the default.
+therefore starts this process beside its workers (``--fold process``, and ``auto``, the
+default): it folds the journal the workers append to, in its own interpreter, while they only
+accept (indexed runs/s 40-55% over the thread with PostgreSQL). The workers then leave the
+journal to it (``create_app(fold="process")``: no folder thread, and the store's own
+background folder kept off their engine). With SQLite a fold holds the database's one write
+lock, which the workers' appends wait for, so there the process decodes its entries and builds
+their rows before it takes the lock (``_fold_ready.prepare``) and its transaction only writes
+(about 20% over the thread; without that, the two processes took turns and gained nothing).
 
 The process knows nothing of the workers' requests, so it watches the journal: while rows
 wait it folds them, a few journal rows per transaction (SQLite: the workers' appends wait for
@@ -39,7 +41,7 @@ __all__ = ["FoldProcess", "main"]
 log = logging.getLogger("assay.server")
 
 INTERVAL = 0.05  # seconds between probes of an empty journal
-ROWS_SQLITE = 2  # journal rows (a request's batch each) per fold transaction on SQLite
+ROWS_SQLITE = 4  # journal rows (a request's batch each) per fold transaction on SQLite
 ROWS_POSTGRESQL = 20
 PAUSE_SQLITE = 0.002  # seconds between SQLite fold transactions: waiting appends go first
 
@@ -48,6 +50,7 @@ def fold_loop(url: str, stop: threading.Event, parent: int | None = None,
               interval: float = INTERVAL) -> None:
     """Fold ``url``'s journal until ``stop`` is set or ``parent`` (a pid) is gone."""
     from ..store import Store, _background
+    from ..store._fold_ready import prepare
 
     with Store.open(url, migrate=False) as store:  # assay serve migrated it before
         # this process's own folds only: never the store's background thread as well
@@ -63,7 +66,11 @@ def fold_loop(url: str, stop: threading.Event, parent: int | None = None,
                 if journal.backlog(1) == 0:
                     stop.wait(interval)
                     continue
-                while not stop.is_set() and journal.fold_some(rows)[1]:
+                while not stop.is_set():
+                    # SQLite: decode and build before taking the write lock (_fold_ready)
+                    ready = None if postgres else prepare(journal, rows)
+                    if not journal.fold_some(rows, ready=ready)[1]:
+                        break
                     if pause:
                         stop.wait(pause)
             except Exception:  # e.g. the database is gone for a while: reads fold meanwhile

@@ -62,6 +62,7 @@ from ._fold_columns import (
     insert_rows,
 )
 from ._fold_merge import UnmergedBatch, coalesced, merged
+from ._fold_ready import MISSING
 from ._fold_rows import TEXT_KEYS, FoldScope, from_text, insert_new, stored_ids
 from ._fold_scores import insert_scores, score_rows
 from ._tables import feedback as feedback_table
@@ -71,6 +72,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
     from ._base import Store
+    from ._fold_ready import Ready
 
 __all__ = ["Journal", "from_values"]
 
@@ -215,6 +217,11 @@ def _unpack(data: bytes) -> bytes:
     if data[:4] == _ZSTD_MAGIC:
         return zstandard.ZstdDecompressor().decompress(data)
     return zlib.decompress(data) if data[:1] == b"x" else data
+
+
+def decode(data: bytes) -> Any:
+    """A journal entry's payload as its batch (raises when it is not one)."""
+    return _payload(_unpack(data))
 
 
 def _payload(data: bytes) -> Any:
@@ -491,12 +498,14 @@ class Journal:
                 applied += done
         return applied
 
-    def fold_some(self, rows: int, max_items: int | None = None) -> tuple[int, bool]:
+    def fold_some(self, rows: int, max_items: int | None = None, *,
+                  ready: Ready | None = None) -> tuple[int, bool]:
         """Apply and delete the oldest ``rows`` journal rows in one transaction; return the
         items applied and whether rows may remain (a background folder pauses between calls,
         so writers waiting for the lock get it). ``max_items``: stop after the row that
         reaches that many items (one row at least), so many small batches go in one
-        transaction and large ones one by one."""
+        transaction and large ones one by one. ``ready``: what ``_fold_ready.prepare`` did
+        of these rows before the transaction (taken for the entries still as they were)."""
         with self.store.write() as conn:
             if conn.dialect.name == "postgresql":
                 conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK})
@@ -512,9 +521,14 @@ class Journal:
                         more = more or i + 1 < len(entries)
                         entries = entries[: i + 1]
                         break
-            scope = FoldScope()  # the new runs' statistics, written once for all entries
+            # the new runs' statistics, written once for all entries; the rows built ahead
+            scope = FoldScope(None if ready is None else ready.rows)
+            batches = []
+            for e in entries:
+                batch = MISSING if ready is None else ready.batch(e)
+                batches.append((e, self._decoded(e) if batch is MISSING else batch))
             applied = 0
-            for group in coalesced([(e, self._decoded(e)) for e in entries], RUNS):
+            for group in coalesced(batches, RUNS):
                 if len(group) > 1:  # consecutive batches of runs, folded as one if they can
                     try:
                         applied += self._apply(conn, group[0][0], merged(group), scope,
@@ -532,7 +546,7 @@ class Journal:
         """An entry's batch (its JSON), or None when it is not JSON (counted as dropped: not
         retried)."""
         try:
-            return _payload(_unpack(entry.payload))
+            return decode(entry.payload)
         except (ValueError, zlib.error, zstandard.ZstdError) as exc:
             self.dropped += entry.items
             log.warning("assay store: journal entry %s is not JSON (%s): dropped", entry.seq, exc)

@@ -1,0 +1,97 @@
+"""A fold prepared before its transaction (``_fold_ready``) stores what a fold without it
+stores, and never what the journal no longer holds: entries folded meanwhile by another fold,
+or (SQLite) later entries given a folded one's ``seq``."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from assay.store import Store
+from assay.store._fold_ready import prepare
+from assay.store._fold_rows import _AT
+from assay.store._journal import _row_posts
+
+from ._stored import stored_runs
+from .test_aggregates import _check_all
+from .test_fold_fast import COLUMNS, EXTRA, N, _ids, _patch, _rows
+
+_NAME = _AT["name"]
+
+
+@pytest.fixture(autouse=True)
+def _no_background_fold(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ASSAY_BACKGROUND_FOLD", "0")  # the folds here are the test's own
+
+
+def _admit(st: Store, ids: list[str], *, repeats: bool = True) -> None:
+    """The runs of every kind, as the server journals them: two requests, the second (with
+    ``repeats``) with a patch of a run of the first and a run of the first posted again."""
+    posts = _row_posts(_rows(ids), COLUMNS, EXTRA)
+    st.journal.admit(posts[:8])
+    if repeats:
+        st.journal.admit([*posts[8:], dict(posts[0], name="renamed")], [_patch(ids[4])])
+    else:
+        st.journal.admit(posts[8:])
+
+
+def _fold_all(st: Store, *, prepared: bool) -> None:
+    while True:
+        ready = prepare(st.journal, 20) if prepared else None
+        if not st.journal.fold_some(20, ready=ready)[1]:
+            return
+
+
+def test_a_prepared_fold_stores_what_an_unprepared_one_stores(store: Store) -> None:
+    got = []
+    for prepared in (False, True):
+        st = store.for_tenant(str(uuid.uuid4()))
+        ids = _ids(N)
+        _admit(st, ids)
+        if prepared:
+            ready = prepare(st.journal, 20)
+            assert ready is not None and len(ready.entries) == 2
+            assert len(ready.rows) == N + 1  # every admitted post's row, the repeated one too
+        _fold_all(st, prepared=prepared)
+        got.append(stored_runs(st, {rid: f"run {i}" for i, rid in enumerate(ids)}))
+        assert st.journal.pending() == 0
+    assert len(got[0]) == N and got[1] == got[0]
+    assert _check_all([store]) >= 0  # the statistics agree with the runs (all workspaces)
+
+
+def test_the_fold_stores_the_rows_it_prepared(store: Store) -> None:
+    ids = _ids(N)
+    _admit(store, ids, repeats=False)
+    ready = prepare(store.journal, 20)
+    assert ready is not None and len(ready.rows) == N
+    for row in ready.rows.values():
+        row[_NAME] = "prepared"  # what only a prepared row can carry
+    store.journal.fold_some(20, ready=ready)
+    names = {str(r.id): r.name for r in store.runs.list()}
+    assert len(names) == N and set(names.values()) == {"prepared"}
+
+
+def test_entries_folded_meanwhile_are_not_folded_again(store: Store) -> None:
+    """Prepared, then folded by someone else, then the journal holds new entries (on SQLite
+    under the same ``seq``s): the prepared fold stores the new runs, once, from their own
+    entries, and none of its stale rows."""
+    first = _ids(N)
+    _admit(store, first)
+    stale = prepare(store.journal, 20)
+    assert stale is not None
+    seqs = set(stale.entries)
+    for row in stale.rows.values():
+        row[_NAME] = "stale"
+    _fold_all(store, prepared=False)  # another folder took them
+    second = _ids(N)
+    _admit(store, second)
+    again = prepare(store.journal, 20)
+    assert again is not None
+    if store.engine.dialect.name == "sqlite":  # the journal emptied: its seqs start over
+        assert set(again.entries) == seqs
+    store.journal.fold_some(20, ready=stale)
+    runs = {str(r.id): r for r in store.runs.list()}
+    assert set(runs) == set(first) | set(second)  # each once (a run id is the primary key)
+    assert "stale" not in {r.name for r in runs.values()}
+    assert store.journal.pending() == 0
