@@ -3,14 +3,16 @@
 A worker that accepts requests and also folds them (``_folder.Folder``, a thread) spends one
 interpreter lock on both: every run it indexes is CPU its requests do not get, so on two cores
 the server indexed about 60% of what it accepted (bench/README.md, ingest). ``assay serve``
-therefore starts this process beside its workers (``--fold process``, and ``auto``, the
-default): it folds the journal the workers append to, in its own interpreter, while they only
-accept (indexed runs/s 40-55% over the thread with PostgreSQL). The workers then leave the
-journal to it (``create_app(fold="process")``: no folder thread, and the store's own
-background folder kept off their engine). With SQLite a fold holds the database's one write
-lock, which the workers' appends wait for, so there the process decodes its entries and builds
-their rows before it takes the lock (``_fold_ready.prepare``) and its transaction only writes
-(about 20% over the thread; without that, the two processes took turns and gained nothing).
+therefore starts this process beside its workers (``--fold process``; ``auto``, the default,
+picks it with PostgreSQL, where it indexed 40-55% more): it folds the journal the workers
+append to, in its own interpreter, while they only accept. The workers then leave the journal
+to it (``create_app(fold="process")``: no folder thread, and the store's own background folder
+kept off their engine). With SQLite a fold holds the database's one write lock, which the
+workers' appends wait for, so there the process decodes its entries and builds their rows
+before it takes the lock (``_fold_ready.prepare``) and its transaction only writes: it indexes
+about 20% more than the thread, but the workers then accept about 17% less (their appends
+wait for its writes), so SQLite's default stays the thread, which folds in the gaps between
+requests; ``--fold process`` is for a server whose reads should find everything indexed.
 
 The process knows nothing of the workers' requests, so it watches the journal: while rows
 wait it folds them, a few journal rows per transaction (SQLite: the workers' appends wait for
