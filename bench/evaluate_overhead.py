@@ -150,10 +150,10 @@ def _journal_rows(n: int, project_id: Any) -> list[tuple[Any, ...]]:
     return out
 
 
-def _feedback_rows(n: int, project_id: Any) -> list[dict[str, Any]]:
-    return [{"run_id": str(uuid.uuid4()), "session_id": str(project_id),
-             "trace_id": str(uuid.uuid4()), "key": "matches", "score": True,
-             "feedback_source": {"type": "model"}} for _ in range(n)]
+def _feedback_rows(run_ids: list[str]) -> list[list[Any]]:
+    """Plain scores of these root runs as ``evaluate()``'s feedback sink journals them:
+    ``SCORE_COLUMNS`` value lists, the experiment and source given once per batch."""
+    return [[rid, rid, "matches", True] for rid in run_ids]
 
 
 def _journaled(n: int, runs: bool, feedback: bool) -> tuple[Any, float]:
@@ -161,16 +161,22 @@ def _journaled(n: int, runs: bool, feedback: bool) -> tuple[Any, float]:
     batch sizes (tracing writer 1,000, feedback sink 2,000); seconds the appends took."""
     client = _fresh_client(1)
     p = client.create_project("p")
-    posts = _journal_rows(n, p.id) if runs else []
-    rows = _feedback_rows(n, p.id) if feedback else []
-    t0 = time.perf_counter()
+    from assay.evaluation._sink import SCORE_COLUMNS
     from assay.tracing import RunTree
+
+    posts = _journal_rows(n, p.id) if runs else []
+    at = RunTree.ROW_COLUMNS.index("id")  # the scores' runs: these, or as many others
+    ids = [str(r[at]) for r in posts] if runs else [str(uuid.uuid4()) for _ in range(n)]
+    rows = _feedback_rows(ids) if feedback else []
+    defaults = {"session_id": str(p.id), "feedback_source": {"type": "model"}}
+    t0 = time.perf_counter()
 
     for i in range(0, len(posts), 1000):
         client.store.journal.append_runs(posts[i:i + 1000], columns=RunTree.ROW_COLUMNS,
                                          extra=RunTree.ROW_EXTRA)
     for i in range(0, len(rows), 2000):
-        client.store.journal.append_feedback(rows[i:i + 2000])
+        client.store.journal.append_feedback(rows[i:i + 2000], columns=SCORE_COLUMNS,
+                                             defaults=defaults)
     return client, time.perf_counter() - t0
 
 
