@@ -462,7 +462,7 @@ def prebuilt_rows(posts: Sequence[Mapping[str, Any]], tenant: str,
     left for ``insert_new`` to fill. Only what is a function of the post alone (its columns,
     tokens, cost, first token): a post whose row needs the database or the general path is
     left out and built as before. On SQLite the fold holds the one write lock while it
-    builds rows, about half its time (``Journal.prepare``)."""
+    builds rows, about half its time (``_fold_ready.prepare``)."""
     for post in posts:
         try:
             row = _row(post, post["id"], tenant, "", True, {}, True)
