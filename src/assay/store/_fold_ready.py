@@ -51,7 +51,6 @@ class Ready:
         return got[1]
 
 
-
 def prepare(journal_: Journal, rows: int) -> Ready | None:
     """The oldest ``rows`` journal entries, decoded, with their admitted runs' rows built;
     None when the journal is empty. An entry that does not decode is left to the fold (which
