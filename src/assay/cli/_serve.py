@@ -39,7 +39,7 @@ def serve(
              "(accepting and indexing on separate cores), or a thread in each worker; auto: "
              "the process with PostgreSQL (40-55% more runs/s indexed), the thread with "
              "SQLite (the process indexes ~20% more there, but the workers, whose appends "
-             "wait for its writes to the one write lock, accept ~17% less).")
+             "wait for its writes to the one write lock, accept ~10% less).")
     ] = FoldMode.auto,
 ) -> None:
     """Serve the store over HTTP for the official LangSmith SDKs and assay's remote Client.
