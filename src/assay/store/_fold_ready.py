@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 
-from ._fold_rows import TEXT_KEYS, prebuilt_rows
+from ._fold_rows import admitted_as_text, prebuilt_rows
 from ._tables import journal
 
 if TYPE_CHECKING:
@@ -71,8 +71,6 @@ def prepare(journal_: Journal, rows: int) -> Ready | None:
         except Exception:  # noqa: BLE001 - the transaction decodes it again and says why
             continue
         ready.entries[entry.seq] = (data, payload)
-        if (entry.kind == RUNS and isinstance(payload, dict) and payload.get("clean") is True
-                and not payload.get("columns")
-                and tuple(payload.get("json") or ()) == TEXT_KEYS):
+        if entry.kind == RUNS and isinstance(payload, dict) and admitted_as_text(payload):
             prebuilt_rows(payload.get("posts") or (), entry.tenant_id, ready.rows)
     return ready

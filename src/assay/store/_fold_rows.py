@@ -48,8 +48,8 @@ if TYPE_CHECKING:
 
     from ._runs import RunRepo
 
-__all__ = ["TEXT_COLUMNS", "TEXT_KEYS", "FoldScope", "apply_new_runs", "from_text",
-           "insert_new", "prebuilt_rows", "stored_ids"]
+__all__ = ["TEXT_COLUMNS", "TEXT_KEYS", "FoldScope", "admitted_as_text", "apply_new_runs",
+           "from_text", "insert_new", "prebuilt_rows", "stored_ids"]
 
 # Never set for a run this path takes (no usage, no first token): left out of the insert, so
 # NULL as the general path stores them. Each bound value costs SQLite's driver ~0.3 us.
@@ -453,6 +453,14 @@ def insert_new(repo: RunRepo, conn: Connection, posts: list[Mapping[str, Any]],
         return 0, left
     apply_new_runs(conn, tenant, deltas, posted, scope)
     return n, left
+
+
+def admitted_as_text(payload: Mapping[str, Any]) -> bool:
+    """Whether a journaled batch's posts are ``Journal.admit``'s with their JSON columns as the
+    text to store (``TEXT_KEYS``): what ``insert_new(..., clean=True, texts=True)`` takes, and
+    ``prebuilt_rows`` builds ahead."""
+    return (payload.get("clean") is True and not payload.get("columns")
+            and tuple(payload.get("json") or ()) == TEXT_KEYS)
 
 
 def prebuilt_rows(posts: Sequence[Mapping[str, Any]], tenant: str,

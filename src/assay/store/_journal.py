@@ -63,7 +63,14 @@ from ._fold_columns import (
 )
 from ._fold_merge import UnmergedBatch, coalesced, merged
 from ._fold_ready import MISSING
-from ._fold_rows import TEXT_KEYS, FoldScope, from_text, insert_new, stored_ids
+from ._fold_rows import (
+    TEXT_KEYS,
+    FoldScope,
+    admitted_as_text,
+    from_text,
+    insert_new,
+    stored_ids,
+)
 from ._fold_scores import insert_scores, score_rows
 from ._tables import feedback as feedback_table
 from ._tables import journal, runs, sessions
@@ -587,10 +594,9 @@ class Journal:
             fast = clean or bool(columns)
             # admit's posts with their JSON columns as the text to store (entries of earlier
             # versions hold the values); another set of names: decoded here, folded as values
-            as_text = clean and not columns and bool(named)
-            if as_text and named != TEXT_KEYS:
+            as_text = admitted_as_text(payload)
+            if clean and not columns and named and not as_text:
                 posts = [from_text(p, named) for p in posts]
-                as_text = False
 
             def apply(batch: list[tuple[bool, Any]], probe: bool = True) -> int:
                 posts = [r for patch, r in batch if not patch]
