@@ -84,3 +84,50 @@ def test_opening_twice_does_not_migrate_again(tmp_path: Path) -> None:
     store = Store.open(tmp_path / "twice.db")
     assert store.schema_version() == HEAD
     assert os.stat(tmp_path / "twice.db").st_mtime_ns == mtime
+
+
+def _hold_write_lock(path: Path) -> tuple[object, object]:
+    """Another process's writer, as SQLite sees it: a connection of its own in a write
+    transaction (``check_same_thread`` off, so a timer thread can end it)."""
+    import sqlite3
+
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("CREATE TABLE IF NOT EXISTS held (x)")
+    return other, other.execute
+
+
+def test_a_write_waits_for_another_connections_lock_then_gets_it(tmp_path: Path) -> None:
+    """Writers poll for SQLite's write lock (not its busy handler's growing sleeps): a write
+    that finds it held waits, gets it when the holder commits, and what both wrote is kept."""
+    import threading
+
+    store = Store.open(tmp_path / "w.db")
+    other, execute = _hold_write_lock(tmp_path / "w.db")
+    execute("INSERT INTO held VALUES (1)")
+    threading.Timer(0.2, execute, ("COMMIT",)).start()
+    store.datasets.create("after the lock")  # blocks until the timer's COMMIT
+    assert [d.name for d in store.datasets.list()] == ["after the lock"]
+    assert execute("SELECT x FROM held").fetchall() == [(1,)]
+    with store.read() as conn:  # the connection's busy timeout is back for its readers
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() >= 5000
+    other.close()  # type: ignore[attr-defined]
+
+
+def test_a_write_lock_never_released_ends_in_a_store_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from assay.errors import StoreError
+    from assay.store import _engine
+
+    store = Store.open(tmp_path / "l.db")
+    store.datasets.create("kept")
+    other, _ = _hold_write_lock(tmp_path / "l.db")
+    monkeypatch.setattr(_engine, "BUSY_TIMEOUT_S", 0.3)
+    with pytest.raises(StoreError, match="database is locked"):
+        store.datasets.create("never")
+    other.rollback()  # type: ignore[attr-defined]
+    store.datasets.create("later")  # the failed wait left the pool's connection usable
+    assert sorted(d.name for d in store.datasets.list()) == ["kept", "later"]
+    with store.read() as conn:  # the configured timeout, not the 0 it polls with
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 300
+    other.close()  # type: ignore[attr-defined]
