@@ -252,9 +252,10 @@ def run(ctx: Context) -> dict[str, Any]:
     n_requests = 30 if ctx.quick else 150
     # (workers, senders, PostgreSQL, fold): the goal's figure is the first; the others show
     # what limits it, and the team server's own store, PostgreSQL (a scratch database on
-    # --pg-url's server), with its default fold process and with a fold thread per worker
+    # --pg-url's server); each backend with its default fold process and with a fold thread
+    # per worker
     configs: list[tuple[int, int, bool, str | None]] = [
-        (1, SENDERS, False, None), (1, SENDERS, False, "process"), (1, 1, False, None)]
+        (1, SENDERS, False, None), (1, SENDERS, False, "thread"), (1, 1, False, None)]
     if not ctx.quick:
         configs.append((2, SENDERS, False, None))
     configs += [(1, SENDERS, True, None), (1, SENDERS, True, "thread")]
@@ -275,7 +276,7 @@ def run(ctx: Context) -> dict[str, Any]:
         figures[f"workers={w} senders={k}{tag} indexed runs/s"] = round(
             r["indexed_runs_per_s"])
         backend = "PostgreSQL" if pg else "SQLite"
-        how = fold or ("process" if pg else "thread")  # what --fold auto picks
+        how = fold or "process"  # what --fold auto picks
         rows.append([f"assay serve --workers {w} ({backend}, fold {how})", str(k),
                      f"{r['runs']:,}", f"{r['runs_per_s']:,.0f}",
                      f"{r['indexed_runs_per_s']:,.0f}", f"{r['runs_per_s'] / GOAL:.2f}"])
@@ -296,10 +297,9 @@ def run(ctx: Context) -> dict[str, Any]:
                       "background fold has emptied the journal (runs, statistics and indexes "
                       "written)",
                       "fold: who indexes (assay serve --fold; auto, the default, picks a fold "
-                      "process beside the workers on PostgreSQL and a thread in each worker on "
-                      "SQLite; SQLite's fold process decodes and builds each batch's rows "
-                      "before it takes the one write lock, which the workers' appends wait "
-                      "for)"],
+                      "process beside the workers; thread: a fold thread in each worker. "
+                      "SQLite's fold process decodes and builds each batch's rows before it "
+                      "takes the one write lock, which the workers' appends poll for)"],
             "table": {"header": ["server", "senders", "runs per round", "accepted runs/s",
                                  "indexed runs/s", "x goal (accepted)"], "rows": rows},
             "detail": out}

@@ -190,13 +190,13 @@ def _post_batch(url: str, n: int, session: str) -> None:
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_assay_serve_indexes_in_a_fold_process_of_its_own(
         backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    """A fold process beside the worker (PostgreSQL's default, SQLite's with ``--fold
-    process``) folds what ingest journals with no read asking for it; killed, reads still
-    fold and the server starts another; and it does not outlive a server killed with
-    SIGKILL."""
+    """A fold process beside the worker (the default, ``--fold auto``, on both backends;
+    PostgreSQL's asked for by name) folds what ingest journals with no read asking for it;
+    killed, reads still fold and the server starts another; and it does not outlive a server
+    killed with SIGKILL."""
     db = (f"sqlite:///{tmp_path / 'served.db'}" if backend == "sqlite"
           else request.getfixturevalue("pg_url"))
-    extra = ("--fold", "process") if backend == "sqlite" else ()
+    extra = ("--fold", "process") if backend == "postgres" else ()
     tag = uuid.uuid4().hex[:8]
     proc, url = _serve_no_auth(db, *extra)
     try:
@@ -233,11 +233,10 @@ def test_assay_serve_indexes_in_a_fold_process_of_its_own(
     assert _gone(folder, 10), "the fold process outlived its server"
 
 
-def test_assay_serve_on_sqlite_folds_in_a_thread_of_the_worker(tmp_path: Path) -> None:
-    """SQLite's default (``--fold auto``): no fold process; the worker's own folder thread
-    indexes, unasked."""
+def test_assay_serve_fold_thread_folds_in_a_thread_of_the_worker(tmp_path: Path) -> None:
+    """``--fold thread``: no fold process; the worker's own folder thread indexes, unasked."""
     db = f"sqlite:///{tmp_path / 'served.db'}"
-    proc, url = _serve_no_auth(db)
+    proc, url = _serve_no_auth(db, "--fold", "thread")
     try:
         assert not [cmd for _, cmd in _children(proc.pid) if "_fold_process" in cmd]
         _post_batch(url, 40, "by-the-thread")

@@ -3,16 +3,16 @@
 A worker that accepts requests and also folds them (``_folder.Folder``, a thread) spends one
 interpreter lock on both: every run it indexes is CPU its requests do not get, so on two cores
 the server indexed about 60% of what it accepted (bench/README.md, ingest). ``assay serve``
-therefore starts this process beside its workers (``--fold process``; ``auto``, the default,
-picks it with PostgreSQL, where it indexed 40-55% more): it folds the journal the workers
-append to, in its own interpreter, while they only accept. The workers then leave the journal
-to it (``create_app(fold="process")``: no folder thread, and the store's own background folder
-kept off their engine). With SQLite a fold holds the database's one write lock, which the
-workers' appends wait for, so there the process decodes its entries and builds their rows
-before it takes the lock (``_fold_ready.prepare``) and its transaction only writes: it indexes
-about 20% more than the thread, but the workers then accept about 10% less (their appends
-wait for its writes), so SQLite's default stays the thread, which folds in the gaps between
-requests; ``--fold process`` is for a server whose reads should find everything indexed.
+therefore starts this process beside its workers (``--fold process``, what ``auto``, the
+default, picks; PostgreSQL indexed 40-55% more runs/s than with a fold thread, SQLite 35-45%):
+it folds the journal the workers append to, in its own interpreter, while they only accept.
+The workers then leave the journal to it (``create_app(fold="process")``: no folder thread,
+and the store's own background folder kept off their engine). With SQLite a fold holds the
+database's one write lock, which the workers' appends wait for, so there the process decodes
+its entries and builds their rows before it takes the lock (``_fold_ready.prepare``), its
+transaction only writes, and it pauses after each for the appends, which poll for the lock
+(``store/_engine.py``): the workers accept about as much as beside a fold thread (0-7% less,
+within the rounds' spread).
 
 The process knows nothing of the workers' requests, so it watches the journal: while rows
 wait it folds them, a few journal rows per transaction (SQLite: the workers' appends wait for
@@ -45,10 +45,10 @@ log = logging.getLogger("assay.server")
 INTERVAL = 0.05  # seconds between probes of an empty journal
 ROWS_SQLITE = 4  # journal rows (a request's batch each) per fold transaction on SQLite
 ROWS_POSTGRESQL = 20
-# seconds between SQLite fold transactions, for the workers' waiting appends: SQLite's busy
-# handler retries after 1, 2, 5, 10 ms..., so a 2 ms gap let few of them in (accepted runs/s
-# -8% against 20 ms, the fold still ahead of them)
-PAUSE_SQLITE = 0.02
+# seconds between SQLite fold transactions, for the workers' waiting appends, which poll for
+# the write lock every 0.5 ms (store/_engine.py): 2 ms lets them in (with SQLite's own busy
+# handler, which sleeps 1, 2, 5, 10 ms..., it took 20 ms and the fold indexed ~30% less)
+PAUSE_SQLITE = 0.002
 
 
 def fold_loop(url: str, stop: threading.Event, parent: int | None = None,
