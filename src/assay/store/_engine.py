@@ -109,38 +109,47 @@ def _sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
 # transactions, and the fold had to pause 20 ms after each to let appends in. Polling, the
 # fold pauses 2 ms and indexes ~40% more runs/s for the same accepted runs/s (bench/README,
 # "Issue 27"). A wait past ``WRITE_POLL_FAST_S`` (a long transaction elsewhere) polls slower.
+# The busy timeout is 0 on a connection while it writes (which, holding the lock, never waits
+# again before its commit) and set back when it next reads: a PRAGMA costs ~2 us, so a pooled
+# connection that writes again and again pays it once, not twice a transaction.
 WRITE_POLL_S = 0.0005
 WRITE_POLL_SLOW_S = 0.005
 WRITE_POLL_FAST_S = 0.1
+_POLLING = "assay_polling"  # in a pooled connection's ``info``: its busy timeout is 0
 
 
 def _begin_immediate(raw: sqlite3.Connection) -> None:
-    """``BEGIN IMMEDIATE``, waiting up to the busy timeout for the write lock by polling."""
-    raw.execute("PRAGMA busy_timeout = 0")
-    try:
-        start = time.monotonic()
-        while True:
-            try:
-                raw.execute("BEGIN IMMEDIATE")
-                return
-            except sqlite3.OperationalError as exc:
-                waited = time.monotonic() - start
-                if "locked" not in str(exc) or waited >= BUSY_TIMEOUT_S:
-                    raise
-                time.sleep(WRITE_POLL_S if waited < WRITE_POLL_FAST_S else WRITE_POLL_SLOW_S)
-    finally:
-        raw.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+    """``BEGIN IMMEDIATE`` on a connection whose busy timeout is 0, waiting up to the busy
+    timeout for the write lock by polling."""
+    start = time.monotonic()
+    while True:
+        try:
+            raw.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            waited = time.monotonic() - start
+            if "locked" not in str(exc) or waited >= BUSY_TIMEOUT_S:
+                raise
+            time.sleep(WRITE_POLL_S if waited < WRITE_POLL_FAST_S else WRITE_POLL_SLOW_S)
 
 
 def _sqlite_begin(conn: Any) -> None:
+    pooled = conn.connection
+    raw = pooled.driver_connection
     if conn.get_execution_options().get("assay_write"):
         try:
-            _begin_immediate(conn.connection.driver_connection)
+            if not pooled.info.get(_POLLING):
+                raw.execute("PRAGMA busy_timeout = 0")
+                pooled.info[_POLLING] = True
+            _begin_immediate(raw)
         except sqlite3.Error as exc:  # as SQLAlchemy would have raised it (this hook runs
             # outside its own wrapping): the store turns it into a StoreError
             raise sa_exc.OperationalError("BEGIN IMMEDIATE", None, exc) from exc
-    else:
-        conn.exec_driver_sql("BEGIN DEFERRED")
+        return
+    if pooled.info.get(_POLLING):  # readers wait in SQLite's busy handler, as configured
+        raw.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        pooled.info[_POLLING] = False
+    conn.exec_driver_sql("BEGIN DEFERRED")
 
 
 def make_engine(url: str, *, pool_size: int = 5) -> Engine:
