@@ -11,8 +11,9 @@ and the store's own background folder kept off their engine). With SQLite a fold
 database's one write lock, which the workers' appends wait for, so there the process decodes
 its entries and builds their rows before it takes the lock (``_fold_ready.prepare``), its
 transaction only writes, and it pauses after each for the appends, which poll for the lock
-(``store/_engine.py``): the workers accept about as much as beside a fold thread (0-7% less,
-within the rounds' spread).
+(``store/_engine.py``): with 4 concurrent senders the workers accept about as much as beside a
+fold thread (0-7% less, within the rounds' spread); with one sender, whose requests wait for
+each other, ~25% less for the same indexed runs/s (the bench's sender shares the 2 cores).
 
 The process knows nothing of the workers' requests, so it watches the journal: while rows
 wait it folds them, a few journal rows per transaction (SQLite: the workers' appends wait for
