@@ -1,0 +1,191 @@
+"""Instructions per llm/tool step that assay's capture adds to a real agent, counted by valgrind.
+
+    .venv/bin/python bench/frameworks_instructions.py [--only langgraph,openai-agents,pydantic-ai]
+        [--answers 20]
+
+``bench/frameworks.py`` times the capture in CPU seconds, which vary by 20-50% from round to
+round on a shared machine: too coarse to judge issue 21's goal (at most 5% of the framework's
+own time per step). This counts instructions instead, which repeat from run to run: callgrind
+counts every thread of the process and C code as well as Python (the framework, assay's hooks,
+its writer, and the store's fold of what the answers journaled). Each mode runs in a process of
+its own under ``valgrind --tool=callgrind --instr-atstart=no``; counting is switched on
+(``callgrind_control -i on``) only around ``--answers`` answers after a warm-up, with the
+writer's flush and the fold of what they journaled (``settle``) inside the window. The modes
+are ``bench/frameworks.py``'s: ``off`` (the framework's tracing off), ``sdk`` (its tracing on,
+nothing of assay's recording), ``assay`` (the agent inside an assay run, captured and stored).
+The scripted model runs natively in a process of its own, not counted.
+
+Instructions are not time: cache misses, system calls and the loopback round trips are left
+out. But a change in them is a change in the work done, so the ratio ``assay`` / ``off`` is
+the capture's cost without the machine's noise. Needs valgrind (Debian's ``valgrind``). Prints
+figures, never asserts them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(_HERE, "..", "src"))
+sys.path.insert(0, _HERE)
+os.environ.pop("OPENAI_API_KEY", None)  # nothing may be exported anywhere
+
+MODES = ("off", "sdk", "assay")
+FRAMEWORKS = ("langgraph", "openai-agents", "pydantic-ai")
+WARM = 3  # answers before counting starts
+
+
+def _count(on: bool) -> None:
+    """Switch callgrind's counting for this process (a no-op outside valgrind)."""
+    if os.environ.get("ASSAY_BENCH_CALLGRIND"):
+        subprocess.run(["callgrind_control", "-i", "on" if on else "off", str(os.getpid())],
+                       check=True, capture_output=True)
+
+
+def _agent(framework: str, base_url: str, mode: str) -> Any:
+    """``bench/frameworks.py``'s agent for ``framework``, set up for ``mode`` as its main()
+    sets it up."""
+    import frameworks as fw
+
+    from assay.integrations import instrument
+
+    if framework == "langgraph":
+        instrument("langchain")
+        return fw.langgraph_agent(base_url)
+    if framework == "openai-agents":
+        from agents import set_trace_processors, set_tracing_disabled
+
+        from assay.integrations import _openai_agents
+
+        instrument("openai-agents")
+        set_trace_processors([_openai_agents.processor()])  # no export to OpenAI
+        set_tracing_disabled(mode == "off")
+        return fw.agents_sdk_agent(base_url)
+    instrument("pydantic-ai")
+    return fw.pydantic_ai_agent(base_url)
+
+
+def child(framework: str, mode: str, answers: int) -> None:
+    """One mode's answers, counted (this process runs under valgrind). ``assay-answers``: the
+    answers alone, without the flush and fold after them."""
+    answers_only = mode == "assay-answers"
+    mode = "assay" if answers_only else mode
+    import frameworks as fw
+
+    from assay.client import Client
+    from assay.store._background import wait_idle
+    from assay.tracing import trace
+
+    client = Client(database_url=os.path.join(tempfile.mkdtemp(prefix="assay-ir-"), "a.db"))
+    with fw._ModelProcess() as base_url:
+        run = _agent(framework, base_url, mode)
+
+        async def answer(k: int) -> None:
+            if mode == "assay":
+                async with trace("example", client=client, enabled=True):
+                    await run(mode, k)
+            else:
+                await run(mode, k)
+
+        def settle() -> None:
+            client.flush()
+            client._store.journal.settle()
+            wait_idle(client._store)
+
+        async def go() -> None:
+            for k in range(WARM):
+                await answer(k)
+            settle()  # the warm-up's runs stored before counting starts
+            _count(True)
+            for k in range(WARM, WARM + answers):
+                await answer(k)
+            if not answers_only:
+                settle()  # the writer's and the fold's work for these answers, counted
+            _count(False)
+
+        asyncio.run(go())
+    client.close()
+
+
+def _measure(framework: str, mode: str, answers: int, out_dir: str) -> tuple[int, int]:
+    """Instructions counted in ``mode``'s window (a valgrind process of its own): (on the
+    thread that runs the agent, in all threads)."""
+    out = os.path.join(out_dir, f"cg.{framework}.{mode}")
+    # the store's fold at the end, in one go: the background folder's batches follow the clock,
+    # and under valgrind (~50x slower) each would hold a few answers' runs instead of hundreds
+    env = dict(os.environ, ASSAY_BENCH_CALLGRIND="1", PYTHONWARNINGS="ignore",
+               ASSAY_BACKGROUND_FOLD="0")
+    proc = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes",
+         f"--callgrind-out-file={out}", sys.executable, os.path.abspath(__file__), "--child",
+         framework, mode, str(answers)], capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{framework} {mode}: exit {proc.returncode}\n{proc.stderr[-3000:]}")
+    per_thread: dict[str, int] = {}
+    for name in os.listdir(out_dir):
+        if name.startswith(f"cg.{framework}.{mode}-"):
+            with open(os.path.join(out_dir, name)) as fh:
+                for line in fh:
+                    found = re.match(r"totals: (\d+)", line)  # (summary: before the switch)
+                    if found:
+                        per_thread[name.rsplit("-", 1)[1]] = int(found.group(1))
+    if "01" not in per_thread:
+        raise RuntimeError(f"{framework} {mode}: no instruction totals in {out_dir}")
+    return per_thread["01"], sum(per_thread.values())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", default=",".join(FRAMEWORKS))
+    ap.add_argument("--answers", type=int, default=20, help="answers counted per mode")
+    ap.add_argument("--child", nargs=3, metavar=("FRAMEWORK", "MODE", "ANSWERS"),
+                    help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args.child[0], args.child[1], int(args.child[2]))
+        return
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        sys.exit("valgrind is not installed (Debian: apt-get install valgrind)")
+    from frameworks import STEPS
+
+    wanted = [f for f in args.only.split(",") if f]
+    unknown = set(wanted) - set(FRAMEWORKS)
+    if unknown:
+        sys.exit(f"unknown framework(s) {sorted(unknown)}: choose from {', '.join(FRAMEWORKS)}")
+    out_dir = tempfile.mkdtemp(prefix="assay-bench-ir-")
+    jobs = [(f, m) for f in wanted for m in (*MODES, "assay-answers")]
+    print(f"{args.answers} answers per mode, {STEPS} steps per answer (2 llm + 1 tool), "
+          f"counted under callgrind, two processes at a time ...", flush=True)
+    with ThreadPoolExecutor(2) as pool:
+        counts = dict(zip(jobs, pool.map(
+            lambda job: _measure(job[0], job[1], args.answers, out_dir), jobs), strict=True))
+    steps = args.answers * STEPS
+    print("\ninstructions per step; 'agent thread': the thread that runs the agent, during the "
+          "answers (the framework and assay's hooks); 'process': every thread, with the writer's "
+          "flush and the store's fold of the answers' runs (batched once at the end: the cheapest "
+          "case; the writer's batches under valgrind are smaller than at full speed)")
+    print(f"{'framework':<14} {'what':<13} {'off':>12} {'sdk':>12} {'assay':>12} "
+          f"{'assay - off':>12} {'ratio':>8} {'(vs sdk)':>9}")
+    for f in wanted:
+        rows = (("agent thread", [counts[(f, m)][0] for m in ("off", "sdk", "assay-answers")]),
+                ("process", [counts[(f, m)][1] for m in MODES]))
+        for what, values in rows:
+            off, sdk, on = (v / steps for v in values)
+            print(f"{f:<14} {what:<13} {off:>12,.0f} {sdk:>12,.0f} {on:>12,.0f} "
+                  f"{on - off:>12,.0f} {(on - off) / off * 100:>7.2f}% "
+                  f"{(on - sdk) / off * 100:>8.2f}%   "
+                  f"{'met' if on - off <= 0.05 * off else 'NOT met'} (goal <= 5%)")
+    print(f"\ncallgrind files (callgrind_annotate them for where the instructions go): {out_dir}")
+
+
+if __name__ == "__main__":
+    main()
