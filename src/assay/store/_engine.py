@@ -74,35 +74,6 @@ SQLITE_PRAGMAS: tuple[str, ...] = (
 )
 
 
-def _pragma(cur: Any, pragma: str) -> None:
-    """Run ``PRAGMA pragma``. Switching a new database to WAL takes an exclusive lock, and when
-    several processes open it at once SQLite answers "database is locked" right away instead
-    of waiting in its busy handler (an xdist worker lost its runs to it): retried, with a
-    growing pause, for as long as the busy timeout would have waited."""
-    deadline = time.monotonic() + BUSY_TIMEOUT_S
-    pause = 0.001
-    while True:
-        try:
-            cur.execute(f"PRAGMA {pragma}")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() >= deadline:
-                raise
-            time.sleep(pause)
-            pause = min(pause * 2, 0.05)
-
-
-def _sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
-    # Let SQLAlchemy (our begin hook) control transactions instead of pysqlite's own BEGIN.
-    dbapi_conn.isolation_level = None
-    cur = dbapi_conn.cursor()
-    for pragma in SQLITE_PRAGMAS:
-        _pragma(cur, pragma)
-    page = cur.execute("PRAGMA page_size").fetchone()[0]  # the database's own, if it had one
-    cur.execute(f"PRAGMA wal_autocheckpoint = {max(1000, WAL_CHECKPOINT_BYTES // page)}")
-    cur.close()
-
-
 # A writer waiting for another process's write lock polls for it every ``WRITE_POLL_S`` instead
 # of sleeping in SQLite's busy handler, whose sleeps grow 1, 2, 5, 10, 15, 20... ms: such a
 # writer (a server worker's append) missed the short gaps between the fold process's
@@ -118,19 +89,34 @@ WRITE_POLL_FAST_S = 0.1
 _POLLING = "assay_polling"  # in a pooled connection's ``info``: its busy timeout is 0
 
 
-def _begin_immediate(raw: sqlite3.Connection) -> None:
-    """``BEGIN IMMEDIATE`` on a connection whose busy timeout is 0, waiting up to the busy
-    timeout for the write lock by polling."""
+def _while_locked(cur: Any, sql: str) -> None:
+    """Execute ``sql``, trying again while SQLite answers "database is locked", for as long as
+    the busy timeout would have waited: every ``WRITE_POLL_S`` (``WRITE_POLL_SLOW_S`` after
+    ``WRITE_POLL_FAST_S``), not with the growing sleeps of SQLite's busy handler."""
     start = time.monotonic()
     while True:
         try:
-            raw.execute("BEGIN IMMEDIATE")
+            cur.execute(sql)
             return
         except sqlite3.OperationalError as exc:
             waited = time.monotonic() - start
             if "locked" not in str(exc) or waited >= BUSY_TIMEOUT_S:
                 raise
             time.sleep(WRITE_POLL_S if waited < WRITE_POLL_FAST_S else WRITE_POLL_SLOW_S)
+
+
+def _sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
+    # Let SQLAlchemy (our begin hook) control transactions instead of pysqlite's own BEGIN.
+    dbapi_conn.isolation_level = None
+    cur = dbapi_conn.cursor()
+    for pragma in SQLITE_PRAGMAS:
+        # switching a new database to WAL takes an exclusive lock, and when several processes
+        # open it at once SQLite answers "database is locked" at once instead of waiting in its
+        # busy handler (an xdist worker lost its runs to it): retried
+        _while_locked(cur, f"PRAGMA {pragma}")
+    page = cur.execute("PRAGMA page_size").fetchone()[0]  # the database's own, if it had one
+    cur.execute(f"PRAGMA wal_autocheckpoint = {max(1000, WAL_CHECKPOINT_BYTES // page)}")
+    cur.close()
 
 
 def _sqlite_begin(conn: Any) -> None:
@@ -141,7 +127,7 @@ def _sqlite_begin(conn: Any) -> None:
             if not pooled.info.get(_POLLING):
                 raw.execute("PRAGMA busy_timeout = 0")
                 pooled.info[_POLLING] = True
-            _begin_immediate(raw)
+            _while_locked(raw, "BEGIN IMMEDIATE")  # polling: its busy timeout is 0
         except sqlite3.Error as exc:  # as SQLAlchemy would have raised it (this hook runs
             # outside its own wrapping): the store turns it into a StoreError
             raise sa_exc.OperationalError("BEGIN IMMEDIATE", None, exc) from exc
