@@ -73,8 +73,11 @@ def fold_loop(url: str, stop: threading.Event, parent: int | None = None,
                     stop.wait(interval)
                     continue
                 while not stop.is_set():
-                    # SQLite: decode and build before taking the write lock (_fold_ready)
-                    ready = None if postgres else prepare(journal, rows)
+                    ready = None
+                    if not postgres:  # decode and build before taking the write lock
+                        ready = prepare(journal, rows)
+                        if ready is None:
+                            break  # nothing journaled: no write transaction for nothing
                     if not journal.fold_some(rows, ready=ready)[1]:
                         break
                     if pause:
