@@ -172,6 +172,26 @@ def pydantic_ai_agent(base_url: str) -> Any:
     return run
 
 
+def agent_for(framework: str, base_url: str) -> Any:
+    """``framework``'s agent (``langgraph``, ``openai-agents`` or ``pydantic-ai``), with assay's
+    instrumentation of it installed (the Agents SDK's tracing processors: assay's alone, so
+    nothing is exported to OpenAI). The Agents SDK's tracing is switched per mode by
+    ``_set_sdk_tracing``."""
+    if framework == "langgraph":
+        instrument("langchain")
+        return langgraph_agent(base_url)
+    if framework == "openai-agents":
+        from agents import set_trace_processors
+
+        from assay.integrations import _openai_agents
+
+        instrument("openai-agents")
+        set_trace_processors([_openai_agents.processor()])
+        return agents_sdk_agent(base_url)
+    instrument("pydantic-ai")
+    return pydantic_ai_agent(base_url)
+
+
 # -- measurement ----------------------------------------------------------------------------------
 def _thread_cpu() -> dict[str, float]:
     """CPU seconds so far of each live thread of this process, by thread name (the agent's
@@ -472,25 +492,17 @@ def main() -> None:
     rows = []
     with _ModelProcess() as base_url:
         if "langgraph" in wanted:
-            instrument("langchain")
-            run = langgraph_agent(base_url)
+            run = agent_for("langgraph", base_url)
             r = asyncio.run(measure("langgraph", run, ["off", "sdk", "assay"], args.calls,
                                     args.rounds, client))
             rows.append(("langgraph", r, replay_langchain(1000, client)))
         if "openai-agents" in wanted:
-            from agents import set_trace_processors
-
-            from assay.integrations import _openai_agents
-
-            instrument("openai-agents")
-            set_trace_processors([_openai_agents.processor()])  # no export to OpenAI
-            run = agents_sdk_agent(base_url)
+            run = agent_for("openai-agents", base_url)
             r = asyncio.run(measure("openai-agents", run, ["off", "sdk", "assay"], args.calls,
                                     args.rounds, client))
             rows.append(("openai-agents", r, replay_agents_sdk(2000, client)))
         if "pydantic-ai" in wanted:
-            instrument("pydantic-ai")
-            run = pydantic_ai_agent(base_url)
+            run = agent_for("pydantic-ai", base_url)
             r = asyncio.run(measure("pydantic-ai", run, ["off", "sdk", "spans", "assay"],
                                     args.calls, args.rounds, client))
             rows.append(("pydantic-ai", r, None))

@@ -32,7 +32,6 @@ import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(_HERE, "..", "src"))
@@ -51,29 +50,6 @@ def _count(on: bool) -> None:
                        check=True, capture_output=True)
 
 
-def _agent(framework: str, base_url: str, mode: str) -> Any:
-    """``bench/frameworks.py``'s agent for ``framework``, set up for ``mode`` as its main()
-    sets it up."""
-    import frameworks as fw
-
-    from assay.integrations import instrument
-
-    if framework == "langgraph":
-        instrument("langchain")
-        return fw.langgraph_agent(base_url)
-    if framework == "openai-agents":
-        from agents import set_trace_processors, set_tracing_disabled
-
-        from assay.integrations import _openai_agents
-
-        instrument("openai-agents")
-        set_trace_processors([_openai_agents.processor()])  # no export to OpenAI
-        set_tracing_disabled(mode == "off")
-        return fw.agents_sdk_agent(base_url)
-    instrument("pydantic-ai")
-    return fw.pydantic_ai_agent(base_url)
-
-
 def child(framework: str, mode: str, answers: int) -> None:
     """One mode's answers, counted (this process runs under valgrind). ``assay-answers``: the
     answers alone, without the flush and fold after them."""
@@ -87,7 +63,9 @@ def child(framework: str, mode: str, answers: int) -> None:
 
     client = Client(database_url=os.path.join(tempfile.mkdtemp(prefix="assay-ir-"), "a.db"))
     with fw._ModelProcess() as base_url:
-        run = _agent(framework, base_url, mode)
+        run = fw.agent_for(framework, base_url)
+        if framework == "openai-agents":
+            fw._set_sdk_tracing(mode == "off")
 
         async def answer(k: int) -> None:
             if mode == "assay":
