@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import func, select, text
 
 from assay.client import Client
-from assay.errors import NotFoundError
+from assay.errors import NotFoundError, StoreError
 from assay.store import Store
 from assay.store._tables import journal, runs
 
@@ -100,6 +100,33 @@ def test_appended_runs_and_feedback_are_folded_before_reads(store: Store) -> Non
     assert {f.key for f in fb} == {"correct", "label"}
     assert all(str(f.session_id) == str(project.id) for f in fb)  # adopted when the run came
     _same_as_recomputed(store)
+
+
+def test_a_read_inside_a_transaction_folds_what_the_transaction_journaled(store: Store) -> None:
+    """Whether the journal holds anything is asked on the transaction's own connection (on
+    SQLite it is otherwise asked on another pooled one, which cannot see uncommitted rows)."""
+    rid = str(uuid.uuid4())
+    with store.transaction():
+        store.journal.append_runs([_run(rid, end=T0 + 5)], default_project="in-txn")
+        assert [str(r.id) for r in store.runs.list(trace_id=rid)] == [rid]
+        assert store.journal.pending() == 0
+    assert store.projects.read(project_name="in-txn", include_stats=True).run_count == 1
+
+
+def test_a_journal_the_driver_cannot_read_is_reported_as_a_store_error(sqlite_url: str) -> None:
+    """SQLite's quick look at the journal goes to the driver; what the driver refuses is asked
+    again through the store, which names the problem as a StoreError."""
+    base = Store.open(sqlite_url)
+    try:
+        base.journal.append_runs([_run(str(uuid.uuid4()), end=T0 + 5)])
+        assert base.settle() == 1
+        assert base.settle() == 0  # empty: nothing to fold, nothing opened for writing
+        with base.engine.begin() as conn:
+            conn.execute(text("DROP TABLE journal"))
+        with pytest.raises(StoreError, match="journal"):
+            base.settle()
+    finally:
+        base.close()
 
 
 def test_evaluate_leaves_its_runs_journaled_and_the_first_read_folds_them(

@@ -8,7 +8,7 @@ from datetime import datetime
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import bindparam, func, select, text, update
 from sqlalchemy.exc import IntegrityError
 
 from .._ids import as_uuid, new_id_text, utcnow
@@ -43,6 +43,12 @@ def _model(row: Any) -> TracerSession:
         tenant_id=row.tenant_id,
         trace_tier=row.trace_tier,
     )
+
+
+# the fold's look-up of a batch's project, built once (made anew, its expression cost more
+# than the query)
+_ID_BY_NAME = select(sessions.c.id).where(sessions.c.tenant_id == bindparam("tenant"),
+                                          sessions.c.name == bindparam("name"))
 
 
 class ProjectRepo:
@@ -132,8 +138,7 @@ class ProjectRepo:
     def _get_or_create(self, conn: Connection, name: str) -> str:
         """Inside a write transaction: the id of the project named ``name``, created if new."""
         found: str | None = conn.execute(
-            select(sessions.c.id).where(self._tenant, sessions.c.name == name)
-        ).scalar()
+            _ID_BY_NAME, {"tenant": self.store.tenant_id, "name": name}).scalar()
         if found is not None:
             return found
         sid = new_id_text()
