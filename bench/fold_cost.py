@@ -1,7 +1,7 @@
 """What a traced run costs from the journal to queryable: the fold, per run, SQLite and PostgreSQL.
 
     .venv/bin/python bench/fold_cost.py [--n 20000] [--pg-url URL] [--profile] [--ab ROUNDS]
-        [--llm]
+        [--llm] [--fixed ROUNDS]
 
 Traces ``n`` root runs with one child each (``@traceable``, the README's pattern) into a fresh
 store with the background fold off, flushes (the journal-only figure), then times the fold
@@ -16,8 +16,11 @@ and prints medians and ratios. ``--llm``: each child is an llm run (``run_type="
 outputs carrying ``usage_metadata``, its metadata ``ls_provider``/``ls_model_name``: tokens and
 a genai-prices cost to derive), as in agents' traces; with ``--ab`` it alternates the
 columnar fold of such runs (``new``) with the route before it (``prev``: ``_fold_columns.USAGE``
-off, the llm runs handed to ``_fold_rows.insert_new`` as post dicts). Prints figures, never
-asserts them.
+off, the llm runs handed to ``_fold_rows.insert_new`` as post dicts). ``--fixed``: what one
+fold transaction costs whatever it holds (each small fold pays it: an agent's coalesced runs, a
+read after a few runs): ROUNDS times, one root with one llm child traced and flushed, then
+``Store.settle`` timed; and the same with 40 roots, the difference per run. Prints figures,
+never asserts them.
 """
 
 from __future__ import annotations
@@ -258,6 +261,42 @@ def fold_path(mode: str) -> Iterator[None]:
         _fold_columns.USAGE = usage
 
 
+def fixed(args: argparse.Namespace) -> None:
+    """A fold transaction's fixed cost: small folds timed one by one (see the docstring)."""
+    import statistics
+
+    os.environ["ASSAY_BACKGROUND_FOLD"] = "0"  # each fold is this measure's own
+    from assay.client import Client
+    from assay.store import Store
+
+    print(f"{args.fixed} folds of 2 runs and of 80 (llm children); load average "
+          f"{os.getloadavg()}")
+    for backend in ("sqlite", "postgres"):
+        if args.only and backend != args.only:
+            continue
+        with scratch_url(backend, args.pg_url, "fixed") as url:
+            if url is None:
+                continue
+            store = Store.open(url)
+            client = Client(store=store)
+            _trace(client, 50, "p", True)  # imports, the project, genai-prices' first look
+            client.flush()
+            store.settle()
+            took: dict[int, list[float]] = {1: [], 40: []}
+            for _ in range(args.fixed):
+                for roots, times in took.items():
+                    _trace(client, roots, "p", True)
+                    client.flush()
+                    t0 = time.perf_counter()
+                    store.settle()
+                    times.append(time.perf_counter() - t0)
+            store.close()
+        small, large = (statistics.median(took[k]) for k in (1, 40))
+        print(f"{backend:8s} fold of 2 runs {small * 1e3:5.2f} ms (min "
+              f"{min(took[1]) * 1e3:5.2f}), of 80 runs {large * 1e3:5.2f} ms: "
+              f"{(large - small) / 78 * 1e6:5.1f} us a run beyond the fixed cost", flush=True)
+
+
 def ab(args: argparse.Namespace) -> None:
     import statistics
 
@@ -293,6 +332,8 @@ def main() -> None:
                     help="old vs new fold path, alternated, ROUNDS each")
     ap.add_argument("--llm", action="store_true",
                     help="the children are llm runs with usage and a model to price")
+    ap.add_argument("--fixed", type=int, default=0, metavar="ROUNDS",
+                    help="time ROUNDS small folds (a fold transaction's fixed cost)")
     args = ap.parse_args()
     kind = "llm children" if args.llm else "children"
     if args.llm:  # genai-prices' import and the bench's 32 token counts priced before timing
@@ -300,6 +341,9 @@ def main() -> None:
 
         for i in range(32):
             price("openai", "gpt-4o-mini", 100 + i % 32, 20 + i % 8)
+    if args.fixed:
+        fixed(args)
+        return
     if args.ab:
         print(f"{args.n:,} root runs + {args.n:,} {kind}; load average {os.getloadavg()}")
         ab(args)
