@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from .._json import jsonable
 from ..errors import AssayError, InvalidInputError, NotFoundError
@@ -18,10 +19,18 @@ if TYPE_CHECKING:
     from ..client import Client
 
 __all__ = ["DbOption", "JsonOption", "console", "emit_json", "err_console", "error_line",
-           "handle_errors", "money", "open_client", "secs"]
+           "handle_errors", "money", "open_client", "secs", "styled"]
 
-console = Console()
-err_console = Console(stderr=True)
+# Without markup: what the CLI prints is mostly data (names, inputs, errors, install hints), and
+# rich reads ``[langgraph]`` in "pip install 'assay[langgraph]'" as a style tag and drops it
+# (an error text with ``[/...]`` in it even raised). Styles are given as ``Text`` (``styled``).
+console = Console(markup=False)
+err_console = Console(stderr=True, markup=False)
+
+
+def styled(*parts: str | tuple[str, str]) -> Text:
+    """A line of plain text and ``(text, style)`` pieces, printed as they are."""
+    return Text.assemble(*parts)
 
 DbOption = Annotated[
     str | None,
@@ -65,13 +74,13 @@ def handle_errors() -> Iterator[None]:
     try:
         yield
     except InvalidInputError as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
+        err_console.print(styled(("error:", "red"), f" {exc}"))
         raise typer.Exit(EXIT_INPUT) from None
     except NotFoundError as exc:
-        err_console.print(f"[red]not found:[/red] {exc}")
+        err_console.print(styled(("not found:", "red"), f" {exc}"))
         raise typer.Exit(EXIT_NOT_FOUND) from None
     except AssayError as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
+        err_console.print(styled(("error:", "red"), f" {exc}"))
         raise typer.Exit(EXIT_ERROR) from None
 
 

@@ -11,7 +11,15 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from ._common import DbOption, JsonOption, console, emit_json, handle_errors, open_client
+from ._common import (
+    DbOption,
+    JsonOption,
+    console,
+    emit_json,
+    handle_errors,
+    open_client,
+    styled,
+)
 
 if TYPE_CHECKING:
     from ..analysis import Comparison
@@ -89,8 +97,10 @@ def _print(result: Comparison) -> None:
                 continue
             ci = ("–" if d.ci_low is None
                   else f"[{signed(d.ci_low, d.kind)}, {signed(d.ci_high, d.kind)}]")
-            status = {"regression": "[bold red]REGRESSION[/]", "improvement": "[green]improved[/]",
-                      "no significant change": "no change"}.get(d.status, d.status)
+            status = {"regression": styled(("REGRESSION", "bold red")),
+                      "improvement": styled(("improved", "green")),
+                      "no significant change": styled("no change")}.get(d.status,
+                                                                        styled(d.status))
             arrow = "↑" if d.better == "higher" else "↓"
             table.add_row(f"{d.metric} {arrow}", metric_value(d.baseline_mean, d.kind),
                           metric_value(d.candidate_mean, d.kind), signed(d.diff, d.kind), ci,
@@ -99,6 +109,7 @@ def _print(result: Comparison) -> None:
     n = len(result.regressions)
     if n:
         names = ", ".join(f"{d.metric} ({d.candidate.name})" for d in result.regressions)
-        console.print(f"[bold red]{n} significant regression{'s' if n != 1 else ''}:[/] {names}")
+        console.print(styled((f"{n} significant regression{'s' if n != 1 else ''}:", "bold red"),
+                             f" {names}"))
     else:
-        console.print("[green]no significant regressions[/]")
+        console.print("no significant regressions", style="green")

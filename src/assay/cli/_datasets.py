@@ -8,7 +8,15 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from ._common import DbOption, JsonOption, console, emit_json, handle_errors, open_client
+from ._common import (
+    DbOption,
+    JsonOption,
+    console,
+    emit_json,
+    handle_errors,
+    open_client,
+    styled,
+)
 
 app = typer.Typer(help="Work with datasets and their examples.", no_args_is_help=True)
 
@@ -49,7 +57,7 @@ def show(
         emit_json({"dataset": ds.model_dump(), "examples": [e.model_dump() for e in examples],
                    "versions": [v.model_dump() for v in versions]})
         return
-    console.print(f"[bold]{ds.name}[/bold] ({ds.example_count} examples) {ds.id}")
+    console.print(styled((ds.name, "bold"), f" ({ds.example_count} examples) {ds.id}"))
     table = Table("id", "split", "inputs", "outputs")
     for e in examples:
         table.add_row(str(e.id)[:8], ",".join(e.split or []), str(e.inputs)[:80],

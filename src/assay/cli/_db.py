@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from ..store import HEAD, Store
-from ._common import DbOption, JsonOption, console, emit_json, handle_errors
+from ._common import DbOption, JsonOption, console, emit_json, handle_errors, styled
 
 app = typer.Typer(help="Manage the store's schema.", no_args_is_help=True)
 
@@ -147,7 +147,8 @@ def check(
         emit_json({"checked": checked, "mismatched": bad, "repaired": repair})
     elif bad:
         for b in bad:
-            console.print(f"[red]{b['project']}[/red] ({b['id']}): {', '.join(b['fields'])}")
+            console.print(styled((str(b["project"]), "red"),
+                                 f" ({b['id']}): {', '.join(b['fields'])}"))
         console.print(f"{len(bad)} of {checked} projects differ; run `assay db check --repair`")
     else:
         console.print(f"{checked} projects checked: statistics consistent")

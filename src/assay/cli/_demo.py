@@ -23,10 +23,15 @@ from ._common import (
     err_console,
     handle_errors,
     open_client,
+    styled,
 )
 
 __all__ = ["demo"]
 
+
+# typer renders help text as rich markup, where "[langgraph]" would be a style tag: "\\[" keeps it
+_FRAMEWORK_HELP = ("Run a real framework's agent instead (langgraph, openai-agents) against the "
+                   "bundled scripted model: needs assay\\[langgraph] or assay\\[openai-agents].")
 
 def demo(
     db: DbOption = None,
@@ -35,9 +40,7 @@ def demo(
     concurrency: Annotated[int, typer.Option(min=1, max=256,
                                              help="Examples run at the same time.")] = 4,
     json_out: JsonOption = False,
-    framework: Annotated[str | None, typer.Option(
-        help="Run a real framework's agent instead (langgraph, openai-agents) against the "
-             "bundled scripted model: needs assay[langgraph] or assay[openai-agents].")] = None,
+    framework: Annotated[str | None, typer.Option(help=_FRAMEWORK_HELP)] = None,
 ) -> None:
     """Run the demo experiment (a tool-using agent, no API key) and print its statistics."""
     from ..demo import DATASET_NAME, run_demo
@@ -77,8 +80,8 @@ def demo(
     console.print(stats_table(stats, title=f"{stats.name} on {dataset} "
                                            f"({repetitions} repetitions)"))
     if framework is not None and trace_id is not None:
-        console.print(f"the {framework} agent's trace (its own llm and tool runs): "
-                      f"[bold]assay runs show {trace_id}[/bold]")
+        console.print(styled(f"the {framework} agent's trace (its own llm and tool runs): ",
+                             (f"assay runs show {trace_id}", "bold")))
     console.print(f"store: {client.store.url}")
-    console.print(f"next: [bold]assay experiments show {stats.name}[/bold] (per-run detail), "
-                  "[bold]assay experiments list[/bold]")
+    console.print(styled("next: ", (f"assay experiments show {stats.name}", "bold"),
+                         " (per-run detail), ", ("assay experiments list", "bold")))

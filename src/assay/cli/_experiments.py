@@ -22,6 +22,7 @@ from ._common import (
     money,
     open_client,
     secs,
+    styled,
 )
 
 if TYPE_CHECKING:
@@ -119,7 +120,8 @@ def list_(
         emit_json([p.model_dump() for p in items])
         return
     if not items:
-        console.print("no experiments yet: run [bold]assay demo[/bold] or evaluate()")
+        console.print(styled("no experiments yet: run ", ("assay demo", "bold"),
+                             " or evaluate()"))
         return
     table = Table()
     table.add_column("name", no_wrap=True)  # kept whole: it is what `show` takes

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 from rich.tree import Tree
 
 from ._common import (
@@ -24,6 +25,7 @@ from ._common import (
     money,
     open_client,
     secs,
+    styled,
 )
 
 __all__ = ["app"]
@@ -101,7 +103,7 @@ def list_(
                       _error(r))
     console.print(table)
     if len(found) == limit:
-        console.print(f"[dim]the first {limit}: --limit shows more[/dim]")
+        console.print(f"the first {limit}: --limit shows more", style="dim")
 
 
 @app.command("show")
@@ -118,15 +120,15 @@ def show(
         emit_json(run.model_dump())
         return
 
-    def label(r: Any) -> str:
+    def label(r: Any) -> Text:
         facts = [r.run_type, r.status, _secs(r)]
         if r.total_tokens:
             facts.append(f"{r.total_tokens} tokens")
         if r.total_cost:
             facts.append(_cost(r))
-        text = f"[bold]{r.name}[/bold] ({', '.join(facts)})"
+        text = styled((r.name, "bold"), f" ({', '.join(facts)})")
         if r.error:
-            text += f" [red]{_error(r, 80)}[/red]"
+            text.append(f" {_error(r, 80)}", style="red")
         return text
 
     tree = Tree(label(run))

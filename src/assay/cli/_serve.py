@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ._common import DbOption, console, handle_errors
+from ._common import DbOption, console, handle_errors, styled
 
 __all__ = ["serve"]
 
@@ -53,8 +53,8 @@ def serve(
     from ..store import Store, resolve_url
 
     if no_auth and host not in ("127.0.0.1", "localhost", "::1"):
-        console.print("[red]error:[/red] --no-auth only listens on 127.0.0.1: anyone who can "
-                      "reach another interface would get the whole store")
+        console.print(styled(("error:", "red"), " --no-auth only listens on 127.0.0.1: anyone "
+                             "who can reach another interface would get the whole store"))
         raise typer.Exit(2)
     with handle_errors():
         url = resolve_url(db)

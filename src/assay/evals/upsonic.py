@@ -62,7 +62,7 @@ def _no_exports(**given: Any) -> None:
 def _console() -> Any:
     from rich.console import Console
 
-    return Console()
+    return Console(markup=False)  # what it prints is data (tool names, outputs), not markup
 
 
 class AccuracyEvaluator(_AccuracyEvaluator):
