@@ -77,6 +77,17 @@ def scratch_url(backend: str, pg_url: str, stem: str) -> Iterator[str | None]:
             _drop_pg(handle)
 
 
+def backends(args: argparse.Namespace, stem: str) -> Iterator[tuple[str, str]]:
+    """(backend, a fresh database's URL) for each backend ``--only`` leaves, one at a time (the
+    database dropped when the next is asked for); PostgreSQL left out, said once, when absent."""
+    for backend in ("sqlite", "postgres"):
+        if args.only and backend != args.only:
+            continue
+        with scratch_url(backend, args.pg_url, stem) as url:
+            if url is not None:
+                yield backend, url
+
+
 def _trace(client: object, n: int, project: str, llm: bool = False) -> None:
     from assay.tracing import traceable, tracing_context
 
@@ -271,26 +282,21 @@ def fixed(args: argparse.Namespace) -> None:
 
     print(f"{args.fixed} folds of 2 runs and of 80 (llm children); load average "
           f"{os.getloadavg()}")
-    for backend in ("sqlite", "postgres"):
-        if args.only and backend != args.only:
-            continue
-        with scratch_url(backend, args.pg_url, "fixed") as url:
-            if url is None:
-                continue
-            store = Store.open(url)
-            client = Client(store=store)
-            _trace(client, 50, "p", True)  # imports, the project, genai-prices' first look
-            client.flush()
-            store.settle()
-            took: dict[int, list[float]] = {1: [], 40: []}
-            for _ in range(args.fixed):
-                for roots, times in took.items():
-                    _trace(client, roots, "p", True)
-                    client.flush()
-                    t0 = time.perf_counter()
-                    store.settle()
-                    times.append(time.perf_counter() - t0)
-            store.close()
+    for backend, url in backends(args, "fixed"):
+        store = Store.open(url)
+        client = Client(store=store)
+        _trace(client, 50, "p", True)  # imports, the project, genai-prices' first look
+        client.flush()
+        store.settle()
+        took: dict[int, list[float]] = {1: [], 40: []}
+        for _ in range(args.fixed):
+            for roots, times in took.items():
+                _trace(client, roots, "p", True)
+                client.flush()
+                t0 = time.perf_counter()
+                store.settle()
+                times.append(time.perf_counter() - t0)
+        store.close()
         small, large = (statistics.median(took[k]) for k in (1, 40))
         print(f"{backend:8s} fold of 2 runs {small * 1e3:5.2f} ms (min "
               f"{min(took[1]) * 1e3:5.2f}), of 80 runs {large * 1e3:5.2f} ms: "
@@ -351,13 +357,8 @@ def main() -> None:
     results: dict[str, dict[str, float]] = {}
     print(f"{args.n:,} root runs + {args.n:,} {kind} = {2 * args.n:,} spans; "
           f"load average {os.getloadavg()}", flush=True)
-    for backend in ("sqlite", "postgres"):
-        if args.only and backend != args.only:
-            continue
-        with scratch_url(backend, args.pg_url, "fold") as url:
-            if url is None:
-                continue
-            r = results[backend] = measure(url, args.n, args.profile, args.llm)
+    for backend, url in backends(args, "fold"):
+        r = results[backend] = measure(url, args.n, args.profile, args.llm)
         print(f"{backend:8s} journal only {r['journal_us_per_span']:6.2f} us/span "
               f"({r['journal_cpu_us_per_span']:5.2f} CPU) | fold alone "
               f"{r['fold_us_per_run']:6.2f} us/run wall, {r['fold_cpu_us_per_run']:6.2f} CPU "
