@@ -33,6 +33,7 @@ __all__ = ["demo"]
 _FRAMEWORK_HELP = ("Run a real framework's agent instead (langgraph, openai-agents) against the "
                    "bundled scripted model: needs assay\\[langgraph] or assay\\[openai-agents].")
 
+
 def demo(
     db: DbOption = None,
     repetitions: Annotated[int, typer.Option(min=1, max=100,
