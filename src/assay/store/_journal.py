@@ -96,6 +96,7 @@ _ANY_SQL = text(_ANY_TEXT)
 # a fold's own statements, built once: made anew at every fold, their expressions cost more than
 # SQLite takes to run them
 _OLDEST = select(journal).order_by(journal.c.seq).limit(bindparam("rows"))
+_PG_FOLD_LOCK = text("SELECT pg_advisory_xact_lock(:k)").bindparams(k=_PG_LOCK)
 _DELETE = delete(journal).where(journal.c.seq.in_(bindparam("seqs", expanding=True)))
 _SAVEPOINT = "SAVEPOINT assay_fold"
 _ROLLBACK_TO = "ROLLBACK TO SAVEPOINT assay_fold"
@@ -560,7 +561,7 @@ class Journal:
         of these rows before the transaction (taken for the entries still as they were)."""
         with self.store.write() as conn:
             if conn.dialect.name == "postgresql":
-                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK})
+                conn.execute(_PG_FOLD_LOCK)
             entries = conn.execute(_OLDEST, {"rows": rows}).all()
             if not entries:
                 return 0, False
