@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping, Sequence
+from functools import lru_cache
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -154,7 +155,11 @@ def _insert(conn: Connection, rows: Sequence[Sequence[Any]],
     where an executemany costs a pipelined statement per row), SQLite's executemany, where a
     column with one value in every row of the batch (the workspace, the project, empty tags
     and events, the batch's shared ``extra``...) is written into the statement once instead of
-    bound per row: each bound value costs the driver ~0.3 us."""
+    bound per row: each bound value costs the driver ~0.3 us, and a ``None`` or a ``bool``
+    about three times that (the driver looks for an adapter for them and fails: Python 3.11's
+    ``sqlite3`` binds only ``int``, ``float``, ``str`` and ``bytearray`` directly). So on
+    SQLite the roots and the other runs go in two statements: in each, ``is_root`` is one
+    value, and a root's ``parent_run_id`` is NULL written once."""
     quote = conn.dialect.identifier_preparer.quote
     names = ", ".join(quote(c) for c in order)
     if conn.dialect.name == "postgresql":
@@ -163,11 +168,25 @@ def _insert(conn: Connection, rows: Sequence[Sequence[Any]],
             for row in rows:
                 copy.write_row(row)
         return
+    sql = f"INSERT INTO runs ({names}) VALUES "
     mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
-    values: list[str] = [mark] * len(order)
-    bound = list(range(len(order)))
+    candidates, parent = _candidates(order)
+    roots = [r for r in rows if r[parent] is None]
+    if not roots or len(roots) == len(rows):
+        _executemany(conn, sql, mark, rows, candidates)
+        return
+    _executemany(conn, sql, mark, roots, candidates)
+    _executemany(conn, sql, mark, [r for r in rows if r[parent] is not None], candidates)
+
+
+def _executemany(conn: Connection, sql: str, mark: str, rows: Sequence[Sequence[Any]],
+                 candidates: tuple[int, ...]) -> None:
+    """SQLite: ``rows`` in one executemany, the ``candidates`` holding one value in all of
+    them written into the statement (``sql`` up to its ``VALUES``) as literals."""
+    values: list[str] = [mark] * len(rows[0])
+    bound = list(range(len(values)))
     if len(rows) > 1:
-        for at in _SAME_CANDIDATES:
+        for at in candidates:
             seen = set(map(itemgetter(at), rows))
             if len(seen) == 1:
                 literal = _sql_literal(seen.pop())
@@ -175,14 +194,21 @@ def _insert(conn: Connection, rows: Sequence[Sequence[Any]],
                     values[at] = literal
                     bound.remove(at)
     pick: Any = itemgetter(*bound) if len(bound) > 1 else (lambda r: (r[bound[0]],))
-    conn.exec_driver_sql(f"INSERT INTO runs ({names}) VALUES ({', '.join(values)})",
-                         [pick(r) for r in rows])
+    conn.exec_driver_sql(f"{sql}({', '.join(values)})", [pick(r) for r in rows])
 
 
 # columns often the same in a whole batch (see ``_insert``)
-_SAME_CANDIDATES = tuple(_AT[k] for k in (
+_SAME_CANDIDATES = frozenset((
     "tenant_id", "session_id", "run_type", "status", "events", "tags", "serialized", "extra",
-    "reference_example_id", "error", "end_time", "outputs"))
+    "reference_example_id", "error", "end_time", "outputs", "is_root", "parent_run_id",
+    "first_token_time", "first_token_us", "prompt_cost", "completion_cost", "total_cost"))
+
+
+@lru_cache(maxsize=8)
+def _candidates(order: tuple[str, ...]) -> tuple[tuple[int, ...], int]:
+    """Where in ``order`` the ``_SAME_CANDIDATES`` are, and ``parent_run_id``."""
+    return (tuple(i for i, name in enumerate(order) if name in _SAME_CANDIDATES),
+            order.index("parent_run_id"))
 
 
 def _sql_literal(value: Any) -> str | None:
