@@ -1,7 +1,7 @@
 """What a traced run costs from the journal to queryable: the fold, per run, SQLite and PostgreSQL.
 
     .venv/bin/python bench/fold_cost.py [--n 20000] [--pg-url URL] [--profile] [--ab ROUNDS]
-        [--llm] [--fixed ROUNDS]
+        [--llm] [--fixed ROUNDS] [--checkpoint ROUNDS]
 
 Traces ``n`` root runs with one child each (``@traceable``, the README's pattern) into a fresh
 store with the background fold off, flushes (the journal-only figure), then times the fold
@@ -19,8 +19,11 @@ columnar fold of such runs (``new``) with the route before it (``prev``: ``_fold
 off, the llm runs handed to ``_fold_rows.insert_new`` as post dicts). ``--fixed``: what one
 fold transaction costs whatever it holds (each small fold pays it: an agent's coalesced runs, a
 read after a few runs): ROUNDS times, one root with one llm child traced and flushed, then
-``Store.settle`` timed; and the same with 40 roots, the difference per run. Prints figures,
-never asserts them.
+``Store.settle`` timed; and the same with 40 roots, the difference per run. ``--checkpoint``:
+SQLite only, alternates, ROUNDS each, the WAL checkpointed inside the commits that cross
+SQLite's limit (``inline``, as before stop 38) and by the store's thread of its own (``new``).
+The floor's inserts commit on the driver directly, so SQLite checkpoints them inside their
+commits in every mode. Prints figures, never asserts them.
 """
 
 from __future__ import annotations
@@ -245,6 +248,7 @@ FIGURES = ("journal_us_per_span", "journal_cpu_us_per_span", "fold_us_per_run",
 
 MODES = ("old", "lists", "new")
 LLM_MODES = ("prev", "new")  # --llm: the first is what the ratios divide by
+CHECKPOINT_MODES = ("inline", "new")  # --checkpoint
 
 
 @contextlib.contextmanager
@@ -253,12 +257,18 @@ def fold_path(mode: str) -> Iterator[None]:
     journaled with their inputs and outputs as values (the previous format); ``old``: the
     previous format folded as post dicts (no batch's columns match ``WRITER_COLUMNS``);
     ``prev``: as ``new``, but runs with usage (llm runs) folded as post dicts by
-    ``_fold_rows.insert_new``, as before the columnar path took them."""
-    from assay.store import _fold_columns, _journal
+    ``_fold_rows.insert_new``, as before the columnar path took them; ``inline``: as ``new``,
+    but the WAL checkpointed inside the commits (SQLite's own ``wal_autocheckpoint``), as
+    before a thread of its own took that (``store/_checkpoint.py``)."""
+    from assay.store import _checkpoint, _engine, _fold_columns, _journal
 
     saved = _journal.WRITER_COLUMNS, _journal.encoded_rows, _journal.JSON_COLUMNS
-    usage = _fold_columns.USAGE
-    if mode == "prev":
+    usage, every = _fold_columns.USAGE, _checkpoint.CHECKPOINT_ROWS
+    limit = _engine.WAL_CHECKPOINT_BYTES
+    if mode == "inline":
+        _checkpoint.CHECKPOINT_ROWS = 1 << 62  # never reached: the thread never starts
+        _engine.WAL_CHECKPOINT_BYTES = 16 * 1024 * 1024  # the commits' limit before stop 38
+    elif mode == "prev":
         _fold_columns.USAGE = False
     elif mode == "old":
         _journal.WRITER_COLUMNS = ()  # type: ignore[assignment]  # matches no batch
@@ -270,6 +280,8 @@ def fold_path(mode: str) -> Iterator[None]:
     finally:
         _journal.WRITER_COLUMNS, _journal.encoded_rows, _journal.JSON_COLUMNS = saved
         _fold_columns.USAGE = usage
+        _checkpoint.CHECKPOINT_ROWS = every
+        _engine.WAL_CHECKPOINT_BYTES = limit
 
 
 def fixed(args: argparse.Namespace) -> None:
@@ -303,10 +315,9 @@ def fixed(args: argparse.Namespace) -> None:
               f"{(large - small) / 78 * 1e6:5.1f} us a run beyond the fixed cost", flush=True)
 
 
-def ab(args: argparse.Namespace) -> None:
+def ab(args: argparse.Namespace, modes: tuple[str, ...]) -> None:
     import statistics
 
-    modes = LLM_MODES if args.llm else MODES
     for backend in ("sqlite", "postgres"):
         if args.only and backend != args.only:
             continue
@@ -340,6 +351,9 @@ def main() -> None:
                     help="the children are llm runs with usage and a model to price")
     ap.add_argument("--fixed", type=int, default=0, metavar="ROUNDS",
                     help="time ROUNDS small folds (a fold transaction's fixed cost)")
+    ap.add_argument("--checkpoint", type=int, default=0, metavar="ROUNDS",
+                    help="SQLite's checkpoints inside the commits vs in their own thread, "
+                         "alternated, ROUNDS each")
     args = ap.parse_args()
     kind = "llm children" if args.llm else "children"
     if args.llm:  # genai-prices' import and the bench's 32 token counts priced before timing
@@ -350,9 +364,13 @@ def main() -> None:
     if args.fixed:
         fixed(args)
         return
-    if args.ab:
+    if args.ab or args.checkpoint:
         print(f"{args.n:,} root runs + {args.n:,} {kind}; load average {os.getloadavg()}")
-        ab(args)
+        if args.checkpoint:
+            args.ab, args.only = args.checkpoint, "sqlite"
+            ab(args, CHECKPOINT_MODES)
+        else:
+            ab(args, LLM_MODES if args.llm else MODES)
         return
     results: dict[str, dict[str, float]] = {}
     print(f"{args.n:,} root runs + {args.n:,} {kind} = {2 * args.n:,} spans; "

@@ -6,16 +6,16 @@ import os
 import threading
 import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Connection, Engine
 
 from ..errors import AssayError, StoreError
-from . import _migrate
+from . import _checkpoint, _migrate
 from ._engine import BUSY_TIMEOUT_S, make_engine, resolve_url
 from ._journal import Journal  # every bulk write goes through it: not imported on first write
 from ._tables import DEFAULT_TENANT_ID
@@ -123,11 +123,20 @@ class Store:
             with _translate_errors():
                 yield active
             return
-        lock = _write_lock(self.engine) if self.engine.dialect.name == "sqlite" else nullcontext()
-        with lock, _translate_errors():
+        if self.engine.dialect.name != "sqlite":
+            with _translate_errors():
+                with self.engine.connect().execution_options(assay_write=True) as conn:
+                    with conn.begin():
+                        yield conn
+            return
+        with _write_lock(self.engine), _translate_errors():
             with self.engine.connect().execution_options(assay_write=True) as conn:
+                raw: Any = conn.connection.driver_connection
+                before = raw.total_changes
                 with conn.begin():
                     yield conn
+                # the rows it wrote reach the WAL: a thread copies them back (``_checkpoint``)
+                _checkpoint.wrote(self.engine, raw.total_changes - before)
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
@@ -151,6 +160,7 @@ class Store:
         from ._background import stop
 
         stop(self.engine)  # its folder would reopen connections to a database being closed
+        _checkpoint.stop(self.engine)
         self.engine.dispose()
 
     def __enter__(self) -> Store:

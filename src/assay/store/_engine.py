@@ -52,8 +52,15 @@ def resolve_url(url: str | os.PathLike[str] | None = None) -> str:
 # - ``wal_autocheckpoint``: the checkpoint (copying the WAL into the database, with an fsync)
 #   runs inside whichever commit crosses the limit, holding the write lock. At 4,000 pages
 #   (16 MB) instead of 1,000 a hot page (the table's tail, the statistics rows) is copied once
-#   per four times as many commits: store CPU a further ~7% less, wall ~20%. The WAL file stays
-#   at about that size (it is reused, not truncated).
+#   per four times as many commits: store CPU a further ~7% less, wall ~20%. Since stop 38 a
+#   thread copies the WAL back every ~4 MB of rows (``_checkpoint``), off the writers' path,
+#   and this limit (64 MB) is the bound for when it falls behind: a sustained writer leaves it
+#   no moment when every frame is copied, which the WAL needs to start over, so a burst grows
+#   the WAL until it pauses, or up to this, where a commit copies what is left. At 16 MB that
+#   commit's fsyncs came every 16 MB of a burst and the thread gained nothing (40,000 runs
+#   folded: wall 1.05x); at 64 MB, 0.88x (bench/fold_cost.py --checkpoint). When the WAL
+#   starts over it is truncated to ``journal_size_limit`` (16 MB): a burst's WAL does not
+#   stay on disk at its largest.
 # - ``page_size``: 16 KB pages for a new database (an existing one keeps its own: SQLite only
 #   changes it on VACUUM, never in WAL mode). A row of ``runs`` is ~0.5 KB and each of its
 #   indexes takes a ~50-byte entry: fewer, fuller pages split and are written to the WAL less
@@ -63,7 +70,7 @@ def resolve_url(url: str | os.PathLike[str] | None = None) -> str:
 # ``mmap_size`` (256 MB) measured no better than the page cache (slightly worse); ``temp_store``
 # only matters to sorts and temporary tables, which the write path does not use: left default.
 PAGE_SIZE = 16384
-WAL_CHECKPOINT_BYTES = 16 * 1024 * 1024  # the WAL is checkpointed past 16 MB
+WAL_CHECKPOINT_BYTES = 64 * 1024 * 1024  # a commit checkpoints the WAL past 64 MB
 SQLITE_PRAGMAS: tuple[str, ...] = (
     f"page_size = {PAGE_SIZE}",  # before journal_mode: a new database's first write
     f"busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}",
@@ -71,6 +78,7 @@ SQLITE_PRAGMAS: tuple[str, ...] = (
     "synchronous = NORMAL",
     "foreign_keys = ON",
     "cache_size = -65536",  # KiB: 64 MB
+    f"journal_size_limit = {16 * 1024 * 1024}",  # bytes: the WAL at rest (see above)
 )
 
 
