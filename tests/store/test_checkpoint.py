@@ -134,3 +134,53 @@ def test_a_forked_child_checkpoints_with_a_thread_of_its_own(
     assert _count(tmp_path / "fork.db", "child") == 100
     assert _count(tmp_path / "fork.db", "parent") == 100
     store.close()
+
+
+_EXITING = """
+import sys
+from assay.client import Client
+from assay.tracing import traceable, tracing_context
+
+client = Client(database_url=sys.argv[1])
+
+@traceable
+def child(i):
+    return i
+
+@traceable
+def root(i):
+    return child(i)
+
+with tracing_context(enabled=True, client=client, project_name="exiting"):
+    for i in range(int(sys.argv[2])):
+        root(i)
+if sys.argv[3] == "read":
+    client.flush()
+    assert client.read_project(project_name="exiting", include_stats=True).run_count == 50
+# "exit": the process ends with its runs still in the writer (its exit flush journals them)
+"""
+
+
+@pytest.mark.parametrize("how", ["read", "exit"])
+def test_a_process_that_ends_leaves_its_store_in_one_file(tmp_path: Path, how: str) -> None:
+    """At exit the store's connections close, so the WAL is copied back and removed: a copy of
+    the database file alone holds everything (before, it held nothing, not even the schema)."""
+    import shutil
+    import subprocess
+
+    db = tmp_path / "one.db"
+    env = {**os.environ, "ASSAY_BACKGROUND_FOLD": "1"}
+    done = subprocess.run([sys.executable, "-c", _EXITING, f"sqlite:///{db}", "50", how],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "one.db-wal").exists()
+    alone = tmp_path / "copy" / "one.db"
+    alone.parent.mkdir()
+    shutil.copy(db, alone)  # the file alone, as a user would share it
+    store = Store.open(alone)
+    try:
+        project = store.projects.read(project_name="exiting", include_stats=True)
+        assert project.run_count == 50
+        assert len(store.runs.list(project_ids=[str(project.id)], limit=1000)) == 100
+    finally:
+        store.close()

@@ -17,11 +17,19 @@ the next transaction start the WAL over from its beginning. So a burst grows the
 pauses (the thread catches up, the WAL starts over, truncated to 16 MB), or up to the bound,
 where a commit copies what is left. Checkpoints are SQLite's own crash-safe operation: a
 process killed during one loses nothing.
+
+At exit (after the tracing writers' last flush and the folders' stop, whose handlers run
+first), the SQLite engines this process made are closed (``track``). The last connection to a
+database closes with a checkpoint and removes the WAL, so a store left by a process that ended
+is its one file: a process ending with its connections open left everything in the ``-wal``
+file beside an empty database, and a copy of ``assay.db`` alone (to share an experiment)
+held nothing.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import sqlite3
@@ -32,7 +40,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-__all__ = ["CHECKPOINT_ROWS", "stop", "wrote"]
+__all__ = ["CHECKPOINT_ROWS", "stop", "track", "wrote"]
 
 log = logging.getLogger("assay.store")
 
@@ -48,6 +56,14 @@ _running: weakref.WeakKeyDictionary[Engine, _Checkpointer] = weakref.WeakKeyDict
 # connections must not cross a fork; closing one could release what the parent holds)
 _orphans: list[_Checkpointer] = []
 _stopping = False
+# SQLite file engines this process made, with its pid: closed at exit (a forked child's are
+# its parent's, never closed there)
+_engines: weakref.WeakKeyDictionary[Engine, int] = weakref.WeakKeyDictionary()
+
+
+def track(engine: Engine) -> None:
+    """Close ``engine`` (a SQLite file's) when this process exits."""
+    _engines[engine] = os.getpid()
 
 
 def wrote(engine: Engine, rows: int) -> None:
@@ -130,6 +146,16 @@ def _stop_at_exit() -> None:
         _running.clear()
     for cp in running:
         cp.halt(5.0)
+    # this module is imported before the store's others and the tracing writer (``_base``), so
+    # this handler runs after theirs: nothing of this process writes after it
+    from ._background import _stop_at_exit as stop_folding
+
+    stop_folding()  # (already run, in the usual import order: a no-op then)
+    pid = os.getpid()
+    for engine, owner in list(_engines.items()):
+        if owner == pid:
+            with contextlib.suppress(Exception):  # exiting: a store that fails keeps its WAL
+                engine.dispose()
 
 
 def _after_fork_in_child() -> None:

@@ -170,6 +170,10 @@ def make_engine(url: str, *, pool_size: int = 5) -> Engine:
         )
         event.listen(engine, "connect", _sqlite_connect)
         event.listen(engine, "begin", _sqlite_begin)
+        if db and db != ":memory:":
+            from . import _checkpoint
+
+            _checkpoint.track(engine)  # closed at exit: the WAL copied back and removed
         return engine
     if backend == "postgresql":
         from ..errors import require
