@@ -147,6 +147,24 @@ def test_remote_client_from_env_and_auth_errors(server: Server,
         Client(api_url=server.url, api_key="asy_wrong").list_datasets().__next__()
 
 
+def test_a_database_url_given_as_the_server_url_is_refused_by_name(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Client("sqlite:///x.db")`` (the database URL in the first argument) says so at once,
+    instead of failing at the first request while traced runs go nowhere."""
+    for wrong in (f"sqlite:///{tmp_path}/x.db", str(tmp_path / "x.db"),
+                  "postgresql://u@127.0.0.1/db"):
+        with pytest.raises(InvalidInputError, match="database_url") as err:
+            Client(wrong)
+        assert repr(wrong) in str(err.value)
+    monkeypatch.setenv("ASSAY_API_URL", "localhost:1984")  # no scheme: named too
+    with pytest.raises(InvalidInputError, match="localhost:1984"):
+        Client()
+    assert not (tmp_path / "x.db").exists()
+    local = Client(database_url=f"sqlite:///{tmp_path}/x.db")  # the right way still works
+    local.create_dataset("fine")
+    assert [d.name for d in local.list_datasets()] == ["fine"]
+
+
 def test_assay_evaluate_against_the_server(server: Server) -> None:
     from assay.evaluation import evaluate
 

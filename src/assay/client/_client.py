@@ -35,13 +35,18 @@ class Client(DatasetMethods, ProjectMethods, FeedbackMethods, QueueMethods, RunM
         if api_url is None and store is None and database_url is None:
             api_url = os.environ.get("ASSAY_API_URL") or None
         if api_url is not None:  # remote mode: the same repositories, over an assay server
+            from ..errors import InvalidInputError
             from ._remote import RemoteBackend
 
             if store is not None or database_url is not None:
-                from ..errors import InvalidInputError
-
                 raise InvalidInputError(
                     "give api_url (remote) or database_url/store (local), not both")
+            if not str(api_url).lower().startswith(("http://", "https://")):
+                # a database URL or a path in the first argument reached the server client,
+                # whose first request failed, and traced runs went nowhere until then
+                raise InvalidInputError(
+                    f"api_url {api_url!r} is not an http(s) URL of an assay server; for a "
+                    f"local store use Client(database_url=...)")
             key = api_key if api_key is not None else os.environ.get("ASSAY_API_KEY")
             # RemoteBackend duck-types the Store repositories the client calls (no shared base)
             self._backend = RemoteBackend(api_url, key)  # type: ignore[assignment]  # duck-typed
