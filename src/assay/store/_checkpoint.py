@@ -3,8 +3,9 @@
 In WAL mode every commit appends pages to the ``-wal`` file, and a checkpoint copies them
 into the database file, with an fsync of each. SQLite runs it inside the commit that takes the
 WAL past ``wal_autocheckpoint`` pages, on the committing thread: the fold (the journal into
-``runs`` and its indexes, nearly all of what assay writes) waited for every one, a quarter of
-its wall time on a machine with a slow fsync (bench/README, stop 38). So each write transaction
+``runs`` and its indexes, nearly all of what assay writes) waited for every one: without
+them it took 0.88x the wall time on a machine with a slow fsync (bench/README, stop 38; what
+a checkpoint copies is cheap, its fsyncs are not). So each write transaction
 says how many rows it changed (``Store.write`` -> ``wrote``); past ``CHECKPOINT_ROWS`` a daemon
 thread of this process runs a ``PASSIVE`` checkpoint on a connection of its own. A passive
 checkpoint takes no lock a writer or reader waits for, and runs in SQLite's C code with the
