@@ -31,3 +31,26 @@ def stored_runs(store: Store, labels: Mapping[str, str]) -> list[dict[str, Any]]
                 row[key] = value
         out.append(row)
     return out
+
+
+# The start of a script a test runs in a process of its own (``python -c``): a client of the
+# store at ``sys.argv[1]`` and ``trace(project, n)``, n traced roots with a child each.
+TRACING_SCRIPT = r"""
+import os, sys
+from assay.client import Client
+from assay.tracing import traceable, tracing_context
+client = Client(database_url=sys.argv[1])
+
+@traceable
+def child(i):
+    return i
+
+@traceable
+def root(i):
+    return child(i)
+
+def trace(project, n):
+    with tracing_context(enabled=True, client=client, project_name=project):
+        for i in range(n):
+            root(i)
+"""

@@ -13,6 +13,8 @@ import pytest
 
 from assay.store import Store, _checkpoint
 
+from ._stored import TRACING_SCRIPT
+
 T0 = 1_700_000_000_000_000  # epoch microseconds
 
 
@@ -136,24 +138,8 @@ def test_a_forked_child_checkpoints_with_a_thread_of_its_own(
     store.close()
 
 
-_EXITING = """
-import sys
-from assay.client import Client
-from assay.tracing import traceable, tracing_context
-
-client = Client(database_url=sys.argv[1])
-
-@traceable
-def child(i):
-    return i
-
-@traceable
-def root(i):
-    return child(i)
-
-with tracing_context(enabled=True, client=client, project_name="exiting"):
-    for i in range(int(sys.argv[2])):
-        root(i)
+_EXITING = TRACING_SCRIPT + """
+trace("exiting", int(sys.argv[2]))
 if sys.argv[3] == "read":
     client.flush()
     assert client.read_project(project_name="exiting", include_stats=True).run_count == 50

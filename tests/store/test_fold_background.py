@@ -22,6 +22,7 @@ from assay.store._journal import _PG_LOCK
 from assay.store._tables import runs
 from assay.tracing import RunTree
 
+from ._stored import TRACING_SCRIPT
 from .test_aggregates import _check_all
 
 T0 = 1_700_000_000_000_000
@@ -123,23 +124,8 @@ def test_a_trickle_of_small_batches_is_folded_in_few_transactions(own_store: Sto
     assert _check_all([own_store]) == 1
 
 
-BACKGROUND_KILLED = r"""
-import os, sys
-from assay.client import Client
-from assay.tracing import traceable, tracing_context
-client = Client(database_url=sys.argv[1])
-
-@traceable
-def child(i):
-    return i
-
-@traceable
-def root(i):
-    return child(i)
-
-with tracing_context(enabled=True, client=client, project_name=sys.argv[2]):
-    for i in range(3000):
-        root(i)
+BACKGROUND_KILLED = TRACING_SCRIPT + r"""
+trace(sys.argv[2], 3000)
 client.flush()   # durable; the background folder is at work on it
 os._exit(0)      # killed with it: a fold in progress is never committed
 """
