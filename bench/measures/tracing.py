@@ -131,7 +131,8 @@ def run(ctx: Context) -> dict[str, Any]:
                       "since the background fold (issue 27) this includes the fold of "
                       "whatever the store's folder took in while the spans were traced (the "
                       "journal alone: 'journal only' under 'Traced runs to queryable')"]
-            + ([f"where the stored cost goes (tracing_overhead.py): {breakdown}"]
+            + ([f"where the stored cost goes (tracing_overhead.py; the background fold off, "
+                f"so each part is alone and the fold is timed apart): {breakdown}"]
                if breakdown else []),
             "table": {"header": ["tracer", "flat us/span", "nested us/span",
                                  "x assay on (flat / nested)"], "rows": table},
