@@ -178,6 +178,17 @@ def test_size_limits_and_zip_bombs(ws: Workspace) -> None:
                                  encoding="zstd")
     _expect(ws.http.post("/runs/multipart", content=mp_bomb, headers=headers), 413)
     _nothing_written(ws)
+    # the server's decompressor, kept per thread, is whole again after a refused bomb and a
+    # corrupt frame: the next compressed bodies arrive intact
+    _expect(ws.http.post("/runs/batch", content=b"\x28\xb5\x2f\xfd garbage",
+                         headers={"content-encoding": "zstd"}), 400, "zstd")
+    runs = [make_run(f"after-{i}", inputs={"i": i}) for i in range(3)]
+    for run in runs:
+        ok = ws.http.post("/runs/batch", content=zstandard.ZstdCompressor().compress(
+            json.dumps({"post": [run]}).encode()), headers={"content-encoding": "zstd"})
+        assert ok.status_code == 202, ok.text
+    stored = {r.name: r.inputs for r in ws.store.runs.list()}
+    assert stored == {f"after-{i}": {"i": i} for i in range(3)}
 
 
 def test_no_partial_write_when_a_later_item_fails(ws: Workspace) -> None:

@@ -92,3 +92,25 @@ def test_ttl_zero_disables_the_cache_and_bad_settings_are_named(
         create_app(store=Store(store.engine))
     monkeypatch.delenv("ASSAY_AUTH_CACHE_TTL")
     assert KeyRepo(store).cache_ttl == _keys.AUTH_CACHE_TTL == 5.0
+
+
+def test_cached_answers_only_what_authenticate_cached(store: Store) -> None:
+    """``cached`` (what the server answers on its event loop) never reads the database: a key
+    is there only after ``authenticate`` accepted it, and gone once revoked or expired."""
+    repo = KeyRepo(store, cache_ttl=0.3)
+    key = repo.create(tenant=f"t-{store.tenant_id[:8]}")
+    assert key.key is not None
+    assert repo.cached(key.key) is None  # valid, but not authenticated in this process yet
+    assert repo.cached(None) is None and repo.cached("") is None
+    assert repo.cached("asy_not-a-key-" + store.tenant_id) is None
+    assert repo.authenticate(key.key) == key.tenant_id
+    assert repo.cached(key.key) == key.tenant_id
+    deadline = time.monotonic() + 5
+    while repo.cached(key.key) is not None:  # expires with the TTL
+        assert time.monotonic() < deadline, "still cached long after the TTL"
+        time.sleep(0.05)
+    assert repo.authenticate(key.key) == key.tenant_id
+    repo.revoke(key.id)  # in this process: forgotten at once
+    assert repo.cached(key.key) is None
+    with pytest.raises(AuthError, match="revoked"):
+        repo.authenticate(key.key)

@@ -116,12 +116,14 @@ def create_app(
     for module in (_routes_otel, _routes_runs):
         app.include_router(module.router)
 
+    # async: neither waits for anything, and a sync endpoint costs a hop to the thread pool
+    # (every SDK asks /info at start, load balancers ask /ok all day)
     @app.get("/info")
-    def info() -> JSONResponse:
+    async def info() -> JSONResponse:
         return JSONResponse(_info(settings))
 
     @app.get("/ok")
-    def health() -> JSONResponse:
+    async def health() -> JSONResponse:
         return JSONResponse({"ok": True})
 
     for module in (_routes_datasets, _routes_sessions, _routes_feedback,

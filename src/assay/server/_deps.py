@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import orjson
 from fastapi import Depends, Request
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 
 from .._json import model_jsonable
 from ..errors import AuthError
@@ -54,15 +55,23 @@ def _api_key(request: Request) -> str | None:
     return None
 
 
-def tenant_store(request: Request) -> Store:
-    """The store view of the workspace owning the request's API key (401 otherwise)."""
+async def tenant_store(request: Request) -> Store:
+    """The store view of the workspace owning the request's API key (401 otherwise).
+
+    async: a key authenticated within the cache's lifetime is answered on the event loop; as a
+    sync dependency every request paid a hop to the thread pool and back for it. A key not
+    cached yet is looked up in the pool (a database read)."""
     base: Store = request.app.state.store
     if not _settings(request).auth:  # `assay serve --no-auth`: one person, default workspace
         return base
     key = _api_key(request)
     if not key:
         raise AuthError("missing API key: send it in the x-api-key header")
-    return base.for_tenant(base.keys.authenticate(key))
+    keys = base.keys
+    tenant = keys.cached(key)
+    if tenant is None:
+        tenant = await run_in_threadpool(keys.authenticate, key)
+    return base.for_tenant(tenant)
 
 
 async def json_body(request: Request) -> Any:
