@@ -27,7 +27,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "src"))
 
-from measures._common import RESULTS, Context, apply_offline_env, fmt_value, loadavg  # noqa: E402
+from measures._common import (  # noqa: E402
+    RESULTS,
+    Context,
+    apply_offline_env,
+    fmt_value,
+    loadavg,
+    machine_speed,
+)
 
 ORDER = ["harness", "concurrency", "tracing", "stats", "ingest", "startup", "fold"]
 
@@ -98,11 +105,12 @@ def main(argv: list[str] | None = None) -> int:
                   pg_url=args.pg_url, log=lambda m: print(m, flush=True))
     started = datetime.now(UTC)
     load_start = loadavg()
+    speed = machine_speed()
     print(f"assay bench — {started:%Y-%m-%d %H:%M} UTC, python {platform.python_version()}, "
-          f"{os.cpu_count()} cores, load average {load_start}"
-          + (" (quick)" if args.quick else ""), flush=True)
+          f"{os.cpu_count()} cores, load average {load_start}, timeit sum(range(1000)) "
+          f"{speed} us" + (" (quick)" if args.quick else ""), flush=True)
     report: dict = {"started": started.isoformat(), "quick": args.quick,
-                    "loadavg_start": load_start,
+                    "loadavg_start": load_start, "speed_us_start": speed,
                     "repeats": args.repeats, "python": platform.python_version(),
                     "platform": platform.platform(), "cpus": os.cpu_count(),
                     "command": " ".join([".venv/bin/python bench/run.py", *(argv or sys.argv[1:])]),
@@ -140,7 +148,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  [{status}] {g['goal']}: {value} (goal {g.get('op', '<=')} {g['limit']:g})"
               f"{ratio}{miss}")
     report["loadavg_end"] = loadavg()
-    print(f"\nload average at end: {report['loadavg_end']}")
+    report["speed_us_end"] = machine_speed()
+    print(f"\nload average at end: {report['loadavg_end']}, timeit sum(range(1000)) "
+          f"{report['speed_us_end']} us")
     out = Path(args.out) if args.out else RESULTS / f"bench-{started:%Y%m%dT%H%M%S}" \
         f"{'-quick' if args.quick else ''}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -26,6 +26,11 @@ def render(report: dict[str, Any]) -> str:
         "offline. Load average at start/end: "
         f"{report.get('loadavg_start')} / {report.get('loadavg_end')}"
         " (other work on the machine makes figures pessimistic)."
+        + (f" The machine's speed, `python -m timeit \"sum(range(1000))\"`: "
+           f"{report['speed_us_start']} us at start, {report.get('speed_us_end')} at end; "
+           "machines differ by 2-3x from session to session, so absolute figures of runs on "
+           "different machines compare only through it (the ratios to the floors and peers of "
+           "one run do not need it)." if report.get("speed_us_start") else "")
         + (f" {report['note']}" if report.get("note") else ""),
         "",
         "### Goals",
