@@ -88,3 +88,48 @@ def test_overlapping_blocks_in_threads_restore_the_process_thresholds() -> None:
             assert gc.get_freeze_count() > 0  # the outer block's freeze holds
         assert gc.get_freeze_count() == 0
     """)
+
+
+def test_a_forked_child_leaves_the_blocks_of_threads_it_does_not_have() -> None:
+    """A writer's or folder's thread inside a block at the fork never leaves it in the child:
+    the child gets the process's thresholds back; the forking thread's own block holds."""
+    _run("""
+        import os, threading
+        gc.set_threshold(900, 11, 12)
+        inside, leave = threading.Event(), threading.Event()
+
+        def other():
+            with relaxed_gc():
+                inside.set()
+                leave.wait()
+
+        t = threading.Thread(target=other)
+        t.start()
+        inside.wait()
+        for own_block in (False, True):
+            r, w = os.pipe()
+            if own_block:
+                block = relaxed_gc()
+                block.__enter__()
+            pid = os.fork()
+            if pid == 0:  # the child: only this thread
+                if own_block:
+                    ok = gc.get_threshold()[0] >= 20_000
+                    block.__exit__(None, None, None)
+                    ok = ok and gc.get_threshold() == (900, 11, 12)
+                else:
+                    ok = gc.get_threshold() == (900, 11, 12)
+                with relaxed_gc():
+                    ok = ok and gc.get_threshold()[0] >= 20_000
+                ok = ok and gc.get_threshold() == (900, 11, 12)
+                os.write(w, b"1" if ok else b"0")
+                os._exit(0)
+            os.waitpid(pid, 0)
+            assert os.read(r, 1) == b"1", f"child, own block {own_block}"
+            if own_block:
+                block.__exit__(None, None, None)
+        assert gc.get_threshold()[0] >= 20_000  # the parent's thread is still inside
+        leave.set()
+        t.join()
+        assert gc.get_threshold() == (900, 11, 12)
+    """)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import threading
 from collections.abc import Iterator
 
@@ -23,6 +24,9 @@ _lock = threading.Lock()
 _depth = 0  # blocks inside relaxed_gc, all threads
 _frozen = 0  # of which freeze=True
 _saved: tuple[int, ...] = (700, 10, 10)
+# thread ident -> (blocks, freeze blocks) it is inside: a forked child has only the thread that
+# forked, so the blocks of the others (a writer's, a folder's) are left for it (``_after_fork``)
+_threads: dict[int, tuple[int, int]] = {}
 
 
 @contextlib.contextmanager
@@ -39,6 +43,7 @@ def relaxed_gc(*, freeze: bool = False) -> Iterator[None]:
     while objects are frozen by a ``freeze`` block or by the process itself.
     """
     global _depth, _frozen, _saved
+    me = threading.get_ident()
     with _lock:
         if _depth == 0:
             _saved = gc.get_threshold()
@@ -49,10 +54,15 @@ def relaxed_gc(*, freeze: bool = False) -> Iterator[None]:
                 gc.collect()
                 gc.freeze()
             _frozen += 1
+        blocks, frozen = _threads.get(me, (0, 0))
+        _threads[me] = (blocks + 1, frozen + freeze)
     try:
         yield
     finally:
         with _lock:
+            blocks, frozen = _threads.pop(me, (1, int(freeze)))
+            if blocks > 1:
+                _threads[me] = (blocks - 1, frozen - freeze)
             if freeze:
                 _frozen -= 1
                 if _frozen == 0:
@@ -63,3 +73,29 @@ def relaxed_gc(*, freeze: bool = False) -> Iterator[None]:
             _depth -= 1
             if _depth == 0:
                 gc.set_threshold(*_saved)
+
+
+def _after_fork() -> None:
+    """In a forked child: forget the blocks of threads the child does not have (they never
+    leave them there), restoring the thresholds when none is left."""
+    global _lock, _depth, _frozen
+    _lock = threading.Lock()
+    me = threading.get_ident()
+    gone = [(b, f) for ident, (b, f) in _threads.items() if ident != me]
+    mine = _threads.get(me)
+    _threads.clear()
+    if mine is not None:
+        _threads[me] = mine
+    if not gone:
+        return
+    _depth -= sum(b for b, _ in gone)
+    was_frozen = _frozen
+    _frozen -= sum(f for _, f in gone)
+    if was_frozen and _frozen == 0:
+        gc.unfreeze()
+    if _depth == 0:
+        gc.set_threshold(*_saved)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import contextlib
 import hashlib
 import logging
 import os
@@ -49,7 +50,9 @@ import time
 import weakref
 from typing import Any
 
+from .._gc import relaxed_gc
 from ._run_tree import RunTree, rows, take
+from ._untangle import untangle
 
 __all__ = ["RunWriter", "store_key", "writer_for"]
 
@@ -62,6 +65,7 @@ _Event = threading.Event
 # 1 its post (without the end) sent, 2 sent complete
 QUEUED = 3
 _HOLD_LIMIT = 120.0  # seconds a hold is waited for at most (see _wait_holds)
+RELAX_IDLE = 0.2  # seconds without work after which a burst's relaxed collector is restored
 _writers: weakref.WeakSet[RunWriter] = weakref.WeakSet()
 # store key -> its writer while any client (or its running thread) holds it
 _shared: weakref.WeakValueDictionary[tuple[str, ...], RunWriter] = weakref.WeakValueDictionary()
@@ -123,6 +127,8 @@ class RunWriter:
         self._dropped_sessions: set[str] = set()
         self._running = False
         self._thread: threading.Thread | None = None
+        # relaxed_gc's block while a burst is being written (see _relax), or None
+        self._relaxed: contextlib.AbstractContextManager[None] | None = None
         self.stored = 0   # runs handed to the store (posts + patches that were sent)
         self.batches = 0  # upsert calls
         self.failed = 0   # runs the store rejected
@@ -245,6 +251,30 @@ class RunWriter:
             raise
 
     def _serve(self) -> None:
+        try:
+            self._serve_queue()
+        finally:
+            self._relax(False)
+
+    def _relax(self, on: bool) -> None:
+        """The collector's thresholds raised (``relaxed_gc``) while a burst is written.
+
+        A producer tracing in a tight loop (a bulk job, a traced batch) makes a few container
+        objects a run, all alive until this thread stores them: at CPython's default thresholds
+        every few thousand runs start a full collection over the whole heap (30-90 ms with a
+        framework and its data loaded), and those took more than half of what tracing cost
+        (bench/fold_cost.py's pattern, background fold off: 5.8-6.6 us a span against 2.9-3.3
+        relaxed). On from the first drain of a backlog of ``linger_items`` runs; off after
+        ``RELAX_IDLE`` seconds without work, and when the thread ends: a trickle (an agent's few
+        runs a step) never turns it on. Process-wide, like ``evaluate()``'s own block."""
+        if on and self._relaxed is None:
+            self._relaxed = relaxed_gc()
+            self._relaxed.__enter__()
+        elif not on and self._relaxed is not None:
+            relaxed, self._relaxed = self._relaxed, None
+            relaxed.__exit__(None, None, None)
+
+    def _serve_queue(self) -> None:
         idle = 0.0
         since = 0.0  # when this round's first queued item was seen (0: none seen yet)
         while True:
@@ -253,6 +283,8 @@ class RunWriter:
             q = self._q
             if q:
                 idle = 0.0
+                if len(q) >= self.linger_items:
+                    self._relax(True)
                 # woken (a flush, a full batch) or enough for a batch of its own: store now;
                 # else a few runs wait for more, up to ``linger`` (see the module docstring)
                 if not woke and len(q) < self.linger_items and self.linger > 0:
@@ -265,6 +297,8 @@ class RunWriter:
                 self._drain()
                 continue
             idle += 0 if woke else self.interval
+            if idle >= RELAX_IDLE:
+                self._relax(False)
             if idle >= self.idle_exit:
                 with self._lock:
                     # Say "stopped" before the last look: a producer appending after that look
@@ -302,10 +336,7 @@ class RunWriter:
                 if take is not None and local and not self._dropped_sessions:
                     posts.extend(self._take(items, posts, patches, markers))
                 else:
-                    whole: list[RunTree] = []
-                    self._sort(items, posts, patches, whole, markers, local)
-                    if whole:
-                        posts.extend(rows(whole))  # a tuple of its slots per run, no dict
+                    self._sort_rows(items, posts, patches, markers, local)
             except BaseException:  # a bug: the writer stops (_loop), its flushes must not hang
                 for item in items:
                     if item.__class__ is _Event:
@@ -313,11 +344,22 @@ class RunWriter:
                 raise
             if posts or patches:
                 self._send(posts, patches)
+            untangle(items)  # stored traces nothing else holds: freed now, not by the collector
             if self._waiting:
                 with self._room:
                     self._room.notify_all()
             for m in markers:
                 m.set()
+
+    def _sort_rows(self, items: list[Any], posts: list[Any], patches: list[dict[str, Any]],
+                   markers: list[threading.Event], local: bool) -> None:
+        """``_sort``, the runs that go whole added to ``posts`` as rows (a tuple of its slots
+        per run, no dict); the list of them is gone on return, so ``untangle`` counts no
+        reference of it."""
+        whole: list[RunTree] = []
+        self._sort(items, posts, patches, whole, markers, local)
+        if whole:
+            posts.extend(rows(whole))
 
     def _take(self, items: list[Any], posts: list[Any], patches: list[dict[str, Any]],
               markers: list[threading.Event]) -> list[tuple[Any, ...]]:
@@ -445,6 +487,7 @@ def _after_fork_in_child() -> None:
         writer._holds = []
         writer._running = False
         writer._thread = None
+        writer._relaxed = None  # the parent's thread's block: _gc forgets it in the child
 
 
 atexit.register(flush_all)
