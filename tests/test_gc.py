@@ -11,11 +11,25 @@ import sys
 import textwrap
 
 PRELUDE = """
-import gc, weakref
+import gc, threading, weakref
 from assay._gc import relaxed_gc
 
 class Node:
     other = None
+
+def thread_inside_a_block():
+    \"\"\"Another thread inside a relaxed_gc block until the returned event is set.\"\"\"
+    inside, leave = threading.Event(), threading.Event()
+
+    def other():
+        with relaxed_gc():
+            inside.set()
+            leave.wait()
+
+    t = threading.Thread(target=other)
+    t.start()
+    inside.wait()
+    return t, leave
 """
 
 
@@ -65,19 +79,9 @@ def test_freeze_mode_and_a_process_own_freeze_are_left_as_they_were() -> None:
 
 def test_overlapping_blocks_in_threads_restore_the_process_thresholds() -> None:
     _run("""
-        import threading
         gc.set_threshold(900, 11, 12)
-        inside, leave = threading.Event(), threading.Event()
-
-        def other():
-            with relaxed_gc():
-                inside.set()
-                leave.wait()
-
-        t = threading.Thread(target=other)
         with relaxed_gc():
-            t.start()
-            inside.wait()
+            t, leave = thread_inside_a_block()
         assert gc.get_threshold()[0] >= 20_000  # the other block is still inside
         leave.set()
         t.join()
@@ -94,18 +98,9 @@ def test_a_forked_child_leaves_the_blocks_of_threads_it_does_not_have() -> None:
     """A writer's or folder's thread inside a block at the fork never leaves it in the child:
     the child gets the process's thresholds back; the forking thread's own block holds."""
     _run("""
-        import os, threading
+        import os
         gc.set_threshold(900, 11, 12)
-        inside, leave = threading.Event(), threading.Event()
-
-        def other():
-            with relaxed_gc():
-                inside.set()
-                leave.wait()
-
-        t = threading.Thread(target=other)
-        t.start()
-        inside.wait()
+        t, leave = thread_inside_a_block()
         for own_block in (False, True):
             r, w = os.pipe()
             if own_block:
