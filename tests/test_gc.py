@@ -128,3 +128,27 @@ def test_a_forked_child_leaves_the_blocks_of_threads_it_does_not_have() -> None:
         t.join()
         assert gc.get_threshold() == (900, 11, 12)
     """)
+
+
+def test_build_many_relaxes_the_collector_only_for_many_rows() -> None:
+    _run("""
+        from assay._gc import BULK, build_many
+
+        before = gc.get_threshold()
+        seen = []
+        def build(row):
+            seen.append(gc.get_threshold()[0])
+            return [row]
+
+        assert build_many(build, range(BULK - 1)) == [[i] for i in range(BULK - 1)]
+        assert set(seen) == {before[0]}
+        seen.clear()
+        assert build_many(build, list(range(BULK))) == [[i] for i in range(BULK)]
+        assert min(seen) >= 20_000
+        assert gc.get_threshold() == before
+        try:
+            build_many(lambda row: 1 / 0, list(range(BULK)))
+        except ZeroDivisionError:
+            pass
+        assert gc.get_threshold() == before  # restored when a row fails too
+    """)

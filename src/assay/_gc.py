@@ -16,9 +16,14 @@ import contextlib
 import gc
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import TypeVar
 
-__all__ = ["relaxed_gc"]
+__all__ = ["BULK", "build_many", "relaxed_gc"]
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+BULK = 256  # rows from which ``build_many`` relaxes the collector
 
 _lock = threading.Lock()
 _depth = 0  # blocks inside relaxed_gc, all threads
@@ -99,3 +104,16 @@ def _after_fork() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork)
+
+
+def build_many(build: Callable[[_T], _R], rows: Sequence[_T]) -> list[_R]:
+    """``[build(row) for row in rows]``, with the collector relaxed when there are many.
+
+    A read turns each row into a few container objects that all stay alive, and at the default
+    thresholds every few thousand of them start a full collection over the whole heap (20-40 ms
+    once the store and its libraries are loaded): ``list_runs`` of 20,000 runs took 40-47 us a
+    run, 25-28 relaxed; ``list_examples`` of 10,000, 11.5-15 us an example, 6.7 relaxed."""
+    if len(rows) < BULK:
+        return [build(row) for row in rows]
+    with relaxed_gc():
+        return [build(row) for row in rows]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import BigInteger, Text, and_, case, func, or_, select, text, type_coerce, update
 
+from .._gc import build_many
 from .._ids import as_uuid, new_id_text, utcnow
 from .._json import escape_text, from_json_column
 from ..errors import ExampleValidationError, InvalidInputError, NotFoundError
@@ -157,7 +158,8 @@ def _example_models(rows: Iterable[Any]) -> list[Example]:
     ``Example(**fields)`` gives for the same fields (same ``model_fields_set``).
     """
     times: dict[int, Any] = {}  # examples created together share their timestamps
-    return [example_model(row, *_inputs_outputs(row), times) for row in rows]
+    return build_many(lambda row: example_model(row, *_inputs_outputs(row), times),
+                      rows if isinstance(rows, Sequence) else list(rows))
 
 
 def _inputs_outputs(row: Sequence[Any]) -> tuple[Any, Any]:

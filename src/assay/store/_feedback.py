@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import exists, func, or_, select
 
+from .._gc import build_many
 from .._ids import as_uuid, new_id_text, utcnow, uuid_text
 from .._json import escape_text, jsonable, unescape_text
 from ..errors import InvalidInputError, NotFoundError
@@ -187,7 +188,8 @@ class FeedbackRepo:
         if limit is not None:
             q = q.limit(limit)
         with self.store.read() as conn:
-            return [_model(r) for r in conn.execute(q)]
+            rows = conn.execute(q).all()
+        return build_many(_model, rows)
 
     def update(self, feedback_id: uuid.UUID | str, **changes: Any) -> Feedback:
         """Change a feedback's ``score``, ``value``, ``correction`` or ``comment``: only the

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import and_, bindparam, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
+from .._gc import build_many
 from .._ids import _CANONICAL_UUID, as_uuid, dotted_segment_us, utcnow, uuid_text
 from .._json import escape_text, unescape_text
 from .._usage import derive_usage
@@ -427,7 +428,8 @@ class RunRepo:
             q = q.limit(limit)
         self.store.settle()
         with self.store.read() as conn:
-            return [_row_to_run(r) for r in conn.execute(q)]
+            rows = conn.execute(q).all()
+        return build_many(_row_to_run, rows)
 
     def stats(self, **filters: Any) -> dict[str, Any]:
         """Statistics of the runs ``list(**filters)`` would return (``_run_stats``), as
