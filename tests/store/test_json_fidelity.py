@@ -104,3 +104,26 @@ def test_model_jsonable_keeps_lone_surrogates_in_keys() -> None:
                 inputs={"\ufffd": "\ufffd"})  # a real U+FFFD is kept as well
     assert _json.model_jsonable(plain) == plain.model_dump(mode="json")
     assert _json.model_jsonable(run, include={"inputs"}) == {"inputs": value}
+
+
+def test_column_reader_reads_what_json_reads() -> None:
+    """The engines' deserializer parses with pydantic-core and falls back to ``json`` for what
+    pydantic-core refuses: text an earlier version stored with a lone surrogate escape, nesting
+    past pydantic-core's depth limit. Either way the value is ``json``'s."""
+    import json
+    import math
+
+    texts = ['{"a": 1, "a": 2}', "-0", "-0.0", "1e400", "NaN", "[1.5, -2, null, true]",
+             "123456789012345678901234567890", "5e-324", '"\\u00e9\\ud83d\\ude00"',
+             '"\\ud800 lone"', '{"k": "\\udfff"}', "[" * 300 + "]" * 300,
+             '{"x": ' * 250 + "1" + "}" * 250]
+    for text in texts:
+        expected = json.loads(text)
+        for data in (text, text.encode("utf-8", "surrogatepass")):
+            got = _json.loads_column(data)
+            if isinstance(expected, float) and math.isnan(expected):
+                assert isinstance(got, float) and math.isnan(got)
+            else:
+                assert repr(got) == repr(expected), text[:40]
+    with pytest.raises(ValueError):
+        _json.loads_column("{broken")
