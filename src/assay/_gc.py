@@ -26,12 +26,16 @@ _R = TypeVar("_R")
 BULK = 256  # rows from which ``build_many`` relaxes the collector
 
 _lock = threading.Lock()
-_depth = 0  # blocks inside relaxed_gc, all threads
-_frozen = 0  # of which freeze=True
 _saved: tuple[int, ...] = (700, 10, 10)
-# thread ident -> (blocks, freeze blocks) it is inside: a forked child has only the thread that
-# forked, so the blocks of the others (a writer's, a folder's) are left for it (``_after_fork``)
-_threads: dict[int, tuple[int, int]] = {}
+# thread ident -> [blocks, freeze blocks] it is inside: the only count kept, so a forked child,
+# which has only the thread that forked, drops the others' blocks (a writer's, a folder's) with
+# their entries (``_after_fork``)
+_threads: dict[int, list[int]] = {}
+
+
+def _inside() -> tuple[int, int]:
+    """(blocks, freeze blocks) open in this process, all threads (under ``_lock``)."""
+    return sum(b for b, _ in _threads.values()), sum(f for _, f in _threads.values())
 
 
 @contextlib.contextmanager
@@ -47,58 +51,54 @@ def relaxed_gc(*, freeze: bool = False) -> Iterator[None]:
     object the block kept (50 ms after a 10,000-example experiment) only to promote it. Skipped
     while objects are frozen by a ``freeze`` block or by the process itself.
     """
-    global _depth, _frozen, _saved
+    global _saved
     me = threading.get_ident()
     with _lock:
-        if _depth == 0:
+        depth, frozen = _inside()
+        if depth == 0:
             _saved = gc.get_threshold()
             gc.set_threshold(max(_saved[0], 20_000), max(_saved[1], 50), max(_saved[2], 50))
-        _depth += 1
-        if freeze:
-            if _frozen == 0:
-                gc.collect()
-                gc.freeze()
-            _frozen += 1
-        blocks, frozen = _threads.get(me, (0, 0))
-        _threads[me] = (blocks + 1, frozen + freeze)
+        if freeze and frozen == 0:
+            gc.collect()
+            gc.freeze()
+        mine = _threads.setdefault(me, [0, 0])
+        mine[0] += 1
+        mine[1] += freeze
     try:
         yield
     finally:
         with _lock:
-            blocks, frozen = _threads.pop(me, (1, int(freeze)))
-            if blocks > 1:
-                _threads[me] = (blocks - 1, frozen - freeze)
+            mine = _threads[me]
+            mine[0] -= 1
+            mine[1] -= freeze
+            if not mine[0]:
+                del _threads[me]
+            depth, frozen = _inside()
             if freeze:
-                _frozen -= 1
-                if _frozen == 0:
+                if frozen == 0:
                     gc.unfreeze()
-            elif _frozen == 0 and gc.get_freeze_count() == 0:
+            elif frozen == 0 and gc.get_freeze_count() == 0:
                 gc.freeze()
                 gc.unfreeze()
-            _depth -= 1
-            if _depth == 0:
+            if depth == 0:
                 gc.set_threshold(*_saved)
 
 
 def _after_fork() -> None:
     """In a forked child: forget the blocks of threads the child does not have (they never
     leave them there), restoring the thresholds when none is left."""
-    global _lock, _depth, _frozen
+    global _lock
     _lock = threading.Lock()
-    me = threading.get_ident()
-    gone = [(b, f) for ident, (b, f) in _threads.items() if ident != me]
-    mine = _threads.get(me)
+    mine = _threads.get(threading.get_ident())
+    depth, frozen = _inside()
     _threads.clear()
     if mine is not None:
-        _threads[me] = mine
-    if not gone:
-        return
-    _depth -= sum(b for b, _ in gone)
-    was_frozen = _frozen
-    _frozen -= sum(f for _, f in gone)
-    if was_frozen and _frozen == 0:
+        _threads[threading.get_ident()] = mine
+    if (mine or [0, 0])[0] == depth:
+        return  # no other thread was inside a block
+    if frozen and not (mine or [0, 0])[1]:
         gc.unfreeze()
-    if _depth == 0:
+    if mine is None:
         gc.set_threshold(*_saved)
 
 

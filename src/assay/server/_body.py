@@ -11,7 +11,6 @@ import io
 import json
 import math
 import re
-import threading
 import zlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .. import _zstd
 from ._errors import ApiError, error_response
 
 __all__ = [
@@ -129,20 +129,12 @@ def decode(data: bytes, encoding: str | None, limit: int) -> bytes:
     return data
 
 
-# one decompressor per thread (zstandard's objects are not for two threads at once): making one
-# costs ~8 us a request, about what decompressing a 100-run body with one already made takes
-_ZSTD = threading.local()
-
-
 def _unzstd(data: bytes, limit: int) -> bytes:
     import zstandard
 
     out = io.BytesIO()
-    unpacker = getattr(_ZSTD, "unpacker", None)
-    if unpacker is None:
-        unpacker = _ZSTD.unpacker = zstandard.ZstdDecompressor()
     try:
-        reader = unpacker.stream_reader(io.BytesIO(data), read_across_frames=True)
+        reader = _zstd.decompressor().stream_reader(io.BytesIO(data), read_across_frames=True)
         while True:
             chunk = reader.read(_CHUNK)
             if not chunk:

@@ -149,7 +149,7 @@ def _json_value(value: Any) -> Any:
     return from_json(value) if value.__class__ is str else value
 
 
-def _example_models(rows: Iterable[Any]) -> list[Example]:
+def _example_models(rows: Sequence[Any]) -> list[Example]:
     """Examples from raw rows, built without pydantic validation.
 
     The values are already the right types once decoded (ids canonical UUID text, times epoch
@@ -158,8 +158,7 @@ def _example_models(rows: Iterable[Any]) -> list[Example]:
     ``Example(**fields)`` gives for the same fields (same ``model_fields_set``).
     """
     times: dict[int, Any] = {}  # examples created together share their timestamps
-    return build_many(lambda row: example_model(row, *_inputs_outputs(row), times),
-                      rows if isinstance(rows, Sequence) else list(rows))
+    return build_many(lambda row: example_model(row, *_inputs_outputs(row), times), rows)
 
 
 def _inputs_outputs(row: Sequence[Any]) -> tuple[Any, Any]:

@@ -38,7 +38,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import sqlite3
-import threading
 import weakref
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -48,7 +47,7 @@ import pydantic_core
 import zstandard
 from sqlalchemy import bindparam, delete, func, insert, select, text
 
-from .. import _json
+from .. import _json, _zstd
 from .._gc import relaxed_gc
 from .._ids import dotted_segment_us, uuid_text
 from .._time import to_micros, utcnow
@@ -107,16 +106,8 @@ _RELEASE = "RELEASE SAVEPOINT assay_fold"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"  # how a zstd frame starts
 
 
-# zstandard's objects, one of each per thread (they are not for two threads at once): making
-# one costs ~9 us, about three times compressing a small batch with one already made
-_ZSTD = threading.local()
-
-
 def _pack(data: bytes) -> bytes:
-    packer = getattr(_ZSTD, "packer", None)
-    if packer is None:
-        packer = _ZSTD.packer = zstandard.ZstdCompressor(level=1)
-    return packer.compress(data)
+    return _zstd.compressor().compress(data)  # type: ignore[no-any-return]  # bytes
 
 
 def from_values(items: Sequence[Any], columns: Sequence[str],
@@ -257,10 +248,7 @@ def _unpack(data: bytes) -> bytes:
     """A payload as JSON: zstd-compressed, or as older versions wrote it, zlib-compressed (its
     header byte is ``x``) or plain JSON (``{``)."""
     if data[:4] == _ZSTD_MAGIC:
-        unpacker = getattr(_ZSTD, "unpacker", None)
-        if unpacker is None:
-            unpacker = _ZSTD.unpacker = zstandard.ZstdDecompressor()
-        return unpacker.decompress(data)
+        return _zstd.decompressor().decompress(data)  # type: ignore[no-any-return]  # bytes
     return zlib.decompress(data) if data[:1] == b"x" else data
 
 

@@ -32,9 +32,9 @@ _weakrefs = weakref.getweakrefcount
 _OURS = 3
 
 
-def untangle(items: list[Any]) -> int:
+def untangle(items: list[Any]) -> None:
     """Take apart the stored traces among ``items`` (a writer's batch: runs, ``(op, run)``
-    tuples, flush markers) that nothing else holds; return how many."""
+    tuples, flush markers) that nothing else holds."""
     held: dict[int, int] = {}  # id(run) -> references from the batch (the list or a tuple)
     roots: list[RunTree] = []
     for item in items:
@@ -47,19 +47,13 @@ def untangle(items: list[Any]) -> int:
         if seen is None and run.parent is None and run._kids and run._sent == 2:
             roots.append(run)
     item = run = None  # the loop's variables hold no run from here on
-    taken = 0
     while roots:
-        root = roots.pop()
-        if _free(root, held):
-            taken += 1
-        root = None  # type: ignore[assignment]  # counted by the next root's check otherwise
-    return taken
+        _free(roots.pop(), held)
 
 
 def _free(root: RunTree, held: dict[int, int]) -> bool:
     """Drop every ``_kids`` of ``root``'s trace if no outside reference reaches it."""
     trace: list[RunTree] = [root]
-    del root  # from here the root is counted like its runs: ``trace``, not this parameter
     i = 0
     while i < len(trace):
         more = trace[i]._kids
@@ -74,7 +68,8 @@ def _free(root: RunTree, held: dict[int, int]) -> bool:
             if kid.parent is not run:
                 return False
         kid = None  # type: ignore[assignment]  # holds no run while the others are counted
-        # the root: the caller's variable; any other run: its parent's list of children
+        # the root: this function's parameter (popped from the caller's list, nothing else of
+        # the caller's holds it); any other run: its parent's list of children
         expected = _OURS + 1 + held.get(id(run), 0) + len(kids)
         if _refs(run) != expected:
             return False
