@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ import pytest
 from sqlalchemy import func, select, text
 
 from assay.client import Client
-from assay.store import Store
+from assay.store import Store, _background
 from assay.store._background import COALESCE_DELAY, fold_transactions, wait_idle
 from assay.store._journal import _PG_LOCK
 from assay.store._tables import runs
@@ -122,6 +123,84 @@ def test_a_trickle_of_small_batches_is_folded_in_few_transactions(own_store: Sto
                                   extra=RunTree.ROW_EXTRA)
     assert own_store.projects.read(project_name="trickle", include_stats=True).run_count == 33
     assert _check_all([own_store]) == 1
+
+
+class _Spinner:
+    """A thread computing in pure Python (an ``evaluate()`` loop over a fast target, say)
+    until stopped."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._spin, daemon=True)
+
+    def _spin(self) -> None:
+        while not self.done.is_set():
+            sum(range(2000))
+
+    def __enter__(self) -> _Spinner:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.thread.join()
+
+
+def _wait_stored(store: Store, n: int, timeout: float = 60) -> int:
+    deadline = time.monotonic() + timeout
+    while _stored(store) < n and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return _stored(store)
+
+
+@pytest.fixture
+def busy_share(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A busy process is one whose other threads use a fifth of a core: a spinning thread
+    gets that much even on a machine loaded by the other test worker."""
+    monkeypatch.setattr(_background, "BUSY_SHARE", 0.2)
+
+
+def test_a_busy_process_has_its_appends_folded_after_it_computes(
+        own_store: Store, background: None, busy_share: None) -> None:
+    """A thread computing beside the appends: the folder waits for it to end (a fold beside
+    it would fight it for the GIL), then folds without a read."""
+    with _Spinner():
+        for b in range(3):  # past COALESCE_ITEMS: an idle process would fold at once
+            own_store.journal.append_runs(_rows(400, "busy", b * 1000), columns=COLUMNS,
+                                          extra=RunTree.ROW_EXTRA)
+        time.sleep(0.5)
+        assert _stored(own_store) == 0  # deferred while the process computes
+    assert _wait_stored(own_store, 1200) == 1200  # then folded, no read asked for it
+    assert own_store.projects.read(project_name="busy", include_stats=True).run_count == 1200
+    assert _check_all([own_store]) == 1
+
+
+def test_a_busy_process_leaves_a_bounded_backlog(own_store: Store, background: None,
+                                                 busy_share: None,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The deferral has two bounds: the items waiting (``DEFER_ITEMS``) and the age of the
+    first of them (``DEFER_SECONDS``); past either, the folder folds beside the computing."""
+    monkeypatch.setattr(_background, "DEFER_ITEMS", 1000)
+    with _Spinner():
+        for b in range(3):
+            own_store.journal.append_runs(_rows(400, "many", b * 1000), columns=COLUMNS,
+                                          extra=RunTree.ROW_EXTRA)
+        assert _wait_stored(own_store, 1200) == 1200  # folded while it still computes
+    monkeypatch.setattr(_background, "DEFER_ITEMS", 25_000)
+    monkeypatch.setattr(_background, "DEFER_SECONDS", 0.3)
+    with _Spinner():
+        own_store.journal.append_runs(_rows(600, "old", 9000), columns=COLUMNS,
+                                      extra=RunTree.ROW_EXTRA)
+        assert _wait_stored(own_store, 1800) == 1800
+    assert own_store.projects.read(project_name="old", include_stats=True).run_count == 600
+    assert _check_all([own_store]) == 2
+
+
+def test_the_busy_test_sees_an_idle_process_as_idle() -> None:
+    """The measure itself: a sleeping process is idle, a spinning thread makes it busy."""
+    assert not _background._others_busy(0.05)
+    with _Spinner():
+        assert _background._others_busy(0.05)
 
 
 BACKGROUND_KILLED = TRACING_SCRIPT + r"""

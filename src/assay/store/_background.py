@@ -19,6 +19,17 @@ it is folded batch by batch as before; an agent that produces a few runs every 5
 (issue 21) would otherwise pay that millisecond per step, and now pays it once per delay for
 all its steps. Nothing waits on this for correctness: a reader settles what is left first.
 
+The folder also stands back while this process is busy. A thread computing in the same
+process (an ``evaluate()`` loop over a fast target, a tracing burst) runs under the same GIL,
+and a fold beside it costs more than the same fold after it: every SQLite step hands the GIL
+over and back (N = 10,000 no-op examples: evaluate plus the first read 27.5 -> 24 us/example
+with the fold after the loop). So when the rest of the process used at least ``BUSY_SHARE``
+of a core over the folder's last nap, the folder lets the backlog grow, up to
+``DEFER_ITEMS`` items (what a reader arriving then would fold in ~0.25 s) or
+``DEFER_SECONDS`` after the first unfolded append, and folds once the process is idle.
+An I/O-bound producer (a model call awaited, an agent's trickle) leaves the CPU idle, so the
+fold goes on beside it as before.
+
 A server registers its own folder for its engine (``claim``): it paces folding against the
 requests it accepts. ``ASSAY_BACKGROUND_FOLD=0`` turns the thread off (reads fold, as before).
 """
@@ -60,6 +71,10 @@ CHUNK_ITEMS_POSTGRESQL = 5000
 YIELD_MAX = 0.05  # seconds the folder lets appends of this process go first, at most
 COALESCE_ITEMS = 500  # items waiting that start a fold at once
 COALESCE_DELAY = 0.5  # seconds after the first unfolded append that start a fold anyway
+BUSY_SHARE = 0.5  # of a core, used by the rest of the process over a nap: it is busy
+BUSY_NAP = 0.005  # seconds of each look at how busy the process is
+DEFER_ITEMS = 25_000  # items a busy process may leave unfolded (~0.25 s for a reader)
+DEFER_SECONDS = 2.0  # after the first unfolded append, a busy process's runs are folded anyway
 
 # engine -> its running folder (present only while the thread runs: no engine is kept alive)
 _running: dict[Engine, _Folder] = {}
@@ -174,6 +189,7 @@ class _Folder:
         self.busy = False
         self.stopped = False  # its store closed (``stop``)
         self.waiting = 0  # items appended since the folder last took the journal (_guard)
+        self.taken = 0  # what was waiting when it last took the journal
         self.first = 0.0  # when the first of them was appended
         self.thread = threading.Thread(target=self._run, name="assay-fold", daemon=True)
 
@@ -200,10 +216,20 @@ class _Folder:
         left = first + COALESCE_DELAY - time.monotonic()
         if left > 0 and not _stopping and not self.stopped:
             self.full.wait(left)
+        while (not _stopping and not self.stopped and self.waiting < DEFER_ITEMS
+               and time.monotonic() - first < DEFER_SECONDS and _others_busy()):
+            pass  # the process computes: fold after it (bounded), not beside it
         with _guard:  # what is appended from now on waits for the next round
+            self.taken = self.waiting
             self.waiting = 0
             self.full.clear()
         return True
+
+    def _stand_back(self, folded: int) -> bool:
+        """Between chunks of a round: end the round (what comes after waits for the next
+        one) once it folded what it took, when more was appended since and the process is
+        busy; what is left is folded in the next round, which a busy process starts later."""
+        return folded >= self.taken and 0 < self.waiting < DEFER_ITEMS and _others_busy()
 
     def _run(self) -> None:
         from .._gc import relaxed_gc
@@ -224,6 +250,7 @@ class _Folder:
             try:
                 if not self._coalesce() or self.stopped:
                     continue  # the last round folded it, or closed (finally: no longer busy)
+                folded = 0
                 with relaxed_gc():
                     while not _stopping and not self.stopped and _enabled():  # off: stop now
                         # appends first (bounded, so a steady writer does not starve this)
@@ -233,7 +260,8 @@ class _Folder:
                         done, more = journal.fold_some(CHUNK, items)
                         if done:
                             _FOLDS[engine] = _FOLDS.get(engine, 0) + 1
-                        if not more:
+                        folded += done
+                        if not more or self._stand_back(folded):
                             break
                         # a writer or reader waiting for the write lock gets it now
                         time.sleep(0.0005)
@@ -241,6 +269,15 @@ class _Folder:
                 log.warning("assay store: background fold failed (%s); reads will fold", exc)
             finally:
                 self.busy = False
+
+
+def _others_busy(nap: float = BUSY_NAP) -> bool:
+    """Nap ``nap`` seconds; whether the rest of the process used ``BUSY_SHARE`` of a core
+    meanwhile (its CPU time, less this thread's)."""
+    cpu, mine, wall = time.process_time(), time.thread_time(), time.perf_counter()
+    time.sleep(nap)
+    others = (time.process_time() - cpu) - (time.thread_time() - mine)
+    return others >= BUSY_SHARE * (time.perf_counter() - wall)
 
 
 def _stop_at_exit() -> None:
