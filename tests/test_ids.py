@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from assay._ids import dotted_segment_us
+from assay._ids import all_canonical_uuids, dotted_segment_us, is_canonical_uuid
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -35,3 +36,28 @@ def test_segment_cache_follows_the_second() -> None:
     want = [dotted_segment(_EPOCH + timedelta(microseconds=base + d), "x")
             for d in (999_999, 1_000_000, 999_998, 2_000_001)]
     assert got == want
+
+
+def test_all_canonical_uuids_agrees_with_the_check_of_one() -> None:
+    """The batch check (joined, counted, one character class) against ``is_canonical_uuid``
+    run by run, on ids that are canonical and on near misses that keep the total length, the
+    hyphen count or the line count right."""
+    good = [str(uuid.uuid4()) for _ in range(50)] + [str(uuid.UUID(int=0))]
+    assert all_canonical_uuids(good) and all_canonical_uuids([]) is True
+    one = good[0]
+    misses = [
+        one.upper(), one.replace("-", ""), "{" + one + "}", one[:-1], one + "0",
+        one[:8] + one[9] + "-" + one[10:],  # a hyphen moved, the length kept
+        one[:-1] + "g", one[:-1] + "\u0661",  # not hex: a letter, an Arabic-Indic digit
+        one[:-1] + "\n", one[:35] + "-",  # a newline, a fifth hyphen
+        one[:18] + one[19:] + "0",  # a hyphen missing, the length kept
+    ]
+    for miss in misses:
+        assert not is_canonical_uuid(miss), miss
+        assert not all_canonical_uuids([*good[:3], miss, *good[3:6]]), miss
+    # two lines off by one each: the total length, the hyphens and the lines all right
+    pair = [one[:-1], one + "a"]
+    assert len("\n".join(pair)) == len("\n".join([one, one]))
+    assert not all_canonical_uuids(pair)
+    assert not all_canonical_uuids([one, None]) and not all_canonical_uuids([one, 5])
+    assert not all_canonical_uuids([uuid.UUID(one)])  # a UUID object is not its text

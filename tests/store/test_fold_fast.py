@@ -354,6 +354,120 @@ def test_one_fold_of_many_batches_writes_what_folding_them_one_by_one_does(
                 assert x == (pytest.approx(y, rel=1e-12) if isinstance(y, float) else y)
 
 
+def _plain_rows(ids: list[str], *, roots_only: bool, errors: bool = True) -> list[list[Any]]:
+    """Plain runs of the shapes ``_fold_batch`` takes a whole batch of: no llm run, events,
+    usage or ``extra`` of their own; metadata equal as values but not as JSON (1, true, 1.0),
+    past orjson's integers, escaped names and errors, pending runs, tags, references, two
+    projects; with children (traces named, or left to the fold for roots) unless
+    ``roots_only``; some failed if ``errors``."""
+    metas: list[Any] = [None, {}, {"repetition": 0}, {"repetition": 0}, {"v": 1}, {"v": True},
+                        {"v": 1.0}, {"v": 2**70}, {"deep": {"k": [None, True]}, "\u00fc": "x"}]
+    example = "0191e6c4-2d36-77c8-aafa-a8703ff50d9e"
+    out = []
+    for i, rid in enumerate(ids):
+        parent = None if roots_only or i % 3 == 0 else ids[i - i % 3]
+        values = {"id": rid, "trace_id": parent or (rid if i % 2 else None),
+                  "parent_run_id": parent, "dotted_order": None,
+                  "name": ("nul\x00 caf\u00e9", "plain", "h\u00e9llo")[i % 3],
+                  "run_type": ("chain", "tool", "retriever")[i % 3], "start_time": T0 + 10 * i,
+                  "inputs": {"i": i, "s": "nul\x00" if i % 7 == 0 else "x"},
+                  "metadata": metas[i % len(metas)], "tags": (None, [], ["a", "b"])[i % 3],
+                  "events": [] if i % 4 == 0 else None,
+                  "session_name": "plain" if i % 5 else "other",
+                  "reference_example_id": example if i % 2 else None}
+        if i % 6 != 5:  # every sixth pending
+            values["end_time"] = T0 + 10 * i + i % 4
+            values["outputs"] = {"o": i, "text": "usage"}
+        if errors and i % 8 == 7:
+            values["error"] = "caf\u00e9 \ud800 failed" if i % 16 == 15 else ""
+        if parent is not None:
+            values["dotted_order"] = f"{orders[parent]}.{dotted_segment_us(T0 + 10 * i, rid)}"
+        orders[rid] = values["dotted_order"] or dotted_segment_us(T0 + 10 * i, rid)
+        out.append([values.get(c) for c in COLUMNS])
+    return out
+
+
+orders: dict[str, str] = {}
+
+
+@pytest.mark.parametrize(("roots_only", "errors"), [(True, True), (False, True), (True, False)])
+def test_the_batch_lane_stores_what_the_loop_and_the_general_path_store(
+        store: Store, monkeypatch: pytest.MonkeyPatch, roots_only: bool, errors: bool) -> None:
+    """Whole batches of plain runs folded column by column (``_fold_batch``), run by run
+    (the lane off), and upserted one by one: every column, its JSON text, the statistics."""
+    from assay.store import _fold_columns
+
+    monkeypatch.setenv("ASSAY_BACKGROUND_FOLD", "0")
+    lane = _fold_columns.insert_batch
+    took: list[int | None] = []
+
+    def counted(*args: Any) -> int | None:
+        took.append(lane(*args))
+        return took[-1]
+
+    monkeypatch.setattr(_fold_columns, "insert_batch", counted)
+    n = 60
+    results, texts, used = [], [], []
+    for mode in ("lane", "loop", "general"):
+        st = store.for_tenant(str(uuid.uuid4()))
+        used.append(st)
+        ids = _ids(n)
+        rows = _plain_rows(ids, roots_only=roots_only, errors=errors)
+        monkeypatch.setattr(_fold_columns, "BATCH", mode == "lane")
+        if mode == "general":
+            st.runs.upsert(posts=_row_posts([list(r) for r in rows], COLUMNS, EXTRA))
+        else:
+            for i in range(0, n, 20):
+                st.journal.append_runs(rows[i:i + 20], columns=COLUMNS, extra=EXTRA)
+        st.settle()
+        results.append(_normalized(st, ids))
+        texts.append(_stored_text(st, ids))
+        if mode == "lane":
+            assert took == [n]  # the three batches, merged, taken whole
+    lane_got, loop_got, general = results
+    assert len(general) == n
+    pending = [i for i in range(n) if i % 6 == 5 and not (errors and i % 16 == 15)]
+    assert [r["status"] for r in general].count("pending") == len(pending)
+    assert sum(r["error"] is not None for r in general) == (7 if errors else 0)
+    for got in (lane_got, loop_got):
+        for a, b in zip(got, general, strict=True):
+            assert a == b
+    assert texts[0] == texts[1] == texts[2]  # the very JSON text (SQLite), jsonb's (PG)
+    extras = [t[2] for t in texts[0][4:7]]  # {"v": 1}, {"v": true}, {"v": 1.0}
+    assert len(set(extras)) == 3
+    assert _check_all(used) == 2 * 3
+
+
+def test_the_batch_lane_leaves_a_batch_with_anything_else_to_the_loop(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One run of another shape (an llm run, events, an ``extra`` of its own, a start that is
+    not an int...) and the whole batch goes run by run; nothing is written twice."""
+    from assay.store import _fold_batch
+
+    monkeypatch.setenv("ASSAY_BACKGROUND_FOLD", "0")
+    changes: list[tuple[str, Any]] = [
+        ("run_type", "llm"), ("events", [{"name": "new_token", "time": T0}]),
+        ("extra", {"a": 1}), ("metadata", {"usage_metadata": {"input_tokens": 1}}),
+        ("start_time", float(T0)), ("name", None), ("tags", "x"), ("parent_run_id", "nope"),
+        ("reference_example_id", "NOT-A-UUID"), ("outputs", '{"usage_metadata": {}}')]
+    sid = str(store.projects.create("plain").id)
+    sessions = {(None, "plain"): sid, (None, "other"): sid}
+    for column, value in [(None, None), *changes]:
+        ids = _ids(6)
+        rows = encoded_rows(_plain_rows(ids, roots_only=True))
+        if column is not None:
+            rows[3][COLUMNS.index(column)] = value
+        with store.write() as conn:
+            fill_orders(conn, store.tenant_id, rows)
+            got = _fold_batch.insert_batch(conn, rows, sessions, store.tenant_id, {},
+                                           '{"metadata":{}}', None)
+        if column is None:
+            assert got == 6  # the batch as it was: taken
+            continue
+        assert got is None, column
+        assert not store.runs.list(run_ids=ids), column  # nothing written
+
+
 @pytest.mark.parametrize("n", [1, 999, 1001])
 def test_batches_of_any_size(store: Store, n: int) -> None:
     posts = []

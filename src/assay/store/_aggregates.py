@@ -29,6 +29,7 @@ so two PostgreSQL transactions lock them in the same order.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -242,6 +243,30 @@ class RunDeltas:
         cur = self.added_start.get(sid)
         if cur is None or start > cur:
             self.added_start[sid] = start
+
+    def add_new_roots(self, sid: str, tenant: str, starts: Sequence[int], ended: int,
+                      failed: Sequence[int]) -> None:
+        """``add_new_root`` for each of a session's new roots at once: their ``starts``, how
+        many ``ended``, and the starts of those that ``failed``."""
+        if not starts:
+            return
+        d = self.sums.get(sid)
+        if d is None:
+            d = self.sums[sid] = list(_ZERO)
+            self.tenants[sid] = tenant
+        d[0] += len(starts)
+        d[1] += ended
+        d[2] += len(failed)
+        for column, of in ((0, starts), (1, failed)):
+            for hour, count in Counter([s - s % HOUR_US for s in of]).items():
+                h = self.hours.get((sid, hour))
+                if h is None:
+                    h = self.hours[(sid, hour)] = [0, 0, 0, 0.0, 0]
+                h[column] += count
+        latest = max(starts)
+        cur = self.added_start.get(sid)
+        if cur is None or latest > cur:
+            self.added_start[sid] = latest
 
     def merge(self, other: RunDeltas) -> None:
         """Add another batch's differences to these: applied once, they write what applying

@@ -26,18 +26,19 @@ back, in its place, for ``insert_new`` and the general path, exactly as before.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import orjson
 import pydantic_core
 
 from .. import _json
-from .._ids import _CANONICAL_UUID, dotted_segment_us
+from .._ids import _CANONICAL_UUID, all_canonical_uuids, dotted_segment_us
 from .._time import to_micros
 from .._usage import derive_usage
 from ._aggregates import RunDeltas
+from ._fold_batch import insert_batch
 from ._fold_rows import (
     _FULL_ORDER,
     _ORDER,
@@ -81,9 +82,11 @@ ENABLED = _ORDER == _ROW_ORDER
 # runs with usage to derive (llm, events, usage_metadata / llm_output) taken here too; False
 # hands them to ``insert_new`` as before (bench/fold_cost.py's A/B sets it)
 USAGE = True
+# whole batches of plain runs column by column (``_fold_batch``); False: run by run, as before
+BATCH = True
 _fullmatch = _CANONICAL_UUID.fullmatch
-_UUID_LINES = re.compile(r"(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\n)*")
 _dict, _list, _str, _int = dict, list, str, int
+_at_sid, _at_sname = itemgetter(_SID), itemgetter(_SNAME)
 _dumps, _jsonable, _ESC_UTF8 = orjson.dumps, _json.jsonable, _json._ESC_UTF8
 _from_column = _json.from_json_column
 
@@ -230,15 +233,6 @@ def _other_id(item: Any) -> Any:
     return item[_ID] if item.__class__ is _list and item else None
 
 
-def _canonical_ids(ids: list[Any]) -> bool:
-    """Every one of ``ids`` canonical UUID text: one regex pass over them all."""
-    try:
-        joined = "\n".join(ids)
-    except TypeError:
-        return False
-    return _UUID_LINES.fullmatch(joined + "\n") is not None if ids else True
-
-
 def insert_rows(repo: RunRepo, conn: Connection, items: list[Any], patched: set[Any],
                 default_project: str, shared: Mapping[str, Any] | None, *,
                 encoded: bool = False, probe: bool = True,
@@ -256,7 +250,7 @@ def insert_rows(repo: RunRepo, conn: Connection, items: list[Any], patched: set[
     if not lists:
         return 0, items
     ids = [item[_ID] for item in items] if whole else [items[i][_ID] for i in lists]
-    if not _canonical_ids(ids):
+    if not all_canonical_uuids(ids):
         ok = [i for i, rid in zip(lists, ids, strict=True)
               if rid.__class__ is _str and _fullmatch(rid)]
         lists, ids = ok, [items[i][_ID] for i in ok]
@@ -277,10 +271,14 @@ def insert_rows(repo: RunRepo, conn: Connection, items: list[Any], patched: set[
     sessions: dict[tuple[Any, Any], str | None] = {}
     cache: dict[Any, str] = {} if scope is None else scope.projects_of(tenant)
     unusual: set[int] = set()
-    for i in lists:
-        item = items[i]
+    try:  # the batch's few sessions, each once (the loop below only resolves them)
+        pairs: Any = (set(zip(map(_at_sid, items), map(_at_sname, items), strict=True))
+                      if whole else lists)
+    except TypeError:  # unhashable: found item by item below
+        pairs = lists
+    for i in pairs:
         try:
-            key = (item[_SID], item[_SNAME])
+            key = i if pairs is not lists else (items[i][_SID], items[i][_SNAME])
             if key not in sessions:
                 sessions[key] = None  # the general path raises it by name
                 sessions[key] = repo._session_of(
@@ -297,6 +295,11 @@ def insert_rows(repo: RunRepo, conn: Connection, items: list[Any], patched: set[
     merge_meta = "metadata" not in shared
     # the extra of a row without extra or metadata of its own: the batch's, once
     common = jtext({**shared, "metadata": {}})
+    if (BATCH and whole and encoded and not unusual and len(lists) == len(items)
+            and skip.isdisjoint(canon)):
+        done = insert_batch(conn, items, sessions, tenant, shared, common, scope)
+        if done is not None:
+            return done, []
     deltas = RunDeltas()
     add_root = deltas.add_new_root
     posted: dict[str, list[str]] = {}

@@ -21,11 +21,10 @@ A test compares every stored column and statistic of both paths.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._ids import new_id_text
+from .._ids import all_canonical_uuids, new_id_text
 from ._aggregates import FeedbackDeltas
 from ._bulk import _JSON, _TIME, _kind
 from ._fold_rows import _sql_literal
@@ -40,7 +39,6 @@ __all__ = ["SCORE_COLUMNS", "ScoreBatch", "insert_scores", "score_rows"]
 
 SCORE_COLUMNS = ("run_id", "trace_id", "key", "score")  # evaluate()'s plain scores (_sink)
 _WIDTH = len(SCORE_COLUMNS)
-_UUID_LINES = re.compile(r"(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\n)*")
 _COLUMNS = tuple(c.name for c in feedback.columns)
 _KINDS = tuple(_kind(c) for c in feedback.columns)
 # what varies from score to score; every other column is the batch's shared row
@@ -64,15 +62,6 @@ class ScoreBatch:
 
     def __len__(self) -> int:
         return len(self.run_ids)
-
-
-def _canonical(ids: list[Any]) -> bool:
-    """Every one of ``ids`` canonical UUID text: one regex pass over them all."""
-    try:
-        joined = "\n".join(ids)
-    except TypeError:  # None, or not text
-        return False
-    return _UUID_LINES.fullmatch(joined + "\n") is not None
 
 
 def _as_score(value: Any) -> Any:
@@ -102,13 +91,13 @@ def score_rows(repo: FeedbackRepo, items: list[Any], columns: Any, defaults: Any
     run_ids = [i[0] for i in items]
     trace_ids = [i[1] for i in items]
     keys = [i[2] for i in items]
-    if not _canonical(run_ids):
+    if not all_canonical_uuids(run_ids):
         return None
     if trace_ids != run_ids:  # evaluate()'s: each score on a root run, its own trace
         if any(t is None for t in trace_ids):
-            if not _canonical([t for t in trace_ids if t is not None]):
+            if not all_canonical_uuids([t for t in trace_ids if t is not None]):
                 return None
-        elif not _canonical(trace_ids):
+        elif not all_canonical_uuids(trace_ids):
             return None
     for key in keys:
         if key.__class__ is not _str:
