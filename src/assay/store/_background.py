@@ -217,8 +217,10 @@ class _Folder:
         if left > 0 and not _stopping and not self.stopped:
             self.full.wait(left)
         while (not _stopping and not self.stopped and self.waiting < DEFER_ITEMS
-               and time.monotonic() - first < DEFER_SECONDS and _others_busy()):
-            pass  # the process computes: fold after it (bounded), not beside it
+               and time.monotonic() - first < DEFER_SECONDS
+               and (_others_busy() or _others_busy())):
+            pass  # the process computes: fold after it (bounded), not beside it; idle is
+            # two naps in a row (one may fall in a pause of a busy thread the OS gave away)
         with _guard:  # what is appended from now on waits for the next round
             self.taken = self.waiting
             self.waiting = 0
@@ -271,11 +273,11 @@ class _Folder:
                 self.busy = False
 
 
-def _others_busy(nap: float = BUSY_NAP) -> bool:
-    """Nap ``nap`` seconds; whether the rest of the process used ``BUSY_SHARE`` of a core
-    meanwhile (its CPU time, less this thread's)."""
+def _others_busy(nap: float | None = None) -> bool:
+    """Nap ``nap`` seconds (``BUSY_NAP``); whether the rest of the process used
+    ``BUSY_SHARE`` of a core meanwhile (its CPU time, less this thread's)."""
     cpu, mine, wall = time.process_time(), time.thread_time(), time.perf_counter()
-    time.sleep(nap)
+    time.sleep(BUSY_NAP if nap is None else nap)
     others = (time.process_time() - cpu) - (time.thread_time() - mine)
     return others >= BUSY_SHARE * (time.perf_counter() - wall)
 
