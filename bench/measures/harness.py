@@ -121,12 +121,11 @@ def run(ctx: Context) -> dict[str, Any]:
         fold_us = assay["first_read_seconds"] / assay["n"] * 1e6
         figures["assay first read us"] = round(fold_us, 2)
         notes.append(f"assay's evaluate() returns once runs and feedback are durable in the "
-                     f"store's journal; the store's background folder (issue 27) folds them "
-                     f"into the indexed tables meanwhile, in the same process (so the stored "
-                     f"figure above holds part of that fold), and the first read after it "
-                     f"(read_project) folds the rest: {fold_us:.1f} us/example more, once "
-                     f"(evaluate + first read, the end-to-end figure: "
-                     f"{assay_us + fold_us:.1f} us/example)")
+                     f"store's journal; the store's background folder (issue 27) stands back "
+                     f"while the experiment's loop computes (a fold beside it fights it for the "
+                     f"interpreter lock), so the first read after it (read_project) folds "
+                     f"nearly all of them: {fold_us:.1f} us/example more, once (evaluate + "
+                     f"first read, the end-to-end figure: {assay_us + fold_us:.1f} us/example)")
         if assay_us:  # issue 27's headline: what a user waits for, up to queryable
             goals.append(goal(f"evaluate + first read per example at N={assay['n']:,} "
                               "(end to end)", assay_us + fold_us, 20.0, "us"))

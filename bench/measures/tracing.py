@@ -127,10 +127,10 @@ def run(ctx: Context) -> dict[str, Any]:
                       "assay on stored / langsmith local in each round: "
                       + ", ".join(f"{x:.3f}" for x in per_round),
                       "assay 'hot path' = what the traced caller waits; 'stored' = until "
-                      "client.flush() returns with every run in SQLite (the goal's figure); "
-                      "since the background fold (issue 27) this includes the fold of "
-                      "whatever the store's folder took in while the spans were traced (the "
-                      "journal alone: 'journal only' under 'Traced runs to queryable')"]
+                      "client.flush() returns with every run in SQLite's journal (the goal's "
+                      "figure); the store's background folder stands back while the spans are "
+                      "traced (stop 40) and folds them after, so the end-to-end figure of such "
+                      "a burst is 'traced to queryable' under 'Traced runs to queryable'"]
             + ([f"where the stored cost goes (tracing_overhead.py; the background fold off, "
                 f"so each part is alone and the fold is timed apart): {breakdown}"]
                if breakdown else []),
