@@ -743,3 +743,24 @@ def test_consecutive_batches_of_runs_of_one_workspace_are_grouped() -> None:
         [[1, 2], [3]], [[4]], [[5]], [[6]], [[1]], [[7]], [None], [[8], [9]]]
     assert merged(groups[0]) == {"posts": [1, 2, 3], "patches": [1], "default_project": "p",
                                  "clean": True}
+
+
+def test_the_driver_s_executemany_fails_as_sqlalchemy_would(sqlite_url: str) -> None:
+    """The fold's SQLite inserts go to the driver with rows made as they are bound; a
+    duplicate key still surfaces as SQLAlchemy's ``IntegrityError`` (what the fold's retry and
+    ``_duplicate_key`` look for), and the transaction goes on after a savepoint's rollback.
+    (SQLite's path only: PostgreSQL's fold writes with COPY.)"""
+    import sqlalchemy.exc
+
+    from assay.store._fold_rows import executemany
+
+    with Store.open(sqlite_url) as store, store.write() as conn:
+        conn.exec_driver_sql("CREATE TEMP TABLE t (id TEXT PRIMARY KEY, n INTEGER)")
+        executemany(conn, "INSERT INTO t VALUES (?, ?)", iter([("a", 1), ("b", 2)]))
+        conn.exec_driver_sql("SAVEPOINT s")
+        with pytest.raises(sqlalchemy.exc.IntegrityError):
+            executemany(conn, "INSERT INTO t VALUES (?, ?)", iter([("c", 3), ("a", 4)]))
+        conn.exec_driver_sql("ROLLBACK TO SAVEPOINT s")
+        conn.exec_driver_sql("RELEASE SAVEPOINT s")
+        assert conn.exec_driver_sql("SELECT id, n FROM t ORDER BY id").all() == [
+            ("a", 1), ("b", 2)]

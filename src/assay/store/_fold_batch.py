@@ -35,6 +35,7 @@ from ._fold_rows import (
     _json_text,
     _sql_literal,
     apply_new_runs,
+    executemany,
 )
 
 if TYPE_CHECKING:
@@ -196,6 +197,7 @@ def _insert_columns(conn: Connection, columns: Sequence[Sequence[Any]]) -> None:
         else:
             values.append(literal)
     quote = conn.dialect.identifier_preparer.quote
-    conn.exec_driver_sql(
+    executemany(
+        conn,
         f"INSERT INTO runs ({', '.join(quote(c) for c in _ORDER)}) VALUES ({', '.join(values)})",
-        list(zip(*bound, strict=True)))
+        zip(*bound, strict=True))

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from .._ids import all_canonical_uuids, new_id_text
 from ._aggregates import FeedbackDeltas
 from ._bulk import _JSON, _TIME, _kind
-from ._fold_rows import _sql_literal
+from ._fold_rows import _sql_literal, executemany
 from ._tables import feedback
 
 if TYPE_CHECKING:
@@ -191,7 +191,7 @@ def _executemany(conn: Connection, shared: list[Any], ids: list[str], runs: list
     quote = conn.dialect.identifier_preparer.quote
     sql = (f"INSERT INTO {quote(feedback.name)} ({', '.join(quote(c) for c in _COLUMNS)}) "
            f"VALUES ({', '.join(values)})")
-    conn.exec_driver_sql(sql, list(zip(*columns, strict=True)))
+    executemany(conn, sql, zip(*columns, strict=True))
 
 
 def _copy(conn: Connection, shared: list[Any], ids: list[str], runs: list[str],
