@@ -529,6 +529,38 @@ def test_plain_scores_as_value_lists_fold_like_the_dicts(store: Store) -> None:
     assert len(fast) == 37 and fast == general
 
 
+@pytest.mark.parametrize("kind", ["bools", "floats and None", "ints and bools"])
+def test_a_batch_of_scores_of_one_kind_folds_like_the_dicts(store: Store, kind: str) -> None:
+    """evaluate()'s usual batch, every score on a stored root run (the batch path), with the
+    scores all bools, all floats or None, or of mixed kinds: the same rows and statistics as
+    the general path makes of each dict."""
+    results = []
+    for as_lists in (True, False):
+        st = store.for_tenant(str(uuid.uuid4()))
+        ids = _ids(N)
+        project = st.projects.create(f"kinds-{as_lists}")
+        st.journal.append_runs(_rows(ids), columns=COLUMNS, extra=EXTRA)
+        scores: list[Any] = {
+            "bools": [i % 3 == 0 for i in range(N)],
+            "floats and None": [None if i % 5 == 0 else i / 7 for i in range(N)],
+            "ints and bools": [i if i % 2 else True for i in range(N)]}[kind]
+        values = [[rid, rid, "k", score] for rid, score in zip(ids, scores, strict=True)]
+        defaults = {"session_id": str(project.id), "feedback_source": {"type": "model"}}
+        if as_lists:
+            st.journal.append_feedback(values, columns=("run_id", "trace_id", "key", "score"),
+                                       defaults=defaults)
+        else:
+            st.journal.append_feedback([{**defaults, "run_id": r, "trace_id": t, "key": k,
+                                         "score": v} for r, t, k, v in values])
+        st.settle()
+        results.append(_feedback_of(st, ids))
+        stats = st.projects.read(project_id=project.id, include_stats=True).feedback_stats
+        assert stats["k"].n == N
+        assert _check_all([st]) >= 1
+    fast, general = results
+    assert len(fast) == N and fast == general
+
+
 def test_values_a_whole_batch_shares_are_stored_as_bound_ones(store: Store) -> None:
     """SQLite's insert writes a column with one value in every row of the batch into the
     statement (``_fold_rows._insert``): quotes, non-ASCII text and NULLs come out as the

@@ -85,12 +85,9 @@ def score_rows(repo: FeedbackRepo, items: list[Any], columns: Any, defaults: Any
     if (tuple(columns or ()) != SCORE_COLUMNS or created is None or "id" in defaults
             or not items):
         return None
-    for item in items:
-        if item.__class__ is not _list or len(item) != _WIDTH:
-            return None
-    run_ids = [i[0] for i in items]
-    trace_ids = [i[1] for i in items]
-    keys = [i[2] for i in items]
+    if {i.__class__ for i in items} != {_list} or set(map(len, items)) != {_WIDTH}:
+        return None
+    run_ids, trace_ids, keys, raw = map(list, zip(*items, strict=True))
     if not all_canonical_uuids(run_ids):
         return None
     if trace_ids != run_ids:  # evaluate()'s: each score on a root run, its own trace
@@ -99,9 +96,8 @@ def score_rows(repo: FeedbackRepo, items: list[Any], columns: Any, defaults: Any
                 return None
         elif not all_canonical_uuids(trace_ids):
             return None
-    for key in keys:
-        if key.__class__ is not _str:
-            return None
+    if set(map(type, keys)) != {_str}:
+        return None
     for key in (keys[0],) if keys.count(keys[0]) == len(keys) else set(keys):
         if not key:
             return None
@@ -109,10 +105,16 @@ def score_rows(repo: FeedbackRepo, items: list[Any], columns: Any, defaults: Any
             key.encode()  # a lone surrogate: _row says so
         except UnicodeEncodeError:
             return None
-    try:
-        scores = [_as_score(i[3]) for i in items]
-    except (TypeError, OverflowError):
-        return None
+    kinds = set(map(type, raw))
+    if kinds <= {_float, type(None)}:  # as _as_score gives them, without a call each
+        scores = raw
+    elif kinds == {_bool}:
+        scores = [1.0 if v else 0.0 for v in raw]
+    else:
+        try:
+            scores = [_as_score(v) for v in raw]
+        except (TypeError, OverflowError):
+            return None
     first = {**defaults, **dict(zip(SCORE_COLUMNS, items[0], strict=True))}
     first.setdefault("created_at", created)  # as the general path's items get them
     first.setdefault("modified_at", first["created_at"])
