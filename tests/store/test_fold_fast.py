@@ -500,52 +500,19 @@ def _feedback_of(store: Store, ids: list[str]) -> list[dict[str, Any]]:
     return sorted(out, key=lambda r: (-1 if r["run_id"] is None else r["run_id"], r["key"]))
 
 
-def test_plain_scores_as_value_lists_fold_like_the_dicts(store: Store) -> None:
-    """evaluate()'s scores (value lists, the rest as the batch's defaults) are made into rows
-    once per batch; every column equals what the general path makes of each dict."""
-    results = []
+def _scores_both_ways(store: Store, values_of: Any, source: dict[str, Any]
+                      ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[Any]]:
+    """The scores ``values_of(ids)`` gives (value lists) on the runs of ``_rows``, journaled
+    as evaluate() journals them and as dicts: both workspaces' feedback, and the statistics of
+    each (checked against their recomputation)."""
+    results, stats = [], []
     for as_lists in (True, False):
         st = store.for_tenant(str(uuid.uuid4()))
         ids = _ids(N)
         project = st.projects.create(f"scores-{as_lists}")
         st.journal.append_runs(_rows(ids), columns=COLUMNS, extra=EXTRA)
-        defaults = {"session_id": str(project.id),
-                    "feedback_source": {"type": "model", "metadata": {"e": 1}}}
-        values = [[ids[i], ids[0], key, score] for i in range(12)
-                  for key, score in (("correct", i % 2 == 0), ("score", i / 7), ("none", None))]
-        values.append([None, None, "session-level", 3])  # no run: the experiment's own
-        if as_lists:
-            st.journal.append_feedback(values, columns=("run_id", "trace_id", "key", "score"),
-                                       defaults=defaults)
-        else:
-            st.journal.append_feedback([{**defaults, "run_id": r, "trace_id": t, "key": k,
-                                         "score": s} for r, t, k, s in values])
-        st.settle()
-        results.append(_feedback_of(st, ids))
-        stats = st.projects.read(project_id=project.id, include_stats=True).feedback_stats
-        assert stats["correct"].n == 12 and stats["correct"].avg == pytest.approx(0.5)
-        assert _check_all([st]) >= 1
-    fast, general = results
-    assert len(fast) == 37 and fast == general
-
-
-@pytest.mark.parametrize("kind", ["bools", "floats and None", "ints and bools"])
-def test_a_batch_of_scores_of_one_kind_folds_like_the_dicts(store: Store, kind: str) -> None:
-    """evaluate()'s usual batch, every score on a stored root run (the batch path), with the
-    scores all bools, all floats or None, or of mixed kinds: the same rows and statistics as
-    the general path makes of each dict."""
-    results = []
-    for as_lists in (True, False):
-        st = store.for_tenant(str(uuid.uuid4()))
-        ids = _ids(N)
-        project = st.projects.create(f"kinds-{as_lists}")
-        st.journal.append_runs(_rows(ids), columns=COLUMNS, extra=EXTRA)
-        scores: list[Any] = {
-            "bools": [i % 3 == 0 for i in range(N)],
-            "floats and None": [None if i % 5 == 0 else i / 7 for i in range(N)],
-            "ints and bools": [i if i % 2 else True for i in range(N)]}[kind]
-        values = [[rid, rid, "k", score] for rid, score in zip(ids, scores, strict=True)]
-        defaults = {"session_id": str(project.id), "feedback_source": {"type": "model"}}
+        defaults = {"session_id": str(project.id), "feedback_source": source}
+        values = values_of(ids)
         if as_lists:
             st.journal.append_feedback(values, columns=("run_id", "trace_id", "key", "score"),
                                        defaults=defaults)
@@ -554,10 +521,41 @@ def test_a_batch_of_scores_of_one_kind_folds_like_the_dicts(store: Store, kind: 
                                          "score": v} for r, t, k, v in values])
         st.settle()
         results.append(_feedback_of(st, ids))
-        stats = st.projects.read(project_id=project.id, include_stats=True).feedback_stats
-        assert stats["k"].n == N
+        stats.append(st.projects.read(project_id=project.id, include_stats=True).feedback_stats)
         assert _check_all([st]) >= 1
-    fast, general = results
+    return results[0], results[1], stats
+
+
+def test_plain_scores_as_value_lists_fold_like_the_dicts(store: Store) -> None:
+    """evaluate()'s scores (value lists, the rest as the batch's defaults) are made into rows
+    once per batch; every column equals what the general path makes of each dict."""
+    def values_of(ids: list[str]) -> list[list[Any]]:
+        values = [[ids[i], ids[0], key, score] for i in range(12)
+                  for key, score in (("correct", i % 2 == 0), ("score", i / 7), ("none", None))]
+        return [*values, [None, None, "session-level", 3]]  # no run: the experiment's own
+
+    fast, general, stats = _scores_both_ways(store, values_of,
+                                             {"type": "model", "metadata": {"e": 1}})
+    for got in stats:
+        assert got["correct"].n == 12 and got["correct"].avg == pytest.approx(0.5)
+    assert len(fast) == 37 and fast == general
+
+
+@pytest.mark.parametrize("kind", ["bools", "floats and None", "ints and bools"])
+def test_a_batch_of_scores_of_one_kind_folds_like_the_dicts(store: Store, kind: str) -> None:
+    """evaluate()'s usual batch, every score on a stored root run (the batch path), with the
+    scores all bools, all floats or None, or of mixed kinds: the same rows and statistics as
+    the general path makes of each dict."""
+    scores: list[Any] = {
+        "bools": [i % 3 == 0 for i in range(N)],
+        "floats and None": [None if i % 5 == 0 else i / 7 for i in range(N)],
+        "ints and bools": [i if i % 2 else True for i in range(N)]}[kind]
+
+    def values_of(ids: list[str]) -> list[list[Any]]:
+        return [[rid, rid, "k", score] for rid, score in zip(ids, scores, strict=True)]
+
+    fast, general, stats = _scores_both_ways(store, values_of, {"type": "model"})
+    assert all(got["k"].n == N for got in stats)
     assert len(fast) == N and fast == general
 
 
