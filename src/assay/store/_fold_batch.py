@@ -189,7 +189,8 @@ def _insert_columns(conn: Connection, columns: Sequence[Sequence[Any]]) -> None:
     values, bound = [], []
     for name, column in zip(_ORDER, columns, strict=True):
         literal = None
-        if name in _SAME_CANDIDATES and column.count(column[0]) == n:
+        if (name in _SAME_CANDIDATES and column[-1] == column[0]  # else two values: no pass
+                and column.count(column[0]) == n):
             literal = _sql_literal(column[0])
         if literal is None:
             bound.append(column)

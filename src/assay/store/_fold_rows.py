@@ -189,6 +189,8 @@ def _executemany(conn: Connection, sql: str, mark: str, rows: Sequence[Sequence[
     bound = list(range(len(values)))
     if len(rows) > 1:
         for at in candidates:
+            if rows[0][at] != rows[-1][at]:
+                continue  # two values: not one for the whole batch (no pass over it)
             seen = set(map(itemgetter(at), rows))
             if len(seen) == 1:
                 literal = _sql_literal(seen.pop())
