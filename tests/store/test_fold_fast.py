@@ -363,6 +363,7 @@ def _plain_rows(ids: list[str], *, roots_only: bool, errors: bool = True) -> lis
     metas: list[Any] = [None, {}, {"repetition": 0}, {"repetition": 0}, {"v": 1}, {"v": True},
                         {"v": 1.0}, {"v": 2**70}, {"deep": {"k": [None, True]}, "\u00fc": "x"}]
     example = "0191e6c4-2d36-77c8-aafa-a8703ff50d9e"
+    orders: dict[str, str] = {}  # each run's dotted order, for its children's
     out = []
     for i, rid in enumerate(ids):
         parent = None if roots_only or i % 3 == 0 else ids[i - i % 3]
@@ -386,8 +387,6 @@ def _plain_rows(ids: list[str], *, roots_only: bool, errors: bool = True) -> lis
         out.append([values.get(c) for c in COLUMNS])
     return out
 
-
-orders: dict[str, str] = {}
 
 
 @pytest.mark.parametrize(("roots_only", "errors"), [(True, True), (False, True), (True, False)])

@@ -220,34 +220,12 @@ class RunDeltas:
                     d[i] += sign * value
                     d[i + 3] += sign
 
-    def add_new_root(self, sid: str, tenant: str, start: int, ended: bool,
-                     failed: bool) -> None:
-        """``add(row, 1)`` for a new root run without usage or first token: the fold's fast
-        paths (``_fold_rows``, ``_fold_columns``) count such a run from its few values instead
-        of a row's mapping. A new child run without usage adds nothing."""
-        d = self.sums.get(sid)
-        if d is None:
-            d = self.sums[sid] = list(_ZERO)
-            self.tenants[sid] = tenant
-        hkey = (sid, start - start % HOUR_US)
-        h = self.hours.get(hkey)
-        if h is None:
-            h = self.hours[hkey] = [0, 0, 0, 0.0, 0]
-        h[0] += 1
-        d[0] += 1
-        if ended:
-            d[1] += 1
-        if failed:
-            d[2] += 1
-            h[1] += 1
-        cur = self.added_start.get(sid)
-        if cur is None or start > cur:
-            self.added_start[sid] = start
-
     def add_new_roots(self, sid: str, tenant: str, starts: Sequence[int], ended: int,
                       failed: Sequence[int]) -> None:
-        """``add_new_root`` for each of a session's new roots at once: their ``starts``, how
-        many ``ended``, and the starts of those that ``failed``."""
+        """``add(row, 1)`` for a session's new root runs without usage or first token, at
+        once: the fold's fast paths count such runs from their ``starts``, how many ``ended``
+        and the starts of those that ``failed``, instead of a row's mapping each. A new child
+        run without usage adds nothing."""
         if not starts:
             return
         d = self.sums.get(sid)
@@ -267,6 +245,23 @@ class RunDeltas:
         cur = self.added_start.get(sid)
         if cur is None or latest > cur:
             self.added_start[sid] = latest
+
+    def add_root_rows(self, tenant: str,
+                      roots: Iterable[tuple[str, int, bool, bool]]) -> None:
+        """``add_new_roots`` for roots given one by one, as (session, start, ended, failed):
+        what a fast path that writes run by run collects."""
+        by_session: dict[str, tuple[list[int], list[int], list[int]]] = {}
+        for sid, start, ended, failed in roots:
+            got = by_session.get(sid)
+            if got is None:
+                got = by_session[sid] = ([], [], [])
+            got[0].append(start)
+            if ended:
+                got[1].append(start)
+            if failed:
+                got[2].append(start)
+        for sid, (starts, done, failed_starts) in by_session.items():
+            self.add_new_roots(sid, tenant, starts, len(done), failed_starts)
 
     def merge(self, other: RunDeltas) -> None:
         """Add another batch's differences to these: applied once, they write what applying

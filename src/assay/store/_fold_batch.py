@@ -33,8 +33,8 @@ from ._fold_rows import (
     _escaped,
     _insert,
     _json_text,
-    _sql_literal,
     apply_new_runs,
+    batch_literal,
     executemany,
 )
 
@@ -66,10 +66,11 @@ def insert_batch(conn: Connection, items: list[list[Any]], sessions: Mapping[Any
                  tenant: str, shared: Mapping[str, Any], common: str,
                  scope: FoldScope | None) -> int | None:
     """Insert ``items`` (value lists in ``WRITER_COLUMNS`` order, inputs and outputs as
-    ``column_text``, none stored or patched, ids canonical and distinct, their sessions in
-    ``sessions``) and stage their statistics; return how many, or None (nothing written) when
-    a run of the batch is not one this lane takes. ``common``: the ``extra`` text of a run
-    without metadata of its own."""
+    ``column_text``, none stored or patched, ids canonical and distinct) and stage their
+    statistics; return how many, or None (nothing written) when a run of the batch is not one
+    this lane takes. ``sessions``: the project of each (session id, session name) pair of the
+    batch, and no other; ``common``: the ``extra`` text of a run without metadata of its
+    own."""
     (rids, traces, parents, dotted, names, run_types, starts, inputs, extras, metas, tags,
      events, sid_col, sname_col, refs, ends, outputs, errors) = zip(*items, strict=True)
     n = len(rids)
@@ -98,9 +99,8 @@ def insert_batch(conn: Connection, items: list[list[Any]], sessions: Mapping[Any
     if traces != rids and not all_canonical_uuids([t for t, r in zip(traces, rids, strict=True)
                                           if t != r]):
         return None
-    pairs = set(zip(sid_col, sname_col, strict=True))
-    if len(pairs) == 1:
-        sid = sessions[pairs.pop()]
+    if len(sessions) == 1:  # the batch's sessions, as insert_rows resolved them: one
+        sid = next(iter(sessions.values()))
         if sid is None:
             return None
         sids: tuple[Any, ...] | list[Any] = (sid,) * n
@@ -185,13 +185,9 @@ def _insert_columns(conn: Connection, columns: Sequence[Sequence[Any]]) -> None:
     """SQLite: the rows (``columns`` in ``_ORDER``, all roots or all children) in one
     executemany, as ``_fold_rows._insert`` writes them: a column with one value throughout
     written into the statement as a literal, the others bound row by row."""
-    n = len(columns[0])
     values, bound = [], []
     for name, column in zip(_ORDER, columns, strict=True):
-        literal = None
-        if (name in _SAME_CANDIDATES and column[-1] == column[0]  # else two values: no pass
-                and column.count(column[0]) == n):
-            literal = _sql_literal(column[0])
+        literal = batch_literal(column) if name in _SAME_CANDIDATES else None
         if literal is None:
             bound.append(column)
             values.append("?")

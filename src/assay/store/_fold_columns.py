@@ -301,7 +301,7 @@ def insert_rows(repo: RunRepo, conn: Connection, items: list[Any], patched: set[
         if done is not None:
             return done, []
     deltas = RunDeltas()
-    add_root = deltas.add_new_root
+    roots: list[tuple[str, int, bool, bool]] = []  # new roots without usage: counted at once
     posted: dict[str, list[str]] = {}
     taken: set[int] = set()
     full: list[tuple[Any, ...]] = []  # rows with the usage columns: their own statement after
@@ -440,7 +440,8 @@ def insert_rows(repo: RunRepo, conn: Connection, items: list[Any], patched: set[
                 continue
             write(row)
             if parent is None:  # RunDeltas.add for a run without usage or first token
-                add_root(sid, tenant, start, end is not None, error is not None)
+                roots.append((sid, start, end is not None, error is not None))
+    deltas.add_root_rows(tenant, roots)
     if full:
         _insert(conn, full, _FULL_ORDER)
     n = len(taken)

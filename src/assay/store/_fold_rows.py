@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from ._runs import RunRepo
 
 __all__ = ["TEXT_COLUMNS", "TEXT_KEYS", "FoldScope", "admitted_as_text", "apply_new_runs",
-           "executemany", "from_text", "insert_new", "prebuilt_rows", "stored_ids"]
+           "batch_literal", "executemany", "from_text", "insert_new", "prebuilt_rows", "stored_ids"]
 
 # Never set for a run this path takes (no usage, no first token): left out of the insert, so
 # NULL as the general path stores them. Each bound value costs SQLite's driver ~0.3 us.
@@ -191,14 +191,22 @@ def _executemany(conn: Connection, sql: str, mark: str, rows: Sequence[Sequence[
         for at in candidates:
             if rows[0][at] != rows[-1][at]:
                 continue  # two values: not one for the whole batch (no pass over it)
-            seen = set(map(itemgetter(at), rows))
-            if len(seen) == 1:
-                literal = _sql_literal(seen.pop())
-                if literal is not None:
-                    values[at] = literal
-                    bound.remove(at)
+            literal = batch_literal(list(map(itemgetter(at), rows)))
+            if literal is not None:
+                values[at] = literal
+                bound.remove(at)
     pick: Any = itemgetter(*bound) if len(bound) > 1 else (lambda r: (r[bound[0]],))
     executemany(conn, f"{sql}({', '.join(values)})", map(pick, rows))
+
+
+def batch_literal(column: Sequence[Any]) -> str | None:
+    """The SQL literal of the one value every row of a batch has in ``column``, or None: it
+    has several (its first and last differ, or a count says so), or one better bound
+    (``_sql_literal``)."""
+    first = column[0]
+    if column[-1] != first or column.count(first) != len(column):
+        return None
+    return _sql_literal(first)
 
 
 def executemany(conn: Connection, sql: str, rows: Iterable[Sequence[Any]]) -> None:
@@ -459,7 +467,7 @@ def insert_new(repo: RunRepo, conn: Connection, posts: list[Mapping[str, Any]],
             continue
         candidates.append((i, post, rid, sid))
     deltas = RunDeltas()
-    add_root = deltas.add_new_root
+    roots: list[tuple[str, int, bool, bool]] = []  # new roots without usage: counted at once
     posted: dict[str, list[str]] = {}
     n = 0
     full: list[list[Any]] = []  # rows with usage columns: their own statement after
@@ -486,8 +494,9 @@ def insert_new(repo: RunRepo, conn: Connection, posts: list[Mapping[str, Any]],
                 continue
             out.write(row)
             if row[_IS_ROOT]:  # RunDeltas.add for a run without usage or first token
-                add_root(sid, tenant, row[_START], row[_LATENCY] is not None,
-                         row[_ERROR] is not None)
+                roots.append((sid, row[_START], row[_LATENCY] is not None,
+                              row[_ERROR] is not None))
+    deltas.add_root_rows(tenant, roots)
     if full:
         _insert(conn, full, _FULL_ORDER)
     rest.sort(key=lambda item: item[0])
