@@ -1,8 +1,9 @@
 """Only the optional C extension; everything else is in pyproject.toml.
 
 ``assay.tracing._speedups`` runs a sync traced call and makes its RunTree in C (see the headers
-of ``_speedups.c`` and ``_call.c``). It is optional: where it cannot be compiled (no C compiler
-or Python headers) the install goes on and tracing uses the same code in Python.
+of ``_speedups.c`` and ``_call.c``); ``assay.server._csplit`` splits the usual multipart body
+of ingest in C (``_csplit.c``). Both are optional: where it cannot be compiled (no C compiler
+or Python headers) the install goes on and the same code runs in Python.
 """
 
 from setuptools import Extension, setup
@@ -10,4 +11,6 @@ from setuptools import Extension, setup
 setup(ext_modules=[Extension("assay.tracing._speedups",
                              ["src/assay/tracing/_speedups.c", "src/assay/tracing/_call.c"],
                              depends=["src/assay/tracing/_speedups.h"],
+                             optional=True),
+                   Extension("assay.server._csplit", ["src/assay/server/_csplit.c"],
                              optional=True)])
