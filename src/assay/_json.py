@@ -19,8 +19,8 @@ import orjson
 import pydantic
 import pydantic_core
 
-__all__ = ["dumpb", "dumps", "dumps_column", "escape", "escape_text", "from_json_column",
-           "jsonable", "model_jsonable",
+__all__ = ["Deferred", "dumpb", "dumps", "dumps_column", "escape", "escape_text",
+           "from_json_column", "jsonable", "model_jsonable",
            "loads", "loads_column", "unescape", "unescape_text"]
 
 _ESC = "\ufdd0"
@@ -31,7 +31,26 @@ _REPLACEMENT = "\ufffd".encode()  # what pydantic writes for a key it cannot enc
 _SURROGATE_BASE, _PRIVATE_BASE = 0xD800, 0xE000  # a surrogate's stand-in: U+E000 + its offset
 
 
+class Deferred:
+    """A value stored as ``convert(value)``, converted when it is written, not when it is
+    recorded: an integration whose steps carry large framework objects (a LangGraph state's
+    messages) hands the conversion to the writer's thread instead of the agent's. ``value``
+    should be the recorder's own copy of what may change later (see ``_langchain._later``).
+    Every encoder here (``jsonable``, and pydantic-core's fallback) converts it."""
+
+    __slots__ = ("value", "convert")
+
+    def __init__(self, value: Any, convert: Any) -> None:
+        self.value = value
+        self.convert = convert
+
+    def __repr__(self) -> str:
+        return f"Deferred({self.value!r})"
+
+
 def _fallback(value: Any) -> Any:
+    if value.__class__ is Deferred:
+        return value.convert(value.value)
     return repr(value)
 
 
@@ -42,6 +61,8 @@ def jsonable(value: Any) -> Any:
     """Turn arbitrary Python values (models, dataclasses, datetimes...) into plain JSON data."""
     if value.__class__ in _SCALARS:  # the common case: nothing to convert
         return value
+    if value.__class__ is Deferred:
+        return value.convert(value.value)
     try:
         return pydantic_core.to_jsonable_python(value, fallback=_fallback, serialize_unknown=True)
     except UnicodeEncodeError:  # a key with a lone surrogate: containers by hand
@@ -89,6 +110,8 @@ def escape(value: Any) -> Any:
         return {escape(k) if isinstance(k, str) else k: escape(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [escape(v) for v in value]
+    if value.__class__ is Deferred:
+        return escape(value.convert(value.value))
     return value
 
 

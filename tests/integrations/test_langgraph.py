@@ -255,3 +255,54 @@ def test_step_conversion_reuses_a_message_dict_only_while_the_message_is_unchang
     assert fresh == _step_json(state) and fresh["messages"][1] is not named
     fresh["messages"][1]["content"] = "changed by a caller"
     assert _step_json(state)["messages"][1]["content"] == "Paris has 2102650 people"
+
+
+def test_chain_runs_store_each_steps_state_as_chat_messages(srv: ScriptedModelServer,
+                                                            db: Client) -> None:
+    """A graph's state goes into its chain runs converted on the writer's thread: the stored
+    runs hold chat-message dicts, each node the state it saw."""
+    row = next(iter(evaluate(react_agent(srv), data=_dataset(db, ["Paris"]), client=db)))
+    runs = sorted(_tree(db, row), key=lambda r: r.dotted_order)
+    question = {"role": "user", "content": "How many people live in Paris?"}
+    agents = [r for r in runs if r.name == "agent"]
+    assert [[m["role"] for m in r.inputs["messages"]] for r in agents] == [
+        ["user"], ["user", "assistant", "tool"]]
+    assert agents[0].inputs["messages"] == [question]
+    call = agents[0].outputs["messages"][0]["tool_calls"][0]
+    assert call["name"] == "lookup_city" and call["args"] == {"city": "Paris"}
+    tools_node = next(r for r in runs if r.name == "tools")
+    assert tools_node.outputs["messages"][0]["content"] == population("Paris")
+    graph = next(r for r in runs if r.name == "LangGraph")
+    assert [m["role"] for m in graph.outputs["messages"]] == ["user", "assistant", "tool",
+                                                             "assistant"]
+
+
+def test_a_step_keeps_the_state_it_saw_when_the_graph_changes_it_later(db: Client) -> None:
+    """The conversion waits for the writer, so the handler copies a state's containers when the
+    step starts and ends: a list appended to or a key set afterwards is not in the run."""
+    import uuid
+
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from assay.integrations._langchain import handler
+    from assay.tracing import trace
+
+    from .conftest import flat_runs
+
+    h = handler()
+    messages: list[Any] = [HumanMessage("hi")]
+    state: dict[str, Any] = {"messages": messages, "step": 1}
+    rid = uuid.uuid4()
+    with trace("root", client=db, enabled=True) as root:
+        h.on_chain_start({"name": "agent"}, state, run_id=rid, parent_run_id=None)
+        messages.append(AIMessage("later"))
+        state["step"] = 2
+        h.on_chain_end({"messages": messages, "notes": {"k": [1]}}, run_id=rid)
+        messages.append(AIMessage("even later"))
+    db.flush()
+    stored = next(r for r in flat_runs(db.read_run(root.id, load_child_runs=True))
+                  if r.name == "agent")
+    assert stored.inputs == {"messages": [{"role": "user", "content": "hi"}], "step": 1}
+    assert stored.outputs == {"messages": [{"role": "user", "content": "hi"},
+                                           {"role": "assistant", "content": "later"}],
+                              "notes": {"k": [1]}}

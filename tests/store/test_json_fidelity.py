@@ -127,3 +127,31 @@ def test_column_reader_reads_what_json_reads() -> None:
                 assert repr(got) == repr(expected), text[:40]
     with pytest.raises(ValueError):
         _json.loads_column("{broken")
+
+
+def test_a_deferred_value_is_written_as_its_conversion_by_every_encoder() -> None:
+    """``Deferred`` (an integration's state converted on the writer's thread) is written as
+    ``convert(value)`` wherever it sits, by each encoder a run's fields go through, hard
+    strings included (the conversion's result is escaped like any other value)."""
+    from assay.store._fold_columns import column_text, encoded_rows
+
+    def convert(value: Any) -> Any:
+        return {"converted": value["raw"]}
+
+    value = {"state": _json.Deferred({"raw": HARD}, convert), "n": 1}
+    expected = {"state": {"converted": HARD}, "n": 1}
+    assert _json.loads(_json.dumps(value)) == expected
+    assert _json.loads(_json.dumpb(value)) == expected
+    assert _json.loads_column(_json.dumps_column(value)) == expected
+    assert _json.jsonable(value["state"]) == {"converted": HARD}
+    assert _json.loads_column(column_text(value)) == expected
+    # the tracing writer's rows: the value lists' inputs and outputs as column text
+    from assay.store._fold_columns import WRITER_COLUMNS
+
+    row = [None] * len(WRITER_COLUMNS)
+    row[WRITER_COLUMNS.index("inputs")] = value
+    row[WRITER_COLUMNS.index("outputs")] = {"plain": _json.Deferred({"raw": "x"}, convert)}
+    (out,) = encoded_rows([row])
+    assert _json.loads_column(out[WRITER_COLUMNS.index("inputs")]) == expected
+    assert _json.loads_column(out[WRITER_COLUMNS.index("outputs")]) == {
+        "plain": {"converted": "x"}}

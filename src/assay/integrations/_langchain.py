@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from uuid import UUID
 
-from .._json import jsonable
+from .._json import Deferred, jsonable
 from ..errors import require
 from ..evals._models import ToolCall
 from ..evals._toolcalls import extract_tool_calls
@@ -462,26 +462,42 @@ def _serialized_name(serialized: Mapping[str, Any] | None) -> str | None:
     return str(ident[-1]) if isinstance(ident, list) and ident else None
 
 
-_PLAIN = (str, int, float, bool, type(None))
+def _later(value: Any) -> Any:
+    """A chain step's value for its run, stored as ``_step_json`` makes it (messages as
+    chat-message dicts, as the llm runs and the example's outputs have them) but converted on
+    the writer's thread (``_json.Deferred``), not the agent's: a graph's state passes through
+    every node and chain of a step, and converting it there was over a third of the
+    instructions the handler added to the agent's thread (bench/README, stop 41). Scalars are
+    kept as they are; a container is copied now, one level deep (a list the graph appends to
+    after the step, or a dict it sets a key in, is recorded as it was), its items (messages,
+    ``Send``s, models) taken as they are: LangChain and LangGraph make new messages rather
+    than change them, the one exception being an agent's name set on its answer, which then
+    also shows in the steps that returned that answer before."""
+    cls = value.__class__
+    if cls in _SCALAR_TYPES:
+        return value
+    if cls is list or cls is dict:
+        value = value.copy()
+    return Deferred(value, _step_json)
 
 
 def _inputs(value: Any) -> dict[str, Any]:
-    """A chain's inputs as plain data, messages as chat-message dicts (``to_json``), as the llm
-    runs and the example's outputs have them. Converted here, on the agent's thread (~2 us a
-    message): left to the writer, a message went through pydantic's full dump (every field,
-    2.6x the bytes for the writer, the store's fold and the database to carry) and an unknown
-    object (a router's ``Send``) through its repr, ~1 ms with the state's messages inside."""
+    """A chain's inputs (see ``_later``)."""
+    if value.__class__ is dict:
+        return {k if k.__class__ is str else str(k): _later(v) for k, v in value.items()}
     if isinstance(value, Mapping):
         plain: dict[str, Any] = _step_json(value)  # a Mapping gives a dict
         return plain
-    return {"input": value if value.__class__ in _PLAIN else _step_json(value)}
+    return {"input": _later(value)}
 
 
 def _outputs(value: Any) -> dict[str, Any]:
+    if value.__class__ is dict:
+        return {k if k.__class__ is str else str(k): _later(v) for k, v in value.items()}
     if isinstance(value, Mapping):
         plain: dict[str, Any] = _step_json(value)  # a Mapping gives a dict
         return plain
-    return {"output": value if value.__class__ in _PLAIN else _step_json(value)}
+    return {"output": _later(value)}
 
 
 def _record_llm_result(run: RunTree, response: Any) -> None:
