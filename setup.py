@@ -2,7 +2,8 @@
 
 ``assay.tracing._speedups`` runs a sync traced call and makes its RunTree in C (see the headers
 of ``_speedups.c`` and ``_call.c``); ``assay.server._csplit`` splits the usual multipart body
-of ingest in C (``_csplit.c``). Both are optional: where it cannot be compiled (no C compiler
+of ingest in C (``_csplit.c``); ``assay.store._cencode`` writes the writers' journal rows'
+JSON columns (``_cencode.c``). All are optional: where it cannot be compiled (no C compiler
 or Python headers) the install goes on and the same code runs in Python.
 """
 
@@ -13,4 +14,6 @@ setup(ext_modules=[Extension("assay.tracing._speedups",
                              depends=["src/assay/tracing/_speedups.h"],
                              optional=True),
                    Extension("assay.server._csplit", ["src/assay/server/_csplit.c"],
+                             optional=True),
+                   Extension("assay.store._cencode", ["src/assay/store/_cencode.c"],
                              optional=True)])

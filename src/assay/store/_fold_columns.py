@@ -26,6 +26,7 @@ back, in its place, for ``insert_new`` and the general path, exactly as before.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
@@ -116,9 +117,30 @@ def column_text(value: Any) -> str:
     return out.decode()
 
 
+def _compiled_encode() -> Any:
+    """``_cencode.encoded_rows`` where the C extension is built (and ``ASSAY_PURE_PYTHON``
+    unset; tests compare both), else None."""
+    if os.environ.get("ASSAY_PURE_PYTHON"):
+        return None
+    try:
+        from . import _cencode
+    except ImportError:
+        return None
+    return _cencode.encoded_rows
+
+
+_CENCODE = _compiled_encode()
+
+
 def encoded_rows(posts: list[Any]) -> list[Any]:
     """The writer's value lists (``WRITER_COLUMNS`` order) with their inputs and outputs as
-    ``column_text`` (inlined: the writer thread's cost per run); other posts as they are."""
+    ``column_text`` (inlined: the writer thread's cost per run); other posts as they are.
+    In C where built (``_cencode.c``: the same steps, ~0.5 us a run less)."""
+    if _CENCODE is not None:
+        encoded: list[Any] = _CENCODE(posts if posts.__class__ is _list else _list(posts),
+                                      _WIDTH, _TEXT_AT, _dumps, _jsonable, column_text,
+                                      _ESC_UTF8)
+        return encoded
     dumps, default, esc, slow = _dumps, _jsonable, _ESC_UTF8, column_text
     out = []
     for post in posts:

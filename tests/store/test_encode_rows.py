@@ -1,0 +1,83 @@
+"""The writers' journal rows encoded in C (``store/_cencode.c``) against the Python loop it
+stands in for (``_fold_columns.encoded_rows``): the same text, byte for byte, for every kind of
+value the JSON columns meet, and the same rows passed through untouched."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import uuid
+from typing import Any
+
+import pytest
+
+from assay import _json
+from assay.store import _fold_columns as fc
+
+PURE = bool(os.environ.get("ASSAY_PURE_PYTHON"))
+INPUTS, OUTPUTS = fc._TEXT_AT
+
+VALUES: list[Any] = [
+    {"x": 1}, {}, {"s": "plain"}, {"s": "é😀"}, {"nul": "a\x00b"}, {"esc": "\ufdd0"},
+    {"both": "é\ufdd0"}, {"surrogate": "x\ud800y"}, {"big": 2**70}, {1: "int key"},
+    {"when": dt.datetime(2026, 11, 29, 3, 4, 5, 678901, tzinfo=dt.UTC)},
+    {"id": uuid.UUID(int=7)}, {"set": {1}}, {"nested": [{"a": [None, True, 2.5]}]},
+    {"deferred": _json.Deferred([1, "\x00"], lambda v: {"v": v})}, {"obj": object()},
+    {"float": float("nan")}, {"text": "\\u0000 literally"},
+]
+
+
+def _rows() -> list[Any]:
+    rows: list[Any] = []
+    for i, value in enumerate(VALUES):
+        row: list[Any] = [None] * fc._WIDTH
+        row[INPUTS] = value
+        row[OUTPUTS] = VALUES[-1 - i] if i % 3 else None
+        rows.append(tuple(row) if i % 2 else row)
+    rows.append({"id": "a dict post", "inputs": {"x": 1}})
+    rows.append((None,) * (fc._WIDTH - 1))  # not the writer's width: as it is
+    return rows
+
+
+def test_the_compiled_encoder_is_what_the_journal_uses() -> None:
+    if PURE:
+        assert fc._CENCODE is None
+        return
+    assert fc._CENCODE is not None, (
+        "assay.store._cencode was not built (pip install -e . needs a C compiler and the "
+        "Python headers); set ASSAY_PURE_PYTHON=1 to test the Python fallback alone")
+
+
+@pytest.mark.skipif(PURE, reason="pure-Python run (ASSAY_PURE_PYTHON): nothing to compare")
+def test_c_encodes_every_value_as_the_python_loop_does(monkeypatch: pytest.MonkeyPatch
+                                                       ) -> None:
+    rows = _rows()
+    fast = fc.encoded_rows(rows)
+    with monkeypatch.context() as m:
+        m.setattr(fc, "_CENCODE", None)
+        slow = fc.encoded_rows(rows)
+    assert len(fast) == len(slow) == len(rows)
+    for f, s, r in zip(fast, slow, rows, strict=True):
+        assert f == s
+        assert type(f) is type(s)
+        if isinstance(r, (list, tuple)) and len(r) == fc._WIDTH:
+            assert f is not r and type(f) is list  # a copy: the caller's rows are not changed
+            assert all(v is None or isinstance(v, str) for v in (f[INPUTS], f[OUTPUTS]))
+        else:
+            assert f is r
+    assert rows[0][INPUTS] == {"x": 1}  # unchanged
+    # the texts read back as the values (the store's reader), hard strings included
+    assert _json.loads_column(fast[4][INPUTS]) == {"nul": "a\x00b"}
+    assert _json.loads_column(fast[7][INPUTS]) == {"surrogate": "x\ud800y"}
+
+
+@pytest.mark.skipif(PURE, reason="pure-Python run (ASSAY_PURE_PYTHON): nothing to compare")
+def test_an_error_of_the_slow_path_reaches_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(value: Any) -> str:
+        raise RuntimeError("slow path failed")
+
+    monkeypatch.setattr(fc, "column_text", boom)
+    row: list[Any] = [None] * fc._WIDTH
+    row[INPUTS] = {"big": 2**70}  # orjson refuses it: the slow path
+    with pytest.raises(RuntimeError, match="slow path failed"):
+        fc.encoded_rows([row])
