@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from genai_prices import Usage, calc_price
 
-from assay._usage import derive_usage, usage_of
+from assay._usage import derive_usage, first_token_time, usage_of
 
 
 def _calc(inp: int, out: int, cached: int = 0, model: str = "gpt-4o-mini") -> tuple[float, float]:
@@ -108,6 +108,32 @@ def test_first_token_time_is_the_earliest_new_token_event() -> None:
     chain = {"run_type": "chain", "events": [{"name": "new_token", "time": 5.0}]}
     assert derive_usage(chain)["first_token_time"] == 5.0
     assert derive_usage({"run_type": "chain", "events": []})["first_token_time"] is None
+
+
+def test_first_token_time_edge_cases() -> None:
+    def first(*events: object) -> object:
+        return first_token_time(list(events))
+
+    t1, t2 = "2026-01-01T00:00:01Z", "2026-01-01T00:00:01+00:00"  # the same instant
+    assert first({"name": "new_token", "time": t1}, {"name": "new_token", "time": t2}) == t1
+    assert first({"name": "new_token", "time": t2}, {"name": "new_token", "time": t1}) == t2
+    # epoch seconds and ISO strings compared as instants; a time that is none is skipped
+    assert first({"name": "new_token", "time": "1970-01-01T00:00:10Z"},
+                 {"name": "new_token", "time": None},
+                 {"name": "new_token", "time": 2.5}) == 2.5
+    # one time that is not a time makes the answer None, wherever it is
+    for bad in ("not a time", True, [1]):
+        assert first({"name": "new_token", "time": t1}, {"name": "new_token", "time": bad}) \
+            is None
+        assert first({"name": "new_token", "time": bad}, {"name": "new_token", "time": t1}) \
+            is None
+    assert first({"name": "other", "time": "x"}, "not an event", {"name": "new_token"}) is None
+    assert first_token_time("not a list") is None
+    # the run keeps its tokens and cost when its event's time is not a time
+    run = {**_llm({"input_tokens": 3, "output_tokens": 4}),
+           "events": [{"name": "new_token", "time": [1]}]}
+    got = derive_usage(run)
+    assert got["first_token_time"] is None and got["total_tokens"] == 7
 
 
 def test_usage_of_returns_a_copy() -> None:

@@ -10,11 +10,12 @@ when the run names its provider and model; an unknown model gives no cost, never
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
 from . import _prices
-from ._time import to_micros
+from ._time import checked_micros
 
 __all__ = ["usage_of", "first_token_time", "price", "derive_usage"]
 
@@ -39,11 +40,30 @@ def _num(value: Any) -> float | None:
         return None
 
 
+_MAX_COUNT = 2**63  # what a database's 64-bit integer column holds
+
+
 def _int(value: Any) -> int | None:
-    if value.__class__ is int:
-        return value  # an int (Any to mypy)
+    """A token count: None when it is not a number, or not one a count can be (negative, or
+    past what the store's integer columns hold: the fold would fail the run's row on it)."""
+    if value.__class__ is not int:
+        n = _num(value)
+        if n is None or n != n or n in (math.inf, -math.inf):
+            return None
+        value = int(n)
+    return value if 0 <= value < _MAX_COUNT else None
+
+
+def _cost(value: Any) -> float | None:
+    """A cost in USD: a finite number, else None (an infinite or NaN cost would poison every
+    sum of costs it joins)."""
     n = _num(value)
-    return None if n is None else int(n)
+    return None if n is None or not math.isfinite(n) else n
+
+
+def _text(value: Any) -> str | None:
+    """A model or provider name as sent, when it is text (a sender's list or dict is none)."""
+    return value if value.__class__ is str and value else None
 
 
 def usage_of(run: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -76,20 +96,23 @@ def _usage_map(run: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 def first_token_time(events: Any) -> Any:
-    """Time of the first ``new_token`` event, as sent (ISO string, epoch or datetime)."""
+    """Time of the first ``new_token`` event, as sent (ISO string, epoch or datetime); None
+    when there is none or one of them is not a time."""
     if not isinstance(events, list):
         return None
-    times = [
-        e.get("time")
-        for e in events
-        if _is_map(e) and e.get("name") == "new_token" and e.get("time") is not None
-    ]
-    if not times:
-        return None
-    try:
-        return min(times, key=lambda t: to_micros(t) or 0)
-    except (TypeError, ValueError):
-        return None
+    first, first_us = None, 0
+    for e in events:  # one pass, no key function: a streamed llm run has one such event
+        if _is_map(e) and e.get("name") == "new_token":
+            t = e.get("time")
+            if t is None:
+                continue
+            try:
+                us = checked_micros(t) or 0
+            except (TypeError, ValueError):
+                return None
+            if first is None or us < first_us:
+                first, first_us = t, us
+    return first
 
 
 _PROVIDER_ALIASES = {"azure_openai": "azure", "google_genai": "google", "google_vertexai": "google",
@@ -119,6 +142,15 @@ def _either(get: Any, key: str, fallback: str) -> Any:
     return get(fallback) if value is _ABSENT else value
 _EXPLICIT = ("prompt_tokens", "completion_tokens", "total_tokens", "prompt_cost",
              "completion_cost", "total_cost")
+
+
+def _any_explicit(get: Any) -> bool:
+    """Whether the run gives any of ``_EXPLICIT`` (a loop: ``any()`` over a generator cost
+    ~3x this on every llm run the fold stores)."""
+    for key in _EXPLICIT:
+        if get(key) is not None:
+            return True
+    return False
 
 
 def _has_no_usage(run: Mapping[str, Any]) -> bool:
@@ -151,9 +183,9 @@ def derive_usage(run: Mapping[str, Any]) -> dict[str, Any]:
     prompt_cost: float | None = None
     completion_cost: float | None = None
     total_cost: float | None = None
-    if any(get(key) is not None for key in _EXPLICIT):
+    if _any_explicit(get):
         p, c, total = (_int(get(key)) for key in _EXPLICIT[:3])
-        prompt_cost, completion_cost, total_cost = (_num(get(key)) for key in _EXPLICIT[3:])
+        prompt_cost, completion_cost, total_cost = (_cost(get(key)) for key in _EXPLICIT[3:])
     usage = _usage_map(run)
     if usage:
         uget = usage.get
@@ -164,20 +196,23 @@ def derive_usage(run: Mapping[str, Any]) -> dict[str, Any]:
         if total is None:
             total = _int(uget("total_tokens"))
         if prompt_cost is None:
-            prompt_cost = _num(uget("input_cost"))
+            prompt_cost = _cost(uget("input_cost"))
         if completion_cost is None:
-            completion_cost = _num(uget("output_cost"))
+            completion_cost = _cost(uget("output_cost"))
         if total_cost is None:
-            total_cost = _num(uget("total_cost"))
+            total_cost = _cost(uget("total_cost"))
     if total is None and (p is not None or c is not None):
-        total = (p or 0) + (c or 0)
+        total = _int((p or 0) + (c or 0))
     if (prompt_cost is None and completion_cost is None and total_cost is None
             and (p or c) and get("run_type") == "llm"):
-        extra = get("extra") or {}
-        meta = extra.get("metadata") or {} if _is_map(extra) else {}
-        invocation = extra.get("invocation_params") or {} if _is_map(extra) else {}
-        model = meta.get("ls_model_name") or invocation.get("model") or invocation.get("model_name")
-        provider = meta.get("ls_provider")
+        extra = get("extra")
+        meta = extra.get("metadata") if _is_map(extra) else None
+        meta = meta if _is_map(meta) else {}
+        invocation = extra.get("invocation_params") if _is_map(extra) else None
+        invocation = invocation if _is_map(invocation) else {}
+        model = (_text(meta.get("ls_model_name")) or _text(invocation.get("model"))
+                 or _text(invocation.get("model_name")))
+        provider = _text(meta.get("ls_provider"))
         cached = 0
         details = (usage or {}).get("input_token_details") or {}
         if _is_map(details):
@@ -186,7 +221,7 @@ def derive_usage(run: Mapping[str, Any]) -> dict[str, Any]:
         if priced is not None:
             prompt_cost, completion_cost = priced
     if total_cost is None and (prompt_cost is not None or completion_cost is not None):
-        total_cost = (prompt_cost or 0.0) + (completion_cost or 0.0)
+        total_cost = _cost((prompt_cost or 0.0) + (completion_cost or 0.0))
     return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": total,
             "prompt_cost": prompt_cost, "completion_cost": completion_cost,
             "total_cost": total_cost,

@@ -10,6 +10,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select, text
@@ -285,6 +286,79 @@ def test_admit_checks_now_what_a_direct_write_would_refuse(store: Store) -> None
     store.runs.upsert(posts=[_run(mine, session_name="new-one")])
     assert store.journal.admit([nameless]) == 1
     assert other.runs.read(taken).outputs == {"a": 1}
+
+
+def test_an_admitted_llm_run_whose_event_time_is_not_a_time_is_stored(store: Store) -> None:
+    """Accepted means kept: admit takes events as they come, and the fold read a
+    ``new_token`` time that is a list as an AttributeError and dropped the run (a 202 the
+    server had already given). Now its first token is unknown and everything else stored."""
+    rid = str(uuid.uuid4())
+    post = {**_run(rid, end=T0 + 5, session_name="bad-times"), "run_type": "llm",
+            "events": [{"name": "new_token", "time": [1]}, {"name": "new_token", "time": {}}],
+            "extra": {"metadata": {"usage_metadata": {"input_tokens": 3, "output_tokens": 4}}}}
+    assert store.journal.admit([post]) == 1
+    run = store.runs.read(rid)
+    assert run.total_tokens == 7 and run.first_token_time is None
+    assert [e["time"] for e in run.events] == [[1], {}]  # kept as sent
+    assert store.journal.dropped == 0
+
+
+def test_admit_refuses_a_time_no_datetime_holds_and_keeps_a_token_time_out(store: Store
+                                                                            ) -> None:
+    """A start or end past the years 1-9999 is refused now, by name, with nothing kept (the
+    fold could not insert it, nor a read turn it back into a datetime); an event time like it
+    only leaves the first token unknown."""
+    from assay.errors import InvalidInputError
+
+    before = store.journal.pending()
+    for field in ("start_time", "end_time"):
+        rid = str(uuid.uuid4())
+        with pytest.raises(InvalidInputError, match=f"{rid}: {field} is not a timestamp"):
+            store.journal.admit([{**_run(rid, end=T0 + 5), field: 10**20}])
+    assert store.journal.pending() == before
+    rid = str(uuid.uuid4())
+    post = {**_run(rid, end=T0 + 5), "run_type": "llm",
+            "events": [{"name": "new_token", "time": 1e30}]}
+    assert store.journal.admit([post]) == 1
+    assert store.runs.read(rid).first_token_time is None
+    assert store.journal.dropped == 0
+
+
+_USAGE = {"input_tokens": 3, "output_tokens": 4}
+# what senders put in an llm run's extra that admit takes as it comes (free-form metadata),
+# and the tokens and whether a cost the stored run then has; each of these made the fold
+# raise and drop the run after the server had accepted it
+HOSTILE_EXTRAS: dict[str, tuple[dict[str, Any], int | None, bool]] = {
+    "model name a list": ({"metadata": {"ls_provider": "openai", "ls_model_name": ["gpt-4o"],
+                                        "usage_metadata": _USAGE}}, 7, False),
+    "provider a dict": ({"metadata": {"ls_provider": {"a": 1}, "ls_model_name": "gpt-4o",
+                                      "usage_metadata": _USAGE}}, 7, True),
+    "invocation params a list": ({"metadata": {"usage_metadata": _USAGE},
+                                  "invocation_params": ["x"]}, 7, False),
+    "a count past 64 bits": ({"metadata": {"ls_provider": "openai", "ls_model_name": "gpt-4o",
+                                           "usage_metadata": {"input_tokens": 10**30,
+                                                              "output_tokens": 4}}}, 4, True),
+    "counts huge and negative": ({"metadata": {"usage_metadata": {"input_tokens": 1e308,
+                                                                   "output_tokens": -5}}},
+                                 None, False),
+    "a cost that is not finite": ({"metadata": {"usage_metadata": {**_USAGE,
+                                                                   "total_cost": 1e400}}},
+                                  7, False),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE_EXTRAS))
+def test_an_admitted_llm_run_with_odd_usage_is_stored_not_dropped(store: Store,
+                                                                  case: str) -> None:
+    extra, tokens, priced = HOSTILE_EXTRAS[case]
+    rid = str(uuid.uuid4())
+    post = {**_run(rid, end=T0 + 5, session_name="odd-usage"), "run_type": "llm",
+            "extra": extra}
+    assert store.journal.admit([post]) == 1
+    run = store.runs.read(rid)
+    assert run.total_tokens == tokens
+    assert (run.total_cost is not None) == priced
+    assert store.journal.dropped == 0
 
 
 def test_an_id_another_workspace_stores_before_the_fold_is_dropped_loudly(

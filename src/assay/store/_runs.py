@@ -18,6 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from .._gc import build_many
 from .._ids import _CANONICAL_UUID, as_uuid, dotted_segment_us, utcnow, uuid_text
 from .._json import escape_text, unescape_text
+from .._time import _MAX_US, _MIN_US, checked_micros
 from .._usage import derive_usage
 from ..errors import InvalidInputError, NotFoundError, StoreError
 from ..schemas import Run
@@ -58,9 +59,10 @@ _COLUMNS = frozenset(_COLUMN_ORDER)
 
 def _timestamp(value: Any, field: str, run_id: Any) -> int | None:
     try:
-        return to_micros(value)
+        return checked_micros(value)
     except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"run {run_id}: {field} is not a timestamp: {value!r}") from exc
+        raise InvalidInputError(f"run {run_id}: {field} is not a timestamp: {value!r} ({exc})"
+                                ) from exc
 
 
 def _clean(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -83,8 +85,8 @@ def _clean(raw: Mapping[str, Any]) -> dict[str, Any]:
             out[key] = uuid_text(value, f"run {run_id}: {key}")
     for key in ("start_time", "end_time"):
         value = get(key)
-        if value is not None and value.__class__ is not int:
-            out[key] = _timestamp(value, key, run_id)
+        if value is not None and (value.__class__ is not int or not _MIN_US <= value <= _MAX_US):
+            out[key] = _timestamp(value, key, run_id)  # refuses what no datetime holds
     for key, kind in _KINDS:
         value = get(key)
         if value is not None and not isinstance(value, kind):
