@@ -104,6 +104,14 @@ static PyObject *bind(PyObject *self, PyObject *cls) {
     Py_RETURN_NONE;
 }
 
+/* headers[key] = value, the new reference ``value`` taken over; -1 with an exception set
+ * when value is NULL (its decode failed) or the dict refuses it. */
+static int put(PyObject *headers, PyObject *key, PyObject *value) {
+    int failed = value == NULL || PyDict_SetItem(headers, key, value) < 0;
+    Py_XDECREF(value);
+    return failed ? -1 : 0;
+}
+
 /* One part's head at ``p`` (the CRLF after its delimiter): the Part, or Py_None (not the
  * usual layout; a new reference to None), or NULL with an exception set. */
 static PyObject *part(const char *p, const char *end, PyObject *plain) {
@@ -155,20 +163,12 @@ static PyObject *part(const char *p, const char *end, PyObject *plain) {
     if (fields[P_NAME] == NULL || fields[P_DATA] == NULL || fields[P_HEADERS] == NULL
             || fields[P_FILENAME] == NULL)
         goto fail;
-    if (ctype != NULL) {
-        PyObject *value = PyUnicode_DecodeLatin1(ctype, ctype_end - ctype, NULL);
-        int failed = value == NULL || PyDict_SetItem(fields[P_HEADERS], key_ctype, value) < 0;
-        Py_XDECREF(value);
-        if (failed)
-            goto fail;
-    }
-    if (clen != NULL) {
-        PyObject *value = PyUnicode_DecodeASCII(clen, clen_end - clen, NULL);
-        int failed = value == NULL || PyDict_SetItem(fields[P_HEADERS], key_clength, value) < 0;
-        Py_XDECREF(value);
-        if (failed)
-            goto fail;
-    }
+    if (ctype != NULL && put(fields[P_HEADERS], key_ctype,
+                             PyUnicode_DecodeLatin1(ctype, ctype_end - ctype, NULL)) < 0)
+        goto fail;
+    if (clen != NULL && put(fields[P_HEADERS], key_clength,
+                            PyUnicode_DecodeASCII(clen, clen_end - clen, NULL)) < 0)
+        goto fail;
     PyObject *made = part_cls->tp_alloc(part_cls, 0);
     if (made == NULL)
         goto fail;
