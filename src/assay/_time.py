@@ -24,6 +24,7 @@ def to_utc(value: datetime) -> datetime:
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_INF = float("inf")
 
 
 # the instants a datetime holds (years 1 to 9999), in epoch microseconds: what the store can
@@ -43,9 +44,10 @@ def to_micros(value: datetime | int | float | str | None) -> int | None:
     if isinstance(value, int):
         return value
     if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
+        scaled = value * 1_000_000
+        if scaled != scaled or scaled in (_INF, -_INF):  # NaN, infinite, or past a float
             raise ValueError(f"timestamp {value} is not a number of seconds")
-        return int(round(value * 1_000_000))
+        return int(round(scaled))
     if isinstance(value, str):
         value = datetime.fromisoformat(value.replace("Z", "+00:00"))
     elif not isinstance(value, datetime):  # a list, a dict...: refused as a type, by name

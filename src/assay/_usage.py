@@ -40,12 +40,17 @@ def _num(value: Any) -> float | None:
         return None
 
 
-_MAX_COUNT = 2**63  # what a database's 64-bit integer column holds
+# a run's token count above this is not one (no model call reads or writes a trillion
+# tokens): refused as unknown, so that a project's sums of them stay within the 64-bit
+# integers the databases keep them in (PostgreSQL refuses a sum past them, which would fail
+# every later fold of the project)
+_MAX_COUNT = 10**12
+_MAX_COST = 1e12  # USD, likewise for the sums of costs
 
 
 def _int(value: Any) -> int | None:
     """A token count: None when it is not a number, or not one a count can be (negative, or
-    past what the store's integer columns hold: the fold would fail the run's row on it)."""
+    past ``_MAX_COUNT``: the fold would fail the run's row, or its project's sums, on it)."""
     if value.__class__ is not int:
         n = _num(value)
         if n is None or n != n or n in (math.inf, -math.inf):
@@ -55,10 +60,10 @@ def _int(value: Any) -> int | None:
 
 
 def _cost(value: Any) -> float | None:
-    """A cost in USD: a finite number, else None (an infinite or NaN cost would poison every
-    sum of costs it joins)."""
+    """A cost in USD: a finite number within ``_MAX_COST``, else None (an infinite or NaN
+    cost would poison every sum of costs it joins)."""
     n = _num(value)
-    return None if n is None or not math.isfinite(n) else n
+    return None if n is None or not math.isfinite(n) or abs(n) > _MAX_COST else n
 
 
 def _text(value: Any) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -11,6 +12,7 @@ from sqlalchemy import exists, func, or_, select
 from .._gc import build_many
 from .._ids import as_uuid, new_id_text, utcnow, uuid_text
 from .._json import escape_text, jsonable, unescape_text
+from .._time import checked_micros
 from ..errors import InvalidInputError, NotFoundError
 from ..schemas import Feedback
 from ._aggregates import FEEDBACK_RETURNING, FeedbackDeltas
@@ -45,8 +47,28 @@ def _score(value: Any, fid: str) -> float | None:
     if isinstance(value, bool):
         return 1.0 if value else 0.0
     if isinstance(value, (int, float)):
-        return float(value)
+        try:
+            score = float(value)
+        except OverflowError:  # an int past a float
+            score = math.inf
+        if math.isfinite(score):
+            return score
+        raise InvalidInputError(f"feedback {fid}: score must be a finite number, got {value!r}")
     raise InvalidInputError(f"feedback {fid}: score must be a number or bool, got {value!r}")
+
+
+def _time(item: Mapping[str, Any], key: str, fid: str, now: Any) -> Any:
+    """``item[key]`` (``now`` when absent) once it is a time the store can keep and read back:
+    else refused now, by name, not dropped at the journal's fold."""
+    value = item.get(key)
+    if not value:
+        return now
+    try:
+        checked_micros(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"feedback {fid}: {key} is not a timestamp: {value!r} ({exc})"
+                                ) from exc
+    return value
 
 
 def _storable(text: Any) -> Any:
@@ -85,6 +107,11 @@ class FeedbackRepo:
         if run_id is None and session_id is None:
             raise InvalidInputError(f"feedback {fid}: give run_id or project_id/session_id")
         value = jsonable(item.get("value"))
+        comment, extra = item.get("comment"), item.get("extra")
+        if comment is not None and not isinstance(comment, str):  # else stored, unreadable
+            raise InvalidInputError(f"feedback {fid}: comment must be a string")
+        if extra and not isinstance(extra, Mapping):
+            raise InvalidInputError(f"feedback {fid}: extra must be an object")
         source = item.get("feedback_source")
         if source is not None and not isinstance(source, Mapping):
             source = {"type": str(source)}
@@ -99,12 +126,12 @@ class FeedbackRepo:
             "score": _score(item.get("score"), fid),
             "value": value,
             "label": _storable(feedback_label(value)),
-            "comment": _storable(item.get("comment")),
+            "comment": _storable(comment),
             "correction": jsonable(item.get("correction")),
             "feedback_source": jsonable(source) if source is not None else None,
-            "extra": jsonable(item.get("extra")) if item.get("extra") else None,
-            "created_at": item.get("created_at") or now,
-            "modified_at": item.get("modified_at") or now,
+            "extra": jsonable(extra) if extra else None,
+            "created_at": _time(item, "created_at", fid, now),
+            "modified_at": _time(item, "modified_at", fid, now),
         }
 
     def create_many(self, items: Iterable[Mapping[str, Any]], *,

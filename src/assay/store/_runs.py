@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, bindparam, func, or_, select, update
@@ -100,10 +101,24 @@ def _clean(raw: Mapping[str, Any]) -> dict[str, Any]:
         value = get(key)
         if value.__class__ is str and ("\x00" in value or not value.isascii()):
             out[key] = escape_text(value)
-    value = get("run_type")
-    if value is not None and not isinstance(value, str):
-        raise InvalidInputError(f"run {run_id}: run_type must be a string")
+    for key in _STRINGS:  # else written, then unreadable (or refused by the driver at the fold)
+        value = get(key)
+        if value is not None and not isinstance(value, str):
+            raise InvalidInputError(f"run {run_id}: {key} must be a string")
+    value = get("dotted_order")
+    if value is not None and not value.isascii():  # a valid one is ASCII (times and ids)
+        raise InvalidInputError(f"run {run_id}: dotted_order {value[:80]!r} is not a dotted "
+                                "order")
+    for key, item_kind in _ITEMS:
+        value = get(key)
+        if value and not all(map(isinstance, value, repeat(item_kind))):  # in C: every ingest
+            raise InvalidInputError(f"run {run_id}: each of {key} must be a"
+                                    f"{'n object' if item_kind is dict else ' string'}")
     return out
+
+
+_STRINGS = ("name", "run_type", "dotted_order", "status")
+_ITEMS = (("events", dict), ("tags", str))  # what a stored run's lists hold (schemas.Run)
 
 
 _KEPT = RUN_FIELDS[1:]
