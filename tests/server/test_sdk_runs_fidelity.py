@@ -331,3 +331,26 @@ def test_js_sdk_hard_strings_round_trip(node: str, ws: Workspace) -> None:  # no
     assert got["inputs"]["lone_high"] == "x\ud800y" and got["inputs"]["nul"] == "a\x00b"
     assert got["inputs"]["k\ud800"] == 1  # keys too
     assert got["refused"] and "422" in got["refused"] and "surrogate" in got["refused"]
+
+
+@pytest.mark.parametrize(("field", "value", "named"), [
+    ("dotted_order", "20260101T000000000000Zé", "dotted_order"),
+    ("events", [{"name": "new_token", "time": "2026-01-01T00:00:00Z"}, "tok"], "events"),
+    ("tags", ["ok", 1], "tags"),
+    ("start_time", 10**20, "start_time"),
+])
+def test_a_run_the_store_could_not_keep_is_refused_not_accepted(ws: Workspace, field: str,
+                                                                 value: Any, named: str) -> None:
+    """A 202 means the run is kept: a field the fold could not write, or a read could not
+    give back, is a 422 naming it, and nothing of the request is stored."""
+    rid, other = str(uuid.uuid4()), str(uuid.uuid4())
+    start = datetime.now(UTC).isoformat()
+    good = {"id": other, "name": "fine", "run_type": "chain", "start_time": start,
+            "session_name": "refused-whole"}
+    bad = {**good, "id": rid, "name": "odd", field: value}
+    body, headers = multipart([(f"post.{other}", good), (f"post.{rid}", bad)])
+    resp = ws.http.post("/runs/multipart", content=body, headers=headers)
+    assert resp.status_code == 422, resp.text
+    assert named in resp.text
+    assert ws.store.journal.pending() == 0 and ws.store.journal.dropped == 0
+    assert not [p for p in ws.store.projects.list() if p.name == "refused-whole"]
