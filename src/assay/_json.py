@@ -44,13 +44,17 @@ class Deferred:
         self.value = value
         self.convert = convert
 
+    def resolved(self) -> Any:
+        """The value as it is written: ``convert(value)``."""
+        return self.convert(self.value)
+
     def __repr__(self) -> str:
         return f"Deferred({self.value!r})"
 
 
 def _fallback(value: Any) -> Any:
     if value.__class__ is Deferred:
-        return value.convert(value.value)
+        return value.resolved()
     return repr(value)
 
 
@@ -62,7 +66,7 @@ def jsonable(value: Any) -> Any:
     if value.__class__ in _SCALARS:  # the common case: nothing to convert
         return value
     if value.__class__ is Deferred:
-        return value.convert(value.value)
+        return value.resolved()
     try:
         return pydantic_core.to_jsonable_python(value, fallback=_fallback, serialize_unknown=True)
     except UnicodeEncodeError:  # a key with a lone surrogate: containers by hand
@@ -111,7 +115,7 @@ def escape(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [escape(v) for v in value]
     if value.__class__ is Deferred:
-        return escape(value.convert(value.value))
+        return escape(value.resolved())
     return value
 
 

@@ -7,6 +7,7 @@ datetimes (taken as UTC), ISO strings and epoch numbers.
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta
 
 __all__ = ["utcnow", "to_utc", "to_micros", "from_micros"]
@@ -24,7 +25,6 @@ def to_utc(value: datetime) -> datetime:
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_INF = float("inf")
 
 
 # the instants a datetime holds (years 1 to 9999), in epoch microseconds: what the store can
@@ -45,7 +45,7 @@ def to_micros(value: datetime | int | float | str | None) -> int | None:
         return value
     if isinstance(value, float):
         scaled = value * 1_000_000
-        if scaled != scaled or scaled in (_INF, -_INF):  # NaN, infinite, or past a float
+        if not math.isfinite(scaled):  # NaN, infinite, or past what a float holds
             raise ValueError(f"timestamp {value} is not a number of seconds")
         return int(round(scaled))
     if isinstance(value, str):

@@ -53,7 +53,7 @@ def _int(value: Any) -> int | None:
     past ``_MAX_COUNT``: the fold would fail the run's row, or its project's sums, on it)."""
     if value.__class__ is not int:
         n = _num(value)
-        if n is None or n != n or n in (math.inf, -math.inf):
+        if n is None or not math.isfinite(n):
             return None
         value = int(n)
     return value if 0 <= value < _MAX_COUNT else None

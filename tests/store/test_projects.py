@@ -10,6 +10,7 @@ import pytest
 
 from assay.client import Client
 from assay.errors import ConflictError, InvalidInputError, NotFoundError
+from assay.store import Store
 
 
 def test_project_crud_and_null_means_unchanged(client: Client) -> None:
@@ -82,6 +83,22 @@ def test_feedback_validation_and_listing(client: Client) -> None:
         client.create_feedback(rid, "bad", score="high")
     with pytest.raises(InvalidInputError, match="'key' must be a non-empty string"):
         client.create_feedback(rid, "")
+
+
+def test_a_score_that_is_not_finite_is_stored_as_no_score_on_every_path(client: Client,
+                                                                        store: Store) -> None:
+    """NaN, infinite or past a float: no score, kept with the rest of the item, whether it is
+    written directly or journaled (whose JSON already wrote such a score as null)."""
+    rid = uuid.uuid4()
+    client.create_run("r", {}, "chain", project_name="p", id=rid)
+    bad = (float("nan"), float("inf"), -float("inf"), 10**400)
+    for i, score in enumerate(bad):
+        fb = client.create_feedback(rid, f"direct-{i}", score=score, comment="kept")
+        assert fb.score is None and fb.comment == "kept"
+    store.journal.append_feedback([{"run_id": str(rid), "key": f"journal-{i}", "score": s}
+                                   for i, s in enumerate(bad)])
+    got = {f.key: f.score for f in client.list_feedback(run_ids=[rid])}
+    assert got == {f"{how}-{i}": None for how in ("direct", "journal") for i in range(4)}
 
 
 def _run(pid, start, latency, *, error=None, parent=None, trace=None, run_type="chain",

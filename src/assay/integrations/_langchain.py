@@ -335,10 +335,11 @@ def _make_handler_class() -> type:
                            tags: list[str] | None = None, metadata: dict[str, Any] | None = None,
                            **kwargs: Any) -> None:
             name = kwargs.get("name") or _serialized_name(serialized) or "chain"
-            self._start(run_id, parent_run_id, name, "chain", _inputs(inputs), tags, metadata)
+            self._start(run_id, parent_run_id, name, "chain", _chain_io(inputs, "input"), tags,
+                        metadata)
 
         def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
-            self._end(run_id, _outputs(outputs))
+            self._end(run_id, _chain_io(outputs, "output"))
 
         def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
             self._end(run_id, error=error)
@@ -481,23 +482,15 @@ def _later(value: Any) -> Any:
     return Deferred(value, _step_json)
 
 
-def _inputs(value: Any) -> dict[str, Any]:
-    """A chain's inputs (see ``_later``)."""
+def _chain_io(value: Any, key: str) -> dict[str, Any]:
+    """A chain's inputs or outputs (see ``_later``): a state dict as its keys, anything else
+    under ``key`` (``input``, ``output``)."""
     if value.__class__ is dict:
         return {k if k.__class__ is str else str(k): _later(v) for k, v in value.items()}
     if isinstance(value, Mapping):
         plain: dict[str, Any] = _step_json(value)  # a Mapping gives a dict
         return plain
-    return {"input": _later(value)}
-
-
-def _outputs(value: Any) -> dict[str, Any]:
-    if value.__class__ is dict:
-        return {k if k.__class__ is str else str(k): _later(v) for k, v in value.items()}
-    if isinstance(value, Mapping):
-        plain: dict[str, Any] = _step_json(value)  # a Mapping gives a dict
-        return plain
-    return {"output": _later(value)}
+    return {key: _later(value)}
 
 
 def _record_llm_result(run: RunTree, response: Any) -> None:

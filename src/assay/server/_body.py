@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import json
 import math
-import os
 import re
 import zlib
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import _zstd
+from .._compiled import compiled
 from ._errors import ApiError, error_response
 
 __all__ = [
@@ -280,20 +280,9 @@ def _disposition(value: str, index: int) -> tuple[str, str | None]:
             filename.decode("utf-8", "replace") if filename else None)
 
 
-def _compiled_split() -> Any:
-    """``_csplit.split`` where the C extension is built (and ``ASSAY_PURE_PYTHON`` unset; tests
-    run both ways), else None."""
-    if os.environ.get("ASSAY_PURE_PYTHON"):
-        return None
-    try:
-        from . import _csplit
-    except ImportError:
-        return None
-    _csplit.bind(Part)
-    return _csplit
-
-
-_CSPLIT = _compiled_split()
+_CSPLIT: Any = compiled("assay.server._csplit")  # the usual layout in C (``_csplit.c``)
+if _CSPLIT is not None:
+    _CSPLIT.bind(Part)
 
 
 def parse_multipart(data: bytes, content_type: str, *, max_parts: int = 100_000) -> list[Part]:

@@ -12,12 +12,12 @@ from sqlalchemy import exists, func, or_, select
 from .._gc import build_many
 from .._ids import as_uuid, new_id_text, utcnow, uuid_text
 from .._json import escape_text, jsonable, unescape_text
-from .._time import checked_micros
 from ..errors import InvalidInputError, NotFoundError
 from ..schemas import Feedback
 from ._aggregates import FEEDBACK_RETURNING, FeedbackDeltas
 from ._bulk import insert_many
 from ._tables import feedback, runs
+from ._types import sender_micros
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -50,25 +50,11 @@ def _score(value: Any, fid: str) -> float | None:
         try:
             score = float(value)
         except OverflowError:  # an int past a float
-            score = math.inf
-        if math.isfinite(score):
-            return score
-        raise InvalidInputError(f"feedback {fid}: score must be a finite number, got {value!r}")
+            return None
+        # NaN or infinite: no score, as JSON carries it (evaluate()'s journal, the wire's
+        # ``null``), rather than one that turns every average it joins into NaN
+        return score if math.isfinite(score) else None
     raise InvalidInputError(f"feedback {fid}: score must be a number or bool, got {value!r}")
-
-
-def _time(item: Mapping[str, Any], key: str, fid: str, now: Any) -> Any:
-    """``item[key]`` (``now`` when absent) once it is a time the store can keep and read back:
-    else refused now, by name, not dropped at the journal's fold."""
-    value = item.get(key)
-    if not value:
-        return now
-    try:
-        checked_micros(value)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"feedback {fid}: {key} is not a timestamp: {value!r} ({exc})"
-                                ) from exc
-    return value
 
 
 def _storable(text: Any) -> Any:
@@ -130,8 +116,10 @@ class FeedbackRepo:
             "correction": jsonable(item.get("correction")),
             "feedback_source": jsonable(source) if source is not None else None,
             "extra": jsonable(extra) if extra else None,
-            "created_at": _time(item, "created_at", fid, now),
-            "modified_at": _time(item, "modified_at", fid, now),
+            "created_at": sender_micros(item.get("created_at"), f"feedback {fid}: created_at")
+            or now,
+            "modified_at": sender_micros(item.get("modified_at"),
+                                         f"feedback {fid}: modified_at") or now,
         }
 
     def create_many(self, items: Iterable[Mapping[str, Any]], *,

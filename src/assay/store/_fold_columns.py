@@ -26,7 +26,6 @@ back, in its place, for ``insert_new`` and the general path, exactly as before.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
@@ -35,6 +34,7 @@ import orjson
 import pydantic_core
 
 from .. import _json
+from .._compiled import compiled
 from .._ids import _CANONICAL_UUID, all_canonical_uuids, dotted_segment_us
 from .._time import to_micros
 from .._usage import derive_usage
@@ -117,19 +117,7 @@ def column_text(value: Any) -> str:
     return out.decode()
 
 
-def _compiled_encode() -> Any:
-    """``_cencode.encoded_rows`` where the C extension is built (and ``ASSAY_PURE_PYTHON``
-    unset; tests compare both), else None."""
-    if os.environ.get("ASSAY_PURE_PYTHON"):
-        return None
-    try:
-        from . import _cencode
-    except ImportError:
-        return None
-    return _cencode.encoded_rows
-
-
-_CENCODE = _compiled_encode()
+_CENCODE: Any = getattr(compiled("assay.store._cencode"), "encoded_rows", None)
 
 
 def encoded_rows(posts: list[Any]) -> list[Any]:

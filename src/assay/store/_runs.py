@@ -19,7 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from .._gc import build_many
 from .._ids import _CANONICAL_UUID, as_uuid, dotted_segment_us, utcnow, uuid_text
 from .._json import escape_text, unescape_text
-from .._time import _MAX_US, _MIN_US, checked_micros
+from .._time import _MAX_US, _MIN_US
 from .._usage import derive_usage
 from ..errors import InvalidInputError, NotFoundError, StoreError
 from ..schemas import Run
@@ -34,7 +34,7 @@ from ._aggregates import (
 from ._bulk import insert_many
 from ._run_filter import compile_filter, text_search
 from ._tables import runs
-from ._types import from_micros, to_micros
+from ._types import from_micros, sender_micros, to_micros
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -58,14 +58,6 @@ _COLUMN_ORDER = tuple(sorted(c.name for c in runs.columns))
 _COLUMNS = frozenset(_COLUMN_ORDER)
 
 
-def _timestamp(value: Any, field: str, run_id: Any) -> int | None:
-    try:
-        return checked_micros(value)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"run {run_id}: {field} is not a timestamp: {value!r} ({exc})"
-                                ) from exc
-
-
 def _clean(raw: Mapping[str, Any]) -> dict[str, Any]:
     """Validate one wire run (post or patch) and keep the fields the store knows."""
     if not isinstance(raw, Mapping):
@@ -87,7 +79,7 @@ def _clean(raw: Mapping[str, Any]) -> dict[str, Any]:
     for key in ("start_time", "end_time"):
         value = get(key)
         if value is not None and (value.__class__ is not int or not _MIN_US <= value <= _MAX_US):
-            out[key] = _timestamp(value, key, run_id)  # refuses what no datetime holds
+            out[key] = sender_micros(value, f"run {run_id}: {key}")  # no datetime: refused
     for key, kind in _KINDS:
         value = get(key)
         if value is not None and not isinstance(value, kind):
@@ -378,9 +370,10 @@ class RunRepo:
             conds.append(runs.c.trace_id.in_(select(other.c.trace_id).where(
                 other.c.tenant_id == tenant, compile_filter(tree_filter, other, dialect))))
         if start_time is not None:
-            conds.append(runs.c.start_time >= _timestamp(start_time, "start_time", "filter"))
+            conds.append(runs.c.start_time >= sender_micros(start_time, "run filter: start_time"))
         if start_before is not None:
-            conds.append(runs.c.start_time <= _timestamp(start_before, "start_before", "filter"))
+            conds.append(runs.c.start_time <= sender_micros(start_before,
+                                                            "run filter: start_before"))
         if project_ids is not None:
             conds.append(runs.c.session_id.in_([str(p) for p in project_ids]))
         if run_type is not None:

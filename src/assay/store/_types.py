@@ -9,9 +9,20 @@ from sqlalchemy import JSON, BigInteger, Integer
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.types import TypeDecorator
 
-from .._time import from_micros, to_micros
+from .._time import checked_micros, from_micros, to_micros
+from ..errors import InvalidInputError
 
-__all__ = ["Micros", "JSONType", "PK", "to_micros", "from_micros"]
+__all__ = ["Micros", "JSONType", "PK", "sender_micros", "to_micros", "from_micros"]
+
+
+def sender_micros(value: Any, where: str) -> int | None:
+    """A time a sender gave (a run's start, a feedback's ``created_at``...) as epoch
+    microseconds, refused as bad input naming ``where`` when it is not one the store can keep
+    and read back (``checked_micros``): else the journal's fold would drop its item later."""
+    try:
+        return checked_micros(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{where} is not a timestamp: {value!r} ({exc})") from exc
 
 class Micros(TypeDecorator[datetime]):
     """Timestamps as epoch microseconds (BIGINT).

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from .._compiled import compiled
 from .._ids import as_uuid, new_id_text, uuid_text
 from .._ids import dotted_segment_us as _segment
 from .._time import to_micros
@@ -569,13 +570,10 @@ def _rows(runs: list[RunTree]) -> list[tuple[Any, ...]]:
 
 
 def _compiled() -> Any:
-    """The compiled run core (``_speedups.c``) bound to ``RunTree``, or None where it was not
-    built or ``ASSAY_PURE_PYTHON`` is set (tests run both ways)."""
-    if os.environ.get("ASSAY_PURE_PYTHON"):
-        return None
-    try:
-        from . import _speedups
-    except ImportError:
+    """The compiled run core (``_speedups.c``) bound to ``RunTree``, or None (see
+    ``assay._compiled``)."""
+    _speedups: Any = compiled("assay.tracing._speedups")
+    if _speedups is None:
         return None
 
     def seed() -> None:  # a forked child must not make its parent's ids
