@@ -21,7 +21,7 @@ import pydantic_core
 
 __all__ = ["Deferred", "dumpb", "dumps", "dumps_column", "escape", "escape_text",
            "from_json_column", "jsonable", "model_jsonable",
-           "loads", "loads_column", "unescape", "unescape_text"]
+           "loads", "loads_column", "settled", "unescape", "unescape_text"]
 
 _ESC = "\ufdd0"
 _ESC_UTF8 = _ESC.encode()
@@ -50,6 +50,16 @@ class Deferred:
 
     def __repr__(self) -> str:
         return f"Deferred({self.value!r})"
+
+
+def settled(value: Any) -> Any:
+    """``value`` with a ``Deferred`` (itself, or one of its values when it is a dict) converted:
+    what an in-process reader of a run's inputs or outputs (``RunTree.to_run``) is given."""
+    if value.__class__ is Deferred:
+        return value.resolved()
+    if value.__class__ is dict and any(v.__class__ is Deferred for v in value.values()):
+        return {k: v.resolved() if v.__class__ is Deferred else v for k, v in value.items()}
+    return value
 
 
 def _fallback(value: Any) -> Any:

@@ -299,6 +299,10 @@ def test_a_step_keeps_the_state_it_saw_when_the_graph_changes_it_later(db: Clien
         state["step"] = 2
         h.on_chain_end({"messages": messages, "notes": {"k": [1]}}, run_id=rid)
         messages.append(AIMessage("even later"))
+        # read in process (an evaluator's run tree): the step's values, converted
+        (seen,) = [r for r in flat_runs(root.to_run()) if r.name == "agent"]
+        assert seen.inputs == {"messages": [{"role": "user", "content": "hi"}], "step": 1}
+        assert seen.outputs["notes"] == {"k": [1]}
     db.flush()
     stored = next(r for r in flat_runs(db.read_run(root.id, load_child_runs=True))
                   if r.name == "agent")

@@ -155,3 +155,12 @@ def test_a_deferred_value_is_written_as_its_conversion_by_every_encoder() -> Non
     assert _json.loads_column(out[WRITER_COLUMNS.index("inputs")]) == expected
     assert _json.loads_column(out[WRITER_COLUMNS.index("outputs")]) == {
         "plain": {"converted": "x"}}
+    # a whole column deferred (a LangGraph step's state): written as its conversion too
+    whole = _json.Deferred({"raw": HARD}, convert)
+    row[WRITER_COLUMNS.index("inputs")] = whole
+    (out,) = encoded_rows([row])
+    assert _json.loads_column(out[WRITER_COLUMNS.index("inputs")]) == {"converted": HARD}
+    assert _json.loads_column(column_text(whole)) == {"converted": HARD}
+    # and an in-process reader gets the conversion, whole or per value, never the wrapper
+    assert _json.settled(whole) == {"converted": HARD}
+    assert _json.settled(value) == expected and _json.settled({"a": 1}) == {"a": 1}

@@ -321,7 +321,9 @@ def _make_handler_class() -> type:
             if entry is None or not entry[1]:
                 return None
             run = entry[0]
-            run.end(outputs=outputs, error=error)
+            run.end(error=error)
+            if outputs is not None:  # a dict, or a chain's Deferred state (kept as it is)
+                run.outputs = outputs
             run.patch()
             return run
 
@@ -482,11 +484,19 @@ def _later(value: Any) -> Any:
     return Deferred(value, _step_json)
 
 
-def _chain_io(value: Any, key: str) -> dict[str, Any]:
+def _state_json(state: dict[str, Any]) -> dict[str, Any]:
+    """A state dict kept by ``_chain_io``, as ``_later`` would have stored each of its values."""
+    return {k if k.__class__ is str else str(k): _step_json(v) for k, v in state.items()}
+
+
+def _chain_io(value: Any, key: str) -> Any:
     """A chain's inputs or outputs (see ``_later``): a state dict as its keys, anything else
-    under ``key`` (``input``, ``output``)."""
+    under ``key`` (``input``, ``output``). A state dict is one ``Deferred`` of a copy of it
+    whose list and dict values are copied too (one object per step, not one per key: the
+    handler's own instructions on the agent's thread, bench/README stop 42)."""
     if value.__class__ is dict:
-        return {k if k.__class__ is str else str(k): _later(v) for k, v in value.items()}
+        return Deferred({k: (v.copy() if v.__class__ is list or v.__class__ is dict else v)
+                         for k, v in value.items()}, _state_json)
     if isinstance(value, Mapping):
         plain: dict[str, Any] = _step_json(value)  # a Mapping gives a dict
         return plain

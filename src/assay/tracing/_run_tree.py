@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from .._compiled import compiled
 from .._ids import as_uuid, new_id_text, uuid_text
 from .._ids import dotted_segment_us as _segment
+from .._json import settled
 from .._time import to_micros
 from ..errors import InvalidInputError
 from ..schemas import RUN_TYPES, Run
@@ -545,6 +546,9 @@ class RunTree:
         from .._usage import derive_usage
 
         data = self._wire(final=True)
+        for key in ("inputs", "outputs"):  # an integration's values converted on write
+            if key in data:
+                data[key] = settled(data[key])
         usage = derive_usage(data)
         data.update(usage)
         data["status"] = "error" if self.error else ("success" if self._end_us else "pending")
