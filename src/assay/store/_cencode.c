@@ -1,13 +1,15 @@
-/* assay.store._cencode: the writers' journal rows with their JSON columns as text, in C
- * (optional).
+/* assay.store._cencode: the store's JSON columns as text, in C (optional).
  *
- * Every run the tracing writer or evaluate() journals goes through
+ * encoded_rows: every run the tracing writer or evaluate() journals goes through
  * _fold_columns.encoded_rows: the row copied into a list, its inputs and outputs written by
  * orjson and checked for what the store keeps escaped (an escaped NUL, the escape character
  * U+FDD0), then decoded to str. orjson itself is ~0.15 us a value; the Python around it was
  * three times that, the largest part of journaling a traced run. Here the same steps run in
  * C, calling the same orjson.dumps, default and slow path the caller passes, so the text is
- * the same byte for byte; _fold_columns.encoded_rows stays the reference (a test compares). */
+ * the same byte for byte; _fold_columns.encoded_rows stays the reference (a test compares).
+ *
+ * admitted_post: a run the server's ingest received, checked and made ready for the journal
+ * in one pass (see its comment below). */
 #define PY_SSIZE_T_CLEAN
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* memmem */
@@ -119,10 +121,267 @@ fail:
     return NULL;
 }
 
+
+/* -- admitted_post ------------------------------------------------------------------------ */
+/* What the server's ingest does to each posted run before it is journaled, in one pass:
+ * server._wire.plain_run (the wire form checked: ids canonical text, times ISO or epoch ms,
+ * strings, objects, lists of strings and of event objects), store._runs._clean (the fields the
+ * store keeps; a name or error with NUL or non-ASCII text escaped; a dotted order ASCII) and
+ * store._journal._as_text (the JSON columns as the text the fold stores). In Python those are
+ * three walks over the run's fields, ~30 us a run on a slow machine, the largest part of a
+ * worker's CPU per ingested run. Anything this does not take as it is (a field of another
+ * type, an id to canonicalise, an event time in epoch ms, a dotted order that is not ASCII, a
+ * time that is not a plain UTC ISO string, ...) gives None and the caller runs the Python,
+ * which stays the reference and words every error (tests/server/test_admitted_post.py
+ * compares both on thousands of mutated runs). */
+
+enum { F_ID, F_NAME, F_RUN_TYPE, F_START, F_END, F_INPUTS, F_OUTPUTS, F_ERROR, F_EXTRA, F_EVENTS,
+       F_TAGS, F_SERIALIZED, F_TRACE, F_PARENT, F_DOTTED, F_REF, F_STATUS, F_KEPT,
+       F_SESSION_ID = F_KEPT, F_SESSION_NAME, F_ALL };
+/* _clean's order: "id", then store._runs.RUN_FIELDS[1:]; then what plain_run also checks */
+static const char *field_names[F_ALL] = {
+    "id", "name", "run_type", "start_time", "end_time", "inputs", "outputs", "error", "extra",
+    "events", "tags", "serialized", "trace_id", "parent_run_id", "dotted_order",
+    "reference_example_id", "status", "session_id", "session_name"};
+static PyObject *fields[F_ALL];
+static PyObject *k_time = NULL, *k_raw = NULL;
+
+#define MIN_US (-62135596800000000LL)
+#define MAX_US (253402300799999999LL)
+
+static int canonical_uuid(PyObject *s) {
+    if (!PyUnicode_CheckExact(s) || !PyUnicode_IS_ASCII(s) || PyUnicode_GET_LENGTH(s) != 36)
+        return 0;
+    const char *p = (const char *)PyUnicode_1BYTE_DATA(s);
+    for (int i = 0; i < 36; i++) {
+        char c = p[i];
+        if (i == 8 || i == 13 || i == 18 || i == 23) {
+            if (c != '-')
+                return 0;
+        } else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int digits(const char *p, int n, int *out) {
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return 0;
+        v = v * 10 + (p[i] - '0');
+    }
+    *out = v;
+    return 1;
+}
+
+static long long days_from_civil(long long y, int m, int d) {
+    y -= m <= 2;
+    long long era = (y >= 0 ? y : y - 399) / 400;
+    long long yoe = y - era * 400;
+    long long doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    long long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+/* The usual sender's time, "YYYY-MM-DDTHH:MM:SS[.f{1,6}][Z|+00:00]" (naive taken as UTC), as
+ * epoch microseconds, exactly as _time.to_micros reads it; 0 for any other text (which the
+ * caller's parser then reads or refuses). */
+static int iso_micros(const char *p, Py_ssize_t n, long long *out) {
+    int y, mo, d, h, mi, s, frac = 0;
+    if (n < 19 || p[4] != '-' || p[7] != '-' || p[10] != 'T' || p[13] != ':' || p[16] != ':')
+        return 0;
+    if (!digits(p, 4, &y) || !digits(p + 5, 2, &mo) || !digits(p + 8, 2, &d)
+        || !digits(p + 11, 2, &h) || !digits(p + 14, 2, &mi) || !digits(p + 17, 2, &s))
+        return 0;
+    Py_ssize_t i = 19;
+    if (i < n && p[i] == '.') {
+        int k = 0;
+        i++;
+        while (i < n && k < 7 && p[i] >= '0' && p[i] <= '9') {
+            frac = frac * 10 + (p[i] - '0');
+            i++;
+            k++;
+        }
+        if (k == 0 || k > 6)
+            return 0;
+        for (; k < 6; k++)
+            frac *= 10;
+    }
+    if (i < n) {
+        if (n - i == 1 && p[i] == 'Z')
+            i += 1;
+        else if (n - i == 6 && memcmp(p + i, "+00:00", 6) == 0)
+            i += 6;
+        else
+            return 0;
+    }
+    if (y < 1 || mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || s > 59)
+        return 0;
+    static const int dim[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    if (d > dim[mo - 1] + (mo == 2 && leap))
+        return 0;
+    long long days = days_from_civil(y, mo, d);
+    *out = ((days * 86400LL + h * 3600LL + mi * 60LL + s) * 1000000LL) + frac;
+    return 1;
+}
+
+/* A sender's time: 1 with *out set, 0 when it is not plain (the caller gives None), -1 on an
+ * error. ``micros`` is server._wire._micros (``not_plain`` its refusal) for other forms. */
+static int sender_time(PyObject *v, PyObject *micros, PyObject *not_plain, long long *out) {
+    if (PyUnicode_CheckExact(v) && PyUnicode_IS_ASCII(v)
+        && iso_micros((const char *)PyUnicode_1BYTE_DATA(v), PyUnicode_GET_LENGTH(v), out))
+        return 1;
+    if (!(PyUnicode_CheckExact(v) || PyLong_CheckExact(v) || PyFloat_CheckExact(v)))
+        return 0;
+    PyObject *r = PyObject_CallOneArg(micros, v);
+    if (r == NULL)
+        return -1;
+    int ok = 0;
+    if (r != not_plain && PyLong_CheckExact(r)) {
+        int overflow = 0;
+        *out = PyLong_AsLongLongAndOverflow(r, &overflow);
+        if (*out == -1 && PyErr_Occurred()) {
+            Py_DECREF(r);
+            return -1;
+        }
+        ok = !overflow && *out >= MIN_US && *out <= MAX_US;
+    }
+    Py_DECREF(r);
+    return ok;
+}
+
+static PyObject *admitted_post(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
+    if (argc != 10) {
+        PyErr_SetString(PyExc_TypeError, "admitted_post(cls, micros, not_plain, escape, dumps, "
+                                         "default, slow, esc, raw, run_id)");
+        return NULL;
+    }
+    PyObject *cls = argv[0], *micros = argv[1], *not_plain = argv[2], *escape = argv[3],
+             *dumps = argv[4], *def = argv[5], *slow = argv[6], *esc_obj = argv[7],
+             *raw = argv[8], *run_id = argv[9];
+    if (!PyBytes_Check(esc_obj)) {
+        PyErr_SetString(PyExc_TypeError, "esc: bytes");
+        return NULL;
+    }
+    if (!PyDict_CheckExact(raw))
+        Py_RETURN_NONE;
+    PyObject *v[F_ALL];
+    for (int f = 0; f < F_ALL; f++) {
+        PyObject *item = PyDict_GetItemWithError(raw, fields[f]);
+        if (item == NULL && PyErr_Occurred())
+            return NULL;
+        v[f] = item == Py_None ? NULL : item; /* borrowed; None is no value */
+    }
+    /* plain_run's judgement, and _clean's checks beyond it */
+    if (v[F_ID] == NULL)
+        Py_RETURN_NONE;
+    static const int ids[] = {F_ID, F_TRACE, F_PARENT, F_REF, F_SESSION_ID};
+    for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++)
+        if (v[ids[k]] != NULL && !canonical_uuid(v[ids[k]]))
+            Py_RETURN_NONE;
+    if (run_id != Py_None) { /* the part's run: a body id that differs is worded in Python */
+        int same = PyObject_RichCompareBool(v[F_ID], run_id, Py_EQ);
+        if (same <= 0)
+            return same < 0 ? NULL : Py_NewRef(Py_None);
+    }
+    static const int texts[] = {F_NAME, F_RUN_TYPE, F_ERROR, F_DOTTED, F_SESSION_NAME, F_STATUS};
+    for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++)
+        if (v[texts[k]] != NULL && !PyUnicode_CheckExact(v[texts[k]]))
+            Py_RETURN_NONE;
+    if (v[F_DOTTED] != NULL && !PyUnicode_IS_ASCII(v[F_DOTTED]))
+        Py_RETURN_NONE;
+    static const int objects[] = {F_INPUTS, F_OUTPUTS, F_EXTRA, F_SERIALIZED};
+    for (size_t k = 0; k < sizeof objects / sizeof objects[0]; k++)
+        if (v[objects[k]] != NULL && !PyDict_CheckExact(v[objects[k]]))
+            Py_RETURN_NONE;
+    if (v[F_TAGS] != NULL) {
+        if (!PyList_CheckExact(v[F_TAGS]))
+            Py_RETURN_NONE;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(v[F_TAGS]); i++)
+            if (!PyUnicode_CheckExact(PyList_GET_ITEM(v[F_TAGS], i)))
+                Py_RETURN_NONE;
+    }
+    if (v[F_EVENTS] != NULL) {
+        if (!PyList_CheckExact(v[F_EVENTS]))
+            Py_RETURN_NONE;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(v[F_EVENTS]); i++) {
+            PyObject *ev = PyList_GET_ITEM(v[F_EVENTS], i);
+            if (!PyDict_CheckExact(ev))
+                Py_RETURN_NONE;
+            PyObject *t = PyDict_GetItemWithError(ev, k_time);
+            if (t == NULL && PyErr_Occurred())
+                return NULL;
+            if (t != NULL && (PyLong_Check(t) || PyFloat_Check(t)) && !PyBool_Check(t))
+                Py_RETURN_NONE; /* epoch ms: events_in makes it ISO text */
+        }
+    }
+    long long start = 0, end = 0;
+    int r;
+    if (v[F_START] != NULL && (r = sender_time(v[F_START], micros, not_plain, &start)) <= 0)
+        return r < 0 ? NULL : Py_NewRef(Py_None);
+    if (v[F_END] != NULL && (r = sender_time(v[F_END], micros, not_plain, &end)) <= 0)
+        return r < 0 ? NULL : Py_NewRef(Py_None);
+    if (v[F_START] != NULL && v[F_END] != NULL && end < start && start - end < 1000)
+        end = start; /* as RunIn._precision */
+
+    /* the admitted run, in _clean's key order */
+    PyObject *out = PyObject_CallNoArgs(cls);
+    if (out == NULL)
+        return NULL;
+    const char *esc = PyBytes_AS_STRING(esc_obj);
+    Py_ssize_t esc_len = PyBytes_GET_SIZE(esc_obj);
+    for (int f = 0; f < F_KEPT; f++) {
+        if (v[f] == NULL)
+            continue;
+        PyObject *value;
+        switch (f) {
+        case F_START:
+        case F_END:
+            value = PyLong_FromLongLong(f == F_START ? start : end);
+            break;
+        case F_INPUTS:
+        case F_OUTPUTS:
+        case F_EXTRA:
+        case F_EVENTS:
+        case F_TAGS:
+        case F_SERIALIZED:
+            value = column(v[f], dumps, def, slow, esc, esc_len);
+            break;
+        case F_NAME:
+        case F_ERROR:
+            if (!PyUnicode_IS_ASCII(v[f])
+                || memchr(PyUnicode_1BYTE_DATA(v[f]), 0, PyUnicode_GET_LENGTH(v[f])) != NULL)
+                value = PyObject_CallOneArg(escape, v[f]);
+            else
+                value = Py_NewRef(v[f]);
+            break;
+        default:
+            value = Py_NewRef(v[f]);
+        }
+        if (value == NULL || PyDict_SetItem(out, fields[f], value) < 0) {
+            Py_XDECREF(value);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(value);
+    }
+    if (PyObject_SetAttr(out, k_raw, raw) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"encoded_rows", (PyCFunction)(void (*)(void))encoded_rows, METH_FASTCALL,
      "encoded_rows(posts, width, positions, dumps, default, slow, esc): _fold_columns."
      "encoded_rows in C (see there)."},
+    {"admitted_post", (PyCFunction)(void (*)(void))admitted_post, METH_FASTCALL,
+     "admitted_post(cls, micros, not_plain, escape, dumps, default, slow, esc, raw, run_id): "
+     "a posted run checked and made ready for the journal, or None (see _cencode.c)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -137,6 +396,12 @@ PyMODINIT_FUNC PyInit__cencode(void) {
     kw_default = PyTuple_Pack(1, name);
     Py_DECREF(name);
     if (kw_default == NULL)
+        return NULL;
+    for (int f = 0; f < F_ALL; f++)
+        if ((fields[f] = PyUnicode_InternFromString(field_names[f])) == NULL)
+            return NULL;
+    if ((k_time = PyUnicode_InternFromString("time")) == NULL
+        || (k_raw = PyUnicode_InternFromString("raw")) == NULL)
         return NULL;
     return PyModule_Create(&module);
 }

@@ -52,6 +52,7 @@ from .._gc import relaxed_gc
 from .._ids import dotted_segment_us, uuid_text
 from .._time import to_micros, utcnow
 from ..errors import ConflictError, InvalidInputError, NotFoundError
+from ._admitted import AdmittedPost
 from ._background import appended, appending
 from ._fold_columns import (
     JSON_COLUMNS,
@@ -408,10 +409,13 @@ class Journal:
         """
         from ._runs import _clean
 
-        runs_in = [(False, _clean(r), r) for r in posts] + [(True, _clean(r), r) for r in patches]
+        # an ``AdmittedPost`` (the server's ingest, ``_admitted``) is checked and ready already
+        runs_in = [(False, r, r.raw) if r.__class__ is AdmittedPost else (False, _clean(r), r)
+                   for r in posts] + [(True, _clean(r), r) for r in patches]
         # the posts' JSON columns as the text the fold stores, made before the write lock is
         # taken: changes admit's own dicts (``_clean``'s), not the caller's
-        _as_text([clean for patch, clean, _ in runs_in if not patch])
+        _as_text([clean for patch, clean, _ in runs_in
+                  if not patch and clean.__class__ is not AdmittedPost])
         now = to_micros(utcnow())
         fb_in = []
         for item in feedback:
