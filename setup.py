@@ -1,10 +1,11 @@
-"""Only the optional C extension; everything else is in pyproject.toml.
+"""Only the optional C extensions; everything else is in pyproject.toml.
 
 ``assay.tracing._speedups`` runs a sync traced call and makes its RunTree in C (see the headers
 of ``_speedups.c`` and ``_call.c``); ``assay.server._csplit`` splits the usual multipart body
-of ingest in C (``_csplit.c``); ``assay.store._cencode`` writes the writers' journal rows'
-JSON columns and admits the runs ingest receives in one pass (``_cencode.c``). All are optional: where it cannot be compiled (no C compiler
-or Python headers) the install goes on and the same code runs in Python.
+of ingest and groups its parts into runs (``_csplit.c``); ``assay.store._cencode`` writes the
+writers' journal rows' JSON columns and admits the runs ingest receives in one pass
+(``_cencode.c``). All are optional: where they cannot be compiled (no C compiler or Python
+headers) the install goes on and the same code runs in Python.
 """
 
 from setuptools import Extension, setup

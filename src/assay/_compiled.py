@@ -1,10 +1,11 @@
 """assay's optional C modules, imported in one place.
 
 Three small extensions speed up hot paths: ``assay.tracing._speedups`` (a traced call and its
-run), ``assay.store._cencode`` (the journal's rows, ingest's posted runs) and ``assay.server._csplit`` (ingest's
-multipart body). Each has the same code in Python beside it. Where a module was not built (no
-C compiler at install) or ``ASSAY_PURE_PYTHON`` is set, its caller runs that Python instead;
-the tests run both ways and compare them.
+run), ``assay.store._cencode`` (the journal's rows, ingest's posted runs) and
+``assay.server._csplit`` (ingest's multipart body and its runs). Each has the same code in
+Python beside it. Where a module was not built (no C compiler at install) or
+``ASSAY_PURE_PYTHON`` is set, its caller runs that Python instead; the tests run both ways
+and compare them.
 """
 
 from __future__ import annotations

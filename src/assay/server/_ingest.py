@@ -20,8 +20,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from sqlalchemy.exc import IntegrityError
 
+from .._compiled import compiled
 from .._ids import is_canonical_uuid
 from ..errors import StoreError
 from ..store import Store
@@ -56,6 +58,9 @@ class Batch:
 # a posted run checked and made ready for the journal in one C pass (``store._admitted``); None
 # where not built, and for a run in another form: the Python below, which words every error
 _ADMIT = admission(_micros, _NOT_PLAIN)
+# a body of post and patch parts grouped into runs in C (``_csplit.runs``), None where not built
+_RUNS: Any = getattr(compiled("assay.server._csplit"), "runs", None)
+_loads = orjson.loads
 
 
 def _uuid(text: str, part: str) -> str:
@@ -91,6 +96,10 @@ def _json_part(part: Part) -> Part:
 
 def from_parts(parts: list[Part], max_attachment_bytes: int = DEFAULT_MAX_ATTACHMENT_BYTES
                ) -> Batch:
+    if _RUNS is not None and _ADMIT is not None:  # the usual body of runs, walked in C
+        grouped = _RUNS(parts, _loads, _ADMIT)
+        if grouped is not None:
+            return _grouped(grouped)
     batch = Batch()
     runs: dict[tuple[str, str], dict[str, Any]] = {}
     fields: dict[tuple[str, str], dict[str, Any]] = {}
@@ -166,6 +175,20 @@ def from_parts(parts: list[Part], max_attachment_bytes: int = DEFAULT_MAX_ATTACH
                 batch.posts.append(admitted)
                 continue
         # the merged dict is this request's own: validated in place, not copied
+        run = _run(raw, f"multipart part {kind}.{run_id}", run_id, copy=False)
+        (batch.posts if kind == "post" else batch.patches).append(run)
+    return batch
+
+
+def _grouped(items: list[Any]) -> Batch:
+    """The batch of ``_csplit.runs``'s runs: posts it admitted as they are; the others (a
+    patch, or a post in another form) checked here as ``from_parts`` checks them."""
+    batch = Batch()
+    for item in items:
+        if item.__class__ is not tuple:
+            batch.posts.append(item)
+            continue
+        kind, run_id, raw = item
         run = _run(raw, f"multipart part {kind}.{run_id}", run_id, copy=False)
         (batch.posts if kind == "post" else batch.patches).append(run)
     return batch
