@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -175,6 +176,31 @@ def _serve(db: Path | str, port: int, workers: int,
     raise RuntimeError("assay serve did not answer /ok within 60 s")
 
 
+def _process_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds so far of ``pid`` and each of its descendants, by role: ``fold`` (the fold
+    process), ``server`` (the server and its workers), read from /proc (Linux)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {"server": 0.0, "fold": 0.0}
+    todo = [pid]
+    while todo:
+        one = todo.pop()
+        try:
+            with open(f"/proc/{one}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{one}/cmdline", "rb") as fh:
+                cmd = fh.read()
+            kids = []
+            for task in os.listdir(f"/proc/{one}/task"):
+                with open(f"/proc/{one}/task/{task}/children") as fh:
+                    kids += [int(k) for k in fh.read().split()]
+        except OSError:  # gone meanwhile
+            continue
+        role = "fold" if b"_fold_process" in cmd else "server"
+        out[role] += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+        todo += kids
+    return out
+
+
 def _one_server(ctx: Context, workers: int, n_requests: int, repeats: int,
                 senders: int = SENDERS, postgres: bool = False,
                 fold: str | None = None) -> dict[str, Any]:
@@ -188,15 +214,21 @@ def _one_server(ctx: Context, workers: int, n_requests: int, repeats: int,
         asyncio.run(_send_all(url, key, warm, SENDERS))
         _journal_empty(db)
         rates, walls, indexed_rates = [], [], []
+        cpu: dict[str, list[float]] = {"server": [], "fold": []}
         for rep in range(repeats):
             bodies = build_bodies(n_requests, f"bench-ingest-{rep}")
+            before = _process_cpu(proc.pid)
             t0 = time.perf_counter()
             wall = asyncio.run(_send_all(url, key, bodies, senders))
             _journal_empty(db)
             indexed = time.perf_counter() - t0
+            after = _process_cpu(proc.pid)
             walls.append(wall)
             rates.append(n_requests * RUNS_PER_REQUEST / wall)
             indexed_rates.append(n_requests * RUNS_PER_REQUEST / indexed)
+            for role in cpu:  # CPU a run, until the journal is folded
+                cpu[role].append((after[role] - before[role]) / (n_requests * RUNS_PER_REQUEST)
+                                 * 1e6)
         _stop(proc)
         with Store.open(db) as store, store.engine.connect() as conn:
             store.settle()  # nothing left after _journal_empty; a no-op probe
@@ -207,6 +239,8 @@ def _one_server(ctx: Context, workers: int, n_requests: int, repeats: int,
     size = sum(len(b) for b in build_bodies(1, "size-probe"))
     return {"workers": workers, "senders": senders, "runs_per_s": median(rates), "rates": rates,
             "indexed_runs_per_s": median(indexed_rates), "indexed_rates": indexed_rates,
+            "server_cpu_us_per_run": median(cpu["server"]),
+            "fold_cpu_us_per_run": median(cpu["fold"]),
             "walls_s": walls, "requests": n_requests, "runs": n_requests * RUNS_PER_REQUEST,
             "stored_ok": True, "compressed_request_bytes": size}
 
@@ -277,9 +311,11 @@ def run(ctx: Context) -> dict[str, Any]:
             r["indexed_runs_per_s"])
         backend = "PostgreSQL" if pg else "SQLite"
         how = fold or "process"  # what --fold auto picks
+        fold_cpu = f"{r['fold_cpu_us_per_run']:.1f}" if how == "process" else "-"
         rows.append([f"assay serve --workers {w} ({backend}, fold {how})", str(k),
                      f"{r['runs']:,}", f"{r['runs_per_s']:,.0f}",
-                     f"{r['indexed_runs_per_s']:,.0f}", f"{r['runs_per_s'] / GOAL:.2f}"])
+                     f"{r['indexed_runs_per_s']:,.0f}", f"{r['server_cpu_us_per_run']:.1f}",
+                     fold_cpu, f"{r['runs_per_s'] / GOAL:.2f}"])
         ctx.log(f"    {backend}, workers={w}, senders={k}, fold {how}: "
                 f"{r['runs_per_s']:,.0f} runs/s accepted, "
                 f"{r['indexed_runs_per_s']:,.0f} runs/s indexed "
@@ -296,12 +332,16 @@ def run(ctx: Context) -> dict[str, Any]:
                       "journal, checked for conflicts); indexed: it stops when the server's "
                       "background fold has emptied the journal (runs, statistics and indexes "
                       "written)",
+                      "CPU a run: the server's processes (its workers) and the fold process, "
+                      "from the first request to the emptied journal (/proc; the senders, in "
+                      "the bench's own process, take the rest of the 2 cores)",
                       "fold: who indexes (assay serve --fold; auto, the default, picks a fold "
                       "process beside the workers; thread: a fold thread in each worker. "
                       "SQLite's fold process decodes and builds each batch's rows before it "
                       "takes the one write lock, which the workers' appends poll for)"],
             "table": {"header": ["server", "senders", "runs per round", "accepted runs/s",
-                                 "indexed runs/s", "x goal (accepted)"], "rows": rows},
+                                 "indexed runs/s", "server CPU us/run", "fold process CPU us/run",
+                                 "x goal (accepted)"], "rows": rows},
             "detail": out}
 
 
