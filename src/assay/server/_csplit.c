@@ -254,13 +254,238 @@ out:
 }
 
 
+
+/* -- canonical JSON text: a run's field part stored as it came ----------------------------- */
+/* The store keeps a run's JSON columns as orjson's text of their value (_fold_columns.
+ * column_text); ingest decoded each field part and admission wrote it again. A part whose
+ * text already is that text needs neither: canonical_object() says so, conservatively, for an
+ * object with no whitespace outside strings, no escape but \" \\ \b \f \n \r \t (no \u, no
+ * \/), valid UTF-8 without U+FDD0 (the store's escape character), no key twice in an object
+ * (orjson keeps the last), keys without escapes, integers other than -0, and decimals without
+ * exponent, with at most 15 significant digits, no trailing zero after the first fraction
+ * digit and not below 1e-3 (those print as written). The body is ``plain`` (no run of 19
+ * digits, no escaped NUL) before this is asked. Anything else is decoded as before. */
+
+#define MAX_DEPTH 64
+#define MAX_KEYS 64
+
+typedef struct {
+    const unsigned char *p, *end;
+    int depth;
+} cursor_t;
+
+static int c_value(cursor_t *c);
+
+/* A string at c->p ('"'): 1 when canonical (its span, without quotes, in s and n; escaped when
+ * it holds an escape), else 0. */
+static int c_string(cursor_t *c, const unsigned char **s, Py_ssize_t *n, int *escaped) {
+    const unsigned char *p = c->p + 1, *end = c->end;
+    *escaped = 0;
+    *s = p;
+    while (p < end) {
+        unsigned char ch = *p;
+        if (ch == '"') {
+            *n = p - *s;
+            c->p = p + 1;
+            return 1;
+        }
+        if (ch < 0x20)
+            return 0;
+        if (ch == '\\') {
+            if (p + 1 >= end || !strchr("\"\\bfnrt", p[1]) || p[1] == 0)
+                return 0;
+            *escaped = 1;
+            p += 2;
+            continue;
+        }
+        if (ch < 0x80) {
+            p++;
+            continue;
+        }
+        /* UTF-8: no overlong form, no surrogate, at most U+10FFFF, not U+FDD0 */
+        int len = ch >= 0xF0 ? 4 : ch >= 0xE0 ? 3 : ch >= 0xC2 ? 2 : 0;
+        if (len == 0 || ch > 0xF4 || p + len > end)
+            return 0;
+        for (int k = 1; k < len; k++)
+            if ((p[k] & 0xC0) != 0x80)
+                return 0;
+        if ((ch == 0xE0 && p[1] < 0xA0) || (ch == 0xED && p[1] >= 0xA0)
+            || (ch == 0xF0 && p[1] < 0x90) || (ch == 0xF4 && p[1] >= 0x90)
+            || (ch == 0xEF && p[1] == 0xB7 && p[2] == 0x90))
+            return 0;
+        p += len;
+    }
+    return 0;
+}
+
+static int c_number(cursor_t *c) {
+    const unsigned char *p = c->p, *end = c->end;
+    int neg = 0;
+    if (*p == '-') {
+        neg = 1;
+        p++;
+    }
+    const unsigned char *ip = p;
+    if (p < end && *p == '0')
+        p++;
+    else if (p < end && *p >= '1' && *p <= '9')
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+    else
+        return 0;
+    Py_ssize_t idigits = p - ip;
+    int izero = idigits == 1 && *ip == '0';
+    if (p < end && (*p == 'e' || *p == 'E'))
+        return 0;
+    if (p >= end || *p != '.') {
+        if (neg && izero)
+            return 0; /* -0: orjson writes 0 */
+        c->p = p;
+        return 1;
+    }
+    p++;
+    const unsigned char *fp = p;
+    while (p < end && *p >= '0' && *p <= '9')
+        p++;
+    Py_ssize_t fdigits = p - fp;
+    if (fdigits == 0 || (p < end && (*p == 'e' || *p == 'E')))
+        return 0;
+    if (fdigits > 1 && p[-1] == '0')
+        return 0; /* 1.50: orjson writes 1.5 */
+    Py_ssize_t lead = 0;
+    while (lead < fdigits && fp[lead] == '0')
+        lead++;
+    if (izero && lead == fdigits) { /* 0.0 */
+        c->p = p;
+        return fdigits == 1;
+    }
+    if (izero && lead >= 3)
+        return 0; /* below 1e-3: printed in another form by some */
+    Py_ssize_t sig = izero ? fdigits - lead : idigits + fdigits;
+    if (sig > 15)
+        return 0;
+    c->p = p;
+    return 1;
+}
+
+static int c_literal(cursor_t *c, const char *lit, size_t n) {
+    if ((size_t)(c->end - c->p) < n || memcmp(c->p, lit, n) != 0)
+        return 0;
+    c->p += n;
+    return 1;
+}
+
+static int c_object(cursor_t *c) {
+    const unsigned char *keys[MAX_KEYS];
+    Py_ssize_t lens[MAX_KEYS];
+    int nkeys = 0;
+    if (++c->depth > MAX_DEPTH)
+        return 0;
+    c->p++;
+    if (c->p < c->end && *c->p == '}') {
+        c->p++;
+        c->depth--;
+        return 1;
+    }
+    for (;;) {
+        const unsigned char *s;
+        Py_ssize_t n;
+        int escaped;
+        if (c->p >= c->end || *c->p != '"' || !c_string(c, &s, &n, &escaped) || escaped
+            || nkeys == MAX_KEYS)
+            return 0;
+        for (int k = 0; k < nkeys; k++)
+            if (lens[k] == n && memcmp(keys[k], s, n) == 0)
+                return 0; /* a key twice */
+        keys[nkeys] = s;
+        lens[nkeys++] = n;
+        if (c->p >= c->end || *c->p != ':')
+            return 0;
+        c->p++;
+        if (!c_value(c))
+            return 0;
+        if (c->p >= c->end)
+            return 0;
+        if (*c->p == '}') {
+            c->p++;
+            c->depth--;
+            return 1;
+        }
+        if (*c->p != ',')
+            return 0;
+        c->p++;
+    }
+}
+
+static int c_array(cursor_t *c) {
+    if (++c->depth > MAX_DEPTH)
+        return 0;
+    c->p++;
+    if (c->p < c->end && *c->p == ']') {
+        c->p++;
+        c->depth--;
+        return 1;
+    }
+    for (;;) {
+        if (!c_value(c) || c->p >= c->end)
+            return 0;
+        if (*c->p == ']') {
+            c->p++;
+            c->depth--;
+            return 1;
+        }
+        if (*c->p != ',')
+            return 0;
+        c->p++;
+    }
+}
+
+static int c_value(cursor_t *c) {
+    if (c->p >= c->end)
+        return 0;
+    const unsigned char *s;
+    Py_ssize_t n;
+    int escaped;
+    switch (*c->p) {
+    case '{':
+        return c_object(c);
+    case '[':
+        return c_array(c);
+    case '"':
+        return c_string(c, &s, &n, &escaped);
+    case 't':
+        return c_literal(c, "true", 4);
+    case 'f':
+        return c_literal(c, "false", 5);
+    case 'n':
+        return c_literal(c, "null", 4);
+    default:
+        return c_number(c);
+    }
+}
+
+/* Whether ``p[:n]`` is one JSON object written exactly as orjson writes its value. */
+static int canonical_text(const char *p, Py_ssize_t n) {
+    cursor_t c = {(const unsigned char *)p, (const unsigned char *)p + n, 0};
+    return n > 0 && *p == '{' && c_object(&c) && c.p == c.end;
+}
+
+static PyObject *canonical_object(PyObject *self, PyObject *data) {
+    if (!PyBytes_Check(data)) {
+        PyErr_SetString(PyExc_TypeError, "canonical_object(data: bytes)");
+        return NULL;
+    }
+    return PyBool_FromLong(canonical_text(PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data)));
+}
+
 /* -- runs: the parts of a body of runs, grouped (ingest's from_parts) --------------------- */
 /* _ingest.from_parts walks the parts in Python: each name split twice, its content type
  * looked up, its run id checked, its JSON decoded, the run's field parts collected and merged
  * into its main part: ~1.5 us a part, five parts a run, after the split. runs() does the same
  * walk for a body of post.<id>[.<field>] and patch.<id>[.<field>] parts (the SDKs' usual
  * ingest body), each run then handed to ``admit`` (store._admitted: a post checked and made
- * ready in one pass). Anything else (a feedback or attachment part, a run id that is not
+ * ready in one pass). A post's object field whose text is orjson's own (canonical_object) is
+ * handed on as its bytes, not decoded: the admission keeps them as the column text. Anything else (a feedback or attachment part, a run id that is not
  * canonical text, a content type other than application/json, a part orjson cannot read or a
  * body not ``plain``, a field part without its run, a part twice, an unknown field) returns
  * None, and from_parts walks the parts in Python, which words every error. */
@@ -348,7 +573,13 @@ static int group(PyObject *parts, PyObject *loads, PyObject *runs, PyObject *ord
             if (same != 0)
                 return 0;
         }
-        PyObject *value = PyObject_CallOneArg(loads, data);
+        PyObject *value;
+        if (head == 5 && field != NULL && field != run_fields[R_EVENTS]
+            && field != run_fields[R_ERROR] && PyBytes_CheckExact(data)
+            && canonical_text(PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data)))
+            value = Py_NewRef(data); /* a post's object field: its text, as the store keeps it */
+        else
+            value = PyObject_CallOneArg(loads, data);
         if (value == NULL) {
             if (!PyErr_ExceptionMatches(PyExc_ValueError)) /* orjson.JSONDecodeError is one */
                 return -1;
@@ -436,7 +667,18 @@ static PyObject *runs(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
                 goto item_done;
             if (item != Py_None)
                 goto item_done;
-            Py_DECREF(item); /* not taken as it is: Python checks it, by kind, id and dict */
+            Py_CLEAR(item); /* not taken as it is: Python checks it, by kind, id and dict */
+            for (int f = 0; f < N_RUN_FIELDS; f++) { /* ...from the decoded parts: all again */
+                PyObject *v = PyDict_GetItemWithError(raw, run_fields[f]);
+                if (v != NULL && PyBytes_CheckExact(v)) {
+                    Py_XDECREF(rid);
+                    Py_CLEAR(out);
+                    out = Py_NewRef(Py_None);
+                    goto done;
+                }
+            }
+            if (PyErr_Occurred())
+                goto item_done;
         }
         item = PyTuple_Pack(3, post ? kind_post : kind_patch, rid, raw);
     item_done:
@@ -459,6 +701,8 @@ static PyMethodDef methods[] = {
      "split(data, boundary, max_parts) -> list of parts, or None when the body is not in the "
      "usual layout (then parse it in Python)."},
     {"bind", bind, METH_O, "bind(Part): the class split() makes, and its slots' offsets."},
+    {"canonical_object", canonical_object, METH_O,
+     "canonical_object(data) -> whether data is one JSON object as orjson writes it."},
     {"runs", (PyCFunction)(void (*)(void))runs, METH_FASTCALL,
      "runs(parts, loads, admit) -> each run of a body of post and patch parts (admitted, or "
      "(kind, id, dict)), or None when the body is not the usual one (see _csplit.c)."},

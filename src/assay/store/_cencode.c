@@ -293,9 +293,11 @@ static PyObject *admitted_post(PyObject *self, PyObject *const *argv, Py_ssize_t
             Py_RETURN_NONE;
     if (v[F_DOTTED] != NULL && !PyUnicode_IS_ASCII(v[F_DOTTED]))
         Py_RETURN_NONE;
+    /* an object, or (from _csplit.runs) the bytes of its text as the store keeps it */
     static const int objects[] = {F_INPUTS, F_OUTPUTS, F_EXTRA, F_SERIALIZED};
     for (size_t k = 0; k < sizeof objects / sizeof objects[0]; k++)
-        if (v[objects[k]] != NULL && !PyDict_CheckExact(v[objects[k]]))
+        if (v[objects[k]] != NULL && !PyDict_CheckExact(v[objects[k]])
+            && !PyBytes_CheckExact(v[objects[k]]))
             Py_RETURN_NONE;
     if (v[F_TAGS] != NULL) {
         if (!PyList_CheckExact(v[F_TAGS]))
@@ -348,7 +350,9 @@ static PyObject *admitted_post(PyObject *self, PyObject *const *argv, Py_ssize_t
         case F_EVENTS:
         case F_TAGS:
         case F_SERIALIZED:
-            value = column(v[f], dumps, def, slow, esc, esc_len);
+            value = PyBytes_CheckExact(v[f])
+                ? PyUnicode_DecodeUTF8(PyBytes_AS_STRING(v[f]), PyBytes_GET_SIZE(v[f]), NULL)
+                : column(v[f], dumps, def, slow, esc, esc_len);
             break;
         case F_NAME:
         case F_ERROR:
