@@ -179,3 +179,13 @@ def test_times_read_as_python_reads_them() -> None:
         stamp += rng.choice(["", "Z", "+00:00"])
         taken += _compare(_run(start_time=stamp, end_time=_DROP))
     assert taken > 2000  # all but the days a month does not have
+
+
+@needs_c
+def test_a_field_kept_as_bytes_is_the_column_text_or_declined() -> None:
+    """A post's object field kept as its text (``_csplit.runs``: bytes orjson wrote) is the
+    column text as it is; bytes that are not UTF-8 (``_csplit`` checks them first; here as a
+    last guard) decline the run instead of failing the request."""
+    fast = _ingest._ADMIT(_run(inputs=b'{"q":"h\xc3\xa9"}'), None)  # type: ignore[misc]
+    assert fast is not None and fast["inputs"] == '{"q":"hé"}'
+    assert _ingest._ADMIT(_run(inputs=b'{"q":"\xff"}'), None) is None  # type: ignore[misc]

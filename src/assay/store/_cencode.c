@@ -350,9 +350,16 @@ static PyObject *admitted_post(PyObject *self, PyObject *const *argv, Py_ssize_t
         case F_EVENTS:
         case F_TAGS:
         case F_SERIALIZED:
-            value = PyBytes_CheckExact(v[f])
-                ? PyUnicode_DecodeUTF8(PyBytes_AS_STRING(v[f]), PyBytes_GET_SIZE(v[f]), NULL)
-                : column(v[f], dumps, def, slow, esc, esc_len);
+            if (!PyBytes_CheckExact(v[f])) {
+                value = column(v[f], dumps, def, slow, esc, esc_len);
+                break;
+            }
+            value = PyUnicode_DecodeUTF8(PyBytes_AS_STRING(v[f]), PyBytes_GET_SIZE(v[f]), NULL);
+            if (value == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+                PyErr_Clear(); /* checked as UTF-8 before (_csplit): Python's reading, then */
+                Py_DECREF(out);
+                Py_RETURN_NONE;
+            }
             break;
         case F_NAME:
         case F_ERROR:
