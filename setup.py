@@ -15,6 +15,6 @@ setup(ext_modules=[Extension("assay.tracing._speedups",
                              depends=["src/assay/tracing/_speedups.h"],
                              optional=True),
                    Extension("assay.server._csplit", ["src/assay/server/_csplit.c"],
-                             optional=True),
+                             depends=["src/assay/_cuuid.h"], optional=True),
                    Extension("assay.store._cencode", ["src/assay/store/_cencode.c"],
-                             optional=True)])
+                             depends=["src/assay/_cuuid.h"], optional=True)])

@@ -39,6 +39,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
+from measures._common import process_cpu_s  # noqa: E402
+
 GOAL = 10_000.0
 SPANS_PER_TRACE = 5
 
@@ -78,16 +80,6 @@ def build_bodies(n_requests: int, spans_per_request: int = 100) -> list[bytes]:
     spans = _spans(n_requests, spans_per_request)
     return [encode_spans(spans[i:i + spans_per_request]).SerializeToString()
             for i in range(0, len(spans), spans_per_request)]
-
-
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process (``/proc/<pid>/stat``; 0 where there is none)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def send_all(url: str, key: str, bodies: list[bytes], senders: int) -> float:
@@ -269,9 +261,9 @@ def main() -> None:
             n = args.requests * 100
             for arm in (arms if r % 2 == 0 else arms[::-1]):
                 db, url, key, proc = servers[arm]
-                cpu0, own0 = _cpu_s(proc.pid), time.process_time()
+                cpu0, own0 = process_cpu_s(proc.pid), time.process_time()
                 wall = send_all(url, key, bodies, args.senders)
-                server_us[arm].append((_cpu_s(proc.pid) - cpu0) / n * 1e6)
+                server_us[arm].append((process_cpu_s(proc.pid) - cpu0) / n * 1e6)
                 sender_us[arm].append((time.process_time() - own0) / n * 1e6)
                 rates[arm].append(n / wall)
                 wal = "" if args.postgres else f", WAL {_wal_mb(db):.1f} MB"

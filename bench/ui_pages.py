@@ -47,6 +47,7 @@ from urllib.parse import parse_qs, quote
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from measures._common import CACHE, ROOT, offline_env
+from measures._common import process_cpu_s as cpu_s
 from measures._statsdata import (
     DATASET_ID,
     T0_US,
@@ -241,12 +242,6 @@ def serving(db: str) -> Iterator[tuple[str, int]]:
         yield f"http://127.0.0.1:{port}", proc.pid
     finally:
         _stop(proc)
-
-
-def cpu_s(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far (all its threads; clock ticks)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def time_pages(url: str, pid: int, pages: list[tuple[str, str, Any]], repeats: int,

@@ -114,6 +114,29 @@ def loadavg() -> list[float]:
         return []
 
 
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far, all its threads (``/proc/<pid>/stat``,
+    Linux; 0 where there is no such process)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def child_pids(pid: int) -> list[int]:
+    """The processes ``pid`` started (``/proc/<pid>/task/*/children``; none when it is gone)."""
+    kids: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as fh:
+                kids += [int(k) for k in fh.read().split()]
+    except OSError:
+        pass
+    return kids
+
+
 def machine_speed() -> float:
     """``python -m timeit "sum(range(1000))"`` in microseconds (the best of 5 repeats): how
     fast this machine runs plain Python now. Machines differ by 2-3x from session to session,

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import socket
 import subprocess
@@ -32,7 +31,7 @@ from typing import Any
 
 import uuid_utils
 
-from ._common import ROOT, Context, goal, median, offline_env
+from ._common import ROOT, Context, child_pids, goal, median, offline_env, process_cpu_s
 
 NAME = "ingest"
 TITLE = "server ingest through /runs/multipart (zstd)"
@@ -178,26 +177,18 @@ def _serve(db: Path | str, port: int, workers: int,
 
 def _process_cpu(pid: int) -> dict[str, float]:
     """CPU seconds so far of ``pid`` and each of its descendants, by role: ``fold`` (the fold
-    process), ``server`` (the server and its workers), read from /proc (Linux)."""
-    tick = os.sysconf("SC_CLK_TCK")
+    process), ``server`` (the server and its workers)."""
     out = {"server": 0.0, "fold": 0.0}
     todo = [pid]
     while todo:
         one = todo.pop()
         try:
-            with open(f"/proc/{one}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
             with open(f"/proc/{one}/cmdline", "rb") as fh:
-                cmd = fh.read()
-            kids = []
-            for task in os.listdir(f"/proc/{one}/task"):
-                with open(f"/proc/{one}/task/{task}/children") as fh:
-                    kids += [int(k) for k in fh.read().split()]
+                role = "fold" if b"_fold_process" in fh.read() else "server"
         except OSError:  # gone meanwhile
             continue
-        role = "fold" if b"_fold_process" in cmd else "server"
-        out[role] += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
-        todo += kids
+        out[role] += process_cpu_s(one)
+        todo += child_pids(one)
     return out
 
 

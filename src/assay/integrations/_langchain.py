@@ -484,11 +484,6 @@ def _later(value: Any) -> Any:
     return Deferred(value, _step_json)
 
 
-def _state_json(state: dict[str, Any]) -> dict[str, Any]:
-    """A state dict kept by ``_chain_io``, as ``_later`` would have stored each of its values."""
-    return {k if k.__class__ is str else str(k): _step_json(v) for k, v in state.items()}
-
-
 def _chain_io(value: Any, key: str) -> Any:
     """A chain's inputs or outputs (see ``_later``): a state dict as its keys, anything else
     under ``key`` (``input``, ``output``). A state dict is one ``Deferred`` of a copy of it
@@ -496,7 +491,7 @@ def _chain_io(value: Any, key: str) -> Any:
     handler's own instructions on the agent's thread, bench/README stop 42)."""
     if value.__class__ is dict:
         return Deferred({k: (v.copy() if v.__class__ is list or v.__class__ is dict else v)
-                         for k, v in value.items()}, _state_json)
+                         for k, v in value.items()}, _step_json)
     if isinstance(value, Mapping):
         plain: dict[str, Any] = _step_json(value)  # a Mapping gives a dict
         return plain

@@ -20,6 +20,8 @@
 #include <string.h>
 #include <structmember.h>
 
+#include "../_cuuid.h"
+
 static const char DISPOSITION[] = "\r\nContent-Disposition: form-data; name=\"";
 static const char FILENAME[] = "; filename=\"";
 static const char CTYPE[] = "Content-Type: ";
@@ -375,18 +377,41 @@ static int c_literal(cursor_t *c, const char *lit, size_t n) {
     return 1;
 }
 
-static int c_object(cursor_t *c) {
-    const unsigned char *keys[MAX_KEYS];
-    Py_ssize_t lens[MAX_KEYS];
-    int nkeys = 0;
+/* A container's opening at c->p: 0 too deep, 1 empty (closed by ``close``), -1 items follow. */
+static int c_open(cursor_t *c, unsigned char close) {
     if (++c->depth > MAX_DEPTH)
         return 0;
     c->p++;
-    if (c->p < c->end && *c->p == '}') {
+    if (c->p < c->end && *c->p == close) {
         c->p++;
         c->depth--;
         return 1;
     }
+    return -1;
+}
+
+/* After a container's item: 1 closed by ``close``, -1 a comma (another item), 0 anything else. */
+static int c_next(cursor_t *c, unsigned char close) {
+    if (c->p >= c->end)
+        return 0;
+    if (*c->p == close) {
+        c->p++;
+        c->depth--;
+        return 1;
+    }
+    if (*c->p != ',')
+        return 0;
+    c->p++;
+    return -1;
+}
+
+static int c_object(cursor_t *c) {
+    const unsigned char *keys[MAX_KEYS];
+    Py_ssize_t lens[MAX_KEYS];
+    int nkeys = 0;
+    int r = c_open(c, '}');
+    if (r >= 0)
+        return r;
     for (;;) {
         const unsigned char *s;
         Py_ssize_t n;
@@ -402,42 +427,18 @@ static int c_object(cursor_t *c) {
         if (c->p >= c->end || *c->p != ':')
             return 0;
         c->p++;
-        if (!c_value(c))
-            return 0;
-        if (c->p >= c->end)
-            return 0;
-        if (*c->p == '}') {
-            c->p++;
-            c->depth--;
-            return 1;
-        }
-        if (*c->p != ',')
-            return 0;
-        c->p++;
+        if (!c_value(c) || (r = c_next(c, '}')) >= 0)
+            return r > 0;
     }
 }
 
 static int c_array(cursor_t *c) {
-    if (++c->depth > MAX_DEPTH)
-        return 0;
-    c->p++;
-    if (c->p < c->end && *c->p == ']') {
-        c->p++;
-        c->depth--;
-        return 1;
-    }
-    for (;;) {
-        if (!c_value(c) || c->p >= c->end)
-            return 0;
-        if (*c->p == ']') {
-            c->p++;
-            c->depth--;
-            return 1;
-        }
-        if (*c->p != ',')
-            return 0;
-        c->p++;
-    }
+    int r = c_open(c, ']');
+    if (r >= 0)
+        return r;
+    for (;;)
+        if (!c_value(c) || (r = c_next(c, ']')) >= 0)
+            return r > 0;
 }
 
 static int c_value(cursor_t *c) {
@@ -490,25 +491,11 @@ static PyObject *canonical_object(PyObject *self, PyObject *data) {
  * body not ``plain``, a field part without its run, a part twice, an unknown field) returns
  * None, and from_parts walks the parts in Python, which words every error. */
 
-#define UUID_LEN 36
 enum { R_INPUTS, R_OUTPUTS, R_EVENTS, R_EXTRA, R_ERROR, R_SERIALIZED, N_RUN_FIELDS };
 static const char *run_field_names[N_RUN_FIELDS] = {
     "inputs", "outputs", "events", "extra", "error", "serialized"}; /* _ingest._RUN_FIELDS */
 static PyObject *run_fields[N_RUN_FIELDS];
 static PyObject *key_id = NULL, *json_type = NULL, *kind_post = NULL, *kind_patch = NULL;
-
-static int canonical(const char *p) {
-    for (int i = 0; i < UUID_LEN; i++) {
-        char c = p[i];
-        if (i == 8 || i == 13 || i == 18 || i == 23) {
-            if (c != '-')
-                return 0;
-        } else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
-            return 0;
-        }
-    }
-    return 1;
-}
 
 #define SLOT(obj, i) (*(PyObject **)((char *)(obj) + field_at[i]))
 
@@ -547,9 +534,9 @@ static int group(PyObject *parts, PyObject *loads, PyObject *runs, PyObject *ord
             head = 6;
         else
             return 0;
-        if (len < head + UUID_LEN || !canonical(n + head))
+        if (len < head + ASSAY_UUID_LEN || !assay_canonical_uuid(n + head))
             return 0;
-        Py_ssize_t key_len = head + UUID_LEN; /* "<kind>.<id>" */
+        Py_ssize_t key_len = head + ASSAY_UUID_LEN; /* "<kind>.<id>" */
         PyObject *field = NULL;
         if (len > key_len) {
             if (n[key_len] != '.')
@@ -656,7 +643,7 @@ static PyObject *runs(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
         PyObject *raw = PyList_GET_ITEM(entry, 0), *fields = PyList_GET_ITEM(entry, 1);
         int post = PyUnicode_READ_CHAR(key, 1) == 'o'; /* "post." or "patch." */
         Py_ssize_t head = post ? 5 : 6;
-        PyObject *rid = PyUnicode_Substring(key, head, head + UUID_LEN), *item = NULL;
+        PyObject *rid = PyUnicode_Substring(key, head, head + ASSAY_UUID_LEN), *item = NULL;
         if (rid == NULL || (fields != Py_None && PyDict_Update(raw, fields) < 0)
             || PyDict_SetDefault(raw, key_id, rid) == NULL)
             goto item_done;

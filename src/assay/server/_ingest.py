@@ -23,12 +23,12 @@ from typing import Any
 import orjson
 from sqlalchemy.exc import IntegrityError
 
-from .._compiled import compiled
 from .._ids import is_canonical_uuid
 from ..errors import StoreError
 from ..store import Store
 from ..store._admitted import admission
 from ..store._attachments import DEFAULT_MAX_ATTACHMENT_BYTES, Upload
+from . import _body
 from ._attachments import upload_from_part
 from ._body import Part
 from ._errors import ApiError
@@ -58,8 +58,9 @@ class Batch:
 # a posted run checked and made ready for the journal in one C pass (``store._admitted``); None
 # where not built, and for a run in another form: the Python below, which words every error
 _ADMIT = admission(_micros, _NOT_PLAIN)
-# a body of post and patch parts grouped into runs in C (``_csplit.runs``), None where not built
-_RUNS: Any = getattr(compiled("assay.server._csplit"), "runs", None)
+# a body of post and patch parts grouped into runs in C (``_csplit.runs``, the module the split
+# comes from, bound to ``Part`` there), None where not built
+_RUNS: Any = getattr(_body._CSPLIT, "runs", None)
 _loads = orjson.loads
 
 
@@ -174,10 +175,15 @@ def from_parts(parts: list[Part], max_attachment_bytes: int = DEFAULT_MAX_ATTACH
             if admitted is not None:
                 batch.posts.append(admitted)
                 continue
-        # the merged dict is this request's own: validated in place, not copied
-        run = _run(raw, f"multipart part {kind}.{run_id}", run_id, copy=False)
-        (batch.posts if kind == "post" else batch.patches).append(run)
+        _add_part_run(batch, kind, run_id, raw)
     return batch
+
+
+def _add_part_run(batch: Batch, kind: str, run_id: str, raw: dict[str, Any]) -> None:
+    """A multipart run (its parts merged into ``raw``, this request's own dict: validated in
+    place, not copied) checked in Python and added to ``batch``."""
+    run = _run(raw, f"multipart part {kind}.{run_id}", run_id, copy=False)
+    (batch.posts if kind == "post" else batch.patches).append(run)
 
 
 def _grouped(items: list[Any]) -> Batch:
@@ -188,9 +194,7 @@ def _grouped(items: list[Any]) -> Batch:
         if item.__class__ is not tuple:
             batch.posts.append(item)
             continue
-        kind, run_id, raw = item
-        run = _run(raw, f"multipart part {kind}.{run_id}", run_id, copy=False)
-        (batch.posts if kind == "post" else batch.patches).append(run)
+        _add_part_run(batch, *item)
     return batch
 
 

@@ -17,6 +17,8 @@
 #include <Python.h>
 #include <string.h>
 
+#include "../_cuuid.h"
+
 static PyObject *kw_default = NULL; /* ("default",) */
 
 /* Whether orjson's text must take the slow path (column_text): an escaped NUL, or the
@@ -150,19 +152,9 @@ static PyObject *k_time = NULL, *k_raw = NULL;
 #define MAX_US (253402300799999999LL)
 
 static int canonical_uuid(PyObject *s) {
-    if (!PyUnicode_CheckExact(s) || !PyUnicode_IS_ASCII(s) || PyUnicode_GET_LENGTH(s) != 36)
-        return 0;
-    const char *p = (const char *)PyUnicode_1BYTE_DATA(s);
-    for (int i = 0; i < 36; i++) {
-        char c = p[i];
-        if (i == 8 || i == 13 || i == 18 || i == 23) {
-            if (c != '-')
-                return 0;
-        } else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
-            return 0;
-        }
-    }
-    return 1;
+    return PyUnicode_CheckExact(s) && PyUnicode_IS_ASCII(s)
+        && PyUnicode_GET_LENGTH(s) == ASSAY_UUID_LEN
+        && assay_canonical_uuid((const char *)PyUnicode_1BYTE_DATA(s));
 }
 
 static int digits(const char *p, int n, int *out) {
