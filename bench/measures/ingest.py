@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import socket
 import subprocess
@@ -350,9 +351,23 @@ def profile_server(raw: Path, seconds: int = 8, workers: int = 1,
                             str(raw)]
         rec = subprocess.Popen([*args, "--pid", str(proc.pid), "--duration", str(seconds)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # the fold process, recorded on its own (py-spy's --subprocesses missed it)
+        kids = {pid: raw.with_name(f"{raw.stem}-{pid}.txt") for pid in child_pids(proc.pid)}
+        at = args.index("-o") + 1
+        kid_recs = [subprocess.Popen([*args[:at], str(out), *args[at + 1:], "--pid", str(pid),
+                                      "--duration", str(seconds)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                    for pid, out in kids.items()]
         time.sleep(1.0)
         deadline = time.monotonic() + seconds - 1.5
         while time.monotonic() < deadline:
             asyncio.run(_send_all(url, key, bodies[:40], SENDERS))
             bodies = bodies[40:] or build_bodies(400, f"bench-profile-{time.time()}")
         rec.wait(timeout=seconds + 30)
+        for kid in kid_recs:
+            kid.wait(timeout=seconds + 30)
+        with raw.open("a") as fh:  # its threads named apart from the server's
+            for out in kids.values():
+                if out.exists():
+                    fh.write(re.sub(r"^(thread \(\d+\): )", r"\1fold-process ",
+                                    out.read_text(), flags=re.M))

@@ -7,11 +7,13 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from sqlalchemy import select
 
 from assay.store import Store
 from assay.store._fold_ready import prepare
 from assay.store._fold_rows import _AT
 from assay.store._journal import _row_posts
+from assay.store._tables import runs
 
 from ._stored import stored_runs
 from .test_aggregates import _check_all
@@ -95,3 +97,57 @@ def test_entries_folded_meanwhile_are_not_folded_again(store: Store) -> None:
     assert set(runs) == set(first) | set(second)  # each once (a run id is the primary key)
     assert "stale" not in {r.name for r in runs.values()}
     assert store.journal.pending() == 0
+
+
+def test_a_prepared_fold_folds_the_entries_it_prepared_not_later_ones(store: Store) -> None:
+    """``Ready.count``: the entries read ahead. Folding that many leaves the entries appended
+    since for the next prepared fold (the fold process would build their rows under the
+    write lock otherwise); every run is stored once all the same."""
+    first, later = _ids(N), _ids(N)
+    _admit(store, first, repeats=False)
+    ready = prepare(store.journal, 20)
+    assert ready is not None and ready.count == len(ready.entries) == 2
+    _admit(store, later, repeats=False)
+    for row in ready.rows.values():
+        row[_NAME] = "prepared"
+    store.journal.fold_some(ready.count, ready=ready)
+    assert store.journal.backlog(10) == 2  # the later requests' entries, untouched
+    with store.read() as conn:  # the table itself: a read through the API folds the rest
+        stored = {str(i) for i in conn.execute(select(runs.c.id)).scalars()}
+    assert set(first) <= stored and not set(later) & stored
+    _fold_all(store, prepared=True)
+    names = {str(r.id): r.name for r in store.runs.list()}
+    assert set(first) | set(later) <= set(names)
+    assert {names[rid] for rid in first} == {"prepared"}  # first's rows as prepared
+    assert "prepared" not in {names[rid] for rid in later}
+
+
+def test_the_fold_loop_folds_what_is_appended_while_it_runs(sqlite_url: str) -> None:
+    """``assay serve``'s fold process loop on SQLite: no separate probe of the journal, and
+    what arrives during its pauses is folded by the next transaction."""
+    import threading
+    import time
+
+    from assay.server._fold_process import fold_loop
+
+    with Store.open(sqlite_url) as st:
+        stop = threading.Event()
+        loop = threading.Thread(target=fold_loop, args=(sqlite_url, stop), kwargs={
+            "interval": 0.01})
+        loop.start()
+        try:
+            ids = []
+            for _ in range(5):
+                batch = _ids(N)
+                ids += batch
+                _admit(st, batch, repeats=False)
+                time.sleep(0.005)
+            deadline = time.monotonic() + 30
+            while st.journal.pending() and time.monotonic() < deadline:
+                time.sleep(0.01)
+        finally:
+            stop.set()
+            loop.join(10)
+        assert not loop.is_alive()
+        assert st.journal.pending() == 0
+        assert set(ids) <= {str(r.id) for r in st.runs.list(limit=10 * len(ids))}

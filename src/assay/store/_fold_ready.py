@@ -33,13 +33,16 @@ MISSING = object()  # an entry not prepared, or not as it is now
 
 
 class Ready:
-    """Entries decoded before the fold's transaction (``seq`` -> their bytes and batch), and
-    the rows built of their admitted posts (``id(post)`` -> row, see ``prebuilt_rows``; the
-    batches keep the posts alive, so their ids stay theirs)."""
+    """Entries decoded before the fold's transaction (``seq`` -> their bytes and batch), the
+    rows built of their admitted posts (``id(post)`` -> row, see ``prebuilt_rows``; the
+    batches keep the posts alive, so their ids stay theirs), and how many entries were read
+    (``count``: the fold that takes them folds as many, not the ones appended since, whose rows
+    it would build under the write lock)."""
 
-    __slots__ = ("entries", "rows")
+    __slots__ = ("count", "entries", "rows")
 
-    def __init__(self) -> None:
+    def __init__(self, count: int = 0) -> None:
+        self.count = count
         self.entries: dict[int, tuple[bytes, Any]] = {}
         self.rows: dict[int, list[Any]] = {}
 
@@ -63,7 +66,7 @@ def prepare(journal_: Journal, rows: int) -> Ready | None:
                                .order_by(journal.c.seq).limit(rows)).all()
     if not entries:
         return None
-    ready = Ready()
+    ready = Ready(len(entries))
     for entry in entries:
         data = bytes(entry.payload)
         try:
