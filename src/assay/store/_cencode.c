@@ -9,7 +9,9 @@
  * the same byte for byte; _fold_columns.encoded_rows stays the reference (a test compares).
  *
  * admitted_post: a run the server's ingest received, checked and made ready for the journal
- * in one pass (see its comment below). */
+ * in one pass (see its comment below).
+ *
+ * admitted_row: such a run's row, built by the fold ahead of its transaction (see below). */
 #define PY_SSIZE_T_CLEAN
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* memmem */
@@ -378,6 +380,156 @@ static PyObject *admitted_post(PyObject *self, PyObject *const *argv, Py_ssize_t
     return out;
 }
 
+/* admitted_row: the fold's row of a post Journal.admit journaled (cleaned, its JSON columns
+ * the text to store), as _fold_rows._admitted_row builds it before the usage columns: the
+ * server's runs' rows are built ahead of each fold transaction (prebuilt_rows), ~4.7 us a
+ * chain run in Python, most of it getting and setting twenty-odd values. Returns (row, usage)
+ * with usage 0 (none to derive), 1 (derive: an llm run, or events) or 2 (the outputs or extra
+ * name usage: Python decodes them to decide), or None for any post it does not take, which
+ * Python then builds or refuses as before. row_layout() gives it the row's blank and column
+ * positions once (_fold_rows._ORDER). */
+enum { L_INPUTS, L_OUTPUTS, L_EXTRA, L_EVENTS, L_TAGS, L_SERIALIZED, L_ID, L_TENANT, L_SESSION,
+       L_TRACE, L_PARENT, L_REF, L_DOTTED, L_NAME, L_RUN_TYPE, L_START, L_END, L_ERROR,
+       L_IS_ROOT, L_LATENCY, L_STATUS, L_ALL };
+static Py_ssize_t at[L_ALL];
+static PyObject *row_blank = NULL, *row_dotted = NULL;
+static PyObject *s_error = NULL, *s_success = NULL, *s_pending = NULL, *s_empty = NULL;
+static PyObject *s_usage = NULL, *s_llm_output = NULL;
+/* _fold_rows.TEXT_COLUMNS: the post's field, its slot, the character its text opens with */
+static const struct { int field, slot; Py_UCS4 open; } text_columns[6] = {
+    {F_INPUTS, L_INPUTS, '{'}, {F_OUTPUTS, L_OUTPUTS, '{'}, {F_EXTRA, L_EXTRA, '{'},
+    {F_EVENTS, L_EVENTS, '['}, {F_TAGS, L_TAGS, '['}, {F_SERIALIZED, L_SERIALIZED, '{'}};
+
+static PyObject *row_layout(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
+    if (argc != 3 || !PyList_CheckExact(argv[0]) || !PyTuple_CheckExact(argv[1])
+        || PyTuple_GET_SIZE(argv[1]) != L_ALL || !PyCallable_Check(argv[2])) {
+        PyErr_SetString(PyExc_TypeError, "row_layout(blank, positions, dotted_segment_us)");
+        return NULL;
+    }
+    for (int i = 0; i < L_ALL; i++) {
+        Py_ssize_t v = PyLong_AsSsize_t(PyTuple_GET_ITEM(argv[1], i));
+        if (v == -1 && PyErr_Occurred())
+            return NULL;
+        if (v < 0 || v >= PyList_GET_SIZE(argv[0])) {
+            PyErr_SetString(PyExc_ValueError, "row_layout: a position outside the row");
+            return NULL;
+        }
+        at[i] = v;
+    }
+    Py_XSETREF(row_blank, Py_NewRef(argv[0]));
+    Py_XSETREF(row_dotted, Py_NewRef(argv[2]));
+    Py_RETURN_NONE;
+}
+
+static void put(PyObject *row, int slot, PyObject *v) { /* v borrowed */
+    PyObject *old = PyList_GET_ITEM(row, at[slot]);
+    PyList_SET_ITEM(row, at[slot], Py_NewRef(v));
+    Py_XDECREF(old);
+}
+
+/* 1 when text holds needle, 0 when not, -1 on an error */
+static int holds(PyObject *text, PyObject *needle) {
+    Py_ssize_t i = PyUnicode_Find(text, needle, 0, PyUnicode_GET_LENGTH(text), 1);
+    return i == -2 ? -1 : i >= 0;
+}
+
+static PyObject *admitted_row(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
+    if (argc != 3 || !PyDict_Check(argv[0])) {
+        PyErr_SetString(PyExc_TypeError, "admitted_row(post: dict, tenant, session)");
+        return NULL;
+    }
+    if (row_blank == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "admitted_row before row_layout");
+        return NULL;
+    }
+    PyObject *post = argv[0], *v[F_ALL];
+    for (int f = 0; f < F_ALL; f++) {
+        v[f] = PyDict_GetItemWithError(post, fields[f]);
+        if (v[f] == NULL) {
+            if (PyErr_Occurred())
+                return NULL;
+            v[f] = Py_None;
+        }
+    }
+    PyObject *rid = v[F_ID], *run_type = v[F_RUN_TYPE], *start = v[F_START], *end = v[F_END];
+    PyObject *trace = v[F_TRACE], *parent = v[F_PARENT];
+    if (!PyUnicode_CheckExact(rid) || !PyUnicode_CheckExact(run_type)
+        || !PyLong_CheckExact(start) || (end != Py_None && !PyLong_CheckExact(end))
+        || v[F_STATUS] != Py_None || (trace == Py_None && parent != Py_None))
+        Py_RETURN_NONE;
+    if (trace == Py_None)
+        trace = rid;
+    for (int i = 0; i < 6; i++) {
+        PyObject *t = v[text_columns[i].field];
+        if (t != Py_None && (!PyUnicode_CheckExact(t) || PyUnicode_GET_LENGTH(t) == 0
+                             || PyUnicode_READ_CHAR(t, 0) != text_columns[i].open))
+            Py_RETURN_NONE;
+    }
+    PyObject *row = PyList_GetSlice(row_blank, 0, PyList_GET_SIZE(row_blank));
+    if (row == NULL)
+        return NULL;
+    for (int i = 0; i < 6; i++)
+        if (v[text_columns[i].field] != Py_None)
+            put(row, text_columns[i].slot, v[text_columns[i].field]);
+    int usage = PyUnicode_CompareWithASCIIString(run_type, "llm") == 0;
+    PyObject *events = v[F_EVENTS];
+    if (!usage && events != Py_None && PyUnicode_CompareWithASCIIString(events, "[]") != 0)
+        usage = 1;
+    if (!usage) {
+        int named = 0;
+        if (v[F_OUTPUTS] != Py_None) {
+            named = holds(v[F_OUTPUTS], s_usage);
+            if (named == 0)
+                named = holds(v[F_OUTPUTS], s_llm_output);
+        }
+        if (named == 0 && v[F_EXTRA] != Py_None)
+            named = holds(v[F_EXTRA], s_usage);
+        if (named < 0)
+            goto fail;
+        usage = named ? 2 : 0;
+    }
+    PyObject *dotted = v[F_DOTTED];
+    PyObject *made = NULL, *latency = NULL;
+    if (parent == Py_None) {
+        int truth = dotted == Py_None ? 0 : PyObject_IsTrue(dotted);
+        if (truth < 0)
+            goto fail;
+        if (!truth) {
+            PyObject *args[2] = {start, rid};
+            if ((made = PyObject_Vectorcall(row_dotted, args, 2, NULL)) == NULL)
+                goto fail;
+            dotted = made;
+        }
+    }
+    int failed = PyObject_IsTrue(v[F_ERROR]);
+    if (failed < 0 || (end != Py_None && (latency = PyNumber_Subtract(end, start)) == NULL)) {
+        Py_XDECREF(made);
+        goto fail;
+    }
+    put(row, L_ID, rid);
+    put(row, L_TENANT, argv[1]);
+    put(row, L_SESSION, argv[2]);
+    put(row, L_TRACE, trace);
+    put(row, L_PARENT, parent);
+    put(row, L_REF, v[F_REF]);
+    put(row, L_DOTTED, dotted);
+    put(row, L_NAME, v[F_NAME] == Py_None ? s_empty : v[F_NAME]);
+    put(row, L_RUN_TYPE, run_type);
+    put(row, L_START, start);
+    put(row, L_END, end);
+    put(row, L_ERROR, v[F_ERROR]);
+    put(row, L_IS_ROOT, parent == Py_None ? Py_True : Py_False);
+    put(row, L_LATENCY, latency == NULL ? Py_None : latency);
+    put(row, L_STATUS, failed ? s_error : (end != Py_None ? s_success : s_pending));
+    Py_XDECREF(made);
+    Py_XDECREF(latency);
+    PyObject *out = Py_BuildValue("(Ni)", row, usage);
+    return out;
+fail:
+    Py_DECREF(row);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"encoded_rows", (PyCFunction)(void (*)(void))encoded_rows, METH_FASTCALL,
      "encoded_rows(posts, width, positions, dumps, default, slow, esc): _fold_columns."
@@ -385,6 +537,11 @@ static PyMethodDef methods[] = {
     {"admitted_post", (PyCFunction)(void (*)(void))admitted_post, METH_FASTCALL,
      "admitted_post(cls, micros, not_plain, escape, dumps, default, slow, esc, raw, run_id): "
      "a posted run checked and made ready for the journal, or None (see _cencode.c)."},
+    {"row_layout", (PyCFunction)(void (*)(void))row_layout, METH_FASTCALL,
+     "row_layout(blank, positions, dotted_segment_us): the rows admitted_row builds."},
+    {"admitted_row", (PyCFunction)(void (*)(void))admitted_row, METH_FASTCALL,
+     "admitted_row(post, tenant, session): (row, usage) of an admitted post, or None (see "
+     "_cencode.c)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -404,7 +561,13 @@ PyMODINIT_FUNC PyInit__cencode(void) {
         if ((fields[f] = PyUnicode_InternFromString(field_names[f])) == NULL)
             return NULL;
     if ((k_time = PyUnicode_InternFromString("time")) == NULL
-        || (k_raw = PyUnicode_InternFromString("raw")) == NULL)
+        || (k_raw = PyUnicode_InternFromString("raw")) == NULL
+        || (s_error = PyUnicode_InternFromString("error")) == NULL
+        || (s_success = PyUnicode_InternFromString("success")) == NULL
+        || (s_pending = PyUnicode_InternFromString("pending")) == NULL
+        || (s_empty = PyUnicode_InternFromString("")) == NULL
+        || (s_usage = PyUnicode_FromString("\"usage_metadata\"")) == NULL
+        || (s_llm_output = PyUnicode_FromString("\"llm_output\"")) == NULL)
         return NULL;
     return PyModule_Create(&module);
 }

@@ -39,6 +39,7 @@ import pydantic_core
 from sqlalchemy.exc import DBAPIError
 
 from .. import _json
+from .._compiled import compiled
 from .._ids import dotted_segment_us, uuid_text
 from .._json import escape_text
 from .._time import to_micros
@@ -259,6 +260,23 @@ TEXT_KEYS = tuple(k for k, _, _ in TEXT_COLUMNS)
 _from_column = _json.from_json_column
 
 
+def _compiled_rows() -> Any:
+    """``_cencode.admitted_row`` set up with this module's row layout; None where the C module
+    is not built (``_row`` builds every row)."""
+    module = compiled("assay.store._cencode")
+    if module is None or not hasattr(module, "admitted_row"):
+        return None
+    names = ("inputs", "outputs", "extra", "events", "tags", "serialized", "id", "tenant_id",
+             "session_id", "trace_id", "parent_run_id", "reference_example_id", "dotted_order",
+             "name", "run_type", "start_time", "end_time", "error", "is_root", "latency_us",
+             "status")
+    module.row_layout(_BLANK, tuple(_AT[k] for k in names), dotted_segment_us)
+    return module.admitted_row
+
+
+_CROW: Any = _compiled_rows()
+
+
 def from_text(post: Any, keys: Sequence[str] = TEXT_KEYS) -> Any:
     """A post journaled with JSON columns as text (``keys``) with their values back: a copy,
     for the general path (a batch retried item by item decodes again); anything but a dict
@@ -286,16 +304,22 @@ def _text_row(post: Mapping[str, Any], row: list[Any], usage: bool) -> bool | No
         if value.__class__ is not str or not value.startswith(opening):
             return None
         row[at] = value
-    events, outputs, extra = row[_AT["events"]], row[_OUTPUTS], row[_EXTRA]
-    if not usage and events != "null" and events != "[]":
-        usage = True
-    if not usage and ('"usage_metadata"' in outputs or '"llm_output"' in outputs):
+    events = row[_AT["events"]]
+    return usage or (events != "null" and events != "[]") or _named_usage(row)
+
+
+def _named_usage(row: list[Any]) -> bool:
+    """Whether a row's JSON text (``_text_row``'s) holds usage where ``derive_usage`` looks for
+    it: decoded only where the text names it."""
+    outputs, extra = row[_OUTPUTS], row[_EXTRA]
+    if '"usage_metadata"' in outputs or '"llm_output"' in outputs:
         found = _from_column(outputs)
-        usage = "usage_metadata" in found or "llm_output" in found
-    if not usage and '"usage_metadata"' in extra:
+        if "usage_metadata" in found or "llm_output" in found:
+            return True
+    if '"usage_metadata"' in extra:
         meta = _from_column(extra).get("metadata")
-        usage = meta.__class__ is dict and "usage_metadata" in meta
-    return usage
+        return meta.__class__ is dict and "usage_metadata" in meta
+    return False
 
 
 def _row(post: Mapping[str, Any], rid: str, tenant: str, sid: str, clean: bool,
@@ -389,13 +413,19 @@ def _fill(row: list[Any], usage: Mapping[str, Any] | None, rid: str, tenant: str
     row[_LATENCY] = None if end is None else end - start
     row[_STATUS] = "error" if error else ("success" if end is not None else "pending")
     if usage is not None:
-        got = derive_usage(usage)
-        ft = got["first_token_time"]
-        ft_us = to_micros(ft) if ft is not None else None
-        row.extend((ft_us, ft_us - start if ft_us is not None and start else None,
-                    got["prompt_tokens"], got["completion_tokens"], got["total_tokens"],
-                    got["prompt_cost"], got["completion_cost"], got["total_cost"]))
+        _add_usage(row, usage, start)
     return row
+
+
+def _add_usage(row: list[Any], run: Mapping[str, Any], start: int) -> None:
+    """The usage columns (``_USAGE_ORDER``) of ``run`` (the values ``derive_usage`` reads)
+    onto ``row``."""
+    got = derive_usage(run)
+    ft = got["first_token_time"]
+    ft_us = to_micros(ft) if ft is not None else None
+    row.extend((ft_us, ft_us - start if ft_us is not None and start else None,
+                got["prompt_tokens"], got["completion_tokens"], got["total_tokens"],
+                got["prompt_cost"], got["completion_cost"], got["total_cost"]))
 
 
 def _admitted_row(post: Mapping[str, Any], rid: str, tenant: str, sid: str, run_type: str,
@@ -412,15 +442,35 @@ def _admitted_row(post: Mapping[str, Any], rid: str, tenant: str, sid: str, run_
     usage = _text_row(post, row, run_type == "llm")
     if usage is None:
         return None
-    view = None
-    if usage:  # the values derive_usage reads (it reads no inputs)
-        view = dict(post)
-        for key in ("outputs", "extra", "events"):
-            value = view.get(key)
-            if value is not None:
-                view[key] = _from_column(value)
-    return _fill(row, view, rid, tenant, sid, trace, parent, get("reference_example_id"),
-                 get("dotted_order"), get("name"), run_type, start, end, get("error"))
+    return _fill(row, _usage_view(post) if usage else None, rid, tenant, sid, trace, parent,
+                 get("reference_example_id"), get("dotted_order"), get("name"), run_type,
+                 start, end, get("error"))
+
+
+def _usage_view(post: Mapping[str, Any]) -> dict[str, Any]:
+    """An admitted post with the JSON text ``derive_usage`` reads decoded (it reads no
+    inputs)."""
+    view = dict(post)
+    for key in ("outputs", "extra", "events"):
+        value = view.get(key)
+        if value is not None:
+            view[key] = _from_column(value)
+    return view
+
+
+def _c_row(post: Mapping[str, Any], tenant: str) -> list[Any] | None:
+    """``_row`` of an admitted post (JSON columns as text), its columns set in C
+    (``_cencode.admitted_row``) and its usage derived here; what C declines, ``_row`` builds
+    or refuses."""
+    got = _CROW(post, tenant, "")
+    if got is None:
+        return _row(post, post["id"], tenant, "", True, {}, True)
+    row, usage = got
+    if usage == 2:
+        usage = _named_usage(row)
+    if usage:
+        _add_usage(row, _usage_view(post), row[_START])
+    return row  # type: ignore[no-any-return]
 
 
 def insert_new(repo: RunRepo, conn: Connection, posts: list[Mapping[str, Any]],
@@ -525,7 +575,8 @@ def prebuilt_rows(posts: Sequence[Mapping[str, Any]], tenant: str,
     builds rows, about half its time (``_fold_ready.prepare``)."""
     for post in posts:
         try:
-            row = _row(post, post["id"], tenant, "", True, {}, True)
+            row = (_c_row(post, tenant) if _CROW is not None
+                   else _row(post, post["id"], tenant, "", True, {}, True))
         except Exception:  # noqa: BLE001 - built (or refused by name) in the transaction
             continue
         if row is not None:
