@@ -178,3 +178,35 @@ def test_prebuilt_rows_are_the_rows_python_builds() -> None:
     if not PURE:
         assert len(got[id(posts[1])]) == len(_fold_rows._FULL_ORDER)  # with its usage
         assert got[id(posts[1])][-3:] == _python(posts[1])[-3:]
+
+
+@needs_c
+def test_a_fold_without_prepared_rows_stores_what_python_stores(
+        store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PostgreSQL's fold prepares no rows ahead: its transaction builds them, with C where it
+    can. The same admitted runs folded with C and without it store the same columns."""
+    from store._stored import stored_runs  # type: ignore[import-not-found]
+
+    monkeypatch.setenv("ASSAY_BACKGROUND_FOLD", "0")
+    c_row = _fold_rows._CROW
+    fields = [{}, _LLM, {"end_time": None, "outputs": None}, {"error": "Boom"},
+              {"outputs": {"usage_metadata": {"input_tokens": 3, "output_tokens": 4}}},
+              {"run_type": "tool", "events": [{"name": "new_token",
+                                               "time": "2026-11-29T05:30:38.2Z"}]}]
+    ids = [str(uuid.uuid4()) for _ in fields]
+    got = []
+    for use_c in (True, False):
+        monkeypatch.setattr(_fold_rows, "_CROW", c_row if use_c else None)
+        st = store.for_tenant(str(uuid.uuid4()))
+        # as /runs/multipart does; a second apart each, so that they are stored in this order
+        posts = [_ingest._ADMIT(_raw(**f, start_time=f"2026-11-29T05:30:3{i}.5Z"), None)
+                 for i, f in enumerate(fields)]
+        labels = {post["id"]: label for post, label in zip(posts, ids, strict=True)}
+        labels.update({post["reference_example_id"]: f"example {i}"
+                       for i, post in enumerate(posts)})
+        st.journal.admit(posts)
+        while st.journal.fold_some(20)[1]:
+            pass
+        assert st.journal.pending() == 0
+        got.append(stored_runs(st, labels))
+    assert len(got[0]) == len(fields) and got[0] == got[1]

@@ -458,13 +458,13 @@ def _usage_view(post: Mapping[str, Any]) -> dict[str, Any]:
     return view
 
 
-def _c_row(post: Mapping[str, Any], tenant: str) -> list[Any] | None:
+def _c_row(post: Mapping[str, Any], tenant: str, sid: str = "") -> list[Any] | None:
     """``_row`` of an admitted post (JSON columns as text), its columns set in C
     (``_cencode.admitted_row``) and its usage derived here; what C declines, ``_row`` builds
     or refuses."""
-    got = _CROW(post, tenant, "")
+    got = _CROW(post, tenant, sid)
     if got is None:
-        return _row(post, post["id"], tenant, "", True, {}, True)
+        return _row(post, post["id"], tenant, sid, True, {}, True)
     row, usage = got
     if usage == 2:
         usage = _named_usage(row)
@@ -529,8 +529,9 @@ def insert_new(repo: RunRepo, conn: Connection, posts: list[Mapping[str, Any]],
                 row = row.copy()
                 row[_SESSION] = sid
             else:
-                try:
-                    row = _row(post, rid, tenant, sid, clean, extra_text, texts)
+                try:  # PostgreSQL's rows (its fold prepares none ahead), and SQLite's late ones
+                    row = (_c_row(post, tenant, sid) if texts and clean and _CROW is not None
+                           else _row(post, rid, tenant, sid, clean, extra_text, texts))
                 except Exception:  # noqa: BLE001 - the general path raises it by name
                     row = None
             if row is None:
