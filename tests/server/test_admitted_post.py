@@ -16,7 +16,7 @@ import uuid
 from typing import Any
 
 import pytest
-from compiled_paths import PURE, is_in_use, needs_c
+from compiled_paths import DROP, PURE, is_in_use, needs_c, posted_run
 
 from assay.errors import AssayError
 from assay.server import _ingest
@@ -30,26 +30,8 @@ from assay.store._runs import _clean
 def test_the_compiled_admission_is_what_ingest_uses() -> None:
     if not is_in_use(_ingest._ADMIT, "assay.store._cencode"):
         return
-    got = _ingest._ADMIT(_run(), None)
+    got = _ingest._ADMIT(posted_run(), None)
     assert got.__class__ is AdmittedPost and got["inputs"] == '{"q":"hi"}'
-
-
-def _run(**fields: Any) -> dict[str, Any]:
-    rid = str(uuid.uuid4())
-    run: dict[str, Any] = {
-        "id": rid, "trace_id": rid, "name": "Target", "run_type": "chain",
-        "start_time": "2026-11-29T05:30:38.123456+00:00",
-        "end_time": "2026-11-29T05:30:39.000001+00:00",
-        "dotted_order": f"20261129T053038123456Z{rid}", "inputs": {"q": "hi"},
-        "outputs": {"a": [1, 2.5, None, True]}, "extra": {"metadata": {"k": "v"}},
-        "events": [{"name": "new_token", "time": "2026-11-29T05:30:38.2+00:00"}], "tags": ["t"],
-        "session_name": "p", "reference_example_id": str(uuid.uuid4()), "serialized": {"n": 1},
-    }
-    run.update(fields)
-    return {k: v for k, v in run.items() if v is not _DROP}
-
-
-_DROP = object()
 
 
 def _python(raw: Any) -> dict[str, Any] | None:
@@ -80,13 +62,13 @@ def _compare(raw: Any) -> bool:
 @needs_c
 @pytest.mark.parametrize("fields", [
     {},
-    {"end_time": _DROP, "outputs": _DROP, "events": _DROP},  # a post without its end
+    {"end_time": DROP, "outputs": DROP, "events": DROP},  # a post without its end
     {"parent_run_id": str(uuid.uuid4()), "run_type": "llm", "tags": []},
     {"error": "Boom: \x00 ünïcode \ud800", "name": "naïve\x00"},  # escaped as the store keeps it
     {"inputs": {"big": 2 ** 70}, "outputs": {"nul": "a\x00b", "esc": "\ufdd0"}},  # slow path
     {"inputs": {"k\ud800": 1}},  # orjson refuses a lone surrogate key: the slow path
     {"start_time": "2026-11-29T05:30:38Z", "end_time": "2026-11-29T05:30:38.5"},
-    {"start_time": "2024-02-29T23:59:59.999999+00:00", "end_time": _DROP},
+    {"start_time": "2024-02-29T23:59:59.999999+00:00", "end_time": DROP},
     {"start_time": "0001-01-01T00:00:00", "end_time": "9999-12-31T23:59:59.999999Z"},
     {"start_time": "2026-11-29T05:30:38.001+00:00",
      "end_time": "2026-11-29T05:30:38.000500+00:00"},  # ends < 1 ms before it starts: start
@@ -98,7 +80,7 @@ def _compare(raw: Any) -> bool:
     {"extra": None, "tags": None, "serialized": None, "error": None},
 ])
 def test_admitted_as_python_admits(fields: dict[str, Any]) -> None:
-    assert _compare(_run(**fields))
+    assert _compare(posted_run(**fields))
 
 
 @needs_c
@@ -114,11 +96,11 @@ def test_admitted_as_python_admits(fields: dict[str, Any]) -> None:
 ])
 def test_declined_to_python(fields: dict[str, Any]) -> None:
     """Each of these is one C does not take as it is: Python canonicalises or refuses it."""
-    assert not _compare(_run(**fields))
+    assert not _compare(posted_run(**fields))
 
 
 def test_a_body_id_other_than_the_parts_is_worded_by_python() -> None:
-    raw = _run()
+    raw = posted_run()
     if not PURE:
         assert _ingest._ADMIT(raw, str(uuid.uuid4())) is None  # type: ignore[misc]
         assert _ingest._ADMIT(raw, raw["id"]) is not None  # type: ignore[misc]
@@ -142,7 +124,7 @@ def test_mutated_runs_agree() -> None:
     rng = random.Random(42)
     taken = 0
     for _ in range(4000):
-        raw = _run()
+        raw = posted_run()
         for _ in range(rng.randint(1, 3)):
             key = rng.choice(_FIELDS)
             if rng.random() < 0.15:
@@ -168,7 +150,7 @@ def test_times_read_as_python_reads_them() -> None:
         if digits:
             stamp += "." + "".join(rng.choice("0123456789") for _ in range(digits))
         stamp += rng.choice(["", "Z", "+00:00"])
-        taken += _compare(_run(start_time=stamp, end_time=_DROP))
+        taken += _compare(posted_run(start_time=stamp, end_time=DROP))
     assert taken > 2000  # all but the days a month does not have
 
 
@@ -177,6 +159,6 @@ def test_a_field_kept_as_bytes_is_the_column_text_or_declined() -> None:
     """A post's object field kept as its text (``_csplit.runs``: bytes orjson wrote) is the
     column text as it is; bytes that are not UTF-8 (``_csplit`` checks them first; here as a
     last guard) decline the run instead of failing the request."""
-    fast = _ingest._ADMIT(_run(inputs=b'{"q":"h\xc3\xa9"}'), None)  # type: ignore[misc]
+    fast = _ingest._ADMIT(posted_run(inputs=b'{"q":"h\xc3\xa9"}'), None)  # type: ignore[misc]
     assert fast is not None and fast["inputs"] == '{"q":"hé"}'
-    assert _ingest._ADMIT(_run(inputs=b'{"q":"\xff"}'), None) is None  # type: ignore[misc]
+    assert _ingest._ADMIT(posted_run(inputs=b'{"q":"\xff"}'), None) is None  # type: ignore[misc]

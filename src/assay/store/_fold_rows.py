@@ -327,6 +327,10 @@ def _row(post: Mapping[str, Any], rid: str, tenant: str, sid: str, clean: bool,
     """The run's column values in ``_ORDER``, or None when it needs the general path; with the
     usage columns (``_FULL_ORDER``) when it has usage or a first token to derive. ``texts``:
     the post's JSON columns are the text to store (``TEXT_COLUMNS``)."""
+    if texts and _CROW is not None:  # its columns set in C; what C declines, built below
+        got = _CROW(post, tenant, sid)
+        if got is not None:
+            return _with_usage(post, *got) if got[1] else got[0]
     get = post.get
     run_type, start, end = get("run_type"), get("start_time"), get("end_time")
     if (run_type.__class__ is not str or start.__class__ is not int
@@ -458,19 +462,14 @@ def _usage_view(post: Mapping[str, Any]) -> dict[str, Any]:
     return view
 
 
-def _c_row(post: Mapping[str, Any], tenant: str, sid: str = "") -> list[Any] | None:
-    """``_row`` of an admitted post (JSON columns as text), its columns set in C
-    (``_cencode.admitted_row``) and its usage derived here; what C declines, ``_row`` builds
-    or refuses."""
-    got = _CROW(post, tenant, sid)
-    if got is None:
-        return _row(post, post["id"], tenant, sid, True, {}, True)
-    row, usage = got
+def _with_usage(post: Mapping[str, Any], row: list[Any], usage: int) -> list[Any]:
+    """A row ``_cencode.admitted_row`` built, with its usage derived where C says (1) or the
+    text it names decides (2)."""
     if usage == 2:
         usage = _named_usage(row)
     if usage:
         _add_usage(row, _usage_view(post), row[_START])
-    return row  # type: ignore[no-any-return]
+    return row
 
 
 def insert_new(repo: RunRepo, conn: Connection, posts: list[Mapping[str, Any]],
@@ -529,9 +528,8 @@ def insert_new(repo: RunRepo, conn: Connection, posts: list[Mapping[str, Any]],
                 row = row.copy()
                 row[_SESSION] = sid
             else:
-                try:  # PostgreSQL's rows (its fold prepares none ahead), and SQLite's late ones
-                    row = (_c_row(post, tenant, sid) if texts and clean and _CROW is not None
-                           else _row(post, rid, tenant, sid, clean, extra_text, texts))
+                try:
+                    row = _row(post, rid, tenant, sid, clean, extra_text, texts)
                 except Exception:  # noqa: BLE001 - the general path raises it by name
                     row = None
             if row is None:
@@ -576,8 +574,7 @@ def prebuilt_rows(posts: Sequence[Mapping[str, Any]], tenant: str,
     builds rows, about half its time (``_fold_ready.prepare``)."""
     for post in posts:
         try:
-            row = (_c_row(post, tenant) if _CROW is not None
-                   else _row(post, post["id"], tenant, "", True, {}, True))
+            row = _row(post, post["id"], tenant, "", True, {}, True)
         except Exception:  # noqa: BLE001 - built (or refused by name) in the transaction
             continue
         if row is not None:
