@@ -3,9 +3,10 @@
 ``assay.tracing._speedups`` runs a sync traced call and makes its RunTree in C (see the headers
 of ``_speedups.c`` and ``_call.c``); ``assay.server._csplit`` splits the usual multipart body
 of ingest and groups its parts into runs (``_csplit.c``); ``assay.store._cencode`` writes the
-writers' journal rows' JSON columns and admits the runs ingest receives in one pass
-(``_cencode.c``). All are optional: where they cannot be compiled (no C compiler or Python
-headers) the install goes on and the same code runs in Python.
+writers' journal rows' JSON columns, admits the runs ingest receives in one pass
+(``_cencode.c``) and writes the fold's rows as PostgreSQL's COPY text (``_ccopy.c``). All are
+optional: where they cannot be compiled (no C compiler or Python headers) the install goes on
+and the same code runs in Python.
 """
 
 from setuptools import Extension, setup
@@ -16,5 +17,6 @@ setup(ext_modules=[Extension("assay.tracing._speedups",
                              optional=True),
                    Extension("assay.server._csplit", ["src/assay/server/_csplit.c"],
                              depends=["src/assay/_cuuid.h"], optional=True),
-                   Extension("assay.store._cencode", ["src/assay/store/_cencode.c"],
+                   Extension("assay.store._cencode", ["src/assay/store/_cencode.c",
+                                                        "src/assay/store/_ccopy.c"],
                              depends=["src/assay/_cuuid.h"], optional=True)])

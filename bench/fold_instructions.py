@@ -1,7 +1,7 @@
 """Instructions a run that the server's fold process spends, counted by valgrind.
 
     .venv/bin/python bench/fold_instructions.py [--entries 12] [--rows 6] [--repeats 2]
-        [--src DIR ...]
+        [--src DIR ...] [--postgres [ADMIN_URL]]
 
 The ingest benchmark's CPU a run varies by 20-40% from round to round on a shared 2-core
 machine (bench/README.md, stops 41-43), more than most changes to the fold make. This counts
@@ -12,8 +12,9 @@ trace) as ``/runs/multipart`` does, then folds them as the fold process does (pr
 difference a run is the fold's cost. Both first fold one warm-up entry, so imports (genai-prices'
 data, SQLAlchemy's compiled statements) are not counted. ``--src`` runs the same against other
 source trees (a git worktree of an earlier commit, its C modules built in it:
-``python setup.py build_ext --inplace``), interleaved. Needs valgrind. Prints figures, never
-asserts them.
+``python setup.py build_ext --inplace``), interleaved. ``--postgres``: the store on a fresh
+PostgreSQL database for each measured process instead of a SQLite file (the fold's own
+process is counted, the server's not). Needs valgrind. Prints figures, never asserts them.
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ def admitted(session, at):
     return posts
 
 def fold_all(store, rows):
+    while store.engine.dialect.name == "postgresql":  # as the fold process: nothing ahead
+        if not store.journal.fold_some(rows)[1]:
+            return
     while True:
         ready = prepare(store.journal, rows)
         if ready is None:
@@ -56,7 +60,7 @@ def fold_all(store, rows):
         store.journal.fold_some(ready.count, ready=ready)
 
 t0 = datetime(2026, 11, 29, tzinfo=UTC)
-with Store.open(tempfile.mkdtemp() + "/fold.db") as store:
+with Store.open({url!r} or tempfile.mkdtemp() + "/fold.db") as store:
     _background.claim(store.engine)  # no background fold: only the measured one
     store.journal.admit(admitted("warm-up", t0 - timedelta(days=1)))
     fold_all(store, {rows})
@@ -67,8 +71,20 @@ with Store.open(tempfile.mkdtemp() + "/fold.db") as store:
 """
 
 
-def _instructions(src: str, entries: int, rows: int, fold: bool) -> int:
-    code = _CHILD.format(src=src, bench=str(HERE), entries=entries, rows=rows, fold=fold)
+def _instructions(src: str, entries: int, rows: int, fold: bool, postgres: str | None) -> int:
+    if postgres is not None:
+        from fold_cost import scratch_url
+
+        with scratch_url("postgres", postgres, "fold_instructions") as url:
+            if url is None:
+                raise SystemExit("--postgres: no PostgreSQL server answers")
+            return _counted(src, entries, rows, fold, url)
+    return _counted(src, entries, rows, fold, None)
+
+
+def _counted(src: str, entries: int, rows: int, fold: bool, url: str | None) -> int:
+    code = _CHILD.format(src=src, bench=str(HERE), entries=entries, rows=rows, fold=fold,
+                         url=url)
     with tempfile.TemporaryDirectory() as tmp:
         out = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/cg",
                               sys.executable, "-c", code],
@@ -86,13 +102,15 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=6, help="journal entries a fold transaction")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--src", nargs="*", default=[str(ROOT / "src")])
+    ap.add_argument("--postgres", nargs="?", const="postgresql+psycopg://postgres@127.0.0.1:5432/"
+                    "postgres", default=None, help="admin URL of a PostgreSQL server")
     args = ap.parse_args()
     runs = args.entries * 100
     got: dict[str, list[float]] = {src: [] for src in args.src}
     for _ in range(args.repeats):
         for src in args.src:
-            fold = _instructions(src, args.entries, args.rows, True)
-            base = _instructions(src, args.entries, args.rows, False)
+            fold = _instructions(src, args.entries, args.rows, True, args.postgres)
+            base = _instructions(src, args.entries, args.rows, False, args.postgres)
             got[src].append((fold - base) / runs)
             print(f"{src}: {got[src][-1]:,.0f} instructions a run", flush=True)
     first = statistics.median(got[args.src[0]])

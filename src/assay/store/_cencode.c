@@ -11,7 +11,9 @@
  * admitted_post: a run the server's ingest received, checked and made ready for the journal
  * in one pass (see its comment below).
  *
- * admitted_row: such a run's row, built by the fold ahead of its transaction (see below). */
+ * admitted_row: such a run's row, built by the fold ahead of its transaction (see below).
+ *
+ * copy_text: rows as PostgreSQL's COPY text (_ccopy.c, compiled into this module). */
 #define PY_SSIZE_T_CLEAN
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* memmem */
@@ -20,6 +22,10 @@
 #include <string.h>
 
 #include "../_cuuid.h"
+
+/* _ccopy.c */
+PyObject *copy_text(PyObject *self, PyObject *const *argv, Py_ssize_t argc);
+void copy_text_init(void);
 
 static PyObject *kw_default = NULL; /* ("default",) */
 
@@ -542,6 +548,8 @@ static PyMethodDef methods[] = {
     {"admitted_row", (PyCFunction)(void (*)(void))admitted_row, METH_FASTCALL,
      "admitted_row(post, tenant, session): (row, usage) of an admitted post, or None (see "
      "_cencode.c)."},
+    {"copy_text", (PyCFunction)(void (*)(void))copy_text, METH_FASTCALL,
+     "copy_text(rows): the rows as COPY text (bytes), or None (see _ccopy.c)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -569,5 +577,6 @@ PyMODINIT_FUNC PyInit__cencode(void) {
         || (s_usage = PyUnicode_FromString("\"usage_metadata\"")) == NULL
         || (s_llm_output = PyUnicode_FromString("\"llm_output\"")) == NULL)
         return NULL;
+    copy_text_init();
     return PyModule_Create(&module);
 }

@@ -1,4 +1,4 @@
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 def encoded_rows(posts: list[Any], width: int, positions: tuple[int, ...],
@@ -12,3 +12,4 @@ def row_layout(blank: list[Any], positions: tuple[int, ...],
                dotted_segment_us: Callable[[int, str], str], /) -> None: ...
 def admitted_row(post: dict[str, Any], tenant: str, session: str, /
                  ) -> tuple[list[Any], int] | None: ...
+def copy_text(rows: Sequence[Sequence[Any]], /) -> bytes | None: ...

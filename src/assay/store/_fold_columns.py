@@ -317,7 +317,7 @@ def insert_rows(repo: RunRepo, conn: Connection, items: list[Any], patched: set[
     full: list[tuple[Any, ...]] = []  # rows with the usage columns: their own statement after
     usage_ok = USAGE
     with _Rows(conn) as out:
-        write = out.write if out.pg else out.rows.append  # SQLite's: no call in between
+        write = out.write  # SQLite's: the list's append, no call in between
         for i in lists:
             (rid, trace, parent, dotted, name, run_type, start, inputs, extra, meta, tags,
              events, sid, sname, ref, end, outputs, error) = items[i]

@@ -45,6 +45,7 @@ from .._json import escape_text
 from .._time import to_micros
 from .._usage import derive_usage
 from ._aggregates import FeedbackDeltas, RunDeltas, adopt_pending_feedback
+from ._pg_copy import CopyRows
 from ._tables import runs
 
 if TYPE_CHECKING:
@@ -147,15 +148,10 @@ def _existing(conn: Connection, ids: list[str]) -> set[str]:
     return set(stored_ids(conn, "runs", ids))
 
 
-def _copy_sql(conn: Connection, order: tuple[str, ...] = _ORDER) -> str:
-    quote = conn.dialect.identifier_preparer.quote
-    return f"COPY runs ({', '.join(quote(c) for c in order)}) FROM STDIN"
-
-
 def _insert(conn: Connection, rows: Sequence[Sequence[Any]],
             order: tuple[str, ...] = _ORDER) -> None:
-    """The rows in one statement: PostgreSQL's ``COPY`` (the driver formats each row in C,
-    where an executemany costs a pipelined statement per row), SQLite's executemany, where a
+    """The rows in one statement: PostgreSQL's ``COPY`` (``_pg_copy``: where an executemany
+    costs a pipelined statement per row), SQLite's executemany, where a
     column with one value in every row of the batch (the workspace, the project, empty tags
     and events, the batch's shared ``extra``...) is written into the statement once instead of
     bound per row: each bound value costs the driver ~0.3 us, and a ``None`` or a ``bool``
@@ -163,14 +159,12 @@ def _insert(conn: Connection, rows: Sequence[Sequence[Any]],
     ``sqlite3`` binds only ``int``, ``float``, ``str`` and ``bytearray`` directly). So on
     SQLite the roots and the other runs go in two statements: in each, ``is_root`` is one
     value, and a root's ``parent_run_id`` is NULL written once."""
+    if conn.dialect.name == "postgresql":
+        with CopyRows(conn, order) as copy:
+            copy.write_all(rows)
+        return
     quote = conn.dialect.identifier_preparer.quote
     names = ", ".join(quote(c) for c in order)
-    if conn.dialect.name == "postgresql":
-        raw: Any = conn.connection.driver_connection  # in this transaction (and savepoint)
-        with raw.cursor() as cur, cur.copy(_copy_sql(conn, order)) as copy:
-            for row in rows:
-                copy.write_row(row)
-        return
     sql = f"INSERT INTO runs ({names}) VALUES "
     mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
     candidates, parent = _candidates(order)
@@ -649,30 +643,19 @@ def apply_new_runs(conn: Connection, tenant: str, deltas: RunDeltas,
 
 class _Rows:
     """Where ``insert_new`` puts its rows: PostgreSQL's ``COPY``, opened at the first row and
-    fed row by row; SQLite's executemany at the end (``_insert``)."""
+    fed as they come (``CopyRows``); SQLite's executemany at the end (``_insert``)."""
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
-        self.pg = conn.dialect.name == "postgresql"
         self.rows: list[Sequence[Any]] = []
-        self._stack = contextlib.ExitStack()
-        self._copy: Any = None
-
-    def write(self, row: Sequence[Any]) -> None:
-        if not self.pg:
-            self.rows.append(row)
-            return
-        if self._copy is None:
-            raw: Any = self.conn.connection.driver_connection  # this transaction (savepoint)
-            cur = self._stack.enter_context(raw.cursor())
-            self._copy = self._stack.enter_context(cur.copy(_copy_sql(self.conn)))
-        self._copy.write_row(row)
+        self._copy = CopyRows(conn, _ORDER) if conn.dialect.name == "postgresql" else None
+        self.write = self.rows.append if self._copy is None else self._copy.write
 
     def __enter__(self) -> _Rows:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        if self.pg:
-            self._stack.__exit__(*exc)  # ends the COPY (fails it on an exception)
+        if self._copy is not None:
+            self._copy.__exit__(*exc)  # ends the COPY (fails it on an exception)
         elif exc[0] is None and self.rows:
             _insert(self.conn, self.rows)
