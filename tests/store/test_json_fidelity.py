@@ -164,3 +164,20 @@ def test_a_deferred_value_is_written_as_its_conversion_by_every_encoder() -> Non
     # and an in-process reader gets the conversion, whole or per value, never the wrapper
     assert _json.settled(whole) == {"converted": HARD}
     assert _json.settled(value) == expected and _json.settled({"a": 1}) == {"a": 1}
+
+
+def test_runs_keep_their_json_as_written(store: Store) -> None:
+    """A run's JSON reads back with its keys in the order written, on PostgreSQL as on SQLite
+    (its run columns are ``json``, not JSONB, which reorders keys: migration 0011)."""
+    value = {"zeta": 1, "alpha": {"b": 2, "a": [3, {"y": 1, "x": 0}]}, "mid": None}
+    direct, journaled = str(uuid.uuid4()), str(uuid.uuid4())
+    run = {"name": "order", "run_type": "chain", "start_time": "2026-01-01T00:00:00Z",
+           "inputs": value, "outputs": value, "extra": {"metadata": value}, "tags": ["b", "a"],
+           "session_name": "order"}
+    store.runs.upsert(posts=[{**run, "id": direct}])
+    store.journal.append_runs([{**run, "id": journaled}], default_project="order")
+    for rid in (direct, journaled):
+        got = store.runs.read(rid)
+        for doc in (got.inputs, got.outputs, got.metadata):
+            assert _json.dumps(doc) == _json.dumps(value)  # the same keys in the same order
+        assert got.tags == ["b", "a"]

@@ -113,6 +113,42 @@ def _copy(src: Any, dst: Any, tables: tuple[Any, ...]) -> None:
             dst.execute(table.insert(), rows)
 
 
+def test_upgrade_to_0011_keeps_the_runs_json(blank_url: str) -> None:
+    """Runs stored as JSONB before 0011 read back the same after it retypes their columns to
+    ``json`` on PostgreSQL (SQLite's: unchanged), and the filters that read them still work."""
+    from sqlalchemy import insert, text
+
+    from assay.store._tables import DEFAULT_TENANT_ID, runs, sessions
+
+    old = Store.open(blank_url, migrate=False)
+    assert old.upgrade("0010") == "0010"
+    doc = {"q": "é😀", "nested": {"b": [1, 2.5, None, True]}, "metadata": {"team": "qa"}}
+    sid = "00000000-0000-4000-8000-0000000000a1"
+    with old.engine.begin() as conn:
+        conn.execute(insert(sessions).values(id=sid, tenant_id=DEFAULT_TENANT_ID, name="p",
+                                             start_time=1))
+        conn.execute(insert(runs), [
+            {"id": f"00000000-0000-4000-8000-00000000000{i}", "tenant_id": DEFAULT_TENANT_ID,
+             "session_id": sid, "trace_id": f"00000000-0000-4000-8000-00000000000{i}",
+             "name": f"r{i}", "run_type": "chain", "status": "success", "inputs": doc,
+             "outputs": {"i": i}, "extra": doc, "events": [], "tags": [f"t{i}"],
+             "serialized": None, "start_time": 10 + i, "is_root": True} for i in range(3)])
+    assert old.upgrade() == HEAD
+    if old.engine.dialect.name == "postgresql":
+        with old.engine.connect() as conn:
+            kinds = conn.execute(text(
+                "SELECT DISTINCT data_type FROM information_schema.columns WHERE table_name = "
+                "'runs' AND column_name IN ('inputs', 'outputs', 'extra', 'events', 'tags', "
+                "'serialized')")).scalars().all()
+        assert kinds == ["json"]
+    got = old.runs.read("00000000-0000-4000-8000-000000000001")
+    assert got.inputs == doc and got.outputs == {"i": 1} and got.tags == ["t1"]
+    assert [r.name for r in old.runs.list(filter='has(tags, "t2")')] == ["r2"]
+    assert len(old.runs.list(filter='and(eq(metadata_key, "team"), eq(metadata_value, "qa"))'
+                             )) == 3
+    old.close()
+
+
 def test_upgrade_to_0004_fills_the_aggregates_from_existing_rows(sqlite_url: str,
                                                                  blank_url: str) -> None:
     """Rows written before 0004 (copied from a random workload, some feedback still waiting

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Boolean, Text, and_, case, cast, false, func, literal, not_, or_, select
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.sql.elements import ColumnElement
 
 from .._ids import as_uuid
@@ -308,8 +309,8 @@ class _Compiler:
         tag = node.args[1]
         if self.pg:
             # a NULL tags column holds no tag: not(has(...)) keeps its run, as on SQLite
-            contains = self.t.c.tags.op("@>", is_comparison=True)(
-                func.jsonb_build_array(cast(tag, Text)))
+            contains = cast(self.t.c.tags, JSONB).op("@>", is_comparison=True)(
+                func.jsonb_build_array(cast(tag, Text)))  # runs' JSON is json text: cast
             return func.coalesce(contains, false(), type_=Boolean)
         each = func.json_each(self.t.c.tags).table_valued("value")
         return select(literal(1)).select_from(each).where(each.c.value == tag).exists()
@@ -342,8 +343,8 @@ class _Compiler:
         column = self.t.c.extra if family == "metadata" else self.t.c[family]
         if self.pg:
             doc = column["metadata"] if family == "metadata" else column
-            each = func.jsonb_each_text(
-                case((func.jsonb_typeof(doc) == "object", doc))).table_valued("key", "value")
+            each = func.json_each_text(
+                case((func.json_typeof(doc) == "object", doc))).table_valued("key", "value")
             value: ColumnElement[Any] = each.c.value
         else:
             each = func.json_each(column, "$.metadata" if family == "metadata" else "$"

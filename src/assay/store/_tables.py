@@ -30,7 +30,7 @@ from sqlalchemy import (
     text,
 )
 
-from ._types import PK, JSONType, Micros
+from ._types import PK, JSONType, Micros, RunJSONType
 
 __all__ = [
     "metadata",
@@ -148,13 +148,13 @@ runs = Table(
     Column("name", String(512), nullable=False),
     Column("run_type", String(32), nullable=False),
     Column("status", String(16), nullable=False, server_default="pending"),
-    Column("inputs", JSONType),
-    Column("outputs", JSONType),
+    Column("inputs", RunJSONType),
+    Column("outputs", RunJSONType),
     Column("error", Text),
-    Column("extra", JSONType),
-    Column("events", JSONType),
-    Column("tags", JSONType),
-    Column("serialized", JSONType),
+    Column("extra", RunJSONType),
+    Column("events", RunJSONType),
+    Column("tags", RunJSONType),
+    Column("serialized", RunJSONType),
     Column("reference_example_id", ID),
     Column("start_time", Micros, nullable=False),
     Column("end_time", Micros),

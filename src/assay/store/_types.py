@@ -43,6 +43,12 @@ class Micros(TypeDecorator[datetime]):
 
 # JSONB on PostgreSQL (indexable, compact), JSON text on SQLite.
 JSONType = JSON().with_variant(postgresql.JSONB(), "postgresql")
+# The runs' JSON columns: JSON text on both (PostgreSQL's ``json`` checks the text and keeps
+# it as written, key order included, as SQLite does). Building JSONB's binary form was a
+# third of PostgreSQL's own work a run row, and the PostgreSQL fold's bottleneck once its
+# COPY text came from C (migration 0011: the fold 15-20% faster). A query that needs JSONB's
+# operators (tags containment) casts in the query.
+RunJSONType = JSON()
 
 # SQLite only autoincrements INTEGER PRIMARY KEY; PostgreSQL gets a BIGINT identity.
 PK = BigInteger().with_variant(Integer(), "sqlite")
