@@ -35,7 +35,7 @@ class Deferred:
     """A value stored as ``convert(value)``, converted when it is written, not when it is
     recorded: an integration whose steps carry large framework objects (a LangGraph state's
     messages) hands the conversion to the writer's thread instead of the agent's. ``value``
-    should be the recorder's own copy of what may change later (see ``_langchain._later``).
+    should be the recorder's own copy of what may change later (see ``_lc_capture._snapshot``).
     Every encoder here (``jsonable``, and pydantic-core's fallback) converts it."""
 
     __slots__ = ("value", "convert")

@@ -310,3 +310,139 @@ def test_a_step_keeps_the_state_it_saw_when_the_graph_changes_it_later(db: Clien
     assert stored.outputs == {"messages": [{"role": "user", "content": "hi"},
                                            {"role": "assistant", "content": "later"}],
                               "notes": {"k": [1]}}
+
+
+def test_steps_are_logged_on_the_agents_thread_and_built_when_read(db: Client) -> None:
+    """A callback only logs the step (no run made on the agent's thread); the runs are built
+    when the tree is read in process, with the times of the callbacks, not of the build."""
+    import time
+    import uuid
+
+    from langchain_core.messages import AIMessage
+
+    from assay.integrations._langchain import handler
+    from assay.tracing import trace
+
+    from .conftest import flat_runs
+
+    h = handler()
+    graph, model = uuid.uuid4(), uuid.uuid4()
+    with trace("root", client=db, enabled=True) as root:
+        with h._lock:  # held: the writer's thread may not build them meanwhile
+            before = time.time()
+            h.on_chain_start({"name": "LangGraph"}, {"messages": []}, run_id=graph,
+                             parent_run_id=None)
+            h.on_llm_start({"name": "fake"}, ["hi"], run_id=model, parent_run_id=graph)
+            h.on_llm_new_token("H", run_id=model)
+            h.on_llm_new_token("i", run_id=model)
+            response = type("R", (), {"generations": [[type("G", (), {
+                "message": AIMessage("Hi", usage_metadata={
+                    "input_tokens": 3, "output_tokens": 1, "total_tokens": 4})})()]],
+                "llm_output": None})()
+            h.on_llm_end(response, run_id=model)
+            h.on_chain_end({"messages": []}, run_id=graph)
+            after = time.time()
+            assert root._kids is None and len(h._log) == 5  # logged, nothing built yet
+        time.sleep(0.05)
+        runs = {r.name: r for r in flat_runs(root.to_run())}
+    assert not h._log
+    llm = runs["fake"]
+    assert llm.parent_run_id == runs["LangGraph"].id and runs["LangGraph"].parent_run_id == root.id
+    for run in (llm, runs["LangGraph"]):
+        assert before <= run.start_time.timestamp() <= run.end_time.timestamp() <= after
+    assert llm.first_token_time is not None
+    assert before <= llm.first_token_time.timestamp() <= after
+    assert [e["name"] for e in llm.events] == ["new_token"]  # once, not per token
+    assert llm.total_tokens == 4 and llm.inputs == {"prompts": ["hi"]}
+
+
+def test_logged_steps_are_stored_by_flush_and_built_by_the_writer(db: Client) -> None:
+    """Nothing reads the tree: the writer's thread builds the logged steps at its next tick,
+    and ``flush()`` builds whatever is still logged before it returns."""
+    import time
+    import uuid
+
+    from assay.integrations._langchain import handler
+    from assay.tracing import trace
+
+    from .conftest import flat_runs
+
+    h = handler()
+    with trace("root", client=db, enabled=True) as root:
+        step = uuid.uuid4()
+        with h._lock:
+            h.on_chain_start({"name": "node"}, {"x": 1}, run_id=step, parent_run_id=None)
+            h.on_chain_end({"x": 2}, run_id=step)
+        deadline = time.monotonic() + 5
+        while h._log and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not h._log and root._kids and root._kids[0].name == "node"  # the writer's
+        with h._lock:
+            h.on_chain_start({"name": "late"}, "q", run_id=(late := uuid.uuid4()),
+                             parent_run_id=None)
+            h.on_chain_end("a", run_id=late)
+        db.flush()  # (waits for the lock, then builds "late" itself)
+        assert not h._log
+    db.flush()
+    stored = {r.name: r for r in flat_runs(db.read_run(root.id, load_child_runs=True))}
+    assert stored["node"].inputs == {"x": 1} and stored["node"].outputs == {"x": 2}
+    assert stored["late"].inputs == {"input": "q"} and stored["late"].outputs == {"output": "a"}
+
+
+def test_a_step_joins_the_assay_run_current_when_it_started(db: Client) -> None:
+    """A step whose LangChain parent is not one of assay's goes under the assay run current
+    when the callback came, not when the log is built (another example's run by then)."""
+    import uuid
+
+    from assay.integrations._langchain import handler
+    from assay.tracing import trace
+
+    from .conftest import flat_runs
+
+    h = handler()
+    step = uuid.uuid4()
+    with h._lock:
+        with trace("first", client=db, enabled=True) as first:
+            h.on_chain_start({"name": "step"}, {}, run_id=step, parent_run_id=uuid.uuid4())
+            h.on_chain_end({}, run_id=step)
+        with trace("second", client=db, enabled=True) as second:
+            pass
+    assert [r.name for r in flat_runs(second.to_run())] == ["second"]
+    assert [r.name for r in flat_runs(first.to_run())] == ["first", "step"]
+
+
+def test_the_switch_is_read_from_the_environment_at_each_step(
+        monkeypatch: pytest.MonkeyPatch, db: Client) -> None:
+    from assay.integrations._registry import framework_parent
+    from assay.tracing import trace
+
+    with trace("root", client=db, enabled=True) as root:
+        assert framework_parent() is root
+        monkeypatch.setenv("ASSAY_FRAMEWORK_TRACING", "off")
+        assert framework_parent() is None
+        monkeypatch.setenv("ASSAY_FRAMEWORK_TRACING", "1")
+        assert framework_parent() is root
+        monkeypatch.delenv("ASSAY_FRAMEWORK_TRACING")
+        assert framework_parent() is root
+
+
+def test_a_ray_workers_batch_takes_the_logged_steps() -> None:
+    """A Ray worker's writer only collects: what it hands back (``take``) includes the steps
+    still logged, built first (nothing else builds them there when no evaluator reads the
+    tree)."""
+    import uuid
+
+    from assay.evaluation._ray import _BufferClient
+    from assay.integrations._langchain import handler
+    from assay.tracing import trace
+
+    h = handler()
+    client = _BufferClient()
+    step = uuid.uuid4()
+    with h._lock:  # (nothing may build them before take())
+        with trace("root", client=client, enabled=True):  # type: ignore[arg-type]  # duck-typed
+            h.on_chain_start({"name": "node"}, {"x": 1}, run_id=step, parent_run_id=None)
+            h.on_chain_end({"x": 2}, run_id=step)
+    assert h._log
+    runs = {w["name"]: w for w in client.writer.take()}
+    assert set(runs) == {"root", "node"} and runs["node"]["parent_run_id"] == runs["root"]["id"]

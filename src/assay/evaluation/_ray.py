@@ -43,6 +43,7 @@ from .._gc import relaxed_gc
 from ..errors import InvalidInputError, require
 from ..schemas import Run
 from ..tracing import tracing_context, tracing_is_enabled
+from ..tracing._pending import settle as _settle_pending
 from ..tracing._writer import RunWriter
 from ._evaluators import RowEvaluator, error_results
 from ._results import ExperimentResultRow, ExperimentResults
@@ -278,6 +279,7 @@ class _BufferWriter(RunWriter):
         """Wire dicts of everything collected; a finished run is one merged post. (Read once at
         the end of a batch, so no patch can follow an earlier post; a run still open then, e.g.
         abandoned after a timeout, is sent as it stands.)"""
+        _settle_pending(True)  # the runs integrations have logged but not built (they come here)
         items, self._items = self._items, []
         posts: list[dict[str, Any]] = []
         patches: list[dict[str, Any]] = []

@@ -14,20 +14,19 @@ the tree is rebuilt as LangChain nested it: chains (graph, nodes), llm runs (mod
 from LangChain's ``ls_*`` metadata, messages, ``usage_metadata`` tokens, the first streamed token)
 and tool runs (arguments, result, error). Steps LangChain marks hidden (``langsmith:hidden``,
 e.g. LangGraph's channel writes) are skipped, their children going to the nearest shown step.
+The handler (``_lc_capture.py``) only logs each callback on the agent's thread; the runs are
+built from the log off it, or by whoever reads or stores them first.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping
 from typing import Any
-from uuid import UUID
 
-from .._json import Deferred, jsonable
+from .._json import jsonable
 from ..errors import require
 from ..evals._models import ToolCall
 from ..evals._toolcalls import extract_tool_calls
-from ..tracing._run_tree import RunTree, fast_child
 from ._registry import framework_parent, once
 
 __all__ = [
@@ -40,11 +39,6 @@ __all__ = [
     "tool_calls",
 ]
 
-_HIDDEN = "langsmith:hidden"
-# what a run keeps of LangChain's metadata: the model's identity (priced by the store) and
-# LangGraph's node and step
-_KEPT_METADATA = ("ls_provider", "ls_model_name", "ls_model_type", "ls_temperature",
-                  "ls_max_tokens", "langgraph_node", "langgraph_step")
 _ROLES = {"human": "user", "ai": "assistant", "AIMessageChunk": "assistant", "system": "system",
           "tool": "tool", "function": "function", "chat": "user"}
 _QUERY_KEYS = ("query", "question", "input", "prompt", "text", "message")
@@ -260,288 +254,7 @@ def tool_calls(obj: Any) -> list[ToolCall] | None:
     return None
 
 
-# -- capture ---------------------------------------------------------------------------------------
-def _handler_base() -> type:
-    require("langchain_core.callbacks", "langgraph", "LangChain tracing")
-    from langchain_core.callbacks import BaseCallbackHandler
-
-    return BaseCallbackHandler
-
-
-def _make_handler_class() -> type:
-    base = _handler_base()
-
-    class AssayCallbackHandler(base):  # type: ignore[misc, valid-type]  # imported lazily
-        """LangChain steps -> assay runs under the current assay run (see module docstring)."""
-
-        run_inline = True  # called in the step's own context, in order (no executor hop)
-        raise_error = False
-
-        def __init__(self) -> None:
-            super().__init__()
-            # LangChain run id -> (assay run, whether it is ours to end); hidden steps map to
-            # the run their children should join
-            self._runs: dict[UUID, tuple[RunTree, bool]] = {}
-            self._lock = threading.Lock()
-
-        # -- bookkeeping --
-        def _parent(self, parent_run_id: UUID | None) -> RunTree | None:
-            if parent_run_id is not None:
-                entry = self._runs.get(parent_run_id)
-                if entry is not None:
-                    return entry[0]
-            return framework_parent()
-
-        def _start(self, run_id: UUID, parent_run_id: UUID | None, name: str, run_type: str,
-                   inputs: dict[str, Any], tags: list[str] | None,
-                   metadata: dict[str, Any] | None) -> RunTree | None:
-            parent = self._parent(parent_run_id)
-            if parent is None:
-                return None
-            if tags and _HIDDEN in tags:
-                self._runs[run_id] = (parent, False)
-                return None
-            run = fast_child(parent, name, run_type, inputs)
-            if len(self._runs) >= _MAX_OPEN:  # steps whose end never came (cancelled tasks)
-                _forget_oldest(self._runs)
-            if metadata:
-                meta = {k: v for k in _KEPT_METADATA if (v := metadata.get(k)) is not None}
-                if meta:
-                    run._meta = meta  # a new run: no metadata of its own yet
-            if tags:
-                user_tags = [t for t in tags if not t.startswith(("seq:", "graph:"))]
-                if user_tags:
-                    run.tags = user_tags
-            self._runs[run_id] = (run, True)
-            return run
-
-        def _end(self, run_id: UUID, outputs: Any = None,
-                 error: BaseException | None = None) -> RunTree | None:
-            entry = self._runs.pop(run_id, None)
-            if entry is None or not entry[1]:
-                return None
-            run = entry[0]
-            run.end(error=error)
-            if outputs is not None:  # a dict, or a chain's Deferred state (kept as it is)
-                run.outputs = outputs
-            run.patch()
-            return run
-
-        def _own(self, run_id: UUID) -> RunTree | None:
-            entry = self._runs.get(run_id)
-            return entry[0] if entry is not None and entry[1] else None
-
-        # -- chains --
-        def on_chain_start(self, serialized: dict[str, Any] | None, inputs: Any, *,
-                           run_id: UUID, parent_run_id: UUID | None = None,
-                           tags: list[str] | None = None, metadata: dict[str, Any] | None = None,
-                           **kwargs: Any) -> None:
-            name = kwargs.get("name") or _serialized_name(serialized) or "chain"
-            self._start(run_id, parent_run_id, name, "chain", _chain_io(inputs, "input"), tags,
-                        metadata)
-
-        def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
-            self._end(run_id, _chain_io(outputs, "output"))
-
-        def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-            self._end(run_id, error=error)
-
-        # -- models --
-        def on_chat_model_start(self, serialized: dict[str, Any] | None,
-                                messages: list[list[Any]], *, run_id: UUID,
-                                parent_run_id: UUID | None = None, tags: list[str] | None = None,
-                                metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
-            batch = [[_message_json(m) if _is_message(m) else _step_json(m) for m in ms]
-                     for ms in messages]
-            inputs: dict[str, Any] = {"messages": batch[0] if len(batch) == 1 else batch}
-            self._llm_start(run_id, parent_run_id, serialized, inputs, tags, metadata, kwargs)
-
-        def on_llm_start(self, serialized: dict[str, Any] | None, prompts: list[str], *,
-                         run_id: UUID, parent_run_id: UUID | None = None,
-                         tags: list[str] | None = None, metadata: dict[str, Any] | None = None,
-                         **kwargs: Any) -> None:
-            inputs = {"prompts": list(prompts)}
-            self._llm_start(run_id, parent_run_id, serialized, inputs, tags, metadata, kwargs)
-
-        def _llm_start(self, run_id: UUID, parent_run_id: UUID | None,
-                       serialized: dict[str, Any] | None, inputs: dict[str, Any],
-                       tags: list[str] | None, metadata: dict[str, Any] | None,
-                       kwargs: dict[str, Any]) -> None:
-            params = kwargs.get("invocation_params") or {}
-            if params.get("tools"):
-                inputs["tools"] = _tools_json(params["tools"])
-            name = kwargs.get("name") or _serialized_name(serialized) or "llm"
-            run = self._start(run_id, parent_run_id, name, "llm", inputs, tags, metadata)
-            if run is not None:
-                model = (metadata or {}).get("ls_model_name") or params.get("model") \
-                    or params.get("model_name")
-                if model:
-                    run.metadata["ls_model_name"] = model
-                invocation = {k: v for k, v in params.items()
-                              if k in ("temperature", "max_tokens", "stream", "top_p")}
-                if invocation:
-                    run.metadata["invocation_params"] = invocation
-
-        def on_llm_new_token(self, token: Any, *, run_id: UUID, **kwargs: Any) -> None:
-            run = self._own(run_id)
-            if run is not None and not run._events:
-                run._mark_first_token()
-
-        def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
-            run = self._own(run_id)
-            if run is None:
-                self._runs.pop(run_id, None)
-                return
-            _record_llm_result(run, response)
-            self._end(run_id)
-
-        def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-            self._end(run_id, error=error)
-
-        # -- tools --
-        def on_tool_start(self, serialized: dict[str, Any] | None, input_str: str, *,
-                          run_id: UUID, parent_run_id: UUID | None = None,
-                          tags: list[str] | None = None, metadata: dict[str, Any] | None = None,
-                          inputs: dict[str, Any] | None = None, **kwargs: Any) -> None:
-            name = kwargs.get("name") or _serialized_name(serialized) or "tool"
-            args = _step_json(inputs) if isinstance(inputs, Mapping) else {"input": input_str}
-            run = self._start(run_id, parent_run_id, name, "tool", args, tags, metadata)
-            if run is not None and kwargs.get("tool_call_id"):
-                run.metadata["tool_call_id"] = kwargs["tool_call_id"]
-
-        def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
-            if _is_message(output):  # a ToolMessage: its content is the result
-                value: Any = _step_json(output.content)
-                error = getattr(output, "status", None) == "error"
-                entry = self._runs.get(run_id)
-                if error and entry is not None and entry[1]:
-                    entry[0].error = f"ToolError: {_text(output.content)}"
-            else:
-                value = _step_json(output)
-            self._end(run_id, {"output": value})
-
-        def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-            self._end(run_id, error=error)
-
-        # -- retrievers --
-        def on_retriever_start(self, serialized: dict[str, Any] | None, query: str, *,
-                               run_id: UUID, parent_run_id: UUID | None = None,
-                               tags: list[str] | None = None,
-                               metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
-            name = kwargs.get("name") or _serialized_name(serialized) or "retriever"
-            self._start(run_id, parent_run_id, name, "retriever", {"query": query}, tags, metadata)
-
-        def on_retriever_end(self, documents: Any, *, run_id: UUID, **kwargs: Any) -> None:
-            self._end(run_id, {"documents": _step_json(documents)})
-
-        def on_retriever_error(self, error: BaseException, *, run_id: UUID,
-                               **kwargs: Any) -> None:
-            self._end(run_id, error=error)
-
-    return AssayCallbackHandler
-
-
-_last_tools: tuple[Any, Any] = (None, None)  # (a model's bound tools, their plain form)
-
-
-def _tools_json(tools: Any) -> Any:
-    """The tools bound to a model call as plain data: the same list object at every call of a
-    bound model (``bind_tools``), so converted once while it stays the one in use."""
-    global _last_tools
-    held, plain = _last_tools
-    if held is not tools:
-        plain = _step_json(tools)
-        _last_tools = (tools, plain)
-    return plain
-
-
-def _serialized_name(serialized: Mapping[str, Any] | None) -> str | None:
-    if not serialized:
-        return None
-    name = serialized.get("name")
-    if name:
-        return str(name)
-    ident = serialized.get("id")
-    return str(ident[-1]) if isinstance(ident, list) and ident else None
-
-
-def _later(value: Any) -> Any:
-    """A chain step's value for its run, stored as ``_step_json`` makes it (messages as
-    chat-message dicts, as the llm runs and the example's outputs have them) but converted on
-    the writer's thread (``_json.Deferred``), not the agent's: a graph's state passes through
-    every node and chain of a step, and converting it there was over a third of the
-    instructions the handler added to the agent's thread (bench/README, stop 41). Scalars are
-    kept as they are; a container is copied now, one level deep (a list the graph appends to
-    after the step, or a dict it sets a key in, is recorded as it was), its items (messages,
-    ``Send``s, models) taken as they are: LangChain and LangGraph make new messages rather
-    than change them, the one exception being an agent's name set on its answer, which then
-    also shows in the steps that returned that answer before."""
-    cls = value.__class__
-    if cls in _SCALAR_TYPES:
-        return value
-    if cls is list or cls is dict:
-        value = value.copy()
-    return Deferred(value, _step_json)
-
-
-def _chain_io(value: Any, key: str) -> Any:
-    """A chain's inputs or outputs (see ``_later``): a state dict as its keys, anything else
-    under ``key`` (``input``, ``output``). A state dict is one ``Deferred`` of a copy of it
-    whose list and dict values are copied too (one object per step, not one per key: the
-    handler's own instructions on the agent's thread, bench/README stop 42)."""
-    if value.__class__ is dict:
-        return Deferred({k: (v.copy() if v.__class__ is list or v.__class__ is dict else v)
-                         for k, v in value.items()}, _step_json)
-    if isinstance(value, Mapping):
-        plain: dict[str, Any] = _step_json(value)  # a Mapping gives a dict
-        return plain
-    return {key: _later(value)}
-
-
-def _record_llm_result(run: RunTree, response: Any) -> None:
-    """Outputs, model and token usage of an llm run from LangChain's ``LLMResult``."""
-    generations = getattr(response, "generations", None) or []
-    flat = [g for gs in generations for g in gs]
-    messages, texts, usage, model = [], [], None, None
-    for g in flat:
-        message = getattr(g, "message", None)
-        if message is not None:
-            messages.append(_message_json(message))
-            fields = getattr(message, "__dict__", None) or {}  # (see message_dict)
-            usage = usage or fields.get("usage_metadata")
-            meta = fields.get("response_metadata") or {}
-            model = model or meta.get("model_name") or meta.get("model")
-        else:
-            texts.append(getattr(g, "text", ""))
-    llm_output = getattr(response, "llm_output", None) or {}
-    model = model or llm_output.get("model_name") or llm_output.get("model")
-    run.outputs = {"messages": messages} if messages else {"output": texts[0] if len(
-        texts) == 1 else texts}
-    if usage is None:
-        raw = llm_output.get("token_usage") or llm_output.get("usage") or {}
-        if raw:
-            usage = {"input_tokens": raw.get("prompt_tokens", raw.get("input_tokens")),
-                     "output_tokens": raw.get("completion_tokens", raw.get("output_tokens")),
-                     "total_tokens": raw.get("total_tokens")}
-    if usage:
-        details_in = {k: v for k, v in (usage.get("input_token_details") or {}).items() if v}
-        details_out = {k: v for k, v in (usage.get("output_token_details") or {}).items() if v}
-        run.set_usage(usage.get("input_tokens"), usage.get("output_tokens"),
-                      usage.get("total_tokens"), model=model,
-                      input_token_details=details_in or None,
-                      output_token_details=details_out or None)
-    elif model:
-        run.metadata["ls_model_name"] = model
-
-
-_MAX_OPEN = 100_000  # open steps remembered; past it the oldest half is dropped
-
-
-def _forget_oldest(runs: dict[Any, Any]) -> None:
-    for key in list(runs)[: len(runs) // 2]:
-        runs.pop(key, None)
-
-
+# -- capture (the handler: _lc_capture.py) ------------------------------------------------------
 class _HandlerWhileTraced:
     """What ``register_configure_hook`` reads like a context variable: the handler while an
     assay run is current and framework tracing is on, else None (LangChain then adds nothing)."""
@@ -556,7 +269,13 @@ class _HandlerWhileTraced:
 
 
 # the process's one ``AssayCallbackHandler`` (made on first use)
-handler: Callable[[], Any] = once(lambda: _make_handler_class()())
+def _make_handler() -> Any:
+    from ._lc_capture import make_handler
+
+    return make_handler()
+
+
+handler: Callable[[], Any] = once(_make_handler)
 
 
 def instrument() -> None:

@@ -138,10 +138,19 @@ def set_framework_tracing(enabled: bool | None) -> None:
     _override = enabled
 
 
+# ``os.environ``'s own dict and its key for the switch: ``os.environ.get`` is four Python calls
+# (and a KeyError when unset), and LangChain asks the switch at every runnable it configures
+_ENV_DATA: Any = getattr(os.environ, "_data", None)
+_ENV_KEY: Any = os.environ.encodekey(ENV_SWITCH) if _ENV_DATA is not None else None
+
+
 def framework_tracing_enabled() -> bool:
     """False when ``set_framework_tracing(False)`` or ``ASSAY_FRAMEWORK_TRACING`` is false."""
     if _override is not None:
         return _override
+    if _ENV_DATA is not None and os.environ.__class__ is os._Environ:
+        if _ENV_DATA.get(_ENV_KEY) is None:  # unset: the usual case
+            return True
     raw = os.environ.get(ENV_SWITCH)
     return raw is None or raw.strip().lower() not in _FALSE
 

@@ -33,6 +33,8 @@ from .._json import settled
 from .._time import to_micros
 from ..errors import InvalidInputError
 from ..schemas import RUN_TYPES, Run
+from ._pending import SETTLERS
+from ._pending import settle as _settle_pending
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -545,6 +547,8 @@ class RunTree:
         """The run (and its finished descendants) as the shared ``assay.schemas.Run`` record."""
         from .._usage import derive_usage
 
+        if SETTLERS:  # runs an integration recorded under this one but has not built yet
+            _settle_pending(True)
         data = self._wire(final=True)
         for key in ("inputs", "outputs"):  # an integration's values converted on write
             if key in data:

@@ -51,6 +51,8 @@ import weakref
 from typing import Any
 
 from .._gc import relaxed_gc
+from ._pending import SETTLERS
+from ._pending import settle as _settle_pending
 from ._run_tree import RunTree, rows, take
 from ._untangle import untangle
 
@@ -219,7 +221,9 @@ class RunWriter:
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every run queued before this call is stored (journaled: every read
         sees it); False on timeout. Every client of the store shares this writer, so this
-        covers the runs they all traced."""
+        covers the runs they all traced (and the runs integrations have pending, built first)."""
+        if SETTLERS:  # (on the writer's thread: never waiting for a thread that waits on it)
+            _settle_pending(not self._on_writer_thread())
         if not self._q and not self._running:
             return True
         if self._on_writer_thread():
@@ -280,6 +284,8 @@ class RunWriter:
         while True:
             woke = self._wake.wait(self.interval)
             self._wake.clear()
+            if SETTLERS:  # integrations' pending runs built on this thread, off the agent's
+                _settle_pending(False)
             q = self._q
             if q:
                 idle = 0.0
@@ -319,6 +325,8 @@ class RunWriter:
         the event loop for the interpreter at the moment it was busiest."""
         if self._holds:
             self._wait_holds()
+        if SETTLERS:  # stored with this batch (a trace's root after its steps)
+            _settle_pending(False)
         q = self._q
         local = self._journal() is not None  # the local store: finished runs as rows
         todo = len(q)

@@ -1,0 +1,391 @@
+"""LangChain's callbacks -> assay runs: logged on the agent's thread, built off it.
+
+LangChain calls the handler ~30 times for one ReAct answer of three steps (every graph node,
+channel write and model call starts and ends), each call inline on the agent's thread. Making
+the run there (its ``RunTree``, the metadata and tags kept, the state's containers wrapped, the
+end queued to the writer) cost the agent more than LangChain's own callback machinery does
+(``bench/frameworks_instructions.py --only langgraph``: the agent thread +6.6% over tracing
+off, of it +3.2% over LangChain with a no-op handler; logged, +4.4% and +1.2%). So each
+callback appends one tuple to a log (``_log``: the event, the clock, the assay run current
+then, the values as they were: a chain's state copied one level, as ``_snapshot`` says), and
+the runs are built from the log later, in order, by ``_settle``: on the writer's thread at its
+next tick (every 20 ms) or batch, or by whoever reads or stores them first
+(``RunTree.to_run``, ``flush()``: see ``tracing/_pending.py``). Built runs are the same as
+when they were made inline: the start, end and first-token times are the events'.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+from uuid import UUID
+
+from .._json import Deferred
+from ..errors import require
+from ..tracing._pending import register
+from ..tracing._run_tree import RunTree, fast_child
+from ._langchain import _SCALAR_TYPES, _is_message, _message_json, _step_json, _text
+from ._registry import framework_parent
+
+__all__ = ["make_handler"]
+
+log = logging.getLogger("assay.integrations")
+
+_HIDDEN = "langsmith:hidden"
+# what a run keeps of LangChain's metadata: the model's identity (priced by the store) and
+# LangGraph's node and step
+_KEPT_METADATA = ("ls_provider", "ls_model_name", "ls_model_type", "ls_temperature",
+                  "ls_max_tokens", "langgraph_node", "langgraph_step")
+_MAX_OPEN = 100_000  # open steps remembered; past it the oldest half is dropped
+_KICK = 4096  # events logged past which a start makes sure a writer is running to build them
+# event kinds (the first item of a logged tuple)
+_CHAIN, _CHAT, _LLM, _TOOL, _RETRIEVER, _END, _TOKEN = range(7)
+_time_ns = time.time_ns
+
+
+def _snapshot(value: Any) -> Any:
+    """A chain step's inputs or outputs as they are now (converted later, on the writer's
+    thread: ``_chain_value``): a container copied one level deep (a list the graph appends to
+    after the step, or a dict it sets a key in, is recorded as it was; a state dict's list and
+    dict values copied too), its items (messages, ``Send``s, models) taken as they are:
+    LangChain and LangGraph make new messages rather than change them, the one exception being
+    an agent's name set on its answer, which then also shows in the steps that returned that
+    answer before. Another kind of mapping is converted now."""
+    cls = value.__class__
+    if cls is dict:
+        out = value.copy()
+        for key, item in value.items():  # (a loop: a comprehension is a function call too)
+            if item.__class__ is list or item.__class__ is dict:
+                out[key] = item.copy()
+        return out
+    if cls is list:
+        return value.copy()
+    if cls in _SCALAR_TYPES or not isinstance(value, Mapping):
+        return value
+    return _step_json(value)  # a Mapping gives a dict
+
+
+def _chain_value(value: Any, key: str) -> Any:
+    """A chain's inputs or outputs from its ``_snapshot``: a dict as one ``Deferred`` (its keys
+    the run's keys), anything else under ``key`` (``input``, ``output``). ``RunTree.to_run``,
+    which evaluators read in process, gives the conversion (``_json.settled``)."""
+    cls = value.__class__
+    if cls is dict:
+        return Deferred(value, _step_json)
+    return {key: value if cls in _SCALAR_TYPES else Deferred(value, _step_json)}
+
+
+_last_tools: tuple[Any, Any] = (None, None)  # (a model's bound tools, their plain form)
+
+
+def _tools_json(tools: Any) -> Any:
+    """The tools bound to a model call as plain data: the same list object at every call of a
+    bound model (``bind_tools``), so converted once while it stays the one in use."""
+    global _last_tools
+    held, plain = _last_tools
+    if held is not tools:
+        plain = _step_json(tools)
+        _last_tools = (tools, plain)
+    return plain
+
+
+def _serialized_name(serialized: Mapping[str, Any] | None) -> str | None:
+    if not serialized:
+        return None
+    name = serialized.get("name")
+    if name:
+        return str(name)
+    ident = serialized.get("id")
+    return str(ident[-1]) if isinstance(ident, list) and ident else None
+
+
+def _record_llm_result(run: RunTree, response: Any) -> None:
+    """Outputs, model and token usage of an llm run from LangChain's ``LLMResult``."""
+    generations = getattr(response, "generations", None) or []
+    flat = [g for gs in generations for g in gs]
+    messages, texts, usage, model = [], [], None, None
+    for g in flat:
+        message = getattr(g, "message", None)
+        if message is not None:
+            messages.append(_message_json(message))
+            fields = getattr(message, "__dict__", None) or {}  # (see message_dict)
+            usage = usage or fields.get("usage_metadata")
+            meta = fields.get("response_metadata") or {}
+            model = model or meta.get("model_name") or meta.get("model")
+        else:
+            texts.append(getattr(g, "text", ""))
+    llm_output = getattr(response, "llm_output", None) or {}
+    model = model or llm_output.get("model_name") or llm_output.get("model")
+    run.outputs = {"messages": messages} if messages else {"output": texts[0] if len(
+        texts) == 1 else texts}
+    if usage is None:
+        raw = llm_output.get("token_usage") or llm_output.get("usage") or {}
+        if raw:
+            usage = {"input_tokens": raw.get("prompt_tokens", raw.get("input_tokens")),
+                     "output_tokens": raw.get("completion_tokens", raw.get("output_tokens")),
+                     "total_tokens": raw.get("total_tokens")}
+    if usage:
+        details_in = {k: v for k, v in (usage.get("input_token_details") or {}).items() if v}
+        details_out = {k: v for k, v in (usage.get("output_token_details") or {}).items() if v}
+        run.set_usage(usage.get("input_tokens"), usage.get("output_tokens"),
+                      usage.get("total_tokens"), model=model,
+                      input_token_details=details_in or None,
+                      output_token_details=details_out or None)
+    elif model:
+        run.metadata["ls_model_name"] = model
+
+
+def _forget_oldest(runs: dict[Any, Any]) -> None:
+    for key in list(runs)[: len(runs) // 2]:
+        runs.pop(key, None)
+
+
+def make_handler() -> Any:
+    """The process's handler (a ``BaseCallbackHandler``: its class made on first use)."""
+    require("langchain_core.callbacks", "langgraph", "LangChain tracing")
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    class AssayCallbackHandler(_Capture, BaseCallbackHandler):
+        """LangChain steps -> assay runs under the current assay run (see the module
+        docstrings of ``_langchain`` and ``_lc_capture``)."""
+
+        run_inline = True  # called in the step's own context, in order (no executor hop)
+        raise_error = False
+
+        def __init__(self) -> None:
+            BaseCallbackHandler.__init__(self)
+            _Capture.__init__(self)
+
+    return AssayCallbackHandler()
+
+
+class _Capture:
+    """The callbacks (agent's thread: one tuple logged each) and the runs built from them."""
+
+    def __init__(self) -> None:
+        self._log: collections.deque[tuple[Any, ...]] = collections.deque()
+        # built side, under _lock: LangChain run id -> (assay run, whether it is ours to end);
+        # hidden steps map to the run their children should join
+        self._runs: dict[UUID, tuple[RunTree, bool]] = {}
+        self._lock = threading.Lock()
+        self._last_token: Any = None  # the run of the last first-token event logged
+        register(self._settle)
+        os.register_at_fork(after_in_child=self._log.clear)
+
+    # -- the agent's thread: one tuple per callback ---------------------------------------------
+    def _logged(self, event: tuple[Any, ...], parent: RunTree | None) -> None:
+        log = self._log
+        log.append(event)
+        if len(log) > _KICK and parent is not None:  # nothing may have woken a writer
+            try:
+                parent._get_writer()._ensure_running()
+            except Exception:  # (a run without an assay client: built by its reader)
+                pass
+
+    def on_chain_start(self, serialized: dict[str, Any] | None, inputs: Any, *, run_id: UUID,
+                       parent_run_id: UUID | None = None, tags: list[str] | None = None,
+                       metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        parent = framework_parent()
+        self._logged((_CHAIN, run_id, parent_run_id, parent, _time_ns(), tags, metadata,
+                      kwargs.get("name"), serialized, _snapshot(inputs)), parent)
+
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self._log.append((_END, run_id, _time_ns(), _CHAIN, _snapshot(outputs), None))
+
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._log.append((_END, run_id, _time_ns(), _CHAIN, None, error))
+
+    def on_chat_model_start(self, serialized: dict[str, Any] | None, messages: list[list[Any]],
+                            *, run_id: UUID, parent_run_id: UUID | None = None,
+                            tags: list[str] | None = None,
+                            metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        parent = framework_parent()
+        self._logged((_CHAT, run_id, parent_run_id, parent, _time_ns(), tags, metadata,
+                      kwargs, serialized, [list(ms) for ms in messages]), parent)
+
+    def on_llm_start(self, serialized: dict[str, Any] | None, prompts: list[str], *,
+                     run_id: UUID, parent_run_id: UUID | None = None,
+                     tags: list[str] | None = None, metadata: dict[str, Any] | None = None,
+                     **kwargs: Any) -> None:
+        parent = framework_parent()
+        self._logged((_LLM, run_id, parent_run_id, parent, _time_ns(), tags, metadata, kwargs,
+                      serialized, list(prompts)), parent)
+
+    def on_llm_new_token(self, token: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        if self._last_token is not run_id:  # the first of a run's tokens in a row
+            self._last_token = run_id
+            self._log.append((_TOKEN, run_id, _time_ns()))
+
+    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self._log.append((_END, run_id, _time_ns(), _LLM, response, None))
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._log.append((_END, run_id, _time_ns(), _LLM, None, error))
+
+    def on_tool_start(self, serialized: dict[str, Any] | None, input_str: str, *,
+                      run_id: UUID, parent_run_id: UUID | None = None,
+                      tags: list[str] | None = None, metadata: dict[str, Any] | None = None,
+                      inputs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        parent = framework_parent()
+        args = _snapshot(inputs) if isinstance(inputs, Mapping) else None
+        self._logged((_TOOL, run_id, parent_run_id, parent, _time_ns(), tags, metadata, kwargs,
+                      serialized, (input_str, args)), parent)
+
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self._log.append((_END, run_id, _time_ns(), _TOOL, output, None))
+
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._log.append((_END, run_id, _time_ns(), _TOOL, None, error))
+
+    def on_retriever_start(self, serialized: dict[str, Any] | None, query: str, *,
+                           run_id: UUID, parent_run_id: UUID | None = None,
+                           tags: list[str] | None = None,
+                           metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        parent = framework_parent()
+        self._logged((_RETRIEVER, run_id, parent_run_id, parent, _time_ns(), tags, metadata,
+                      kwargs, serialized, query), parent)
+
+    def on_retriever_end(self, documents: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self._log.append((_END, run_id, _time_ns(), _RETRIEVER, _step_json(documents), None))
+
+    def on_retriever_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._log.append((_END, run_id, _time_ns(), _RETRIEVER, None, error))
+
+    # -- building the runs (whichever thread settles) -------------------------------------------
+    def _settle(self, wait: bool = True) -> None:
+        """Build the runs of every event logged so far, in order (see ``tracing/_pending``)."""
+        events = self._log
+        if not events or not self._lock.acquire(wait):
+            return
+        try:
+            while events:
+                try:
+                    event = events.popleft()
+                except IndexError:  # (taken by a forked child's clear)
+                    break
+                try:
+                    if event[0] == _END:
+                        self._end_event(*event[1:])
+                    elif event[0] == _TOKEN:
+                        run = self._own(event[1])
+                        if run is not None and not run._events:
+                            run._mark_first_token(event[2] // 1000)
+                    else:
+                        self._start_event(*event)
+                except Exception:  # one bad step must not lose the others (nor the writer)
+                    log.warning("assay: a LangChain step could not be recorded", exc_info=True)
+        finally:
+            self._lock.release()
+
+    def _own(self, run_id: UUID) -> RunTree | None:
+        entry = self._runs.get(run_id)
+        return entry[0] if entry is not None and entry[1] else None
+
+    def _start(self, run_id: UUID, parent_run_id: UUID | None, current: RunTree | None,
+               start_ns: int, name: str, run_type: str, inputs: Any, tags: list[str] | None,
+               metadata: dict[str, Any] | None) -> RunTree | None:
+        parent = None
+        if parent_run_id is not None:
+            entry = self._runs.get(parent_run_id)
+            if entry is not None:
+                parent = entry[0]
+        if parent is None:
+            parent = current  # the assay run current when the step started
+            if parent is None:
+                return None
+        if tags and _HIDDEN in tags:
+            self._runs[run_id] = (parent, False)
+            return None
+        run = fast_child(parent, name, run_type, inputs)
+        run._start_us = start_ns // 1000
+        if len(self._runs) >= _MAX_OPEN:  # steps whose end never came (cancelled tasks)
+            _forget_oldest(self._runs)
+        if metadata:
+            meta = {k: v for k in _KEPT_METADATA if (v := metadata.get(k)) is not None}
+            if meta:
+                run._meta = meta  # a new run: no metadata of its own yet
+        if tags:
+            user_tags = [t for t in tags if not t.startswith(("seq:", "graph:"))]
+            if user_tags:
+                run.tags = user_tags
+        self._runs[run_id] = (run, True)
+        return run
+
+    def _start_event(self, kind: int, run_id: UUID, parent_run_id: UUID | None,
+                     current: RunTree | None, start_ns: int, tags: list[str] | None,
+                     metadata: dict[str, Any] | None, extra: Any, serialized: Any,
+                     value: Any) -> None:
+        if kind == _CHAIN:
+            name = extra or _serialized_name(serialized) or "chain"
+            self._start(run_id, parent_run_id, current, start_ns, name, "chain",
+                        _chain_value(value, "input"), tags, metadata)
+            return
+        name = extra.get("name") or _serialized_name(serialized)
+        if kind == _TOOL:
+            input_str, args = value
+            run = self._start(run_id, parent_run_id, current, start_ns, name or "tool", "tool",
+                              _step_json(args) if args is not None else {"input": input_str},
+                              tags, metadata)
+            if run is not None and extra.get("tool_call_id"):
+                run.metadata["tool_call_id"] = extra["tool_call_id"]
+        elif kind == _RETRIEVER:
+            self._start(run_id, parent_run_id, current, start_ns, name or "retriever",
+                        "retriever", {"query": value}, tags, metadata)
+        else:
+            self._llm_start(kind, run_id, parent_run_id, current, start_ns, name, tags,
+                            metadata, extra, value)
+
+    def _llm_start(self, kind: int, run_id: UUID, parent_run_id: UUID | None,
+                   current: RunTree | None, start_ns: int, name: str | None,
+                   tags: list[str] | None, metadata: dict[str, Any] | None,
+                   kwargs: dict[str, Any], value: Any) -> None:
+        inputs: dict[str, Any]
+        if kind == _CHAT:
+            batch = [[_message_json(m) if _is_message(m) else _step_json(m) for m in ms]
+                     for ms in value]
+            inputs = {"messages": batch[0] if len(batch) == 1 else batch}
+        else:
+            inputs = {"prompts": value}
+        params = kwargs.get("invocation_params") or {}
+        if params.get("tools"):
+            inputs["tools"] = _tools_json(params["tools"])
+        run = self._start(run_id, parent_run_id, current, start_ns, name or "llm", "llm",
+                          inputs, tags, metadata)
+        if run is not None:
+            model = (metadata or {}).get("ls_model_name") or params.get("model") \
+                or params.get("model_name")
+            if model:
+                run.metadata["ls_model_name"] = model
+            invocation = {k: v for k, v in params.items()
+                          if k in ("temperature", "max_tokens", "stream", "top_p")}
+            if invocation:
+                run.metadata["invocation_params"] = invocation
+
+    def _end_event(self, run_id: UUID, end_ns: int, kind: int, value: Any,
+                   error: BaseException | None) -> None:
+        entry = self._runs.pop(run_id, None)
+        if entry is None or not entry[1]:
+            return
+        run = entry[0]
+        run._end_us = end_ns // 1000
+        if error is not None:
+            run.end(error=error)
+        elif kind == _CHAIN:
+            run.outputs = _chain_value(value, "output")
+        elif kind == _LLM:
+            _record_llm_result(run, value)
+        elif kind == _TOOL:
+            if _is_message(value):  # a ToolMessage: its content is the result
+                if getattr(value, "status", None) == "error":
+                    run.error = f"ToolError: {_text(value.content)}"
+                run.outputs = {"output": _step_json(value.content)}
+            else:
+                run.outputs = {"output": _step_json(value)}
+        else:
+            run.outputs = {"documents": value}
+        run.patch()
