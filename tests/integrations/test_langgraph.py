@@ -426,6 +426,29 @@ def test_the_switch_is_read_from_the_environment_at_each_step(
         assert framework_parent() is root
 
 
+def test_a_steps_copy_is_the_same_in_c_and_in_python() -> None:
+    """``_speedups.snapshot`` (the chain callbacks' copy of a state) and its Python twin: the
+    same copies, one level below the state too, and other values passed through as they are."""
+    from assay.integrations._lc_capture import _copy_py
+    from assay.tracing._run_tree import SPEEDUPS
+
+    if SPEEDUPS is None:
+        pytest.skip("the C extension is not built")
+    messages: list[Any] = ["m1"]
+    inner = {"k": [1]}
+    state = {"messages": messages, "notes": inner, "step": 1, "t": ("a",), 2: [3]}
+    for copy in (SPEEDUPS.snapshot, _copy_py):
+        out = copy(state)
+        assert out == state and out is not state
+        assert out["messages"] is not messages and out["notes"] is not inner
+        assert out["t"] is state["t"] and out[2] is not state[2]
+        assert out["notes"]["k"] is inner["k"]  # one level: the items themselves are shared
+        listed = copy(messages)
+        assert listed == messages and listed is not messages
+        for same in ("text", 1, None, ("a",), inner.items()):
+            assert copy(same) is same
+
+
 def test_a_ray_workers_batch_takes_the_logged_steps() -> None:
     """A Ray worker's writer only collects: what it hands back (``take``) includes the steps
     still logged, built first (nothing else builds them there when no evaluator reads the

@@ -170,9 +170,14 @@ def framework_parent() -> RunTree | None:
 
         _run_var = var
     run = var.get()
-    if run is None or not framework_tracing_enabled():
+    if run is None:
         return None
-    return run
+    # the switch as ``framework_tracing_enabled`` reads it, its usual case inline (this runs at
+    # every step of every framework, and at every runnable LangChain configures)
+    if _override is None and _ENV_DATA is not None and _ENV_DATA.get(_ENV_KEY) is None \
+            and os.environ.__class__ is os._Environ:
+        return run
+    return run if framework_tracing_enabled() else None
 
 
 # -- shared by the adapters --------------------------------------------------------------------

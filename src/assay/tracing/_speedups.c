@@ -425,6 +425,39 @@ static PyObject *close_run(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return end_run(args[0], args[1]);
 }
 
+/* A framework step's value as it is now (integrations/_lc_capture.py's _snapshot, whose
+ * callbacks copy a LangGraph state at every step): a dict copied with its list and dict values
+ * copied too, a list copied; anything else returned as it is (the caller sees it is the same
+ * object and handles it). Nothing here runs Python code for dicts with str keys. */
+static PyObject *snapshot(PyObject *self, PyObject *value) {
+    if (PyList_CheckExact(value))
+        return PyList_GetSlice(value, 0, PyList_GET_SIZE(value));
+    if (!PyDict_CheckExact(value))
+        return Py_NewRef(value);
+    PyObject *out = PyDict_Copy(value);
+    if (out == NULL)
+        return NULL;
+    Py_ssize_t pos = 0;
+    PyObject *key, *item;
+    while (PyDict_Next(out, &pos, &key, &item)) {
+        PyObject *copy;
+        if (PyList_CheckExact(item))
+            copy = PyList_GetSlice(item, 0, PyList_GET_SIZE(item));
+        else if (PyDict_CheckExact(item))
+            copy = PyDict_Copy(item);
+        else
+            continue;
+        /* replacing the value of a key it has does not resize ``out``: PyDict_Next goes on */
+        if (copy == NULL || PyDict_SetItem(out, key, copy) < 0) {
+            Py_XDECREF(copy);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(copy);
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"bind", (PyCFunction)(void (*)(void))bind, METH_FASTCALL,
      "bind(RunTree, row_slot_names): resolve the slot offsets (once, after the class is made)."},
@@ -444,6 +477,9 @@ static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL,
      "configure(_Config, run_var, cfg_var, env_enabled, env_project, fail, QUEUED): what a "
      "Call reads (see _call.c)."},
+    {"snapshot", snapshot, METH_O,
+     "snapshot(value): a dict copied with its list and dict values, a list copied, anything "
+     "else as it is (see _lc_capture._snapshot)."},
     {NULL, NULL, 0, NULL},
 };
 
