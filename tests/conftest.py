@@ -94,3 +94,16 @@ def client(store: Store):  # type: ignore[no-untyped-def]
     from assay.client import Client
 
     return Client(store=store)
+
+
+@pytest.fixture(autouse=True)
+def _no_folder_of_an_earlier_test() -> None:
+    """Each test starts with no background folder running in this process. A store an earlier
+    test left open keeps its folder for a while, and that folder folds every workspace of its
+    database: on PostgreSQL (one database per test process) it folded the journal entries of
+    the next test, which tests of the journal's internals count on as their own (a drop counted
+    in another engine's journal, a backlog already folded: seen under load)."""
+    from assay.store import _background
+
+    for engine in list(_background._running):
+        _background.stop(engine)
