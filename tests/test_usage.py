@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from genai_prices import Usage, calc_price
 
-from assay._usage import derive_usage, first_token_time, usage_of
+from assay._time import to_micros
+from assay._usage import derive_usage, derive_usage_us, first_token_time, usage_of
 
 
 def _calc(inp: int, out: int, cached: int = 0, model: str = "gpt-4o-mini") -> tuple[float, float]:
@@ -144,3 +145,27 @@ def test_usage_of_returns_a_copy() -> None:
     found["input_tokens"] = 1000
     assert run["extra"]["metadata"]["usage_metadata"]["input_tokens"] == 3
     assert derive_usage(run)["prompt_tokens"] == 3
+
+
+def test_the_folds_first_token_microseconds_are_the_time_parsed_once() -> None:
+    """``derive_usage_us`` gives the fold ``derive_usage`` and the first token's time as epoch
+    microseconds, parsed once: the same number ``to_micros`` makes of the time as sent."""
+    import datetime as dt
+
+    times: list[object] = ["2026-01-01T00:00:01Z", "2026-01-01T00:00:01.250000+02:00", 2.5, 0,
+                           1_700_000_000, "1970-01-01T00:00:00Z", None, "not a time",
+                           dt.datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=dt.UTC),
+                           dt.datetime(2026, 3, 4, 5, 6, 7)]
+    runs = [{**_llm({"input_tokens": 2, "output_tokens": 1}),
+             "events": [{"name": "new_token", "time": a}, {"name": "new_token", "time": b}]}
+            for a in times for b in times[:4]]
+    runs += [_llm({"input_tokens": 2, "output_tokens": 1}), {"run_type": "chain"},
+             {"run_type": "chain", "events": [{"name": "new_token", "time": 0.5}]}]
+    seen = set()
+    for run in runs:
+        got, first_us = derive_usage_us(run)
+        assert got == derive_usage(run)
+        first = got["first_token_time"]
+        assert first_us == (None if first is None else to_micros(first))
+        seen.add(first_us is None)
+    assert seen == {True, False}

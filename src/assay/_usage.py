@@ -17,7 +17,7 @@ from typing import Any, TypeGuard
 from . import _prices
 from ._time import checked_micros
 
-__all__ = ["usage_of", "first_token_time", "price", "derive_usage"]
+__all__ = ["usage_of", "first_token_time", "price", "derive_usage", "derive_usage_us"]
 
 
 def _is_map(value: Any) -> TypeGuard[Mapping[str, Any]]:
@@ -103,8 +103,13 @@ def _usage_map(run: Mapping[str, Any]) -> Mapping[str, Any] | None:
 def first_token_time(events: Any) -> Any:
     """Time of the first ``new_token`` event, as sent (ISO string, epoch or datetime); None
     when there is none or one of them is not a time."""
+    return _first_token(events)[0]
+
+
+def _first_token(events: Any) -> tuple[Any, int | None]:
+    """``first_token_time`` and its epoch microseconds, parsed once (the fold stores both)."""
     if not isinstance(events, list):
-        return None
+        return None, None
     first, first_us = None, 0
     for e in events:  # one pass, no key function: a streamed llm run has one such event
         if _is_map(e) and e.get("name") == "new_token":
@@ -114,10 +119,10 @@ def first_token_time(events: Any) -> Any:
             try:
                 us = checked_micros(t) or 0
             except (TypeError, ValueError):
-                return None
+                return None, None
             if first is None or us < first_us:
                 first, first_us = t, us
-    return first
+    return (first, first_us) if first is not None else (None, None)
 
 
 _PROVIDER_ALIASES = {"azure_openai": "azure", "google_genai": "google", "google_vertexai": "google",
@@ -139,12 +144,9 @@ _NONE = {"prompt_tokens": None, "completion_tokens": None, "total_tokens": None,
          "prompt_cost": None, "completion_cost": None, "total_cost": None,
          "first_token_time": None}
 _ABSENT = object()
+_EMPTY: Mapping[str, Any] = {}  # read, never written
 
 
-def _either(get: Any, key: str, fallback: str) -> Any:
-    """``key``'s value when the key is there (even None), else ``fallback``'s."""
-    value = get(key, _ABSENT)
-    return get(fallback) if value is _ABSENT else value
 _EXPLICIT = ("prompt_tokens", "completion_tokens", "total_tokens", "prompt_cost",
              "completion_cost", "total_cost")
 
@@ -176,8 +178,14 @@ def _has_no_usage(run: Mapping[str, Any]) -> bool:
 
 def derive_usage(run: Mapping[str, Any]) -> dict[str, Any]:
     """Tokens, costs and first-token time to store beside a run (missing values are None)."""
+    return derive_usage_us(run)[0]
+
+
+def derive_usage_us(run: Mapping[str, Any]) -> tuple[dict[str, Any], int | None]:
+    """``derive_usage``, and the first token's time in epoch microseconds (the fold's column:
+    the time parsed once, not again from the value as sent)."""
     if _has_no_usage(run):
-        return dict(_NONE)
+        return dict(_NONE), None
     get = run.get
     events = get("events")
     # LangSmith's explicit top-level counts and costs win; runs rarely carry them (the fold's
@@ -194,32 +202,44 @@ def derive_usage(run: Mapping[str, Any]) -> dict[str, Any]:
     usage = _usage_map(run)
     if usage:
         uget = usage.get
+        # (each value's usual case inline: this runs for every llm run a fold stores)
         if p is None:
-            p = _int(_either(uget, "input_tokens", "prompt_tokens"))
+            v = uget("input_tokens", _ABSENT)
+            if v is _ABSENT:
+                v = uget("prompt_tokens")
+            p = v if v.__class__ is int and 0 <= v < _MAX_COUNT else _int(v)
         if c is None:
-            c = _int(_either(uget, "output_tokens", "completion_tokens"))
+            v = uget("output_tokens", _ABSENT)
+            if v is _ABSENT:
+                v = uget("completion_tokens")
+            c = v if v.__class__ is int and 0 <= v < _MAX_COUNT else _int(v)
         if total is None:
-            total = _int(uget("total_tokens"))
-        if prompt_cost is None:
-            prompt_cost = _cost(uget("input_cost"))
-        if completion_cost is None:
-            completion_cost = _cost(uget("output_cost"))
-        if total_cost is None:
-            total_cost = _cost(uget("total_cost"))
+            v = uget("total_tokens")
+            total = v if v.__class__ is int and 0 <= v < _MAX_COUNT else _int(v)
+        if prompt_cost is None and (v := uget("input_cost")) is not None:
+            prompt_cost = _cost(v)
+        if completion_cost is None and (v := uget("output_cost")) is not None:
+            completion_cost = _cost(v)
+        if total_cost is None and (v := uget("total_cost")) is not None:
+            total_cost = _cost(v)
     if total is None and (p is not None or c is not None):
         total = _int((p or 0) + (c or 0))
     if (prompt_cost is None and completion_cost is None and total_cost is None
             and (p or c) and get("run_type") == "llm"):
         extra = get("extra")
-        meta = extra.get("metadata") if _is_map(extra) else None
-        meta = meta if _is_map(meta) else {}
-        invocation = extra.get("invocation_params") if _is_map(extra) else None
-        invocation = invocation if _is_map(invocation) else {}
+        meta = invocation = None
+        if extra.__class__ is dict or _is_map(extra):
+            meta = extra.get("metadata")
+            invocation = extra.get("invocation_params")
+        if not (meta.__class__ is dict or _is_map(meta)):
+            meta = _EMPTY
+        if not (invocation.__class__ is dict or _is_map(invocation)):
+            invocation = _EMPTY
         model = (_text(meta.get("ls_model_name")) or _text(invocation.get("model"))
                  or _text(invocation.get("model_name")))
         provider = _text(meta.get("ls_provider"))
         cached = 0
-        details = (usage or {}).get("input_token_details") or {}
+        details = (usage or _EMPTY).get("input_token_details") or _EMPTY
         if _is_map(details):
             cached = _int(details.get("cache_read")) or 0
         priced = price(provider, model, p or 0, c or 0, cached)
@@ -227,9 +247,9 @@ def derive_usage(run: Mapping[str, Any]) -> dict[str, Any]:
             prompt_cost, completion_cost = priced
     if total_cost is None and (prompt_cost is not None or completion_cost is not None):
         total_cost = _cost((prompt_cost or 0.0) + (completion_cost or 0.0))
+    first, first_us = (None, None) if events is None else _first_token(events)
     return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": total,
             "prompt_cost": prompt_cost, "completion_cost": completion_cost,
-            "total_cost": total_cost,
-            "first_token_time": None if events is None else first_token_time(events)}
+            "total_cost": total_cost, "first_token_time": first}, first_us
 
 

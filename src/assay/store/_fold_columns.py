@@ -36,8 +36,7 @@ import pydantic_core
 from .. import _json
 from .._compiled import compiled
 from .._ids import _CANONICAL_UUID, all_canonical_uuids, dotted_segment_us
-from .._time import to_micros
-from .._usage import derive_usage
+from .._usage import derive_usage_us
 from ._aggregates import RunDeltas
 from ._fold_batch import insert_batch
 from ._fold_rows import (
@@ -415,11 +414,9 @@ def insert_rows(repo: RunRepo, conn: Connection, items: list[Any], patched: set[
             events_text = "[]"
             if usage:  # as _fold_rows._row derives them, from the fields derive_usage reads
                 try:
-                    got = derive_usage({"run_type": run_type, "events": events,
-                                        "outputs": found,
-                                        "extra": {**shared, **(own or {}), "metadata": meta or {}}})
-                    ft = got["first_token_time"]
-                    ft_us = None if ft is None else to_micros(ft)
+                    got, ft_us = derive_usage_us({
+                        "run_type": run_type, "events": events, "outputs": found,
+                        "extra": {**shared, **(own or {}), "metadata": meta or {}}})
                     if events:
                         events_text = jtext(events)
                 except Exception:  # noqa: BLE001 - the general path raises it by name

@@ -42,8 +42,7 @@ from .. import _json
 from .._compiled import compiled
 from .._ids import dotted_segment_us, uuid_text
 from .._json import escape_text
-from .._time import to_micros
-from .._usage import derive_usage
+from .._usage import derive_usage_us
 from ._aggregates import FeedbackDeltas, RunDeltas, adopt_pending_feedback
 from ._pg_copy import CopyRows
 from ._tables import runs
@@ -418,9 +417,7 @@ def _fill(row: list[Any], usage: Mapping[str, Any] | None, rid: str, tenant: str
 def _add_usage(row: list[Any], run: Mapping[str, Any], start: int) -> None:
     """The usage columns (``_USAGE_ORDER``) of ``run`` (the values ``derive_usage`` reads)
     onto ``row``."""
-    got = derive_usage(run)
-    ft = got["first_token_time"]
-    ft_us = to_micros(ft) if ft is not None else None
+    got, ft_us = derive_usage_us(run)
     row.extend((ft_us, ft_us - start if ft_us is not None and start else None,
                 got["prompt_tokens"], got["completion_tokens"], got["total_tokens"],
                 got["prompt_cost"], got["completion_cost"], got["total_cost"]))
