@@ -206,3 +206,29 @@ def test_a_fold_without_prepared_rows_stores_what_python_stores(
         assert st.journal.pending() == 0
         got.append(stored_runs(st, labels))
     assert len(got[0]) == len(fields) and got[0] == got[1]
+
+
+@pytest.mark.parametrize("outputs", [
+    {"content": "answer"},  # nothing about usage: left undecoded
+    {"usage_metadata": {"input_tokens": 7, "output_tokens": 3, "total_tokens": 10}},
+    {"llm_output": {"token_usage": {"prompt_tokens": 5, "completion_tokens": 2}}},
+    {"note": "the words usage_metadata and llm_output, as text"},
+    {"nested": {"usage_metadata": {"input_tokens": 1}}},  # not where derive_usage looks
+    {"usage_metadata": "not a mapping"}, {"llm_output": None},
+])
+@pytest.mark.parametrize("run_type", ["llm", "chain"])
+def test_usage_is_derived_from_the_view_as_from_the_whole_run(outputs: dict[str, Any],
+                                                               run_type: str) -> None:
+    """``_usage_view`` leaves an llm run's outputs undecoded when their text names no usage:
+    what ``derive_usage`` finds in the view is what it finds in the whole decoded run."""
+    from assay._usage import derive_usage_us
+
+    extra = {"metadata": {"ls_provider": "openai", "ls_model_name": "gpt-4o-mini",
+                          "usage_metadata": {"input_tokens": 11, "output_tokens": 4}}}
+    for ex in (extra, {"metadata": {"ls_model_name": "gpt-4o-mini"}}):
+        post = _admitted(run_type=run_type, outputs=outputs, extra=ex, events=[
+            {"name": "new_token", "time": "2026-11-29T05:30:38.2+00:00"}])
+        view = _fold_rows._usage_view(post)
+        assert derive_usage_us(view) == derive_usage_us(_fold_rows.from_text(post))
+        named = '"usage_metadata"' in post["outputs"] or '"llm_output"' in post["outputs"]
+        assert (view["outputs"] is None) is not named

@@ -301,11 +301,17 @@ def _text_row(post: Mapping[str, Any], row: list[Any], usage: bool) -> bool | No
     return usage or (events != "null" and events != "[]") or _named_usage(row)
 
 
+def _names_usage(outputs: str) -> bool:
+    """Whether a run's outputs, as text, may hold what ``derive_usage`` reads of them (the
+    stored text is orjson's, which writes a key's ASCII letters as they are)."""
+    return '"usage_metadata"' in outputs or '"llm_output"' in outputs
+
+
 def _named_usage(row: list[Any]) -> bool:
     """Whether a row's JSON text (``_text_row``'s) holds usage where ``derive_usage`` looks for
     it: decoded only where the text names it."""
     outputs, extra = row[_OUTPUTS], row[_EXTRA]
-    if '"usage_metadata"' in outputs or '"llm_output"' in outputs:
+    if _names_usage(outputs):
         found = _from_column(outputs)
         if "usage_metadata" in found or "llm_output" in found:
             return True
@@ -444,11 +450,15 @@ def _admitted_row(post: Mapping[str, Any], rid: str, tenant: str, sid: str, run_
 
 def _usage_view(post: Mapping[str, Any]) -> dict[str, Any]:
     """An admitted post with the JSON text ``derive_usage`` reads decoded (it reads no
-    inputs)."""
+    inputs, and of the outputs only their usage: an llm run's outputs, often its largest
+    column, are decoded only where their text names usage)."""
     view = dict(post)
     for key in ("outputs", "extra", "events"):
         value = view.get(key)
         if value is not None:
+            if key == "outputs" and value.__class__ is str and not _names_usage(value):
+                view[key] = None  # what derive_usage finds in it: nothing
+                continue
             view[key] = _from_column(value)
     return view
 
