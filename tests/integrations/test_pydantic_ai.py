@@ -294,3 +294,166 @@ def test_an_agent_with_its_own_instrumentation_keeps_it(model: ScriptedModelServ
     assert row["run"].outputs == {"output": "Answer: sunny in Rome"}
     names = [s.name for s in exporter.get_finished_spans()]
     assert "invoke_agent weather" in names and any(n.startswith("chat ") for n in names)
+
+
+def test_runs_assay_makes_carry_no_capability_of_assays(model: ScriptedModelServer,
+                                                        db: Client) -> None:
+    """evaluate(agent) wraps the agent's model and tools instead of giving its run a
+    capability (any run-level capability costs pydantic-ai ~5% of the agent's CPU): the run's
+    capabilities are the agent's own, and its model and tool calls are still runs."""
+    from pydantic_ai.capabilities.abstract import leaf_capabilities
+
+    agent = make_pydantic_agent(model.base_url)
+    own = [type(c) for c in leaf_capabilities(agent._root_capability)]
+    seen: list[list[type]] = []
+
+    @agent.tool
+    def get_time(ctx: RunContext[None], city: str) -> str:
+        """The time in a city."""
+        seen.append([type(c) for c in leaf_capabilities(ctx.root_capability)])
+        return f"noon in {city}"
+
+    (row,) = list(evaluate(agent, data=[{"inputs": {"question": "get_time for Lima"}}],
+                           client=db))
+    assert seen == [own]
+    (agent_run,) = _tree(db, row["run"]).child_runs or []
+    assert [(r.run_type, r.name) for r in _walk(agent_run)] == [
+        ("chain", "invoke_agent weather"), ("llm", "chat gpt-4o-mini"), ("tool", "get_time"),
+        ("llm", "chat gpt-4o-mini")]
+    assert _walk(agent_run)[2].outputs == {"output": "noon in Lima"}
+
+
+def test_a_delegate_agent_nests_under_its_tool_run(model: ScriptedModelServer,
+                                                  db: Client) -> None:
+    """A tool that runs another agent: that agent's runs hang from the tool's run (the tool run
+    is the current assay run while the tool runs)."""
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    weather = make_pydantic_agent(model.base_url)
+    planner = Agent(OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(
+        base_url=model.base_url, api_key="scripted")), name="planner")
+
+    @planner.tool_plain
+    async def ask_weather(city: str) -> str:
+        """Ask the weather agent."""
+        return (await weather.run(f"get_weather for {city}")).output
+
+    (row,) = list(evaluate(planner, data=[{"inputs": {"question": "ask_weather for Lima"}}],
+                           client=db))
+    root = _tree(db, row["run"])
+    assert root.outputs == {"output": "Answer: Answer: sunny in Lima"}
+    (agent_run,) = root.child_runs or []
+    tool = _walk(agent_run)[2]
+    assert (tool.run_type, tool.name) == ("tool", "ask_weather")
+    (inner,) = tool.child_runs or []
+    assert inner.name == "invoke_agent weather"
+    assert [r.run_type for r in _walk(inner)] == ["chain", "llm", "tool", "llm"]
+    assert tool.outputs == {"output": "Answer: sunny in Lima"}
+
+
+def test_an_agents_other_toolsets_are_traced_in_their_order(model: ScriptedModelServer,
+                                                           db: Client) -> None:
+    """Toolsets given to the agent (besides its own tools) are wrapped in their place: the
+    model is offered the tools in the same order as without assay, each call a tool run,
+    field for field as on the span path."""
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+    from pydantic_ai.toolsets import FunctionToolset
+
+    extra = FunctionToolset()
+
+    @extra.tool_plain
+    def get_time(city: str) -> str:
+        """The time in a city."""
+        return f"noon in {city}"
+
+    agent = Agent(OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(
+        base_url=model.base_url, api_key="scripted")), name="weather", toolsets=[extra])
+
+    @agent.tool_plain
+    def get_weather(city: str) -> str:
+        """The weather of a city."""
+        return f"sunny in {city}"
+
+    async def plain(inputs: dict[str, Any]) -> dict[str, Any]:
+        return {"output": (await agent.run(inputs["question"])).output}
+
+    data = [{"inputs": {"question": "get_time then get_weather for Oslo"}}]
+    shapes, offered = {}, {}
+    for path, target in (("native", agent), ("spans", plain)):
+        model.reset()
+        (row,) = list(evaluate(target, data=data, client=db))
+        root = _tree(db, row["run"])
+        shapes[path] = _shape(root)
+        offered[path] = [t["function"]["name"] for t in model.requests[0]["tools"]]
+        assert [r.name for r in _walk(root) if r.run_type == "tool"] == ["get_time",
+                                                                         "get_weather"]
+    assert offered["native"] == offered["spans"] == ["get_weather", "get_time"]
+    assert shapes["native"] == shapes["spans"]
+
+
+async def test_an_override_in_force_keeps_the_capability_path(model: ScriptedModelServer,
+                                                              db: Client) -> None:
+    """An agent run under the user's ``agent.override(model=...)`` is traced through assay's
+    capability (the wrapped model given to the run would be overridden: no llm runs)."""
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    agent = make_pydantic_agent(model.base_url)
+    other = OpenAIChatModel("gpt-4o", provider=OpenAIProvider(base_url=model.base_url,
+                                                                api_key="scripted"))
+    with agent.override(model=other):
+        results = await aevaluate(agent, data=_data(["Lima"]), client=db)
+        rows = [row async for row in results]
+    (agent_run,) = _tree(db, rows[0]["run"]).child_runs or []
+    assert [(r.run_type, r.name) for r in _walk(agent_run)] == [
+        ("chain", "invoke_agent weather"), ("llm", "chat gpt-4o"), ("tool", "get_weather"),
+        ("llm", "chat gpt-4o")]
+
+
+def test_a_streamed_run_assay_makes_has_the_span_paths_runs(model: ScriptedModelServer,
+                                                           db: Client) -> None:
+    """An agent whose runs stream (a capability of its own handling the event stream): the
+    streamed requests are llm runs as on the span path, tokens and answer included."""
+    from pydantic_ai import Agent
+    from pydantic_ai.capabilities.process_event_stream import ProcessEventStream
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    events: list[Any] = []
+
+    async def handle(ctx: RunContext[None], stream: Any) -> None:
+        async for event in stream:
+            events.append(event)
+
+    agent = Agent(OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(
+        base_url=model.base_url, api_key="scripted")), name="weather",
+        capabilities=[ProcessEventStream(handle)])
+
+    @agent.tool_plain
+    def get_weather(city: str) -> str:
+        """The weather of a city."""
+        return f"sunny in {city}"
+
+    async def plain(inputs: dict[str, Any]) -> dict[str, Any]:
+        return {"output": (await agent.run(inputs["question"])).output}
+
+    shapes = {}
+    for path, target in (("native", agent), ("spans", plain)):
+        (row,) = list(evaluate(target, data=_data(["Lima"]), client=db))
+        root = _tree(db, row["run"])
+        shapes[path] = _shape(root)
+        llms = [r for r in _walk(root) if r.run_type == "llm"]
+        assert len(llms) == 2 and all(r.prompt_tokens and r.outputs for r in llms), path
+    assert events and all(model.requests[i].get("stream") for i in range(len(model.requests)))
+    # (the span path sums a streamed call's price in another order: the last digit differs)
+    assert _costs_rounded(shapes["native"]) == _costs_rounded(shapes["spans"])
+
+
+def _costs_rounded(shape: str) -> str:
+    import re
+
+    return re.sub(r"\d\.\d+e-\d+", lambda m: f"{float(m.group()):.6g}", shape)

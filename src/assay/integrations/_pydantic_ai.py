@@ -1,8 +1,9 @@
 """pydantic-ai: an ``Agent`` evaluated as it is, its model and tool calls traced.
 
-Runs assay makes (the adapter) are traced through a run-level capability with pydantic-ai's
-instrumentation off for them (``_pydantic_ai_native``: a quarter of the cost). Everything else
-(a plain function calling an agent) goes through pydantic-ai's own OpenTelemetry
+Runs assay makes (the adapter) are traced with pydantic-ai's instrumentation off for them: the
+agent's model and tools wrapped, no capability (``_pydantic_ai_direct``); an agent that path
+cannot reproduce exactly, through a run-level capability (``_pydantic_ai_native``). Everything
+else (a plain function calling an agent) goes through pydantic-ai's own OpenTelemetry
 instrumentation, as follows.
 
 pydantic-ai already emits GenAI semantic-convention spans (``chat`` with tokens and model,
@@ -24,6 +25,7 @@ import inspect
 import json
 import threading
 from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from ..errors import require
@@ -36,7 +38,7 @@ if TYPE_CHECKING:
     from ..evals._models import ToolCall
 
 __all__ = ["PydanticAIAdapter", "UnderAssayRuns", "adapt", "installed_default", "instrument",
-           "tool_calls"]
+           "running", "tool_calls"]
 
 FRAMEWORK = "pydantic-ai"
 _FEATURE = "evaluating pydantic-ai agents"
@@ -44,6 +46,9 @@ _FEATURE = "evaluating pydantic-ai agents"
 _lock = threading.Lock()
 _settings: Any = None  # our InstrumentationSettings, once made
 _hooked: set[int] = set()  # ids of providers that already carry our processor
+# the agent whose run assay's adapter traces itself in this context (_pydantic_ai_direct): the
+# global default gives that agent's run no instrumentation (any other agent's, as usual)
+running: ContextVar[Any] = ContextVar("assay_pydantic_ai_running", default=None)
 
 
 def _pydantic_ai() -> Any:
@@ -99,7 +104,8 @@ class UnderAssayRuns:
     """pydantic-ai's global instrumentation default as assay installs it: ``instrument_all``
     stores any object as the ``Agent`` class attribute every run reads (and pydantic-ai's
     direct model requests read it on the class). Read while an assay run is current and
-    framework tracing is on, assay's settings; otherwise False: no instrumentation at all."""
+    framework tracing is on, assay's settings; otherwise, or by the agent assay's adapter traces
+    itself (``running``), False: no instrumentation at all."""
 
     __slots__ = ("settings",)
 
@@ -107,7 +113,9 @@ class UnderAssayRuns:
         self.settings = settings
 
     def __get__(self, obj: Any, owner: Any = None) -> Any:
-        return self.settings if framework_parent() is not None else False
+        if framework_parent() is None or (obj is not None and obj is running.get()):
+            return False
+        return self.settings
 
 
 def installed_default(agent_cls: Any) -> Any:
@@ -150,6 +158,7 @@ class PydanticAIAdapter:
     def __init__(self, agent: Any) -> None:
         self.agent = agent
         self.name = getattr(agent, "name", None) or type(agent).__name__
+        self._direct: Any = None  # _pydantic_ai_direct.Direct, once asked for (False: none)
 
     def __repr__(self) -> str:
         return f"PydanticAIAdapter({self.name!r})"
@@ -157,12 +166,23 @@ class PydanticAIAdapter:
     async def arun(self, query: Any) -> Any:
         # a list is pydantic-ai's own prompt form (text and binary parts): passed as is
         prompt = query if isinstance(query, (list, tuple)) else query_text(query)
-        from ._pydantic_ai_native import capture_for
+        from ._native_runs import parent_in
+        from ._pydantic_ai_native import _OPEN, capture_for
 
         capture = capture_for(self.agent, _settings)  # no OpenTelemetry work for this run
         if capture is None:
             return await self.agent.run(prompt)
-        return await self.agent.run(prompt, capabilities=[capture])
+        parent = parent_in(_OPEN)
+        if parent is None:  # nothing to record (and assay's default instruments nothing)
+            return await self.agent.run(prompt)
+        if self._direct is None:
+            from ._pydantic_ai_direct import direct_for
+
+            self._direct = direct_for(self.agent) or False
+        if self._direct is False:
+            return await self.agent.run(prompt, capabilities=[capture])
+        return await self._direct.run(prompt, parent, lambda: self.agent.run(
+            prompt, capabilities=[capture]))
 
     def output_text(self, result: Any) -> str:
         return _text(getattr(result, "output", result))

@@ -16,6 +16,10 @@ at all. It is only given when the injected one would be assay's own (``instrumen
 assay's settings, the agent with no instrumentation of its own), so a user's own tracing is
 never replaced. A plain function that calls the agent is traced through the span path, as
 before.
+
+This is now the fallback of the adapter's runs: ``_pydantic_ai_direct`` traces them with no
+capability at all (pydantic-ai's handling of a run-level capability costs the agent ~5%), and
+hands an agent back here only when it cannot reproduce its run exactly.
 """
 
 from __future__ import annotations
@@ -35,21 +39,13 @@ __all__ = ["capture_for"]
 _OPEN: ContextVar[RunTree | None] = ContextVar("assay_pydantic_ai_open", default=None)
 
 
-def _make() -> tuple[Any, Any] | None:
-    """(the AssayCapture instance every run shares, pydantic-ai's Instrumentation class); None
-    for a pydantic-ai without capabilities (before 2.x): its runs keep the span path."""
+def _make_converters() -> tuple[Any, Any, Any]:
+    """(settings with no tracer, pydantic-ai's message converter, its instructions reader or
+    None): what both no-OpenTelemetry paths build an llm run's messages with."""
     from opentelemetry.trace import NoOpTracerProvider
     from pydantic_ai.models.instrumented import InstrumentationSettings
 
-    try:
-        from pydantic_ai.capabilities import AbstractCapability
-        from pydantic_ai.capabilities.instrumentation import Instrumentation
-    except ImportError:
-        return None
-
     settings = InstrumentationSettings(tracer_provider=NoOpTracerProvider())
-    convert = settings.messages_to_otel_messages
-
     # a private helper of pydantic-ai's own instrumentation, optional: the request's
     # instructions as its spans show them (without it, no "system" in an llm run's inputs)
     instructions: Any = None
@@ -57,6 +53,28 @@ def _make() -> tuple[Any, Any] | None:
         from pydantic_ai._instrumentation import get_instructions as instructions
     except ImportError:  # pragma: no cover - a pydantic-ai without it
         pass
+    return settings, settings.messages_to_otel_messages, instructions
+
+
+_converters = once(_make_converters)
+
+
+def converters() -> tuple[Any, Any]:
+    """(pydantic-ai's message converter, its instructions reader or None)."""
+    _, convert, instructions = _converters()
+    return convert, instructions
+
+
+def _make() -> tuple[Any, Any] | None:
+    """(the AssayCapture instance every run shares, pydantic-ai's Instrumentation class); None
+    for a pydantic-ai without capabilities (before 2.x): its runs keep the span path."""
+    try:
+        from pydantic_ai.capabilities import AbstractCapability
+        from pydantic_ai.capabilities.instrumentation import Instrumentation
+    except ImportError:
+        return None
+
+    settings, convert, instructions = _converters()
 
     class AssayCapture(Instrumentation):
         """pydantic-ai's hooks -> assay runs (see the module docstring); stateless, so one
