@@ -457,3 +457,28 @@ def _costs_rounded(shape: str) -> str:
     import re
 
     return re.sub(r"\d\.\d+e-\d+", lambda m: f"{float(m.group()):.6g}", shape)
+
+
+def test_an_unnamed_agent_keeps_no_name_of_assays_making(model: ScriptedModelServer,
+                                                         db: Client) -> None:
+    """pydantic-ai names an unnamed agent after the variable its caller holds it in: assay's
+    adapter holds it in none, so the agent stays unnamed and its run is "invoke_agent agent",
+    as on the capability path."""
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    unnamed = Agent(OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(
+        base_url=model.base_url, api_key="scripted")))
+
+    @unnamed.tool_plain
+    def get_weather(city: str) -> str:
+        """The weather of a city."""
+        return f"sunny in {city}"
+
+    rows = list(evaluate(unnamed, data=_data(["Lima", "Oslo"]), client=db))
+    assert unnamed.name is None
+    for row in rows:
+        (agent_run,) = _tree(db, row["run"]).child_runs or []
+        assert agent_run.name == "invoke_agent agent"
+        assert [r.run_type for r in _walk(agent_run)] == ["chain", "llm", "tool", "llm"]

@@ -228,13 +228,14 @@ class Direct:
         if wrappers is None:
             return await fallback()
         model, tools, toolsets = wrappers
-        agent = self.agent
-        run = fast_child(parent, f"invoke_agent {agent.name or 'agent'}", "chain", {})
-        opened, ours = _OPEN.set(run), running.set(agent)
+        # (no local bound to the agent here: pydantic-ai names an unnamed agent after the
+        # caller's variable holding it, and the capability path's caller has none)
+        run = fast_child(parent, f"invoke_agent {self.agent.name or 'agent'}", "chain", {})
+        opened, ours = _OPEN.set(run), running.set(self.agent)
         try:
-            with (agent.override(tools=tools, toolsets=toolsets) if toolsets
-                  else agent.override(tools=tools)):
-                result = await agent.run(prompt, model=model)
+            with (self.agent.override(tools=tools, toolsets=toolsets) if toolsets
+                  else self.agent.override(tools=tools)):
+                result = await self.agent.run(prompt, model=model)
         except BaseException as exc:
             run.end(error=exc)
             run.patch()
