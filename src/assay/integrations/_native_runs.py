@@ -9,7 +9,8 @@ the JSON round trip of a span attribute), tokens, provider and model (priced by 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
@@ -17,7 +18,7 @@ from .._json import jsonable
 from ..tracing._run_tree import RunTree
 from ._registry import framework_parent
 
-__all__ = ["finish_llm", "llm_inputs", "parent_in"]
+__all__ = ["ended_on_error", "finish_agent", "finish_llm", "llm_inputs", "parent_in"]
 
 
 def parent_in(innermost: ContextVar[RunTree | None]) -> RunTree | None:
@@ -50,3 +51,22 @@ def finish_llm(run: RunTree, convert: Callable[[list[Any]], Any], response: Any,
     run.set_usage(int(usage.input_tokens or 0), int(usage.output_tokens or 0),
                   provider=provider.lower(), model=model,
                   input_token_details={"cache_read": cached} if cached else None)
+
+
+@contextmanager
+def ended_on_error(run: RunTree) -> Iterator[RunTree]:
+    """Where a framework's step runs: an exception ends ``run`` with it, stored (``patch``),
+    and goes on to the framework."""
+    try:
+        yield run
+    except BaseException as exc:
+        run.end(error=exc)
+        run.patch()
+        raise
+
+
+def finish_agent(run: RunTree, result: Any) -> None:
+    """An agent run's end: its result's ``output`` as its outputs (none without one), stored."""
+    output = getattr(result, "output", None)
+    run.outputs = {"output": jsonable(output)} if output is not None else None
+    run.patch()

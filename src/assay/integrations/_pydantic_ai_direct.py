@@ -33,7 +33,7 @@ from typing import Any
 from .._json import jsonable
 from ..tracing._context import _RUN
 from ..tracing._run_tree import fast_child
-from ._native_runs import finish_llm, llm_inputs, parent_in
+from ._native_runs import ended_on_error, finish_agent, finish_llm, llm_inputs, parent_in
 from ._pydantic_ai import running
 from ._pydantic_ai_native import _OPEN, converters
 from ._registry import once
@@ -73,13 +73,9 @@ def _make() -> tuple[Any, ...] | None:
             if parent is None:
                 return await wrapped.request(messages, model_settings, model_request_parameters)
             run = llm_start(parent, wrapped, messages, model_request_parameters)
-            try:
+            with ended_on_error(run):
                 response = await wrapped.request(messages, model_settings,
                                                  model_request_parameters)
-            except BaseException as exc:
-                run.end(error=exc)
-                run.patch()
-                raise
             llm_end(run, wrapped, response)
             return response
 
@@ -95,14 +91,10 @@ def _make() -> tuple[Any, ...] | None:
                     yield s
                 return
             run = llm_start(parent, wrapped, messages, model_request_parameters)
-            try:
+            with ended_on_error(run):
                 async with wrapped.request_stream(messages, model_settings,
                                                   model_request_parameters, run_context) as s:
                     yield s
-            except BaseException as exc:
-                run.end(error=exc)
-                run.patch()
-                raise
             llm_end(run, wrapped, s.get())
 
     def call_args(ctx: Any, tool_args: Any) -> Any:
@@ -129,11 +121,8 @@ def _make() -> tuple[Any, ...] | None:
             run.metadata["tool_call_id"] = ctx.tool_call_id
         token = _RUN.set(run)
         try:
-            result = await call()
-        except BaseException as exc:
-            run.end(error=exc)
-            run.patch()
-            raise
+            with ended_on_error(run):
+                result = await call()
         finally:
             _RUN.reset(token)
         run.outputs = {"output": jsonable(result)}
@@ -233,19 +222,14 @@ class Direct:
         run = fast_child(parent, f"invoke_agent {self.agent.name or 'agent'}", "chain", {})
         opened, ours = _OPEN.set(run), running.set(self.agent)
         try:
-            with (self.agent.override(tools=tools, toolsets=toolsets) if toolsets
-                  else self.agent.override(tools=tools)):
+            with ended_on_error(run), (
+                    self.agent.override(tools=tools, toolsets=toolsets) if toolsets
+                    else self.agent.override(tools=tools)):
                 result = await self.agent.run(prompt, model=model)
-        except BaseException as exc:
-            run.end(error=exc)
-            run.patch()
-            raise
         finally:
             running.reset(ours)
             _OPEN.reset(opened)
-        output = getattr(result, "output", None)
-        run.outputs = {"output": jsonable(output)} if output is not None else None
-        run.patch()
+        finish_agent(run, result)
         return result
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from .._json import jsonable
 from ..tracing._run_tree import RunTree, fast_child
-from ._native_runs import finish_llm, llm_inputs, parent_in
+from ._native_runs import ended_on_error, finish_agent, finish_llm, llm_inputs, parent_in
 from ._pydantic_ai import UnderAssayRuns, installed_default
 from ._registry import once
 
@@ -97,16 +97,11 @@ def _make() -> tuple[Any, Any] | None:
             outer = _OPEN.get()
             _OPEN.set(run)
             try:
-                result = await handler()
-            except BaseException as exc:
-                run.end(error=exc)
-                run.patch()
-                raise
+                with ended_on_error(run):
+                    result = await handler()
             finally:
                 _OPEN.set(outer)
-            output = getattr(result, "output", None)
-            run.outputs = {"output": jsonable(output)} if output is not None else None
-            run.patch()
+            finish_agent(run, result)
             return result
 
         async def wrap_model_request(self, ctx: Any, *, request_context: Any,
@@ -119,12 +114,8 @@ def _make() -> tuple[Any, Any] | None:
                 if instructions is not None else None
             run = fast_child(parent, f"chat {model.model_name}", "llm",
                              llm_inputs(convert, system, messages))
-            try:  # (the adapter's runs do not stream: no first token to mark)
+            with ended_on_error(run):  # (the adapter's runs do not stream: no first token)
                 response = await handler(request_context)
-            except BaseException as exc:
-                run.end(error=exc)
-                run.patch()
-                raise
             finish_llm(run, convert, response, str(response.provider_name or model.system),
                        response.model_name or model.model_name)
             run.patch()
@@ -138,12 +129,8 @@ def _make() -> tuple[Any, Any] | None:
             run = fast_child(parent, call.tool_name, "tool", call.args_as_dict())
             if call.tool_call_id:
                 run.metadata["tool_call_id"] = call.tool_call_id
-            try:
+            with ended_on_error(run):
                 result = await handler(args)
-            except BaseException as exc:
-                run.end(error=exc)
-                run.patch()
-                raise
             run.outputs = {"output": jsonable(result)}
             run.patch()
             return result

@@ -28,7 +28,7 @@ from typing import Any
 
 from .._json import jsonable
 from ..tracing._run_tree import RunTree, fast_child, format_error
-from ._native_runs import finish_llm, llm_inputs, parent_in
+from ._native_runs import ended_on_error, finish_llm, llm_inputs, parent_in
 from ._registry import once
 from ._upsonic_spans import _KEPT, _mark_root, _tool_failed
 
@@ -140,13 +140,9 @@ def _make_classes() -> tuple[Any, Any]:
             if run is None:
                 return await self.wrapped.request(messages, model_settings,
                                                   model_request_parameters)
-            try:
+            with ended_on_error(run):
                 response = await self.wrapped.request(messages, model_settings,
                                                       model_request_parameters)
-            except BaseException as exc:
-                run.end(error=exc)
-                run.patch()
-                raise
             _finish_llm(run, self.wrapped, response)
             run.patch()
             return response
@@ -163,13 +159,9 @@ def _make_classes() -> tuple[Any, Any]:
                     yield untraced
                 return
             stream: Any = None
-            try:
+            with ended_on_error(run):
                 async with opened as stream:
                     yield _TimedStream(stream, run)
-            except BaseException as exc:
-                run.end(error=exc)
-                run.patch()
-                raise
             try:
                 _finish_llm(run, self.wrapped, stream.get())
             except Exception as exc:  # noqa: BLE001 - a stream we misread: keep the run
