@@ -27,9 +27,8 @@ def _pg_admin_url() -> str:
     return os.environ.get("ASSAY_TEST_POSTGRES_URL", PG_DEFAULT)
 
 
-@pytest.fixture(scope="session")
-def pg_url() -> Iterator[str]:
-    """A fresh PostgreSQL database for this test run (dropped afterwards)."""
+def _fresh_pg_database(role: str) -> Iterator[str]:
+    """A new, migrated PostgreSQL database (dropped afterwards); skips or fails as documented."""
     import psycopg
 
     admin = _pg_admin_url()
@@ -42,7 +41,7 @@ def pg_url() -> Iterator[str]:
         if IN_CI:
             pytest.fail(msg)
         pytest.skip(msg)
-    name = f"assay_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    name = f"assay_test_{role}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
     conn.execute(f'CREATE DATABASE "{name}"')
     base, _, _ = admin.rpartition("/")
     url = f"{base}/{name}"
@@ -53,6 +52,21 @@ def pg_url() -> Iterator[str]:
     finally:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.close()
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """A fresh PostgreSQL database for this test run (dropped afterwards)."""
+    yield from _fresh_pg_database("run")
+
+
+@pytest.fixture(scope="session")
+def pg_server_url() -> Iterator[str]:
+    """The session-long test server's own database. Its folder folds every workspace of the
+    database it serves, at any time while it runs; in ``pg_url`` it folded the journal entries
+    of store tests that count on folding them themselves (CI: a prepared fold found its
+    entries already folded)."""
+    yield from _fresh_pg_database("server")
 
 
 @pytest.fixture(scope="session")

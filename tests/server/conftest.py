@@ -69,8 +69,8 @@ def sqlite_server(sqlite_template: Path,
 
 
 @pytest.fixture(scope="session")
-def postgres_server(pg_url: str) -> Iterator[Server]:
-    yield from _start(pg_url, "postgres")
+def postgres_server(pg_server_url: str) -> Iterator[Server]:
+    yield from _start(pg_server_url, "postgres")
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
