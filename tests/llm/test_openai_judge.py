@@ -151,11 +151,13 @@ async def test_client_errors_are_not_retried(server: FakeLLMServer) -> None:
 
 
 async def test_slow_reply_times_out_and_is_retried(server: FakeLLMServer) -> None:
-    server.push(chat(verdict(), delay=1.5), chat(verdict(), delay=1.5))
+    # replies far slower than the two timeouts and the backoff together, so a busy CI machine
+    # cannot make "did not wait" look like "waited" (1.5 s against a 1.4 s bound was)
+    server.push(chat(verdict(), delay=3.0), chat(verdict(), delay=3.0))
     start = time.monotonic()
     with pytest.raises(JudgeError, match=r"timed out after 0.3s \(2 attempts\)"):
         await ask(judge_for(server, timeout=0.3, max_retries=1))
-    assert time.monotonic() - start < 1.4  # did not wait for the slow replies
+    assert time.monotonic() - start < 2.5  # did not wait for the slow replies (3 s each)
     assert len(server.requests) == 2
 
 
