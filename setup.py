@@ -4,9 +4,10 @@
 of ``_speedups.c`` and ``_call.c``); ``assay.server._csplit`` splits the usual multipart body
 of ingest and groups its parts into runs (``_csplit.c``); ``assay.store._cencode`` writes the
 writers' journal rows' JSON columns, admits the runs ingest receives in one pass
-(``_cencode.c``) and writes the fold's rows as PostgreSQL's COPY text (``_ccopy.c``). All are
-optional: where they cannot be compiled (no C compiler or Python headers) the install goes on
-and the same code runs in Python.
+(``_cencode.c``), writes the fold's rows as PostgreSQL's COPY text (``_ccopy.c``) and derives
+the tracing writer's runs' dotted orders (``_corders.c``). All are optional: where they cannot
+be compiled (no C compiler or Python headers) the install goes on and the same code runs in
+Python.
 """
 
 from setuptools import Extension, setup
@@ -18,5 +19,6 @@ setup(ext_modules=[Extension("assay.tracing._speedups",
                    Extension("assay.server._csplit", ["src/assay/server/_csplit.c"],
                              depends=["src/assay/_cuuid.h"], optional=True),
                    Extension("assay.store._cencode", ["src/assay/store/_cencode.c",
-                                                        "src/assay/store/_ccopy.c"],
+                                                        "src/assay/store/_ccopy.c",
+                                                        "src/assay/store/_corders.c"],
                              depends=["src/assay/_cuuid.h"], optional=True)])

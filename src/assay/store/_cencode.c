@@ -13,7 +13,9 @@
  *
  * admitted_row: such a run's row, built by the fold ahead of its transaction (see below).
  *
- * copy_text: rows as PostgreSQL's COPY text (_ccopy.c, compiled into this module). */
+ * copy_text: rows as PostgreSQL's COPY text (_ccopy.c, compiled into this module).
+ *
+ * fill_orders: the tracing writer's dotted orders (_corders.c, compiled into this module). */
 #define PY_SSIZE_T_CLEAN
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* memmem */
@@ -26,6 +28,8 @@
 /* _ccopy.c */
 PyObject *copy_text(PyObject *self, PyObject *const *argv, Py_ssize_t argc);
 void copy_text_init(void);
+/* _corders.c */
+PyObject *fill_orders(PyObject *self, PyObject *const *argv, Py_ssize_t argc);
 
 static PyObject *kw_default = NULL; /* ("default",) */
 
@@ -550,6 +554,9 @@ static PyMethodDef methods[] = {
      "_cencode.c)."},
     {"copy_text", (PyCFunction)(void (*)(void))copy_text, METH_FASTCALL,
      "copy_text(rows): the rows as COPY text (bytes), or None (see _ccopy.c)."},
+    {"fill_orders", (PyCFunction)(void (*)(void))fill_orders, METH_FASTCALL,
+     "fill_orders(items, known, at, width, id, parent, dotted, start): the usual items' "
+     "dotted orders from at on; the index of the first it did not take (see _corders.c)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -117,6 +117,8 @@ def column_text(value: Any) -> str:
 
 
 _CENCODE: Any = getattr(compiled("assay.store._cencode"), "encoded_rows", None)
+# the usual items' dotted orders in C (``_corders.c``); None: the loop below does them all
+_FILL: Any = getattr(compiled("assay.store._cencode"), "fill_orders", None)
 
 
 def encoded_rows(posts: list[Any]) -> list[Any]:
@@ -199,7 +201,16 @@ def fill_orders(conn: Connection, tenant: str, items: list[Any]) -> None:
         return True
 
     waiting = []
-    for item in items:  # a value list's order inline: nearly every run of a batch
+    fast = _FILL if items.__class__ is _list else None
+    at, n = 0, len(items)
+    while at < n:
+        if fast is not None:  # the usual items in C, up to the first it does not take
+            at = fast(items, known, at, _WIDTH, _ID, _PARENT, _DOTTED, _START)
+            if at >= n:
+                break
+        item = items[at]
+        at += 1
+        # a value list's order inline: nearly every run of a batch
         if (item.__class__ is _list and len(item) == _WIDTH and item[_DOTTED] is None
                 and item[_START].__class__ is _int):
             rid, parent = item[_ID], item[_PARENT]

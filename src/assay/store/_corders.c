@@ -1,0 +1,126 @@
+/* assay.store._cencode.fill_orders: the dotted orders of the tracing writer's runs, in C.
+ *
+ * The tracing writer journals a run's dotted order as None and leaves it to the fold
+ * (_fold_columns.fill_orders): a root's order is its start's %Y%m%dT%H%M%S%fZ and its id, a
+ * child's its parent's order, a dot, and its own segment. In Python that loop was ~1 us a run,
+ * about a tenth of the fold's own CPU for a traced run. This is the loop's usual case: from
+ * index `at`, while an item is a value list of the writer's width whose order is None, whose
+ * start is an int of this era (0 to year 9999 in epoch microseconds), whose id is ASCII str
+ * text, and which is a root or a child of a run already in `known` (an ASCII order), its order
+ * is set in the list and in `known`. It returns the index of the first item it did not take
+ * (len(items) when it took them all); the Python loop settles that one item exactly as it
+ * always did, then calls again from the next. So the items are settled one by one in their
+ * order either way, and the orders are those dotted_segment_us makes (a test compares). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_US 253402300800000000LL /* 10000-01-01T00:00:00Z: past it the year has 5 digits */
+#define PREFIX 15                   /* YYYYMMDDTHHMMSS */
+
+/* runs arrive in bursts: each second is formatted once (the GIL guards the cache) */
+static long long cached_secs = -1;
+static char cached_prefix[PREFIX + 1];
+
+static int prefix_of(long long secs, char *out) {
+    if (secs != cached_secs) {
+        time_t t = (time_t)secs;
+        struct tm tm;
+        if (gmtime_r(&t, &tm) == NULL)
+            return -1;
+        snprintf(cached_prefix, sizeof cached_prefix, "%04d%02d%02dT%02d%02d%02d",
+                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+        cached_secs = secs;
+    }
+    memcpy(out, cached_prefix, PREFIX);
+    return 0;
+}
+
+/* item's order, or NULL with no error set when the item is not one this takes */
+static PyObject *order_of(PyObject *item, PyObject *known, Py_ssize_t id, Py_ssize_t parent_at,
+                          Py_ssize_t start_at) {
+    PyObject *rid = PyList_GET_ITEM(item, id);
+    PyObject *start = PyList_GET_ITEM(item, start_at);
+    PyObject *parent = PyList_GET_ITEM(item, parent_at);
+    if (!PyLong_CheckExact(start) || !PyUnicode_CheckExact(rid) || !PyUnicode_IS_ASCII(rid))
+        return NULL;
+    int overflow = 0;
+    long long us = PyLong_AsLongLongAndOverflow(start, &overflow);
+    if (overflow || us < 0 || us >= MAX_US) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *up = NULL;
+    if (parent != Py_None) {
+        if (!PyUnicode_CheckExact(parent)) /* another key's hash could run Python code */
+            return NULL;
+        up = PyDict_GetItemWithError(known, parent); /* borrowed */
+        if (up == NULL) {
+            PyErr_Clear();
+            return NULL;
+        }
+        if (!PyUnicode_CheckExact(up) || !PyUnicode_IS_ASCII(up) || PyUnicode_GET_LENGTH(up) == 0)
+            return NULL;
+    }
+    char head[PREFIX + 8];
+    if (prefix_of(us / 1000000, head) < 0)
+        return NULL;
+    snprintf(head + PREFIX, 8, "%06lldZ", us % 1000000);
+    Py_ssize_t ulen = up == NULL ? 0 : PyUnicode_GET_LENGTH(up) + 1;
+    Py_ssize_t rlen = PyUnicode_GET_LENGTH(rid);
+    PyObject *out = PyUnicode_New(ulen + PREFIX + 7 + rlen, 127);
+    if (out == NULL)
+        return NULL; /* (an error set: MemoryError) */
+    char *d = (char *)PyUnicode_DATA(out);
+    if (up != NULL) {
+        memcpy(d, PyUnicode_DATA(up), (size_t)(ulen - 1));
+        d[ulen - 1] = '.';
+    }
+    memcpy(d + ulen, head, PREFIX + 7);
+    memcpy(d + ulen + PREFIX + 7, PyUnicode_DATA(rid), (size_t)rlen);
+    return out;
+}
+
+PyObject *fill_orders(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
+    (void)self;
+    if (argc != 8 || !PyList_CheckExact(argv[0]) || !PyDict_CheckExact(argv[1])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "fill_orders(items, known, at, width, id, parent, dotted, start)");
+        return NULL;
+    }
+    PyObject *items = argv[0], *known = argv[1];
+    Py_ssize_t pos[6];
+    for (int k = 0; k < 6; k++) {
+        pos[k] = PyLong_AsSsize_t(argv[2 + k]);
+        if (pos[k] == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    Py_ssize_t at = pos[0], width = pos[1], id = pos[2], parent = pos[3], dotted = pos[4],
+               start = pos[5];
+    if (id < 0 || parent < 0 || dotted < 0 || start < 0 || id >= width || parent >= width
+        || dotted >= width || start >= width) {
+        PyErr_SetString(PyExc_ValueError, "fill_orders: positions outside the width");
+        return NULL;
+    }
+    Py_ssize_t i = at < 0 ? 0 : at;
+    for (; i < PyList_GET_SIZE(items); i++) {
+        PyObject *item = PyList_GET_ITEM(items, i);
+        if (!PyList_CheckExact(item) || PyList_GET_SIZE(item) != width
+            || PyList_GET_ITEM(item, dotted) != Py_None)
+            break;
+        PyObject *order = order_of(item, known, id, parent, start);
+        if (order == NULL) {
+            if (PyErr_Occurred())
+                return NULL;
+            break;
+        }
+        if (PyDict_SetItem(known, PyList_GET_ITEM(item, id), order) < 0) {
+            Py_DECREF(order);
+            return NULL;
+        }
+        PyList_SetItem(item, dotted, order); /* steals order; releases the None */
+    }
+    return PyLong_FromSsize_t(i);
+}
