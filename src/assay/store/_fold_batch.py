@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from itertools import repeat
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -132,10 +133,16 @@ def insert_batch(conn: Connection, items: list[list[Any]], sessions: Mapping[Any
     columns = (dotted, ends, errors, ("[]",) * n, extra_col, rids, in_col, roots, latency,
                names, out_col, parents, refs, run_types, ("null",) * n, sids, starts, status,
                tag_col, (tenant,) * n, traces)
-    if conn.dialect.name == "sqlite" and roots.count(roots[0]) == n:
-        _insert_columns(conn, columns)
-    else:  # PostgreSQL's COPY, or roots and children: in two statements
+    if conn.dialect.name != "sqlite":  # PostgreSQL's COPY
         _insert(conn, list(zip(*columns, strict=True)))
+    elif roots.count(roots[0]) == n:
+        _insert_columns(conn, columns)
+    else:  # roots and children: in two statements, each group's columns picked in C
+        for group in ([i for i, r in enumerate(roots) if r],
+                      [i for i, r in enumerate(roots) if not r]):
+            pick = itemgetter(*group)
+            _insert_columns(conn, [pick(c) for c in columns] if len(group) > 1
+                            else [(c[group[0]],) for c in columns])
 
     deltas = RunDeltas()
     posted: dict[str, list[str]] = {}
