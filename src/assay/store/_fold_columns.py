@@ -169,7 +169,8 @@ def decoded(items: list[Any], at: tuple[int, ...]) -> list[Any]:
 def fill_orders(conn: Connection, tenant: str, items: list[Any]) -> None:
     """``_journal._fill_orders`` on the batch as journaled (value lists in ``WRITER_COLUMNS``
     order, or post dicts): a root's order from its start and id, a child's from its parent's,
-    earlier in the batch or already stored."""
+    earlier in the batch or already stored. The usual items are done in C (``_FILL``), which
+    hands each other item back to this loop in its turn."""
     known: dict[Any, str] = {}
     seg = dotted_segment_us
 
