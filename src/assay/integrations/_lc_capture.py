@@ -188,9 +188,14 @@ class _Capture:
         os.register_at_fork(after_in_child=self._log.clear)
 
     # -- the agent's thread: one tuple per callback ---------------------------------------------
-    def _logged(self, event: tuple[Any, ...], parent: RunTree | None) -> None:
+    def _begin(self, kind: int, run_id: UUID, parent_run_id: UUID | None,
+               tags: list[str] | None, metadata: dict[str, Any] | None, extra: Any,
+               serialized: Any, value: Any) -> None:
+        """A step's start, logged with the assay run current now and the clock."""
+        parent = framework_parent()
         log = self._log
-        log.append(event)
+        log.append((kind, run_id, parent_run_id, parent, _time_ns(), tags, metadata, extra,
+                    serialized, value))
         if len(log) > _KICK:
             self._kick(parent)
 
@@ -206,15 +211,11 @@ class _Capture:
     def on_chain_start(self, serialized: dict[str, Any] | None, inputs: Any, *, run_id: UUID,
                        parent_run_id: UUID | None = None, tags: list[str] | None = None,
                        metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        parent = framework_parent()
         value = _copy(inputs)  # (``_snapshot``, its usual case without a Python call)
         if value is inputs and value.__class__ not in _SCALAR_TYPES:
             value = _snapshot(inputs)
-        log = self._log
-        log.append((_CHAIN, run_id, parent_run_id, parent, _time_ns(), tags, metadata,
-                    kwargs.get("name"), serialized, value))
-        if len(log) > _KICK:
-            self._kick(parent)
+        self._begin(_CHAIN, run_id, parent_run_id, tags, metadata, kwargs.get("name"),
+                    serialized, value)
 
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
         value = _copy(outputs)  # (as in on_chain_start)
@@ -229,17 +230,15 @@ class _Capture:
                             *, run_id: UUID, parent_run_id: UUID | None = None,
                             tags: list[str] | None = None,
                             metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        parent = framework_parent()
-        self._logged((_CHAT, run_id, parent_run_id, parent, _time_ns(), tags, metadata,
-                      kwargs, serialized, [list(ms) for ms in messages]), parent)
+        self._begin(_CHAT, run_id, parent_run_id, tags, metadata, kwargs, serialized,
+                    [list(ms) for ms in messages])
 
     def on_llm_start(self, serialized: dict[str, Any] | None, prompts: list[str], *,
                      run_id: UUID, parent_run_id: UUID | None = None,
                      tags: list[str] | None = None, metadata: dict[str, Any] | None = None,
                      **kwargs: Any) -> None:
-        parent = framework_parent()
-        self._logged((_LLM, run_id, parent_run_id, parent, _time_ns(), tags, metadata, kwargs,
-                      serialized, list(prompts)), parent)
+        self._begin(_LLM, run_id, parent_run_id, tags, metadata, kwargs, serialized,
+                    list(prompts))
 
     def on_llm_new_token(self, token: Any, *, run_id: UUID, **kwargs: Any) -> None:
         if self._last_token is not run_id:  # the first of a run's tokens in a row
@@ -256,10 +255,9 @@ class _Capture:
                       run_id: UUID, parent_run_id: UUID | None = None,
                       tags: list[str] | None = None, metadata: dict[str, Any] | None = None,
                       inputs: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        parent = framework_parent()
         args = _snapshot(inputs) if isinstance(inputs, Mapping) else None
-        self._logged((_TOOL, run_id, parent_run_id, parent, _time_ns(), tags, metadata, kwargs,
-                      serialized, (input_str, args)), parent)
+        self._begin(_TOOL, run_id, parent_run_id, tags, metadata, kwargs, serialized,
+                    (input_str, args))
 
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         self._log.append((_END, run_id, _time_ns(), _TOOL, output, None))
@@ -271,9 +269,8 @@ class _Capture:
                            run_id: UUID, parent_run_id: UUID | None = None,
                            tags: list[str] | None = None,
                            metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        parent = framework_parent()
-        self._logged((_RETRIEVER, run_id, parent_run_id, parent, _time_ns(), tags, metadata,
-                      kwargs, serialized, query), parent)
+        self._begin(_RETRIEVER, run_id, parent_run_id, tags, metadata, kwargs, serialized,
+                    query)
 
     def on_retriever_end(self, documents: Any, *, run_id: UUID, **kwargs: Any) -> None:
         self._log.append((_END, run_id, _time_ns(), _RETRIEVER, _step_json(documents), None))

@@ -30,12 +30,11 @@ from contextlib import asynccontextmanager
 from copy import copy
 from typing import Any
 
-from .._json import jsonable
 from ..tracing._context import _RUN
 from ..tracing._run_tree import fast_child
-from ._native_runs import ended_on_error, finish_agent, finish_llm, llm_inputs, parent_in
+from ._native_runs import ended_on_error, finish_agent, parent_in
 from ._pydantic_ai import running
-from ._pydantic_ai_native import _OPEN, converters
+from ._pydantic_ai_native import _OPEN, end_llm_run, end_tool_run, llm_run, tool_run
 from ._registry import once
 
 __all__ = ["Direct", "direct_for"]
@@ -51,18 +50,6 @@ def _make() -> tuple[Any, ...] | None:
         from pydantic_ai.toolsets.wrapper import WrapperToolset
     except ImportError:  # pragma: no cover - a pydantic-ai without them
         return None
-    convert, instructions = converters()
-
-    def llm_start(parent: Any, model: Any, messages: Any, params: Any) -> Any:
-        system = instructions(messages, params) if instructions is not None else None
-        return fast_child(parent, f"chat {model.model_name}", "llm",
-                          llm_inputs(convert, system, messages))
-
-    def llm_end(run: Any, model: Any, response: Any) -> None:
-        finish_llm(run, convert, response, str(response.provider_name or model.system),
-                   response.model_name or model.model_name)
-        run.patch()
-
     class AssayModel(WrapperModel):
         """The agent's model: each request it serves under assay's agent run is an llm run."""
 
@@ -72,11 +59,11 @@ def _make() -> tuple[Any, ...] | None:
             parent = parent_in(_OPEN)
             if parent is None:
                 return await wrapped.request(messages, model_settings, model_request_parameters)
-            run = llm_start(parent, wrapped, messages, model_request_parameters)
+            run = llm_run(parent, wrapped, messages, model_request_parameters)
             with ended_on_error(run):
                 response = await wrapped.request(messages, model_settings,
                                                  model_request_parameters)
-            llm_end(run, wrapped, response)
+            end_llm_run(run, wrapped, response)
             return response
 
         @asynccontextmanager
@@ -90,12 +77,12 @@ def _make() -> tuple[Any, ...] | None:
                                                   model_request_parameters, run_context) as s:
                     yield s
                 return
-            run = llm_start(parent, wrapped, messages, model_request_parameters)
+            run = llm_run(parent, wrapped, messages, model_request_parameters)
             with ended_on_error(run):
                 async with wrapped.request_stream(messages, model_settings,
                                                   model_request_parameters, run_context) as s:
                     yield s
-            llm_end(run, wrapped, s.get())
+            end_llm_run(run, wrapped, s.get())
 
     def call_args(ctx: Any, tool_args: Any) -> Any:
         """The call's arguments as the model sent them (the capability path's), not as
@@ -116,17 +103,14 @@ def _make() -> tuple[Any, ...] | None:
         parent = parent_in(_OPEN)
         if parent is None:
             return await call()
-        run = fast_child(parent, name, "tool", call_args(ctx, tool_args))
-        if ctx.tool_call_id:
-            run.metadata["tool_call_id"] = ctx.tool_call_id
+        run = tool_run(parent, name, call_args(ctx, tool_args), ctx.tool_call_id)
         token = _RUN.set(run)
         try:
             with ended_on_error(run):
                 result = await call()
         finally:
             _RUN.reset(token)
-        run.outputs = {"output": jsonable(result)}
-        run.patch()
+        end_tool_run(run, result)
         return result
 
     def wrap_tool(tool: Any) -> Any:

@@ -33,7 +33,7 @@ from ._native_runs import ended_on_error, finish_agent, finish_llm, llm_inputs, 
 from ._pydantic_ai import UnderAssayRuns, installed_default
 from ._registry import once
 
-__all__ = ["capture_for"]
+__all__ = ["capture_for", "end_llm_run", "end_tool_run", "llm_run", "tool_run"]
 
 # the innermost agent run this path opened in this context (a delegate agent nests under it)
 _OPEN: ContextVar[RunTree | None] = ContextVar("assay_pydantic_ai_open", default=None)
@@ -59,10 +59,35 @@ def _make_converters() -> tuple[Any, Any, Any]:
 _converters = once(_make_converters)
 
 
-def converters() -> tuple[Any, Any]:
-    """(pydantic-ai's message converter, its instructions reader or None)."""
+def llm_run(parent: RunTree, model: Any, messages: Any, params: Any) -> RunTree:
+    """The llm run of a request to ``model`` (both paths of the adapter's runs make it so):
+    the request's messages and instructions as pydantic-ai's own spans show them."""
     _, convert, instructions = _converters()
-    return convert, instructions
+    system = instructions(messages, params) if instructions is not None else None
+    return fast_child(parent, f"chat {model.model_name}", "llm",
+                      llm_inputs(convert, system, messages))
+
+
+def end_llm_run(run: RunTree, model: Any, response: Any) -> None:
+    """``llm_run``'s end from the model's response (messages, tokens, model, provider),
+    stored."""
+    finish_llm(run, _converters()[1], response, str(response.provider_name or model.system),
+               response.model_name or model.model_name)
+    run.patch()
+
+
+def tool_run(parent: RunTree, name: str, args: Any, call_id: str | None) -> RunTree:
+    """The tool run of one tool call (its id kept, as the model's tool-call part has it)."""
+    run = fast_child(parent, name, "tool", args)
+    if call_id:
+        run.metadata["tool_call_id"] = call_id
+    return run
+
+
+def end_tool_run(run: RunTree, result: Any) -> None:
+    """``tool_run``'s end: the tool's result as its output, stored."""
+    run.outputs = {"output": jsonable(result)}
+    run.patch()
 
 
 def _make() -> tuple[Any, Any] | None:
@@ -74,7 +99,7 @@ def _make() -> tuple[Any, Any] | None:
     except ImportError:
         return None
 
-    settings, convert, instructions = _converters()
+    settings = _converters()[0]
 
     class AssayCapture(Instrumentation):
         """pydantic-ai's hooks -> assay runs (see the module docstring); stateless, so one
@@ -109,16 +134,12 @@ def _make() -> tuple[Any, Any] | None:
             parent = parent_in(_OPEN)
             if parent is None:
                 return await handler(request_context)
-            model, messages = request_context.model, request_context.messages
-            system = instructions(messages, request_context.model_request_parameters) \
-                if instructions is not None else None
-            run = fast_child(parent, f"chat {model.model_name}", "llm",
-                             llm_inputs(convert, system, messages))
+            model = request_context.model
+            run = llm_run(parent, model, request_context.messages,
+                          request_context.model_request_parameters)
             with ended_on_error(run):  # (the adapter's runs do not stream: no first token)
                 response = await handler(request_context)
-            finish_llm(run, convert, response, str(response.provider_name or model.system),
-                       response.model_name or model.model_name)
-            run.patch()
+            end_llm_run(run, model, response)
             return response
 
         async def wrap_tool_execute(self, ctx: Any, *, call: Any, tool_def: Any, args: Any,
@@ -126,13 +147,10 @@ def _make() -> tuple[Any, Any] | None:
             parent = parent_in(_OPEN)
             if parent is None:
                 return await handler(args)
-            run = fast_child(parent, call.tool_name, "tool", call.args_as_dict())
-            if call.tool_call_id:
-                run.metadata["tool_call_id"] = call.tool_call_id
+            run = tool_run(parent, call.tool_name, call.args_as_dict(), call.tool_call_id)
             with ended_on_error(run):
                 result = await handler(args)
-            run.outputs = {"output": jsonable(result)}
-            run.patch()
+            end_tool_run(run, result)
             return result
 
     return AssayCapture(settings=settings), Instrumentation
