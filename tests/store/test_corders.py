@@ -108,7 +108,37 @@ def test_from_an_index_on_and_back_at_the_first_it_does_not_take() -> None:
         fill(batch, known, 0, 3, fc._ID, fc._PARENT, fc._DOTTED, fc._START)
 
 
-# items C must hand back, each settled by the loop as before
+def test_c_keeps_the_orders_a_framework_gave_and_knows_them(
+        store: Store, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """LangGraph's runs (and the other frameworks') come with their orders (``RunTree``
+    makes them): C takes such a batch whole, leaves each order as it is and knows it, so a
+    later item of the writer's (order None) extends it."""
+    batch = _trace_batch(20)
+    for item in batch:
+        parent = item[fc._PARENT]
+        seg = dotted_segment_us(item[fc._START], item[fc._ID])
+        item[fc._DOTTED] = seg if parent is None else f"{_by_id(batch, parent)[fc._DOTTED]}.{seg}"
+    given = [item[fc._DOTTED] for item in batch]
+    late = _item(new_id_text(), batch[-1][fc._ID], _NOW + 11)  # a child journaled without one
+    batch.append(late)
+    if is_in_use(_C, "assay.store._cencode"):
+        known: dict[str, str] = {}
+        items = copy.deepcopy(batch)
+        assert _C(items, known, 0, fc._WIDTH, fc._ID, fc._PARENT, fc._DOTTED,
+                  fc._START) == len(items)  # none handed back
+        assert [item[fc._DOTTED] for item in items[:-1]] == given
+        assert all(known[item[fc._ID]] is item[fc._DOTTED] for item in items)
+        assert items[-1][fc._DOTTED] == f"{given[-1]}.{dotted_segment_us(_NOW + 11, late[fc._ID])}"
+    c, py = _both(store, batch, monkeypatch, caplog)
+    assert c == py and c[2] is None and c[1] == []
+
+
+def _by_id(batch: list[Any], rid: str) -> list[Any]:
+    return next(item for item in batch if item[fc._ID] == rid)
+
+
+# unusual items: C hands back all but a given order (which it keeps and knows, as the loop
+# does); the loop settles each as before
 _ODD: list[Any] = [
     lambda r, p: _item(r, None, True),  # a bool start: not an int to the loop either
     lambda r, p: _item(r, None, 1.5),
@@ -122,6 +152,8 @@ _ODD: list[Any] = [
     lambda r, p: _item("é-" + r, None),  # non-ASCII id
     lambda r, p: _item(r, p, dotted=f"20250101T000000000000Z{p}.x"),  # given: kept, known
     lambda r, p: _item(r, p, dotted="ünïcode"),  # a non-ASCII order its children extend
+    lambda r, p: _item(r, p, dotted=5),  # given, not text: kept; its children the loop's
+    lambda r, p: _item(uuid.UUID(r), p, dotted="x"),  # given, an id not text: the loop's
     lambda r, p: _item(r, str(uuid.uuid4())),  # a parent nowhere: looked up, then warned
     lambda r, p: _item(r, "stored-parent"),  # a parent in the store
     lambda r, p: [r, None],  # not the writer's width

@@ -437,6 +437,79 @@ def test_the_batch_lane_stores_what_the_loop_and_the_general_path_store(
     assert _check_all(used) == 2 * 3
 
 
+def _agent_rows(ids: list[str], llm_ids: list[str]) -> list[list[Any]]:
+    """An agent's trace as the writer journals it: ``_plain_rows`` (chain, tool and retriever
+    runs, roots and children) with an llm child after each root, with usage and a price to
+    derive (every other one streamed: events)."""
+    plain = _plain_rows(ids, roots_only=False)
+    at = {c: COLUMNS.index(c) for c in COLUMNS}
+    out: list[list[Any]] = []
+    made = iter(llm_ids)
+    for i, row in enumerate(plain):
+        out.append(row)
+        if row[at["parent_run_id"]] is not None:
+            continue
+        rid, start = next(made), T0 + 10 * i + 3
+        up = dotted_segment_us(row[at["start_time"]], row[at["id"]])
+        values = {"id": rid, "trace_id": row[at["id"]], "parent_run_id": row[at["id"]],
+                  "dotted_order": f"{up}.{dotted_segment_us(start, rid)}", "name": "model",
+                  "run_type": "llm", "start_time": start, "end_time": start + 5,
+                  "inputs": {"messages": [{"role": "user", "content": f"q{i}"}]},
+                  "metadata": {"ls_provider": "openai", "ls_model_name": "gpt-4o-mini"},
+                  "events": ([{"name": "new_token", "time": start + 2}] if i % 2 else None),
+                  "session_name": row[at["session_name"]],
+                  "outputs": {"usage_metadata": {"input_tokens": 10 + i, "output_tokens": 3,
+                                                 "total_tokens": 13 + i}}}
+        out.append([values.get(c) for c in COLUMNS])
+    return out
+
+
+def test_an_agent_s_batch_folds_its_plain_runs_through_the_lane(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch with llm runs among chain and tool runs (an agent's trace): the lane takes
+    its plain runs, the loop the llm runs; stored as the loop alone and the general path
+    store them (every column, its JSON text, the statistics)."""
+    from assay.store import _fold_columns
+
+    monkeypatch.setenv("ASSAY_BACKGROUND_FOLD", "0")
+    lane = _fold_columns.insert_batch
+    took: list[int | None] = []
+
+    def counted(*args: Any) -> int | None:
+        took.append(lane(*args))
+        return took[-1]
+
+    monkeypatch.setattr(_fold_columns, "insert_batch", counted)
+    n = 60
+    results, texts, used = [], [], []
+    for mode in ("split", "loop", "general"):
+        st = store.for_tenant(str(uuid.uuid4()))
+        used.append(st)
+        ids, llm_ids = _ids(n), _ids(n // 3)
+        rows = _agent_rows(ids, llm_ids)
+        monkeypatch.setattr(_fold_columns, "BATCH", mode == "split")
+        if mode == "general":
+            st.runs.upsert(posts=_row_posts([list(r) for r in rows], COLUMNS, EXTRA))
+        else:
+            for i in range(0, len(rows), 20):
+                st.journal.append_runs(rows[i:i + 20], columns=COLUMNS, extra=EXTRA)
+        st.settle()
+        results.append(_normalized(st, ids + llm_ids))
+        texts.append(_stored_text(st, ids + llm_ids))
+        if mode == "split":
+            assert took == [None, n]  # the whole batch refused, then its plain runs taken
+    split, loop, general = results
+    assert len(general) == n + n // 3
+    priced = [r for r in general if r["run_type"] == "llm"]
+    assert len(priced) == n // 3 and all(r["total_cost"] > 0 for r in priced)
+    assert sum(r["first_token_us"] == 2 for r in priced) == n // 6
+    for got in (split, loop):
+        for a, b in zip(got, general, strict=True):
+            assert a == b
+    assert texts[0] == texts[1] == texts[2]
+    assert _check_all(used) == 2 * 3
+
+
 def test_the_batch_lane_leaves_a_batch_with_anything_else_to_the_loop(
         store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     """One run of another shape (an llm run, events, an ``extra`` of its own, a start that is

@@ -7,7 +7,9 @@
  * index `at`, while an item is a value list of the writer's width whose order is None, whose
  * start is an int of this era (0 to year 9999 in epoch microseconds), whose id is ASCII str
  * text, and which is a root or a child of a run already in `known` (an ASCII order), its order
- * is set in the list and in `known`. It returns the index of the first item it did not take
+ * is set in the list and in `known`. An item of that width whose order is given already (the
+ * runs of LangGraph and the other frameworks come with theirs: RunTree makes it) and whose id
+ * is a str goes into `known` as it is, as the loop's settle() puts it. It returns the index of the first item it did not take
  * (len(items) when it took them all); the Python loop settles that one item exactly as it
  * always did, then calls again from the next. So the items are settled one by one in their
  * order either way, and the orders are those dotted_segment_us makes (a test compares). */
@@ -107,9 +109,17 @@ PyObject *fill_orders(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
     Py_ssize_t i = at < 0 ? 0 : at;
     for (; i < PyList_GET_SIZE(items); i++) {
         PyObject *item = PyList_GET_ITEM(items, i);
-        if (!PyList_CheckExact(item) || PyList_GET_SIZE(item) != width
-            || PyList_GET_ITEM(item, dotted) != Py_None)
+        if (!PyList_CheckExact(item) || PyList_GET_SIZE(item) != width)
             break;
+        PyObject *given = PyList_GET_ITEM(item, dotted);
+        if (given != Py_None) { /* an order made with the run (a framework's): kept, known */
+            PyObject *rid = PyList_GET_ITEM(item, id);
+            if (!PyUnicode_CheckExact(rid)) /* another key's hash could run Python code */
+                break;
+            if (PyDict_SetItem(known, rid, given) < 0)
+                return NULL;
+            continue;
+        }
         PyObject *order = order_of(item, known, id, parent, start);
         if (order == NULL) {
             if (PyErr_Occurred())

@@ -316,11 +316,13 @@ def insert_rows(repo: RunRepo, conn: Connection, items: list[Any], patched: set[
     merge_meta = "metadata" not in shared
     # the extra of a row without extra or metadata of its own: the batch's, once
     common = jtext({**shared, "metadata": {}})
-    if (BATCH and whole and encoded and not unusual and len(lists) == len(items)
-            and skip.isdisjoint(canon)):
-        done = insert_batch(conn, items, sessions, tenant, shared, common, scope)
-        if done is not None:
-            return done, []
+    lane: list[int] = []  # items the batch lane took (a mixed batch's plain runs)
+    if BATCH and whole and encoded and not unusual and len(lists) == len(items):
+        if skip.isdisjoint(canon):
+            done = insert_batch(conn, items, sessions, tenant, shared, common, scope)
+            if done is not None:
+                return done, []
+        lane, lists = _plain_part(conn, items, skip, sessions, tenant, shared, common, scope)
     deltas = RunDeltas()
     roots: list[tuple[str, int, bool, bool]] = []  # new roots without usage: counted at once
     posted: dict[str, list[str]] = {}
@@ -464,9 +466,39 @@ def insert_rows(repo: RunRepo, conn: Connection, items: list[Any], patched: set[
     if full:
         _insert(conn, full, _FULL_ORDER)
     n = len(taken)
+    if n:
+        apply_new_runs(conn, tenant, deltas, posted, scope)
+    if lane:
+        n += len(lane)
+        taken.update(lane)
     if not n:
         return 0, items
-    apply_new_runs(conn, tenant, deltas, posted, scope)
     if n == len(items):
         return n, []
     return n, [item for i, item in enumerate(items) if i not in taken]
+
+
+_RUN_TYPE, _EXTRA, _EVENTS = (WRITER_COLUMNS.index(k) for k in ("run_type", "extra", "events"))
+# plain runs in a mixed batch past which they go through the batch lane (fewer: the loop)
+LANE_MIN = 8
+
+
+def _plain_part(conn: Connection, items: list[Any], skip: set[Any],
+                sessions: Mapping[Any, Any], tenant: str, shared: Mapping[str, Any],
+                common: str, scope: FoldScope | None) -> tuple[list[int], list[int]]:
+    """A batch the lane did not take whole (an agent's trace: its llm runs beside chain and
+    tool runs, which are most of its runs): its runs without usage to derive through the lane
+    (``insert_batch``, which checks them all again and takes them all or none), the others
+    left to the loop. Returns (the indexes the lane took, the indexes left), in order."""
+    plain = [i for i, item in enumerate(items)
+             if item[_RUN_TYPE] != "llm" and not item[_EVENTS] and item[_EXTRA] is None
+             and item[_ID] not in skip]
+    everything = list(range(len(items)))
+    if len(plain) < LANE_MIN or len(plain) == len(items):
+        return [], everything
+    done = insert_batch(conn, [items[i] for i in plain], sessions, tenant, shared, common,
+                        scope)
+    if done is None:
+        return [], everything
+    took = set(plain)
+    return plain, [i for i in everything if i not in took]
