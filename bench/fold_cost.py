@@ -1,7 +1,7 @@
 """What a traced run costs from the journal to queryable: the fold, per run, SQLite and PostgreSQL.
 
     .venv/bin/python bench/fold_cost.py [--n 20000] [--pg-url URL] [--profile] [--ab ROUNDS]
-        [--llm] [--fixed ROUNDS] [--checkpoint ROUNDS]
+        [--llm] [--fixed ROUNDS] [--checkpoint ROUNDS] [--stream ROUNDS]
 
 Traces ``n`` root runs with one child each (``@traceable``, the README's pattern) into a fresh
 store with the background fold off, flushes (the journal-only figure), then times the fold
@@ -22,6 +22,8 @@ read after a few runs): ROUNDS times, one root with one llm child traced and flu
 ``Store.settle`` timed; and the same with 40 roots, the difference per run. ``--checkpoint``:
 SQLite only, alternates, ROUNDS each, the WAL checkpointed inside the commits that cross
 SQLite's limit (``inline``, as before stop 38) and by the store's thread of its own (``new``).
+``--stream``: PostgreSQL only, alternates, ROUNDS each, the fold's transactions batch by batch
+(``batches``, as before stop 46) and streamed through one ``COPY`` (``new``).
 The floor's inserts commit on the driver directly, so SQLite checkpoints them inside their
 commits in every mode. Prints figures, never asserts them.
 """
@@ -261,6 +263,7 @@ FIGURES = ("journal_us_per_span", "journal_cpu_us_per_span", "fold_us_per_run",
 MODES = ("old", "lists", "new")
 LLM_MODES = ("prev", "new")  # --llm: the first is what the ratios divide by
 CHECKPOINT_MODES = ("inline", "new")  # --checkpoint
+STREAM_MODES = ("batches", "new")  # --stream
 
 
 @contextlib.contextmanager
@@ -271,17 +274,21 @@ def fold_path(mode: str) -> Iterator[None]:
     ``prev``: as ``new``, but runs with usage (llm runs) folded as post dicts by
     ``_fold_rows.insert_new``, as before the columnar path took them; ``inline``: as ``new``,
     but the WAL checkpointed inside the commits (SQLite's own ``wal_autocheckpoint``), as
-    before a thread of its own took that (``store/_checkpoint.py``)."""
+    before a thread of its own took that (``store/_checkpoint.py``); ``batches``: as
+    ``new``, but PostgreSQL's fold transactions batch by batch, each its own ``COPY``, as
+    before the fold streamed them (``store/_fold_stream.py``)."""
     from assay.store import _checkpoint, _engine, _fold_columns, _journal
 
     saved = _journal.WRITER_COLUMNS, _journal.encoded_rows, _journal.JSON_COLUMNS
-    usage, every = _fold_columns.USAGE, _checkpoint.CHECKPOINT_ROWS
+    usage, every, stream = _fold_columns.USAGE, _checkpoint.CHECKPOINT_ROWS, _journal.STREAM
     limit = _engine.WAL_CHECKPOINT_BYTES
     if mode == "inline":
         _checkpoint.CHECKPOINT_ROWS = 1 << 62  # never reached: the thread never starts
         _engine.WAL_CHECKPOINT_BYTES = 16 * 1024 * 1024  # the commits' limit before stop 38
     elif mode == "prev":
         _fold_columns.USAGE = False
+    elif mode == "batches":
+        _journal.STREAM = False
     elif mode == "old":
         _journal.WRITER_COLUMNS = ()  # type: ignore[assignment]  # matches no batch
     elif mode == "lists":
@@ -293,6 +300,7 @@ def fold_path(mode: str) -> Iterator[None]:
         _journal.WRITER_COLUMNS, _journal.encoded_rows, _journal.JSON_COLUMNS = saved
         _fold_columns.USAGE = usage
         _checkpoint.CHECKPOINT_ROWS = every
+        _journal.STREAM = stream
         _engine.WAL_CHECKPOINT_BYTES = limit
 
 
@@ -366,6 +374,9 @@ def main() -> None:
     ap.add_argument("--checkpoint", type=int, default=0, metavar="ROUNDS",
                     help="SQLite's checkpoints inside the commits vs in their own thread, "
                          "alternated, ROUNDS each")
+    ap.add_argument("--stream", type=int, default=0, metavar="ROUNDS",
+                    help="PostgreSQL's fold batch by batch vs streamed, alternated, ROUNDS "
+                         "each")
     args = ap.parse_args()
     kind = "llm children" if args.llm else "children"
     if args.llm:  # genai-prices' import and the bench's 32 token counts priced before timing
@@ -376,11 +387,14 @@ def main() -> None:
     if args.fixed:
         fixed(args)
         return
-    if args.ab or args.checkpoint:
+    if args.ab or args.checkpoint or args.stream:
         print(f"{args.n:,} root runs + {args.n:,} {kind}; load average {os.getloadavg()}")
         if args.checkpoint:
             args.ab, args.only = args.checkpoint, "sqlite"
             ab(args, CHECKPOINT_MODES)
+        elif args.stream:
+            args.ab, args.only = args.stream, "postgres"
+            ab(args, STREAM_MODES)
         else:
             ab(args, LLM_MODES if args.llm else MODES)
         return

@@ -394,9 +394,10 @@ def test_the_batch_lane_stores_what_the_loop_and_the_general_path_store(
         store: Store, monkeypatch: pytest.MonkeyPatch, roots_only: bool, errors: bool) -> None:
     """Whole batches of plain runs folded column by column (``_fold_batch``), run by run
     (the lane off), and upserted one by one: every column, its JSON text, the statistics."""
-    from assay.store import _fold_columns
+    from assay.store import _fold_columns, _journal
 
     monkeypatch.setenv("ASSAY_BACKGROUND_FOLD", "0")
+    monkeypatch.setattr(_journal, "STREAM", False)  # merged batches (test_fold_stream: not)
     lane = _fold_columns.insert_batch
     took: list[int | None] = []
 
@@ -469,9 +470,10 @@ def test_an_agent_s_batch_folds_its_plain_runs_through_the_lane(
     """A batch with llm runs among chain and tool runs (an agent's trace): the lane takes
     its plain runs, the loop the llm runs; stored as the loop alone and the general path
     store them (every column, its JSON text, the statistics)."""
-    from assay.store import _fold_columns
+    from assay.store import _fold_columns, _journal
 
     monkeypatch.setenv("ASSAY_BACKGROUND_FOLD", "0")
+    monkeypatch.setattr(_journal, "STREAM", False)  # merged batches (test_fold_stream: not)
     lane = _fold_columns.insert_batch
     took: list[int | None] = []
 

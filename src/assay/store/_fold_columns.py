@@ -166,12 +166,17 @@ def decoded(items: list[Any], at: tuple[int, ...]) -> list[Any]:
     return out
 
 
-def fill_orders(conn: Connection, tenant: str, items: list[Any]) -> None:
+def fill_orders(conn: Connection, tenant: str, items: list[Any],
+                known: dict[Any, Any] | None = None, *, lookup: bool = True) -> list[Any]:
     """``_journal._fill_orders`` on the batch as journaled (value lists in ``WRITER_COLUMNS``
     order, or post dicts): a root's order from its start and id, a child's from its parent's,
     earlier in the batch or already stored. The usual items are done in C (``_FILL``), which
-    hands each other item back to this loop in its turn."""
-    known: dict[Any, str] = {}
+    hands each other item back to this loop in its turn. ``known``: the orders of runs of
+    earlier batches (filled with this batch's). Not ``lookup``: parents neither in the batch
+    nor known are not looked up in the store; the items still without an order are returned
+    (in their order), else nothing is."""
+    if known is None:
+        known = {}
     seg = dotted_segment_us
 
     def settle(item: Any) -> bool:
@@ -225,7 +230,9 @@ def fill_orders(conn: Connection, tenant: str, items: list[Any]) -> None:
         if not settle(item):
             waiting.append(item)
     if not waiting:
-        return
+        return []
+    if not lookup:  # their parents may have come later in the batch
+        return [item for item in waiting if not settle(item)]
     wanted = sorted({_parent_of(i) for i in waiting} - known.keys())
     from sqlalchemy import select
 
@@ -238,6 +245,7 @@ def fill_orders(conn: Connection, tenant: str, items: list[Any]) -> None:
         if not settle(item):  # its parent never reached the store: kept without an order
             log.warning("assay store: run %s: parent %s not stored, no dotted order",
                         _id_of(item), _parent_of(item))
+    return []
 
 
 def _parent_of(item: Any) -> Any:

@@ -16,12 +16,14 @@ import contextlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import event
+
 from .._compiled import compiled
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-__all__ = ["CopyRows", "copy_sql", "write_rows"]
+__all__ = ["SHARED", "CopyRows", "SharedCopy", "copy_sql", "write_rows"]
 
 _CENCODE = compiled("assay.store._cencode")
 _TEXT: Any = getattr(_CENCODE, "copy_text", None)
@@ -50,7 +52,9 @@ def write_rows(copy: Any, rows: Sequence[Sequence[Any]]) -> None:
 class CopyRows:
     """A ``COPY`` of rows into ``table`` in the connection's transaction (and savepoint),
     opened at the first row, fed chunk by chunk, ended on leaving (failed on an exception,
-    which rolls its rows back with the transaction or savepoint)."""
+    which rolls its rows back with the transaction or savepoint). While a ``SharedCopy`` of
+    the same columns is open on the connection, the rows go into it instead and leaving ends
+    nothing; one of other columns is ended first (a connection runs one COPY at a time)."""
 
     def __init__(self, conn: Connection, order: Sequence[str], table: str = "runs") -> None:
         self.conn = conn
@@ -59,13 +63,26 @@ class CopyRows:
         self._pending: list[Sequence[Any]] = []
         self._stack = contextlib.ExitStack()
         self._copy: Any = None
+        shared = conn.info.get(SHARED) if self.__class__ is CopyRows else None
+        self._into: SharedCopy | None = None
+        if shared is not None:
+            if tuple(shared.order) == tuple(order) and shared.table == table:
+                self._into = shared
+            else:
+                shared.end()
 
     def write(self, row: Sequence[Any]) -> None:
+        if self._into is not None:
+            self._into.write(row)
+            return
         self._pending.append(row)
         if len(self._pending) >= CHUNK:
             self._flush()
 
     def write_all(self, rows: Sequence[Sequence[Any]]) -> None:
+        if self._into is not None:
+            self._into.write_all(rows)
+            return
         for at in range(0, len(rows), CHUNK):
             self._pending.extend(rows[at:at + CHUNK])
             self._flush()
@@ -83,6 +100,8 @@ class CopyRows:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        if self._into is not None:
+            return  # the shared COPY's rows: ended by its owner (or by the next statement)
         if exc[0] is None and self._pending:
             try:
                 self._flush()
@@ -90,3 +109,42 @@ class CopyRows:
                 self._stack.__exit__(type(error), error, error.__traceback__)
                 raise
         self._stack.__exit__(*exc)  # ends the COPY (fails it on an exception)
+
+
+SHARED = "assay.shared_copy"  # the connection's ``info`` key of its open ``SharedCopy``
+
+
+class SharedCopy(CopyRows):
+    """One ``COPY`` that the fold's batches write into, one after another, for a whole
+    transaction (``_fold_stream``): each batch's rows go to the server as soon as they are
+    built, and the server indexes them while the fold decodes and builds the next batch
+    (the socket's buffers hold what it has not read yet). Ending a COPY waits for the server
+    to have written every row, so batches that each had their own COPY took turns with the
+    server instead. Any statement on the connection ends it first (``end_before``: a
+    connection runs nothing else during a COPY); rows written after that open a new one."""
+
+    def __enter__(self) -> SharedCopy:
+        self.conn.info[SHARED] = self
+        event.listen(self.conn, "before_cursor_execute", _end_before)
+        return self
+
+    def end(self) -> None:
+        """Send what is pending and end the COPY (the server has written its rows then)."""
+        if self._pending:
+            self._flush()
+        stack, self._stack, self._copy = self._stack, contextlib.ExitStack(), None
+        stack.close()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.conn.info.pop(SHARED, None)
+        event.remove(self.conn, "before_cursor_execute", _end_before)
+        if exc[0] is None:
+            self.end()
+        else:
+            self._stack.__exit__(*exc)  # fails the COPY: the transaction is rolled back
+
+
+def _end_before(conn: Connection, *_args: Any) -> None:
+    shared = conn.info.get(SHARED)
+    if shared is not None and (shared._copy is not None or shared._pending):
+        shared.end()

@@ -1,0 +1,109 @@
+"""PostgreSQL's fold of traced batches as one stream: the server indexes while the fold builds.
+
+A fold transaction of the tracing writer's batches used to decode them all, give them their
+dotted orders, check and build their rows, and only then ``COPY`` the rows, whose end waits
+until the server has written and indexed every one. The fold's own work (~6 us a run) and the
+server's (~8) took turns: ~14 us a run, where either alone is about half of that
+(bench/README.md, stop 45). Here each batch of the transaction is decoded, ordered, checked and
+written in turn into one ``COPY`` held open for the whole transaction (``SharedCopy``): the
+socket's buffers hold a batch's rows while the server works through them and the fold builds
+the next batch.
+
+It takes a transaction whose first entry is a batch of the tracing writer's value lists. Such
+a batch is streamed when the columnar path takes it whole (new plain or llm runs; no patches,
+nothing handed on to the general path), with no savepoint; a child whose parent comes in a
+later batch of the transaction waits for it (the merged batch of ``Journal.fold_some`` has
+the same effect). Another entry (evaluate()'s feedback between its runs, a batch with patches)
+ends the ``COPY`` and is folded as before, in its savepoint; the next batch opens another.
+Anything else raises ``NotStreamed`` before anything is committed: the caller rolls the
+transaction back and folds the same entries as before. So does a failure of the ``COPY``
+itself (a run stored already: the fast path's first try never looks), which the fold as
+before then settles as it always did. Nothing is kept of a rolled-back try, and the journal's
+entries are deleted only by the transaction that folds them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ._fold_columns import JSON_COLUMNS, WRITER_COLUMNS, fill_orders, insert_rows
+from ._fold_merge import _signature
+from ._fold_rows import _ORDER, FoldScope
+from ._pg_copy import SharedCopy
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+    from ._journal import Journal
+
+__all__ = ["NOT_WRITER", "NotStreamed", "fold_stream"]
+
+_WRITER = list(WRITER_COLUMNS)
+_JSON = list(JSON_COLUMNS)
+NOT_WRITER = "not the tracing writer's plain batch"  # (why the first entry was not taken)
+
+
+class NotStreamed(Exception):
+    """A transaction's entries are not all ones ``fold_stream`` takes: fold them as before."""
+
+
+def _plain(payload: Any) -> bool:
+    """A batch of the tracing writer's value lists, their JSON as text, without patches."""
+    return (payload.__class__ is dict and payload.get("columns") == _WRITER
+            and payload.get("json") == _JSON and not payload.get("patches")
+            and bool(payload.get("posts")) and payload["posts"].__class__ is list)
+
+
+def fold_stream(journal: Journal, conn: Connection, entries: Sequence[Any],
+                scope: FoldScope) -> int:
+    """Fold ``entries`` (journal rows of runs, oldest first) into ``runs`` through one
+    ``COPY``; return the runs folded. Raises ``NotStreamed`` (or the database's error) when
+    they are not all ones this takes: nothing is then to be committed."""
+    from ._journal import RUNS, decode
+
+    known: dict[Any, Any] = {}  # every order given so far, for children in later batches
+    waiting: list[Any] = []  # children whose parents have not come yet
+    waiting_key: Any = None
+    applied = 0
+    with SharedCopy(conn, _ORDER) as copy:
+        for entry in entries:
+            try:
+                payload = decode(entry.payload)
+            except Exception as exc:  # noqa: BLE001 - the fold as before counts and logs it
+                raise NotStreamed("not JSON") from exc
+            if entry.kind != RUNS or not _plain(payload):
+                if entry is entries[0]:
+                    raise NotStreamed(NOT_WRITER)
+                if waiting and entry.kind == RUNS:  # (feedback waits for its runs anyway)
+                    raise NotStreamed("a child waits for its parent past a batch of runs")
+                # evaluate()'s feedback between its runs, a batch with patches: folded as
+                # before, in a savepoint, once the server has the rows sent so far
+                copy.end()
+                applied += journal._apply(conn, entry, payload, scope)
+                continue
+            key = (entry.tenant_id, _signature(payload))
+            posts = payload["posts"]
+            if waiting:
+                if key != waiting_key:
+                    raise NotStreamed("a child waits for a parent of another batch")
+                posts = waiting + posts
+            waiting = fill_orders(conn, entry.tenant_id, posts, known, lookup=False)
+            waiting_key = key
+            if waiting:
+                held = {id(item) for item in waiting}
+                posts = [item for item in posts if id(item) not in held]
+            if not posts:
+                continue
+            store = journal.store.for_tenant(entry.tenant_id)
+            done, left = insert_rows(store.runs, conn, posts, set(),
+                                     payload.get("default_project") or "default",
+                                     payload.get("extra"), encoded=True, probe=False,
+                                     scope=scope)
+            if left:
+                raise NotStreamed("runs the columnar path hands on")
+            applied += done
+        if waiting:
+            raise NotStreamed("a child whose parent is not in the transaction")
+        copy.end()
+    return applied
