@@ -9,16 +9,18 @@ written in turn into one ``COPY`` held open for the whole transaction (``SharedC
 socket's buffers hold a batch's rows while the server works through them and the fold builds
 the next batch.
 
-It takes a transaction whose first entry is a batch of the tracing writer's value lists. Such
-a batch is streamed when the columnar path takes it whole (new plain or llm runs; no patches,
-nothing handed on to the general path), with no savepoint; a child whose parent comes in a
-later batch of the transaction waits for it (the merged batch of ``Journal.fold_some`` has
-the same effect). Another entry (evaluate()'s feedback between its runs, a batch with patches)
-ends the ``COPY`` and is folded as before, in its savepoint; the next batch opens another.
-Anything else raises ``NotStreamed`` before anything is committed: the caller rolls the
-transaction back and folds the same entries as before. So does a failure of the ``COPY``
-itself (a run stored already: the fast path's first try never looks), which the fold as
-before then settles as it always did. Nothing is kept of a rolled-back try, and the journal's
+A batch of the tracing writer's value lists is streamed when the columnar path takes it whole
+(new plain or llm runs; no patches, nothing handed on to the general path), with no
+savepoint; a child whose parent comes in a later batch of the transaction waits for it (the
+merged batch of ``Journal.fold_some`` has the same effect), and one whose parent is in no
+batch of it has its parent looked up at the end, as before. Another entry (evaluate()'s
+feedback between its runs, a writer's batch with patches) ends the ``COPY`` and is folded as
+before, in its savepoint; the next batch opens another. A transaction that starts with a
+batch of another kind (a server's requests) raises ``NotStreamed``, and so does anything else
+this does not take, before anything is committed: the caller rolls the transaction back and
+folds the same entries as before. So does a failure of the ``COPY`` itself (a run stored
+already: the fast path's first try never looks), which the fold as before then settles as it
+always did. Nothing is kept of a rolled-back try, and the journal's
 entries are deleted only by the transaction that folds them.
 """
 
@@ -27,9 +29,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._fold_columns import JSON_COLUMNS, WRITER_COLUMNS, fill_orders, insert_rows
+from ._fold_columns import (
+    _DOTTED,
+    _ID,
+    _WIDTH,
+    JSON_COLUMNS,
+    WRITER_COLUMNS,
+    fill_orders,
+    insert_rows,
+)
 from ._fold_merge import _signature
-from ._fold_rows import _ORDER, FoldScope
+from ._fold_rows import _FULL_ORDER, FoldScope
 from ._pg_copy import SharedCopy
 
 if TYPE_CHECKING:
@@ -55,32 +65,56 @@ def _plain(payload: Any) -> bool:
             and bool(payload.get("posts")) and payload["posts"].__class__ is list)
 
 
+def _writer(payload: Any) -> bool:
+    return payload.__class__ is dict and payload.get("columns") == _WRITER
+
+
+def _learn(known: dict[Any, Any], payload: Any) -> None:
+    """The orders a batch folded as before gave its runs (value lists, set in place), for
+    children in later batches."""
+    for item in payload.get("posts") or ():
+        if item.__class__ is list and len(item) == _WIDTH and item[_DOTTED] \
+                and item[_ID].__class__ is str:
+            known[item[_ID]] = item[_DOTTED]
+
+
 def fold_stream(journal: Journal, conn: Connection, entries: Sequence[Any],
                 scope: FoldScope) -> int:
-    """Fold ``entries`` (journal rows of runs, oldest first) into ``runs`` through one
-    ``COPY``; return the runs folded. Raises ``NotStreamed`` (or the database's error) when
-    they are not all ones this takes: nothing is then to be committed."""
+    """Fold ``entries`` (journal rows, oldest first) into ``runs``, the tracing writer's
+    batches through one ``COPY``; return the items folded. Raises ``NotStreamed`` (or the
+    database's error) when they are not ones this takes: nothing is then to be committed."""
     from ._journal import RUNS, decode
 
     known: dict[Any, Any] = {}  # every order given so far, for children in later batches
     waiting: list[Any] = []  # children whose parents have not come yet
     waiting_key: Any = None
     applied = 0
-    with SharedCopy(conn, _ORDER) as copy:
+
+    def put(tenant: str, payload: Any, posts: list[Any]) -> int:
+        done, left = insert_rows(journal.store.for_tenant(tenant).runs, conn, posts, set(),
+                                 payload.get("default_project") or "default",
+                                 payload.get("extra"), encoded=True, probe=False, scope=scope)
+        if left:
+            raise NotStreamed("runs the columnar path hands on")
+        return done
+
+    with SharedCopy(conn, _FULL_ORDER) as copy:  # llm runs' usage columns too
         for entry in entries:
             try:
                 payload = decode(entry.payload)
             except Exception as exc:  # noqa: BLE001 - the fold as before counts and logs it
                 raise NotStreamed("not JSON") from exc
             if entry.kind != RUNS or not _plain(payload):
-                if entry is entries[0]:
-                    raise NotStreamed(NOT_WRITER)
+                if entry.kind == RUNS and not _writer(payload):
+                    raise NotStreamed(NOT_WRITER if entry is entries[0] else "a server's")
                 if waiting and entry.kind == RUNS:  # (feedback waits for its runs anyway)
                     raise NotStreamed("a child waits for its parent past a batch of runs")
-                # evaluate()'s feedback between its runs, a batch with patches: folded as
-                # before, in a savepoint, once the server has the rows sent so far
+                # evaluate()'s feedback between its runs, a batch with patches (a run posted
+                # at its start, ended later): folded as before, in a savepoint, once the
+                # server has the rows sent so far
                 copy.end()
                 applied += journal._apply(conn, entry, payload, scope)
+                _learn(known, payload)
                 continue
             key = (entry.tenant_id, _signature(payload))
             posts = payload["posts"]
@@ -89,21 +123,15 @@ def fold_stream(journal: Journal, conn: Connection, entries: Sequence[Any],
                     raise NotStreamed("a child waits for a parent of another batch")
                 posts = waiting + posts
             waiting = fill_orders(conn, entry.tenant_id, posts, known, lookup=False)
-            waiting_key = key
+            waiting_key, waiting_batch = key, (entry.tenant_id, payload)
             if waiting:
                 held = {id(item) for item in waiting}
                 posts = [item for item in posts if id(item) not in held]
-            if not posts:
-                continue
-            store = journal.store.for_tenant(entry.tenant_id)
-            done, left = insert_rows(store.runs, conn, posts, set(),
-                                     payload.get("default_project") or "default",
-                                     payload.get("extra"), encoded=True, probe=False,
-                                     scope=scope)
-            if left:
-                raise NotStreamed("runs the columnar path hands on")
-            applied += done
-        if waiting:
-            raise NotStreamed("a child whose parent is not in the transaction")
+            if posts:
+                applied += put(entry.tenant_id, payload, posts)
+        if waiting:  # parents of earlier transactions, or none: looked up, as before
+            copy.end()
+            fill_orders(conn, waiting_batch[0], waiting, known)
+            applied += put(*waiting_batch, waiting)
         copy.end()
     return applied

@@ -54,7 +54,8 @@ class CopyRows:
     opened at the first row, fed chunk by chunk, ended on leaving (failed on an exception,
     which rolls its rows back with the transaction or savepoint). While a ``SharedCopy`` of
     the same columns is open on the connection, the rows go into it instead and leaving ends
-    nothing; one of other columns is ended first (a connection runs one COPY at a time)."""
+    nothing (its columns past this one's written NULL); one of other columns is ended first (a
+    connection runs one COPY at a time)."""
 
     def __init__(self, conn: Connection, order: Sequence[str], table: str = "runs") -> None:
         self.conn = conn
@@ -65,15 +66,17 @@ class CopyRows:
         self._copy: Any = None
         shared = conn.info.get(SHARED) if self.__class__ is CopyRows else None
         self._into: SharedCopy | None = None
+        self._pad: tuple[None, ...] = ()
         if shared is not None:
-            if tuple(shared.order) == tuple(order) and shared.table == table:
-                self._into = shared
+            if shared.table == table and tuple(shared.order[:len(order)]) == tuple(order):
+                self._into = shared  # its further columns NULL (a plain run's usage)
+                self._pad = (None,) * (len(shared.order) - len(order))
             else:
                 shared.end()
 
     def write(self, row: Sequence[Any]) -> None:
         if self._into is not None:
-            self._into.write(row)
+            self._into.write((*row, *self._pad) if self._pad else row)
             return
         self._pending.append(row)
         if len(self._pending) >= CHUNK:
@@ -81,7 +84,8 @@ class CopyRows:
 
     def write_all(self, rows: Sequence[Sequence[Any]]) -> None:
         if self._into is not None:
-            self._into.write_all(rows)
+            pad = self._pad
+            self._into.write_all([(*row, *pad) for row in rows] if pad else rows)
             return
         for at in range(0, len(rows), CHUNK):
             self._pending.extend(rows[at:at + CHUNK])
