@@ -15,7 +15,16 @@ from assay.store import Store, _journal
 from assay.store._fold_columns import WRITER_COLUMNS
 
 from .test_aggregates import _check_all
-from .test_fold_fast import COLUMNS, EXTRA, _agent_rows, _ids, _normalized, _stored_text
+from .test_fold_fast import (
+    COLUMNS,
+    EXTRA,
+    _agent_rows,
+    _ids,
+    _normalized,
+    _previous_format,
+    _row_posts,
+    _stored_text,
+)
 
 _PARENT, _DOTTED, _NAME, _START = (WRITER_COLUMNS.index(k) for k in (
     "parent_run_id", "dotted_order", "name", "start_time"))
@@ -161,14 +170,16 @@ def test_other_entries_and_orphans_are_folded_as_before(
 
 def test_a_server_s_journal_is_not_tried_at_every_transaction(
         store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A transaction whose first entry is not the writer's (a server's requests) skips the
-    stream for the next ``STREAM_SKIP`` transactions."""
+    """A transaction whose first entry is of a format the stream does not take (an older
+    writer's) skips the stream for the next ``STREAM_SKIP`` transactions."""
     monkeypatch.setenv("ASSAY_BACKGROUND_FOLD", "0")
     monkeypatch.setattr(_journal, "STREAM", True)
     journal = store.journal
-    journal.admit([{"id": str(uuid.uuid4()), "name": "posted", "run_type": "chain",
-                    "start_time": "2026-11-29T05:30:38.123456+00:00"}])
-    assert journal.fold_some(20)[0] == 1
+    rows, _ = _agent_batches(3, parents_first=True)
+    order = tuple(reversed(COLUMNS))  # another writer's columns
+    at = [COLUMNS.index(c) for c in order]
+    _previous_format(store, [[r[i] for i in at] for r in rows[0]], [], order)
+    assert journal.fold_some(20)[0] == len(rows[0])
     postgres = store.engine.dialect.name == "postgresql"
     assert journal._stream_skip == (_journal.STREAM_SKIP if postgres else 0)
     assert journal._streams() is False
@@ -201,6 +212,28 @@ def test_runs_posted_at_their_start_and_ended_by_a_patch(
     streamed_runs, as_before, streamed = _both_ways(store, monkeypatch, journal_them)
     assert all(r["dotted_order"] for r in as_before)
     assert all(r["end_time"] is not None for r in as_before if r["parent_run_id"] is None)
+    for a, b in zip(streamed_runs, as_before, strict=True):
+        assert a == b
+    assert streamed == (1 if store.engine.dialect.name == "postgresql" else 0)
+
+
+def test_a_server_s_requests_stream_too(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches ``Journal.admit`` journaled (a server's requests: cleaned posts, their JSON as
+    text) stream through ``insert_new``'s fast path; one with patches is folded as before in
+    its turn."""
+    monkeypatch.setenv("ASSAY_BACKGROUND_FOLD", "0")
+    from .test_fold_fast import _patch
+
+    def journal_them(st: Store) -> tuple[list[str]]:
+        batches, ids = _agent_batches(30, parents_first=True)
+        posts = [_row_posts([list(r) for r in batch], COLUMNS, EXTRA) for batch in batches]
+        roots = [p for p in posts[0] if p.get("parent_run_id") is None]
+        for k, batch in enumerate(posts):
+            st.journal.admit(batch, [_patch(r["id"]) for r in roots] if k == 2 else [])
+        return (ids,)
+
+    streamed_runs, as_before, streamed = _both_ways(store, monkeypatch, journal_them)
+    assert len(as_before) == 40
     for a, b in zip(streamed_runs, as_before, strict=True):
         assert a == b
     assert streamed == (1 if store.engine.dialect.name == "postgresql" else 0)

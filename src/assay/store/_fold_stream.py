@@ -13,14 +13,16 @@ A batch of the tracing writer's value lists is streamed when the columnar path t
 (new plain or llm runs; no patches, nothing handed on to the general path), with no
 savepoint; a child whose parent comes in a later batch of the transaction waits for it (the
 merged batch of ``Journal.fold_some`` has the same effect), and one whose parent is in no
-batch of it has its parent looked up at the end, as before. Another entry (evaluate()'s
-feedback between its runs, a writer's batch with patches) ends the ``COPY`` and is folded as
-before, in its savepoint; the next batch opens another. A transaction that starts with a
-batch of another kind (a server's requests) raises ``NotStreamed``, and so does anything else
-this does not take, before anything is committed: the caller rolls the transaction back and
-folds the same entries as before. So does a failure of the ``COPY`` itself (a run stored
-already: the fast path's first try never looks), which the fold as before then settles as it
-always did. Nothing is kept of a rolled-back try, and the journal's
+batch of it has its parent looked up at the end, as before. A server's requests' batches
+(``Journal.admit``'s, without patches) stream too, their rows made by ``insert_new``'s fast
+path. Another entry (evaluate()'s feedback between its runs, a batch with patches) ends the
+``COPY`` and is folded as before, in its savepoint; the next batch opens another.
+
+A transaction that starts with a batch of another format raises ``NotStreamed``, and so does
+anything else this does not take, before anything is committed: the caller rolls the
+transaction back and folds the same entries as before. So does a failure of the ``COPY``
+itself (a run stored already: the fast paths' first try never looks), which the fold as
+before then settles as it always did. Nothing is kept of a rolled-back try, and the journal's
 entries are deleted only by the transaction that folds them.
 """
 
@@ -39,7 +41,7 @@ from ._fold_columns import (
     insert_rows,
 )
 from ._fold_merge import _signature
-from ._fold_rows import _FULL_ORDER, FoldScope
+from ._fold_rows import _FULL_ORDER, FoldScope, admitted_as_text, insert_new
 from ._pg_copy import SharedCopy
 
 if TYPE_CHECKING:
@@ -63,6 +65,15 @@ def _plain(payload: Any) -> bool:
     return (payload.__class__ is dict and payload.get("columns") == _WRITER
             and payload.get("json") == _JSON and not payload.get("patches")
             and bool(payload.get("posts")) and payload["posts"].__class__ is list)
+
+
+def _admitted(payload: Any, patches: bool = False) -> bool:
+    """A batch ``Journal.admit`` journaled (a server's request: cleaned posts, their JSON as
+    text), without patches unless ``patches``."""
+    if payload.__class__ is not dict or not admitted_as_text(payload):
+        return False
+    return patches or (not payload.get("patches") and bool(payload.get("posts"))
+                       and payload["posts"].__class__ is list)
 
 
 def _writer(payload: Any) -> bool:
@@ -104,9 +115,20 @@ def fold_stream(journal: Journal, conn: Connection, entries: Sequence[Any],
                 payload = decode(entry.payload)
             except Exception as exc:  # noqa: BLE001 - the fold as before counts and logs it
                 raise NotStreamed("not JSON") from exc
+            if entry.kind == RUNS and _admitted(payload):  # a server's request's runs
+                if waiting:
+                    raise NotStreamed("a child waits for its parent past a server's batch")
+                done, left = insert_new(journal.store.for_tenant(entry.tenant_id).runs, conn,
+                                        payload["posts"], set(),
+                                        payload.get("default_project") or "default",
+                                        clean=True, texts=True, probe=False, scope=scope)
+                if left:
+                    raise NotStreamed("runs the fast path hands on")
+                applied += done
+                continue
             if entry.kind != RUNS or not _plain(payload):
-                if entry.kind == RUNS and not _writer(payload):
-                    raise NotStreamed(NOT_WRITER if entry is entries[0] else "a server's")
+                if entry.kind == RUNS and not (_writer(payload) or _admitted(payload, True)):
+                    raise NotStreamed(NOT_WRITER if entry is entries[0] else "another format")
                 if waiting and entry.kind == RUNS:  # (feedback waits for its runs anyway)
                     raise NotStreamed("a child waits for its parent past a batch of runs")
                 # evaluate()'s feedback between its runs, a batch with patches (a run posted

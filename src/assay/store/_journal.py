@@ -586,6 +586,7 @@ class Journal:
                 _STREAMED[self.store.engine] = _STREAMED.get(self.store.engine, 0) + 1
                 return applied, more
             except NotStreamed as why:  # rolled back: folded below as before
+                log.debug("assay store: not streamed: %s", why)
                 self._stream_skip = STREAM_SKIP if why.args[0] == NOT_WRITER else 0
             except Exception as exc:  # noqa: BLE001 - a run stored already, say: as before
                 log.debug("assay store: the streamed fold fell back (%s)", exc)
