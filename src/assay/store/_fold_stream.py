@@ -28,6 +28,8 @@ entries are deleted only by the transaction that folds them.
 
 from __future__ import annotations
 
+import logging
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -49,11 +51,16 @@ if TYPE_CHECKING:
 
     from ._journal import Journal
 
-__all__ = ["NOT_WRITER", "NotStreamed", "fold_stream"]
+__all__ = ["STREAM_SKIP", "NotStreamed", "fold_stream", "fold_streamed"]
+
+log = logging.getLogger("assay.store")
 
 _WRITER = list(WRITER_COLUMNS)
 _JSON = list(JSON_COLUMNS)
 NOT_WRITER = "not the tracing writer's plain batch"  # (why the first entry was not taken)
+STREAM_SKIP = 16  # transactions not tried after one whose first entry was of another format
+# engine -> fold transactions of this process that were streamed (tests, benches)
+STREAMED: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
 
 class NotStreamed(Exception):
@@ -157,3 +164,34 @@ def fold_stream(journal: Journal, conn: Connection, entries: Sequence[Any],
             applied += put(*waiting_batch, waiting)
         copy.end()
     return applied
+
+
+def fold_streamed(journal: Journal, rows: int, max_items: int | None) -> tuple[int, bool] | None:
+    """``Journal.fold_some``'s transaction streamed: (items applied, whether rows may remain),
+    or None when it was rolled back, to be folded as before (and, when its first entry was of
+    another format, the next ``STREAM_SKIP`` transactions are not tried)."""
+    from ._journal import _DELETE, _PG_FOLD_LOCK, oldest
+
+    if journal.stream_skip:
+        journal.stream_skip -= 1
+        return None
+    engine = journal.store.engine
+    try:
+        with journal.store.write() as conn:
+            conn.execute(_PG_FOLD_LOCK)
+            entries, more = oldest(conn, rows, max_items)
+            if not entries:
+                return 0, False
+            scope = FoldScope(None)
+            applied = fold_stream(journal, conn, entries, scope)
+            scope.write(conn)
+            conn.execute(_DELETE, {"seqs": [e.seq for e in entries]})
+    except NotStreamed as why:
+        log.debug("assay store: not streamed: %s", why)
+        journal.stream_skip = STREAM_SKIP if why.args[0] == NOT_WRITER else 0
+        return None
+    except Exception as exc:  # noqa: BLE001 - a run stored already, say: folded as before
+        log.debug("assay store: the streamed fold fell back (%s)", exc)
+        return None
+    STREAMED[engine] = STREAMED.get(engine, 0) + 1
+    return applied, more

@@ -74,7 +74,7 @@ from ._fold_rows import (
     stored_ids,
 )
 from ._fold_scores import insert_scores, score_rows
-from ._fold_stream import NOT_WRITER, NotStreamed, fold_stream
+from ._fold_stream import fold_streamed
 from ._tables import feedback as feedback_table
 from ._tables import journal, runs, sessions
 
@@ -93,7 +93,6 @@ _CHUNK = 20  # journal rows per fold transaction: a long fold does not starve ot
 # PostgreSQL: a transaction of the tracing writer's batches folded as one stream
 # (``_fold_stream``); False: batch by batch, as before (bench/fold_cost.py's A/B sets it)
 STREAM = True
-STREAM_SKIP = 16  # transactions not tried after one whose first entry was not the writer's
 _PG_LOCK = 0x617373617901  # "assay\1": one folder at a time
 # asked before every experiment's first example (see ``settle``): SQL, not a Core statement
 # whose first compile would cost a millisecond there
@@ -329,8 +328,22 @@ def _halves(kind: str, payload: dict[str, Any]) -> list[tuple[str, dict[str, Any
 
 
 _DROPPED: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
-# engine -> fold transactions of this process that ``fold_stream`` folded (tests, benches)
-_STREAMED: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+
+
+def oldest(conn: Connection, rows: int, max_items: int | None) -> tuple[list[Any], bool]:
+    """A fold transaction's entries: the oldest ``rows`` journal rows, cut after the one
+    reaching ``max_items`` items, and whether rows may remain."""
+    entries = list(conn.execute(_OLDEST, {"rows": rows}).all())
+    more = len(entries) == rows
+    if max_items is not None:
+        total = 0
+        for i, entry in enumerate(entries):
+            total += entry.items
+            if total >= max_items:
+                more = more or i + 1 < len(entries)
+                entries = entries[: i + 1]
+                break
+    return entries, more
 
 
 class Journal:
@@ -341,7 +354,7 @@ class Journal:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self._stream_skip = 0  # transactions left before the next try of fold_stream
+        self.stream_skip = 0  # fold transactions left before the next try of fold_streamed
 
     @property
     def dropped(self) -> int:
@@ -572,28 +585,14 @@ class Journal:
         reaches that many items (one row at least), so many small batches go in one
         transaction and large ones one by one. ``ready``: what ``_fold_ready.prepare`` did
         of these rows before the transaction (taken for the entries still as they were)."""
-        if ready is None and self._streams():
-            try:
-                with self.store.write() as conn:
-                    conn.execute(_PG_FOLD_LOCK)
-                    entries, more = self._oldest(conn, rows, max_items)
-                    if not entries:
-                        return 0, False
-                    scope = FoldScope(None)
-                    applied = fold_stream(self, conn, entries, scope)
-                    scope.write(conn)
-                    conn.execute(_DELETE, {"seqs": [e.seq for e in entries]})
-                _STREAMED[self.store.engine] = _STREAMED.get(self.store.engine, 0) + 1
-                return applied, more
-            except NotStreamed as why:  # rolled back: folded below as before
-                log.debug("assay store: not streamed: %s", why)
-                self._stream_skip = STREAM_SKIP if why.args[0] == NOT_WRITER else 0
-            except Exception as exc:  # noqa: BLE001 - a run stored already, say: as before
-                log.debug("assay store: the streamed fold fell back (%s)", exc)
+        if ready is None and STREAM and self.store.engine.dialect.name == "postgresql":
+            streamed = fold_streamed(self, rows, max_items)  # None: rolled back, as below
+            if streamed is not None:
+                return streamed
         with self.store.write() as conn:
             if conn.dialect.name == "postgresql":
                 conn.execute(_PG_FOLD_LOCK)
-            entries, more = self._oldest(conn, rows, max_items)
+            entries, more = oldest(conn, rows, max_items)
             if not entries:
                 return 0, False
             # the new runs' statistics, written once for all entries; the rows built ahead
@@ -616,33 +615,6 @@ class Journal:
             scope.write(conn)
             conn.execute(_DELETE, {"seqs": [e.seq for e in entries]})
         return applied, more
-
-    def _streams(self) -> bool:
-        """Whether to try ``fold_stream`` (PostgreSQL): not for the next ``STREAM_SKIP``
-        transactions after one whose first entry was not the tracing writer's (a server's
-        journal holds its requests' batches: a try would only decode one and roll back)."""
-        if not STREAM or self.store.engine.dialect.name != "postgresql":
-            return False
-        if self._stream_skip:
-            self._stream_skip -= 1
-            return False
-        return True
-
-    @staticmethod
-    def _oldest(conn: Connection, rows: int, max_items: int | None) -> tuple[list[Any], bool]:
-        """The oldest ``rows`` journal rows, cut after the one reaching ``max_items`` items,
-        and whether rows may remain."""
-        entries = list(conn.execute(_OLDEST, {"rows": rows}).all())
-        more = len(entries) == rows
-        if max_items is not None:
-            total = 0
-            for i, entry in enumerate(entries):
-                total += entry.items
-                if total >= max_items:
-                    more = more or i + 1 < len(entries)
-                    entries = entries[: i + 1]
-                    break
-        return entries, more
 
     def _decoded(self, entry: Any) -> Any:
         """An entry's batch (its JSON), or None when it is not JSON (counted as dropped: not
