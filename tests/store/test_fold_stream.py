@@ -241,3 +241,30 @@ def test_a_server_s_requests_stream_too(store: Store, monkeypatch: pytest.Monkey
     for a, b in zip(streamed_runs, as_before, strict=True):
         assert a == b
     assert streamed == (1 if store.engine.dialect.name == "postgresql" else 0)
+
+
+def test_what_a_fallen_back_stream_dropped_is_counted_once(
+        store: Store, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """A feedback item the fold drops, folded inside a stream that then falls back (a run
+    posted again, last): the fold as before drops it again, and it is counted once, as
+    without the stream."""
+    monkeypatch.setenv("ASSAY_BACKGROUND_FOLD", "0")
+    counts = []
+    for stream in (True, False):
+        monkeypatch.setattr(_journal, "STREAM", stream)
+        st = store.for_tenant(str(uuid.uuid4()))
+        batches, ids = _agent_batches(30, parents_first=True)
+        st.journal.append_runs(batches[0], columns=COLUMNS, extra=EXTRA)
+        st.settle()
+        before = st.journal.dropped
+        st.journal.append_runs(batches[1], columns=COLUMNS, extra=EXTRA)
+        st.journal.append_feedback([{"run_id": ids[0], "key": "k", "score": 1.0},
+                                    {"run_id": ids[0], "key": ["not", "text"]}])
+        for batch in batches[2:-1]:
+            st.journal.append_runs(batch, columns=COLUMNS, extra=EXTRA)
+        st.journal.append_runs([*batches[-1], batches[0][0]], columns=COLUMNS, extra=EXTRA)
+        st.settle()
+        counts.append(st.journal.dropped - before)
+        assert len(st.runs.list(run_ids=ids)) == len(ids)
+        assert [f.key for f in st.feedback.list(run_ids=[ids[0]])] == ["k"]
+    assert counts == [1, 1]

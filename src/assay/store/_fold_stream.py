@@ -176,6 +176,7 @@ def fold_streamed(journal: Journal, rows: int, max_items: int | None) -> tuple[i
         journal.stream_skip -= 1
         return None
     engine = journal.store.engine
+    dropped = journal.dropped  # what a batch folded as before inside counted: counted again
     try:
         with journal.store.write() as conn:
             conn.execute(_PG_FOLD_LOCK)
@@ -189,9 +190,11 @@ def fold_streamed(journal: Journal, rows: int, max_items: int | None) -> tuple[i
     except NotStreamed as why:
         log.debug("assay store: not streamed: %s", why)
         journal.stream_skip = STREAM_SKIP if why.args[0] == NOT_WRITER else 0
+        journal.dropped = dropped
         return None
     except Exception as exc:  # noqa: BLE001 - a run stored already, say: folded as before
         log.debug("assay store: the streamed fold fell back (%s)", exc)
+        journal.dropped = dropped
         return None
     STREAMED[engine] = STREAMED.get(engine, 0) + 1
     return applied, more
