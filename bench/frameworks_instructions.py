@@ -17,8 +17,11 @@ The scripted model runs natively in a process of its own, not counted.
 
 Instructions are not time: cache misses, system calls and the loopback round trips are left
 out. But a change in them is a change in the work done, so the ratio ``assay`` / ``off`` is
-the capture's cost without the machine's noise. Needs valgrind (Debian's ``valgrind``). Prints
-figures, never asserts them.
+the capture's cost without the machine's noise. The tracing writer's tick and linger are scaled
+by ~50 in the measured process, as valgrind slows it: its batches then hold about as many runs
+as at full speed (before stop 46 they held an answer's, and each batch's fixed costs, an
+append and a fold transaction, counted several times over). Needs valgrind (Debian's
+``valgrind``). Prints figures, never asserts them.
 """
 
 from __future__ import annotations
@@ -56,6 +59,16 @@ def child(framework: str, mode: str, answers: int) -> None:
     answers_only = mode == "assay-answers"
     mode = "assay" if answers_only else mode
     import frameworks as fw
+
+    from assay.tracing import _writer
+
+    # Under valgrind (~50x slower) the writer's 0.2 s linger would hold one answer's runs, where
+    # at full speed it holds dozens: each journal append's and fold transaction's fixed cost
+    # would be counted per few runs instead of per hundreds. Scaled by ~50, a batch holds about
+    # what it holds at full speed (here: every counted answer, stored at the window's flush).
+    defaults = dict(_writer.RunWriter.__init__.__kwdefaults__ or {})
+    defaults.update(interval=1.0, linger=10.0)
+    _writer.RunWriter.__init__.__kwdefaults__ = defaults
 
     from assay.client import Client
     from assay.store._background import wait_idle
@@ -149,8 +162,8 @@ def main() -> None:
     steps = args.answers * STEPS
     print("\ninstructions per step; 'agent thread': the thread that runs the agent, during the "
           "answers (the framework and assay's hooks); 'process': every thread, with the writer's "
-          "flush and the store's fold of the answers' runs (batched once at the end: the cheapest "
-          "case; the writer's batches under valgrind are smaller than at full speed)")
+          "flush and the store's fold of the answers' runs (the writer's linger scaled to "
+          "valgrind's pace: its batches as large as at full speed, stored and folded at the end)")
     print(f"{'framework':<14} {'what':<13} {'off':>12} {'sdk':>12} {'assay':>12} "
           f"{'assay - off':>12} {'ratio':>8} {'(vs sdk)':>9}")
     for f in wanted:
