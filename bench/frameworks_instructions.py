@@ -74,7 +74,8 @@ def child(framework: str, mode: str, answers: int) -> None:
     from assay.store._background import wait_idle
     from assay.tracing import trace
 
-    client = Client(database_url=os.path.join(tempfile.mkdtemp(prefix="assay-ir-"), "a.db"))
+    scratch = tempfile.mkdtemp(prefix="assay-ir-")
+    client = Client(database_url=os.path.join(scratch, "a.db"))
     with fw._ModelProcess() as base_url:
         run = fw.agent_for(framework, base_url)
         if framework == "openai-agents":
@@ -105,6 +106,7 @@ def child(framework: str, mode: str, answers: int) -> None:
 
         asyncio.run(go())
     client.close()
+    shutil.rmtree(scratch, ignore_errors=True)  # the store's file: nothing reads it after
 
 
 def _measure(framework: str, mode: str, answers: int, out_dir: str) -> tuple[int, int]:
