@@ -389,15 +389,17 @@ def _plain_rows(ids: list[str], *, roots_only: bool, errors: bool = True) -> lis
 
 
 
-@pytest.mark.parametrize(("roots_only", "errors"), [(True, True), (False, True), (True, False)])
-def test_the_batch_lane_stores_what_the_loop_and_the_general_path_store(
-        store: Store, monkeypatch: pytest.MonkeyPatch, roots_only: bool, errors: bool) -> None:
-    """Whole batches of plain runs folded column by column (``_fold_batch``), run by run
-    (the lane off), and upserted one by one: every column, its JSON text, the statistics."""
+def _lane_loop_general(store: Store, monkeypatch: pytest.MonkeyPatch,
+                       make: Any) -> tuple[list[int | None], list[Any], list[Any], list[Store]]:
+    """The runs ``make()`` gives (rows, their ids; fresh each time: ids are global keys)
+    journaled in batches of 20 and folded with the batch lane on, then off, then upserted
+    one by one, each in a workspace of its own: what the lane's ``insert_batch`` returned with
+    the lane on, and each workspace's runs, stored JSON text and store. The fold as merged
+    batches (``_fold_stream``'s tests cover the streamed one)."""
     from assay.store import _fold_columns, _journal
 
     monkeypatch.setenv("ASSAY_BACKGROUND_FOLD", "0")
-    monkeypatch.setattr(_journal, "STREAM", False)  # merged batches (test_fold_stream: not)
+    monkeypatch.setattr(_journal, "STREAM", False)
     lane = _fold_columns.insert_batch
     took: list[int | None] = []
 
@@ -406,24 +408,38 @@ def test_the_batch_lane_stores_what_the_loop_and_the_general_path_store(
         return took[-1]
 
     monkeypatch.setattr(_fold_columns, "insert_batch", counted)
-    n = 60
-    results, texts, used = [], [], []
+    results, texts, used, took_on = [], [], [], []
     for mode in ("lane", "loop", "general"):
         st = store.for_tenant(str(uuid.uuid4()))
         used.append(st)
-        ids = _ids(n)
-        rows = _plain_rows(ids, roots_only=roots_only, errors=errors)
+        rows, ids = make()
         monkeypatch.setattr(_fold_columns, "BATCH", mode == "lane")
         if mode == "general":
             st.runs.upsert(posts=_row_posts([list(r) for r in rows], COLUMNS, EXTRA))
         else:
-            for i in range(0, n, 20):
+            for i in range(0, len(rows), 20):
                 st.journal.append_runs(rows[i:i + 20], columns=COLUMNS, extra=EXTRA)
         st.settle()
         results.append(_normalized(st, ids))
         texts.append(_stored_text(st, ids))
         if mode == "lane":
-            assert took == [n]  # the three batches, merged, taken whole
+            took_on = list(took)
+    return took_on, results, texts, used
+
+
+@pytest.mark.parametrize(("roots_only", "errors"), [(True, True), (False, True), (True, False)])
+def test_the_batch_lane_stores_what_the_loop_and_the_general_path_store(
+        store: Store, monkeypatch: pytest.MonkeyPatch, roots_only: bool, errors: bool) -> None:
+    """Whole batches of plain runs folded column by column (``_fold_batch``), run by run
+    (the lane off), and upserted one by one: every column, its JSON text, the statistics."""
+    n = 60
+
+    def plain() -> tuple[list[list[Any]], list[str]]:
+        ids = _ids(n)
+        return _plain_rows(ids, roots_only=roots_only, errors=errors), ids
+
+    took, results, texts, used = _lane_loop_general(store, monkeypatch, plain)
+    assert took == [n]  # the three batches, merged, taken whole
     lane_got, loop_got, general = results
     assert len(general) == n
     pending = [i for i in range(n) if i % 6 == 5 and not (errors and i % 16 == 15)]
@@ -470,36 +486,14 @@ def test_an_agent_s_batch_folds_its_plain_runs_through_the_lane(
     """A batch with llm runs among chain and tool runs (an agent's trace): the lane takes
     its plain runs, the loop the llm runs; stored as the loop alone and the general path
     store them (every column, its JSON text, the statistics)."""
-    from assay.store import _fold_columns, _journal
-
-    monkeypatch.setenv("ASSAY_BACKGROUND_FOLD", "0")
-    monkeypatch.setattr(_journal, "STREAM", False)  # merged batches (test_fold_stream: not)
-    lane = _fold_columns.insert_batch
-    took: list[int | None] = []
-
-    def counted(*args: Any) -> int | None:
-        took.append(lane(*args))
-        return took[-1]
-
-    monkeypatch.setattr(_fold_columns, "insert_batch", counted)
     n = 60
-    results, texts, used = [], [], []
-    for mode in ("split", "loop", "general"):
-        st = store.for_tenant(str(uuid.uuid4()))
-        used.append(st)
+
+    def agent() -> tuple[list[list[Any]], list[str]]:
         ids, llm_ids = _ids(n), _ids(n // 3)
-        rows = _agent_rows(ids, llm_ids)
-        monkeypatch.setattr(_fold_columns, "BATCH", mode == "split")
-        if mode == "general":
-            st.runs.upsert(posts=_row_posts([list(r) for r in rows], COLUMNS, EXTRA))
-        else:
-            for i in range(0, len(rows), 20):
-                st.journal.append_runs(rows[i:i + 20], columns=COLUMNS, extra=EXTRA)
-        st.settle()
-        results.append(_normalized(st, ids + llm_ids))
-        texts.append(_stored_text(st, ids + llm_ids))
-        if mode == "split":
-            assert took == [None, n]  # the whole batch refused, then its plain runs taken
+        return _agent_rows(ids, llm_ids), ids + llm_ids
+
+    took, results, texts, used = _lane_loop_general(store, monkeypatch, agent)
+    assert took == [None, n]  # the whole batch refused, then its plain runs taken
     split, loop, general = results
     assert len(general) == n + n // 3
     priced = [r for r in general if r["run_type"] == "llm"]

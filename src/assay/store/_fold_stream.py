@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
     from ._journal import Journal
+    from ._runs import RunRepo
 
 __all__ = ["STREAM_SKIP", "NotStreamed", "fold_stream", "fold_streamed"]
 
@@ -69,8 +70,7 @@ class NotStreamed(Exception):
 
 def _plain(payload: Any) -> bool:
     """A batch of the tracing writer's value lists, their JSON as text, without patches."""
-    return (payload.__class__ is dict and payload.get("columns") == _WRITER
-            and payload.get("json") == _JSON and not payload.get("patches")
+    return (_writer(payload) and payload.get("json") == _JSON and not payload.get("patches")
             and bool(payload.get("posts")) and payload["posts"].__class__ is list)
 
 
@@ -107,9 +107,16 @@ def fold_stream(journal: Journal, conn: Connection, entries: Sequence[Any],
     waiting: list[Any] = []  # children whose parents have not come yet
     waiting_key: Any = None
     applied = 0
+    repos: dict[str, RunRepo] = {}  # each workspace's, made once for the transaction
+
+    def runs_of(tenant: str) -> RunRepo:
+        repo = repos.get(tenant)
+        if repo is None:
+            repo = repos[tenant] = journal.store.for_tenant(tenant).runs
+        return repo
 
     def put(tenant: str, payload: Any, posts: list[Any]) -> int:
-        done, left = insert_rows(journal.store.for_tenant(tenant).runs, conn, posts, set(),
+        done, left = insert_rows(runs_of(tenant), conn, posts, set(),
                                  payload.get("default_project") or "default",
                                  payload.get("extra"), encoded=True, probe=False, scope=scope)
         if left:
@@ -125,8 +132,7 @@ def fold_stream(journal: Journal, conn: Connection, entries: Sequence[Any],
             if entry.kind == RUNS and _admitted(payload):  # a server's request's runs
                 if waiting:
                     raise NotStreamed("a child waits for its parent past a server's batch")
-                done, left = insert_new(journal.store.for_tenant(entry.tenant_id).runs, conn,
-                                        payload["posts"], set(),
+                done, left = insert_new(runs_of(entry.tenant_id), conn, payload["posts"], set(),
                                         payload.get("default_project") or "default",
                                         clean=True, texts=True, probe=False, scope=scope)
                 if left:
