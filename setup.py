@@ -1,7 +1,8 @@
 """Only the optional C extensions; everything else is in pyproject.toml.
 
-``assay.tracing._speedups`` runs a sync traced call and makes its RunTree in C (see the headers
-of ``_speedups.c`` and ``_call.c``); ``assay.server._csplit`` splits the usual multipart body
+``assay.tracing._speedups`` runs a sync traced call and makes its RunTree in C, and takes the
+writer's stored traces apart (see the headers of ``_speedups.c``, ``_call.c`` and
+``_cuntangle.c``); ``assay.server._csplit`` splits the usual multipart body
 of ingest and groups its parts into runs (``_csplit.c``); ``assay.store._cencode`` writes the
 writers' journal rows' JSON columns, admits the runs ingest receives in one pass
 (``_cencode.c``), writes the fold's rows as PostgreSQL's COPY text (``_ccopy.c``) and derives
@@ -13,7 +14,8 @@ Python.
 from setuptools import Extension, setup
 
 setup(ext_modules=[Extension("assay.tracing._speedups",
-                             ["src/assay/tracing/_speedups.c", "src/assay/tracing/_call.c"],
+                             ["src/assay/tracing/_speedups.c", "src/assay/tracing/_call.c",
+                              "src/assay/tracing/_cuntangle.c"],
                              depends=["src/assay/tracing/_speedups.h"],
                              optional=True),
                    Extension("assay.server._csplit", ["src/assay/server/_csplit.c"],

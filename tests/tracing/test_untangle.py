@@ -12,9 +12,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from compiled_paths import is_in_use
 
 from assay.client import Client
 from assay.tracing import RunTree, get_current_run_tree, traceable, tracing_context
+from assay.tracing._run_tree import SPEEDUPS
 
 
 def _alive(prefix: str) -> list[RunTree]:
@@ -143,3 +145,67 @@ def test_a_burst_is_written_with_the_collector_relaxed_and_a_trickle_is_not(
             time.sleep(RELAX_IDLE / 4)
         assert sum(1 for _ in client.list_runs(project_name="p")) == 20_003
     """)
+
+
+def _untanglers() -> list[Any]:
+    from assay.tracing import _untangle
+
+    found = [pytest.param(_untangle.untangle_py, id="python")]
+    if is_in_use(SPEEDUPS, "assay.tracing._speedups"):
+        found.append(pytest.param(SPEEDUPS.untangle, id="c"))
+    return found
+
+
+@pytest.mark.parametrize("untangle", _untanglers())
+def test_untangle_takes_apart_exactly_the_traces_nothing_else_holds(
+        untangle: Any, no_collector: None) -> None:
+    """Both implementations on one writer's batch of traces built by hand (every run an item,
+    one end queued apart as an ``(op, run)`` tuple): each case left whole by the rule it
+    breaks, the others taken apart (every ``_kids`` dropped) and freed once the batch goes."""
+    kept: dict[str, Any] = {}
+    batch = _batch_of_cases(kept)
+    untangle(batch)
+    roots = {r.name.split("-")[0]: r for r in batch
+             if isinstance(r, RunTree) and r.name.endswith("-root")}
+    assert set(roots) == {"plain", "twice", "held", "kid", "weak", "open", "sent", "odd"}
+    for tag in ("plain", "twice"):
+        assert all(r._kids is None for r in batch
+                   if isinstance(r, RunTree) and r.name.startswith(tag)), tag
+    for tag in ("held", "kid", "weak", "open", "sent", "odd"):
+        assert [len(m.child_runs) for m in roots[tag].child_runs] == [1, 1], tag
+    assert kept["weak"]() is not None and kept["kid"].parent is not None
+    del batch, roots
+    assert not _alive("plain-") and not _alive("twice-")  # freed (the collector is off)
+    assert len(_alive("open-")) == 5  # left whole: a cycle only the collector frees
+
+
+def _batch_of_cases(kept: dict[str, Any]) -> list[Any]:
+    def stored_trace(tag: str) -> RunTree:
+        root = RunTree(f"{tag}-root", "chain", {})
+        for i in range(2):
+            mid = root.create_child(f"{tag}-mid{i}")
+            mid.create_child(f"{tag}-leaf").end(outputs={"i": i})
+            mid.end()
+        root.end()
+        for run in _walk(root):  # closed (RunTree.patch) and stored whole, as the writer
+            run._closed, run._sent = True, 2  # marks it
+        return root
+
+    traces = {t: stored_trace(t) for t in ("plain", "twice", "held", "kid", "weak", "open",
+                                           "sent", "odd")}
+    kept["held"] = traces["held"]  # a root someone holds
+    kept["kid"] = traces["kid"].child_runs[0].child_runs[0]  # a leaf someone holds
+    kept["weak"] = weakref.ref(traces["weak"].child_runs[1])
+    traces["open"].child_runs[1]._closed = False  # still running
+    traces["sent"].child_runs[0]._sent = 1  # its post went out without the end
+    traces["odd"].child_runs[0].child_runs[0].parent = traces["odd"]  # not who lists it
+    batch: list[Any] = [run for root in traces.values() for run in _walk(root)]
+    batch += [(1, traces["twice"].child_runs[0]), "a flush marker", (1, "not a run")]
+    return batch
+
+
+def _walk(root: RunTree) -> list[RunTree]:
+    out = [root]
+    for run in out:
+        out.extend(run._kids or [])
+    return out

@@ -12,8 +12,8 @@
  * os.urandom at import and again in a forked child (_run_tree.py registers it).
  *
  * close() ends a traced call the same way (outputs from its result, end time, closed: one step);
- * rows() and take() give the writer finished runs as journal rows. The traced call around all
- * this is _call.c's.
+ * rows() and take() give the writer finished runs as journal rows, and untangle()
+ * (_cuntangle.c) takes its stored traces apart. The traced call around all this is _call.c's.
  *
  * Pure-Python equivalents live in _run_tree.py (RunTree._bare/_fast_child/_fast_root/_close)
  * and _writer.py (RunWriter._sort), used when this module is not built or ASSAY_PURE_PYTHON is
@@ -480,6 +480,8 @@ static PyMethodDef methods[] = {
     {"snapshot", snapshot, METH_O,
      "snapshot(value): a dict copied with its list and dict values, a list copied, anything "
      "else as it is (see _lc_capture._snapshot)."},
+    {"untangle", untangle, METH_O,
+     "untangle(items): _untangle.untangle (see _cuntangle.c)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -31,6 +31,9 @@ PyObject *make_child(PyObject *parent, PyObject *name, PyObject *kind, PyObject 
 PyObject *make_root(PyObject *const *args);
 PyObject *end_run(PyObject *run, PyObject *result);
 
+/* _cuntangle.c: _untangle.untangle (METH_O). */
+PyObject *untangle(PyObject *self, PyObject *items);
+
 /* _call.c: the Call type and configure(), added to the module by PyInit__speedups. */
 int add_call(PyObject *module);
 PyObject *configure(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
