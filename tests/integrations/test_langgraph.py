@@ -12,6 +12,7 @@ import warnings
 from typing import Any
 
 import pytest
+from compiled_paths import is_in_use, needs_c
 
 pytest.importorskip("langgraph", reason="needs assay[langgraph]")
 
@@ -255,6 +256,51 @@ def test_step_conversion_reuses_a_message_dict_only_while_the_message_is_unchang
     assert fresh == _step_json(state) and fresh["messages"][1] is not named
     fresh["messages"][1]["content"] = "changed by a caller"
     assert _step_json(state)["messages"][1]["content"] == "Paris has 2102650 people"
+
+
+@needs_c
+def test_the_compiled_step_conversion_gives_the_pythons_result() -> None:
+    """``_step_json``'s walk in C (``_cstep.c``) against the Python it stands in for, on the
+    values a graph's steps carry and the odd ones: messages, tuples, keys that are not text,
+    mappings and sets of other classes, a LangGraph ``Send``, a pydantic model, subclasses of
+    the scalars, and nesting past the depth limit (the repr)."""
+    import enum
+    from collections import OrderedDict
+
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from langgraph.types import Send
+    from pydantic import BaseModel
+
+    from assay.integrations import _langchain
+    from assay.tracing._run_tree import SPEEDUPS
+
+    assert is_in_use(getattr(SPEEDUPS, "step_json", None), "assay.tracing._speedups")
+
+    class Kind(enum.Enum):
+        A = "a"
+
+    class Model(BaseModel):
+        x: int
+        tags: list[str]
+
+    class Text(str):
+        pass
+
+    ai = AIMessage("", tool_calls=[{"name": "lookup_city", "args": {"city": "Paris"},
+                                    "id": "c1"}])
+    deep: Any = "bottom"
+    for _ in range(30):
+        deep = {"d": [deep]}
+    values = [
+        {"messages": [HumanMessage("hi"), ai, ToolMessage("2102650", tool_call_id="c1")],
+         "remaining_steps": 24},
+        [Send("tools", {"messages": [ai], "n": (1, 2.5, None, True)})],
+        {1: "int key", None: ["none key"], (1, 2): {"tuple": "key"}, "ok": Kind.A},
+        OrderedDict(a=frozenset({3}), b={4}), Model(x=1, tags=["t"]), Text("sub"), deep,
+        ("a", ["b", {"c": (Text("d"),)}]), 7, None, "plain",
+    ]
+    for value in values:
+        assert _langchain._step_json(value) == _langchain._convert(value, 0, True), value
 
 
 def test_chain_runs_store_each_steps_state_as_chat_messages(srv: ScriptedModelServer,

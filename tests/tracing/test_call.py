@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from compiled_paths import is_in_use
 
+from assay._ids import dotted_segment_us
 from assay.client import Client
 from assay.tracing import RunTree, get_current_run_tree, trace, traceable, tracing_context
 from assay.tracing import _run_tree as rt
@@ -249,7 +250,15 @@ def _queue(client: Client) -> Iterator[list[Any]]:
         sub = Sub("sub", "chain", {}, client=client, project_name="t")
         sub._sent = QUEUED
         _finish(sub, {})
-        yield [root, done, still, (1, ended), marker, orphan, sub, "junk"]
+        # an integration's runs (never posted): each end queued as it came, the innermost
+        # first, so each run's parent is taken after it
+        agent = RunTree("agent", "chain", {}, client=client, project_name="t")
+        step = RunTree("step", "llm", {}, parent=agent)
+        leaf = RunTree("leaf", "tool", {}, parent=step)
+        for run in (leaf, step, agent):
+            _finish(run, {})
+        yield [root, done, still, (1, ended), marker, orphan, sub, "junk", (1, leaf), (1, step),
+               (1, agent)]
 
 
 @needs_core
@@ -269,7 +278,8 @@ def test_take_sorts_as_the_python_writer_does(tclient: Client) -> None:
     def plain(rows: list[tuple[Any, ...]], items: list[Any]) -> list[Any]:
         """Rows with ids as queue positions, times and the dotted order left out: a pass may
         leave a dotted order to the fold that the other found cached (both derive it alike)."""
-        runs = [i for i in items if isinstance(i, RunTree)]
+        runs = [i for i in (j[1] if isinstance(j, tuple) else j for j in items)
+                if isinstance(i, RunTree)]
         runs += [r.parent for r in runs if r.parent is not None and r.parent not in runs]
         ids = {r._id: n for n, r in enumerate(runs)}
         return [[ids.get(v, "?") if isinstance(v, str) and v in ids else v
@@ -280,16 +290,25 @@ def test_take_sorts_as_the_python_writer_does(tclient: Client) -> None:
         return [w["name"] for w in wires]
 
     assert [r[4] for r in c_rows] == [r[4] for r in py_rows] == [
-        "root", "done", "orphan", "sub"]  # names, in queue order
+        "root", "done", "orphan", "sub", "leaf", "step", "agent"]  # names, in queue order
     assert plain(c_rows, c_items) == plain(py_rows, py_items)
     assert names(c["posts"]) == names(py["posts"]) == ["still"]
     assert names(c["patches"]) == names(py["patches"]) == ["ended"]
     assert len(c["markers"]) == len(py["markers"]) == 1
-    states = [[getattr(i, "_sent", None) for i in items if isinstance(i, RunTree)]
+    states = [[getattr(i, "_sent", None) for i in (j[1] if isinstance(j, tuple) else j
+                                                     for j in items) if isinstance(i, RunTree)]
               for items in (py_items, c_items)]
-    assert states[0] == states[1]
+    assert states[0] == states[1] and states[1][-3:] == [2, 2, 2]
     orphan = c_items[5]
     assert orphan._dotted is not None  # settled now: its parent is not stored before it
+    for items in (py_items, c_items):  # the integration's: each order made, the writer's way
+        leaf, step, agent = (item[1] for item in items[-3:])
+        top = dotted_segment_us(agent._start_us, agent._id)
+        assert agent._dotted == top
+        assert step._dotted == f"{top}.{dotted_segment_us(step._start_us, step._id)}"
+        assert leaf._dotted == f"{step._dotted}.{dotted_segment_us(leaf._start_us, leaf._id)}"
+        assert [r[dotted] for r in (c_rows if items is c_items else py_rows)][-3:] == [
+            leaf._dotted, step._dotted, agent._dotted]  # journaled with them
 
 
 @needs_core

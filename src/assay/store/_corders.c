@@ -15,30 +15,8 @@
  * order either way, and the orders are those dotted_segment_us makes (a test compares). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <stdio.h>
-#include <string.h>
-#include <time.h>
 
-#define MAX_US 253402300800000000LL /* 10000-01-01T00:00:00Z: past it the year has 5 digits */
-#define PREFIX 15                   /* YYYYMMDDTHHMMSS */
-
-/* runs arrive in bursts: each second is formatted once (the GIL guards the cache) */
-static long long cached_secs = -1;
-static char cached_prefix[PREFIX + 1];
-
-static int prefix_of(long long secs, char *out) {
-    if (secs != cached_secs) {
-        time_t t = (time_t)secs;
-        struct tm tm;
-        if (gmtime_r(&t, &tm) == NULL)
-            return -1;
-        snprintf(cached_prefix, sizeof cached_prefix, "%04d%02d%02dT%02d%02d%02d",
-                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-        cached_secs = secs;
-    }
-    memcpy(out, cached_prefix, PREFIX);
-    return 0;
-}
+#include "../_cdotted.h"
 
 /* item's order, or NULL with no error set when the item is not one this takes */
 static PyObject *order_of(PyObject *item, PyObject *known, Py_ssize_t id, Py_ssize_t parent_at,
@@ -50,7 +28,7 @@ static PyObject *order_of(PyObject *item, PyObject *known, Py_ssize_t id, Py_ssi
         return NULL;
     int overflow = 0;
     long long us = PyLong_AsLongLongAndOverflow(start, &overflow);
-    if (overflow || us < 0 || us >= MAX_US) {
+    if (overflow || us < 0 || us >= ASSAY_MAX_US) {
         PyErr_Clear();
         return NULL;
     }
@@ -66,13 +44,12 @@ static PyObject *order_of(PyObject *item, PyObject *known, Py_ssize_t id, Py_ssi
         if (!PyUnicode_CheckExact(up) || !PyUnicode_IS_ASCII(up) || PyUnicode_GET_LENGTH(up) == 0)
             return NULL;
     }
-    char head[PREFIX + 8];
-    if (prefix_of(us / 1000000, head) < 0)
+    char head[ASSAY_HEAD + 1];
+    if (assay_segment_head(us, head) < 0)
         return NULL;
-    snprintf(head + PREFIX, 8, "%06lldZ", us % 1000000);
     Py_ssize_t ulen = up == NULL ? 0 : PyUnicode_GET_LENGTH(up) + 1;
     Py_ssize_t rlen = PyUnicode_GET_LENGTH(rid);
-    PyObject *out = PyUnicode_New(ulen + PREFIX + 7 + rlen, 127);
+    PyObject *out = PyUnicode_New(ulen + ASSAY_HEAD + rlen, 127);
     if (out == NULL)
         return NULL; /* (an error set: MemoryError) */
     char *d = (char *)PyUnicode_DATA(out);
@@ -80,8 +57,8 @@ static PyObject *order_of(PyObject *item, PyObject *known, Py_ssize_t id, Py_ssi
         memcpy(d, PyUnicode_DATA(up), (size_t)(ulen - 1));
         d[ulen - 1] = '.';
     }
-    memcpy(d + ulen, head, PREFIX + 7);
-    memcpy(d + ulen + PREFIX + 7, PyUnicode_DATA(rid), (size_t)rlen);
+    memcpy(d + ulen, head, ASSAY_HEAD);
+    memcpy(d + ulen + ASSAY_HEAD, PyUnicode_DATA(rid), (size_t)rlen);
     return out;
 }
 

@@ -12,13 +12,15 @@
  * os.urandom at import and again in a forked child (_run_tree.py registers it).
  *
  * close() ends a traced call the same way (outputs from its result, end time, closed: one step);
- * rows() and take() give the writer finished runs as journal rows, and untangle()
- * (_cuntangle.c) takes its stored traces apart. The traced call around all this is _call.c's.
+ * rows() and take() give the writer finished runs as journal rows, untangle() (_cuntangle.c)
+ * takes its stored traces apart, and step_json() (_cstep.c) converts a LangGraph step's
+ * values for it. The traced call around all this is _call.c's.
  *
  * Pure-Python equivalents live in _run_tree.py (RunTree._bare/_fast_child/_fast_root/_close)
  * and _writer.py (RunWriter._sort), used when this module is not built or ASSAY_PURE_PYTHON is
  * set; tests run both. */
 #include "_speedups.h"
+#include "../_cdotted.h"
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -210,10 +212,86 @@ static PyObject *rows(PyObject *self, PyObject *runs) {
     return out;
 }
 
+/* A run's own segment of its dotted order appended to `above` (an ASCII order, or NULL for a
+ * root): a new str, or NULL with no error set when the run's start or id is not what RunTree
+ * makes (an int of years 1970-9999, ASCII text). */
+static PyObject *order_after(PyObject *above, PyObject *run) {
+    PyObject *start = get(run, S_START_US), *rid = get(run, S_ID);
+    if (!PyLong_CheckExact(start) || !PyUnicode_CheckExact(rid) || !PyUnicode_IS_ASCII(rid))
+        return NULL;
+    int overflow = 0;
+    long long us = PyLong_AsLongLongAndOverflow(start, &overflow);
+    char head[ASSAY_HEAD + 1];
+    if (overflow || us < 0 || us >= ASSAY_MAX_US || assay_segment_head(us, head) < 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    Py_ssize_t ulen = above == NULL ? 0 : PyUnicode_GET_LENGTH(above) + 1;
+    Py_ssize_t rlen = PyUnicode_GET_LENGTH(rid);
+    PyObject *out = PyUnicode_New(ulen + ASSAY_HEAD + rlen, 127);
+    if (out == NULL)
+        return NULL;
+    char *d = (char *)PyUnicode_DATA(out);
+    if (above != NULL) {
+        memcpy(d, PyUnicode_DATA(above), (size_t)(ulen - 1));
+        d[ulen - 1] = '.';
+    }
+    memcpy(d + ulen, head, ASSAY_HEAD);
+    memcpy(d + ulen + ASSAY_HEAD, PyUnicode_DATA(rid), (size_t)rlen);
+    return out;
+}
+
+#define MAX_CHAIN 256 /* runs without an order walked up at most (deeper: the Python way) */
+
+/* RunTree.dotted_order for the writer: 1 when the run's order is set (made from its parent's,
+ * its _parent_dotted or alone, kept in _dotted with every order made on the way up, as the
+ * property keeps them), 0 when a run on the way is not what RunTree makes (nothing changed:
+ * the caller goes the Python way), -1 on error. */
+static int settle_order(PyObject *run) {
+    PyObject *chain[MAX_CHAIN], *r = run, *above = NULL;
+    int n = 0;
+    for (;;) {
+        PyObject *d = get(r, S_DOTTED);
+        if (d != Py_None) {
+            above = d;
+            break;
+        }
+        if (n == MAX_CHAIN)
+            return 0;
+        chain[n++] = r;
+        PyObject *p = get(r, S_PARENT);
+        if (p == Py_None) {
+            PyObject *pd = get(r, S_PARENT_DOTTED);
+            if (pd != Py_None && (!PyUnicode_CheckExact(pd) || PyUnicode_GET_LENGTH(pd) > 0))
+                above = pd; /* (an empty one is no order: the property's truth test) */
+            break;
+        }
+        if (!PyObject_TypeCheck(p, run_type))
+            return 0;
+        r = p;
+    }
+    if (above != NULL && (!PyUnicode_CheckExact(above) || !PyUnicode_IS_ASCII(above)))
+        return 0;
+    while (n > 0) {
+        PyObject *made = order_after(above, chain[--n]);
+        if (made == NULL)
+            return PyErr_Occurred() ? -1 : 0; /* (the orders made above it are kept, right) */
+        Py_XSETREF(SLOT(chain[n], S_DOTTED), made);
+        above = made;
+    }
+    return 1;
+}
+
+static int is_int(PyObject *value, long want) {
+    return PyLong_CheckExact(value) && PyLong_AsLong(value) == want;
+}
+
 /* take(items, QUEUED, slow): the writer's queued items as journal rows, in order (the local
- * store's RunWriter._sort and rows() in one pass). A run finished before its post was taken
- * goes whole here (its _sent set to 2); any other item (an end, a flush marker, a run still
- * open, one whose dotted order must be settled now) is given to slow(item), which sorts it as
+ * store's RunWriter._sort and rows() in one pass). A run that goes whole goes here (its _sent
+ * set to 2): one finished before its post was taken, or an end queued for a run never posted
+ * (an integration's, made when its step ended: (1, run)); a child whose parent has not been
+ * taken gets its dotted order here, as _sort gives it. Any other item (an end of a run already
+ * posted, a flush marker, a run still open) is given to slow(item), which sorts it as
  * RunWriter._sort does and returns the run if it goes whole. */
 static PyObject *take(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 3 || !PyList_Check(args[0]) || run_type == NULL) {
@@ -227,26 +305,38 @@ static PyObject *take(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (out == NULL || sent_whole == NULL)
         goto error;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
-        PyObject *item = PyList_GET_ITEM(items, i), *run = NULL;
-        int fast = PyObject_TypeCheck(item, run_type) && get(item, S_CLOSED) == Py_True;
-        if (fast) {
-            PyObject *sent = get(item, S_SENT);
-            fast = sent == queued || PyObject_RichCompareBool(sent, queued, Py_EQ) == 1;
-        }
-        if (fast && get(item, S_DOTTED) == Py_None && get(item, S_PARENT_ID) != Py_None) {
-            PyObject *parent = get(item, S_PARENT); /* its dotted order: the fold's to derive */
-            fast = parent != Py_None && PyObject_TypeCheck(parent, run_type);
+        PyObject *item = PyList_GET_ITEM(items, i), *run = NULL, *fast_run = item;
+        int fast;
+        if (PyTuple_CheckExact(item)) { /* (op, run): an end; fast when never posted */
+            fast = PyTuple_GET_SIZE(item) == 2 && is_int(PyTuple_GET_ITEM(item, 0), 1);
+            fast_run = fast ? PyTuple_GET_ITEM(item, 1) : NULL;
+            fast = fast && PyObject_TypeCheck(fast_run, run_type)
+                   && get(fast_run, S_CLOSED) == Py_True && is_int(get(fast_run, S_SENT), 0);
+        } else {
+            fast = PyObject_TypeCheck(item, run_type) && get(item, S_CLOSED) == Py_True;
             if (fast) {
-                PyObject *psent = get(parent, S_SENT);
-                fast = PyLong_CheckExact(psent) && (PyLong_AsLong(psent) == 1
-                                                    || PyLong_AsLong(psent) == 2);
+                PyObject *sent = get(item, S_SENT);
+                fast = sent == queued || PyObject_RichCompareBool(sent, queued, Py_EQ) == 1;
+            }
+        }
+        if (fast && get(fast_run, S_DOTTED) == Py_None && get(fast_run, S_PARENT_ID) != Py_None) {
+            /* its dotted order: the fold's to derive when its parent is stored before it,
+             * else made now */
+            PyObject *parent = get(fast_run, S_PARENT), *psent;
+            if (parent == Py_None || !PyObject_TypeCheck(parent, run_type)
+                || !PyLong_CheckExact(psent = get(parent, S_SENT))
+                || (PyLong_AsLong(psent) != 1 && PyLong_AsLong(psent) != 2)) {
+                int settled = settle_order(fast_run);
+                if (settled < 0)
+                    goto error;
+                fast = settled;
             }
         }
         if (PyErr_Occurred())
             goto error;
         if (fast) {
-            Py_XSETREF(SLOT(item, S_SENT), Py_NewRef(sent_whole));
-            run = Py_NewRef(item);
+            Py_XSETREF(SLOT(fast_run, S_SENT), Py_NewRef(sent_whole));
+            run = Py_NewRef(fast_run);
         } else if ((run = PyObject_CallOneArg(slow, item)) == NULL) {
             goto error;
         } else if (run == Py_None) {
@@ -480,6 +570,9 @@ static PyMethodDef methods[] = {
     {"snapshot", snapshot, METH_O,
      "snapshot(value): a dict copied with its list and dict values, a list copied, anything "
      "else as it is (see _lc_capture._snapshot)."},
+    {"step_json", (PyCFunction)(void (*)(void))step_json, METH_FASTCALL,
+     "step_json(value, message_classes, message_json, other): _langchain._step_json's walk "
+     "(see _cstep.c)."},
     {"untangle", untangle, METH_O,
      "untangle(items): _untangle.untangle (see _cuntangle.c)."},
     {NULL, NULL, 0, NULL},

@@ -34,6 +34,9 @@ PyObject *end_run(PyObject *run, PyObject *result);
 /* _cuntangle.c: _untangle.untangle (METH_O). */
 PyObject *untangle(PyObject *self, PyObject *items);
 
+/* _cstep.c: _langchain._step_json's walk (METH_FASTCALL). */
+PyObject *step_json(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
 /* _call.c: the Call type and configure(), added to the module by PyInit__speedups. */
 int add_call(PyObject *module);
 PyObject *configure(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
