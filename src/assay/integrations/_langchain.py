@@ -84,7 +84,8 @@ def message_dict(m: Any) -> dict[str, Any]:
 
 # A message's chat-message dict, kept while the message is alive in a recent step: a graph's
 # state (every message so far) is the input and output of each node, chain and model call
-# under it, so one ReAct answer converts its four messages ~45 times. Keyed by id() with the
+# under it, so one ReAct answer converts its four messages ~45 times (the hit test below is
+# also _cstep.c's memo_hit: the two change together). Keyed by id() with the
 # message itself held (an id is not reused while its object lives) and checked by the
 # identity of the fields the dict is made of (a field set anew, as LangGraph does, is
 # converted again; a content list edited in place would not be seen, but LangChain and
@@ -126,7 +127,7 @@ def _step_json(value: Any) -> Any:
     walk over dicts and lists in C where built (``_cstep.c``: most of what the writer spent
     converting a graph's state), the rest here (``_step_other``)."""
     if _STEP is not None:
-        return _STEP(value, _MESSAGE_CLASSES, _message_json, _step_other)
+        return _STEP(value, _MESSAGE_CLASSES, _message_json, _step_other, _CONVERTED)
     return _convert(value, 0, True)
 
 

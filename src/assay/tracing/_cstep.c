@@ -7,7 +7,8 @@
  * around them, a Python call per value, which was most of the writer's conversion: ~0.9 of
  * ~1.6 us for a state of one message. Here the walk is C: exact dicts, lists, tuples and
  * scalars are done here (the same depth limit, keys made str as there), a value of a class
- * `message_classes` says is a message goes to `message_json`, and anything else to
+ * `message_classes` says is a message is taken from the memo `converted` (its hit test is
+ * done here too) or given to `message_json`, and anything else to
  * `other(value, depth)`, the Python code for the rest (mappings, Sends, models...), so the
  * result is the Python's exactly (a test compares). */
 #include "_speedups.h"
@@ -15,8 +16,48 @@
 #define MAX_DEPTH 24 /* _langchain._convert's: deeper values become their repr */
 
 typedef struct {
-    PyObject *message_classes, *message_json, *other;
+    PyObject *message_classes, *message_json, *other, *converted;
 } Step;
+
+/* _langchain._message_json's memo hit, here: the dict converted before for message `m`, when
+ * its entry (m, content, tool_calls, tool_call_id, name, status, dict) still holds `m` itself
+ * and the very objects its fields hold now; else NULL with no error set (the Python converts
+ * it and keeps the entry), or NULL with an error. */
+static PyObject *field_names[5]; /* content, tool_calls, tool_call_id, name, status */
+
+static PyObject *memo_hit(PyObject *m, PyObject *converted) {
+    if (field_names[0] == NULL) {
+        static const char *names[5] = {"content", "tool_calls", "tool_call_id", "name",
+                                       "status"};
+        for (int i = 0; i < 5; i++)
+            if ((field_names[i] = PyUnicode_InternFromString(names[i])) == NULL)
+                return NULL;
+    }
+    PyObject *key = PyLong_FromVoidPtr(m); /* the memo's key: id(m) */
+    if (key == NULL)
+        return NULL;
+    PyObject *hit = PyDict_GetItemWithError(converted, key); /* borrowed */
+    Py_DECREF(key);
+    if (hit == NULL || !PyTuple_CheckExact(hit) || PyTuple_GET_SIZE(hit) != 7
+        || PyTuple_GET_ITEM(hit, 0) != m)
+        return NULL;
+    PyObject *fields = PyObject_GenericGetDict(m, NULL); /* m.__dict__ */
+    if (fields == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    int same = PyDict_CheckExact(fields);
+    for (int i = 0; i < 5 && same; i++) {
+        PyObject *now = PyDict_GetItemWithError(fields, field_names[i]);
+        if (now == NULL && PyErr_Occurred()) {
+            Py_DECREF(fields);
+            return NULL;
+        }
+        same = (now == NULL ? Py_None : now) == PyTuple_GET_ITEM(hit, i + 1);
+    }
+    Py_DECREF(fields);
+    return same ? Py_NewRef(PyTuple_GET_ITEM(hit, 6)) : NULL;
+}
 
 static PyObject *convert(PyObject *v, int depth, const Step *s);
 
@@ -93,8 +134,12 @@ static PyObject *convert(PyObject *v, int depth, const Step *s) {
     PyObject *known = PyDict_GetItemWithError(s->message_classes, (PyObject *)t);
     if (known == NULL && PyErr_Occurred())
         return NULL;
-    if (known == Py_True)
+    if (known == Py_True) {
+        PyObject *out = memo_hit(v, s->converted);
+        if (out != NULL || PyErr_Occurred())
+            return out;
         return PyObject_CallOneArg(s->message_json, v);
+    }
     PyObject *d = PyLong_FromLong(depth);
     if (d == NULL)
         return NULL;
@@ -105,11 +150,11 @@ static PyObject *convert(PyObject *v, int depth, const Step *s) {
 }
 
 PyObject *step_json(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 4 || !PyDict_CheckExact(args[1])) {
-        PyErr_SetString(PyExc_TypeError,
-                        "step_json(value, message_classes: dict, message_json, other)");
+    if (nargs != 5 || !PyDict_CheckExact(args[1]) || !PyDict_CheckExact(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "step_json(value, message_classes: dict, message_json, "
+                                         "other, converted: dict)");
         return NULL;
     }
-    Step s = {args[1], args[2], args[3]};
+    Step s = {args[1], args[2], args[3], args[4]};
     return convert(args[0], 0, &s);
 }
