@@ -125,12 +125,15 @@ def _measure(framework: str, mode: str, answers: int, out_dir: str) -> tuple[int
         raise RuntimeError(f"{framework} {mode}: exit {proc.returncode}\n{proc.stderr[-3000:]}")
     per_thread: dict[str, int] = {}
     for name in os.listdir(out_dir):
-        if name.startswith(f"cg.{framework}.{mode}-"):
+        # this mode's files alone: "assay-01" and not "assay-answers-01" (before stop 47 a
+        # prefix test took both, and the process figure of "assay" mixed threads of the two)
+        thread = re.fullmatch(rf"cg\.{re.escape(framework)}\.{re.escape(mode)}-(\d+)", name)
+        if thread:
             with open(os.path.join(out_dir, name)) as fh:
                 for line in fh:
                     found = re.match(r"totals: (\d+)", line)  # (summary: before the switch)
                     if found:
-                        per_thread[name.rsplit("-", 1)[1]] = int(found.group(1))
+                        per_thread[thread.group(1)] = int(found.group(1))
     if "01" not in per_thread:
         raise RuntimeError(f"{framework} {mode}: no instruction totals in {out_dir}")
     return per_thread["01"], sum(per_thread.values())
