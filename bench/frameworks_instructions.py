@@ -180,6 +180,17 @@ def main() -> None:
                   f"{on - off:>12,.0f} {(on - off) / off * 100:>7.2f}% "
                   f"{(on - sdk) / off * 100:>8.2f}%   "
                   f"{'met' if on - off <= 0.05 * off else 'NOT met'} (goal <= 5%)")
+    print("\nwhere the process's points go (of 'off'): the agent's thread during the answers "
+          "(assay's hooks), the other threads (the writer: building, converting and journaling "
+          "the runs), the agent's thread after them (the flush and the fold)")
+    for f in wanted:
+        off, ans, on = (counts[(f, m)] for m in ("off", "assay-answers", "assay"))
+        base = off[1]
+        hooks = (ans[0] - off[0]) / base * 100
+        writer = ((on[1] - on[0]) - (off[1] - off[0])) / base * 100
+        fold = (on[0] - ans[0]) / base * 100
+        print(f"{f:<14} hooks {hooks:+6.2f}   writer {writer:+6.2f}   flush and fold "
+              f"{fold:+6.2f}   (sum {hooks + writer + fold:+6.2f}%)")
     print(f"\ncallgrind files (callgrind_annotate them for where the instructions go): {out_dir}")
 
 
