@@ -300,7 +300,7 @@ def test_the_compiled_step_conversion_gives_the_pythons_result() -> None:
         ("a", ["b", {"c": (Text("d"),)}]), 7, None, "plain",
     ]
     for value in values:
-        assert _langchain._step_json(value) == _langchain._convert(value, 0, True), value
+        assert _langchain._step_json(value) == _langchain._step_json_py(value), value
 
 
 def test_chain_runs_store_each_steps_state_as_chat_messages(srv: ScriptedModelServer,

@@ -21,6 +21,7 @@ built from the log off it, or by whoever reads or stores them first.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 from .._json import jsonable
@@ -122,12 +123,8 @@ def to_json(value: Any, _depth: int = 0) -> Any:
     return _convert(value, _depth, False)
 
 
-def _step_json(value: Any) -> Any:
-    """``to_json`` for a step's run: messages' dicts from the memo (``_message_json``). The
-    walk over dicts and lists in C where built (``_cstep.c``: most of what the writer spent
-    converting a graph's state), the rest here (``_step_other``)."""
-    if _STEP is not None:
-        return _STEP(value, _MESSAGE_CLASSES, _message_json, _step_other, _CONVERTED)
+def _step_json_py(value: Any) -> Any:
+    """``to_json`` for a step's run: messages' dicts from the memo (``_message_json``)."""
     return _convert(value, 0, True)
 
 
@@ -169,7 +166,13 @@ def _step_other(value: Any, depth: int) -> Any:
     return _other(value, depth, True)
 
 
+# ``_step_json_py`` with the walk over dicts and lists in C where built (``_cstep.c``: most of
+# what the writer spent converting a graph's state), the rest here (``_step_other``); bound as
+# a partial so that each step's value (a ``Deferred`` the writer resolves) calls straight into C
 _STEP: Callable[..., Any] | None = getattr(SPEEDUPS, "step_json", None)
+_step_json: Callable[[Any], Any] = (
+    partial(_STEP, _MESSAGE_CLASSES, _message_json, _step_other, _CONVERTED)
+    if _STEP is not None else _step_json_py)
 
 
 def _text(value: Any) -> str:

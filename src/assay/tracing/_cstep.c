@@ -150,11 +150,11 @@ static PyObject *convert(PyObject *v, int depth, const Step *s) {
 }
 
 PyObject *step_json(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 5 || !PyDict_CheckExact(args[1]) || !PyDict_CheckExact(args[4])) {
-        PyErr_SetString(PyExc_TypeError, "step_json(value, message_classes: dict, message_json, "
-                                         "other, converted: dict)");
+    if (nargs != 5 || !PyDict_CheckExact(args[0]) || !PyDict_CheckExact(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "step_json(message_classes: dict, message_json, other, "
+                                         "converted: dict, value)");
         return NULL;
     }
-    Step s = {args[1], args[2], args[3], args[4]};
-    return convert(args[0], 0, &s);
+    Step s = {args[0], args[1], args[2], args[3]};
+    return convert(args[4], 0, &s); /* (the value last: bound by a partial of the rest) */
 }

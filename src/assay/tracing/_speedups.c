@@ -571,8 +571,8 @@ static PyMethodDef methods[] = {
      "snapshot(value): a dict copied with its list and dict values, a list copied, anything "
      "else as it is (see _lc_capture._snapshot)."},
     {"step_json", (PyCFunction)(void (*)(void))step_json, METH_FASTCALL,
-     "step_json(value, message_classes, message_json, other): _langchain._step_json's walk "
-     "(see _cstep.c)."},
+     "step_json(message_classes, message_json, other, converted, value): "
+     "_langchain._step_json's walk (see _cstep.c)."},
     {"untangle", untangle, METH_O,
      "untangle(items): _untangle.untangle (see _cuntangle.c)."},
     {NULL, NULL, 0, NULL},
