@@ -30,7 +30,11 @@ static inline int assay_segment_head(long long us, char *out) {
         assay_cached_secs = secs;
     }
     memcpy(out, assay_cached_prefix, ASSAY_PREFIX);
-    snprintf(out + ASSAY_PREFIX, 8, "%06lldZ", us % 1000000);
+    long long frac = us % 1000000; /* %f: six digits, by hand (us >= 0) */
+    for (int i = ASSAY_PREFIX + 5; i >= ASSAY_PREFIX; i--, frac /= 10)
+        out[i] = (char)('0' + frac % 10);
+    out[ASSAY_PREFIX + 6] = 'Z';
+    out[ASSAY_HEAD] = '\0';
     return 0;
 }
 

@@ -322,6 +322,26 @@ def test_take_rejects_what_it_cannot_sort() -> None:
         core.take(["x"], QUEUED, lambda item: 1 / 0)
 
 
+@needs_core
+def test_take_hands_what_runtree_never_holds_to_the_python() -> None:
+    """Values no RunTree holds (an op or a ``_sent`` past 64 bits, a start before 1970, an
+    order that is not text) are not the fast path's: each item goes to ``slow`` as it is,
+    with no error and nothing of it changed."""
+    assert core is not None
+    parent = RunTree("p", "chain", {})
+    odd = [RunTree(f"r{i}", "tool", {}, parent=parent) for i in range(4)]
+    for run in odd:
+        run._closed = True
+    odd[1]._sent = 2**70
+    odd[2]._start_us = -5
+    odd[3]._parent_dotted, odd[3].parent = 7, None
+    items = [(2**70, odd[0]), (1, odd[1]), (1, odd[2]), (1, odd[3])]
+    seen: list[Any] = []
+    assert core.take(items, QUEUED, lambda item: seen.append(item)) == []
+    assert seen == items
+    assert [r._dotted for r in odd] == [None] * 4 and parent._dotted is None
+
+
 def test_a_mapping_result_is_recorded_as_a_dict(tclient: Client) -> None:
     @traceable
     def f() -> Mapping[str, int]:

@@ -26,11 +26,12 @@ typedef struct {
 static PyObject *field_names[5]; /* content, tool_calls, tool_call_id, name, status */
 
 static PyObject *memo_hit(PyObject *m, PyObject *converted) {
-    if (field_names[0] == NULL) {
+    if (field_names[4] == NULL) { /* (the last one set: all of them are) */
         static const char *names[5] = {"content", "tool_calls", "tool_call_id", "name",
                                        "status"};
         for (int i = 0; i < 5; i++)
-            if ((field_names[i] = PyUnicode_InternFromString(names[i])) == NULL)
+            if (field_names[i] == NULL
+                && (field_names[i] = PyUnicode_InternFromString(names[i])) == NULL)
                 return NULL;
     }
     PyObject *key = PyLong_FromVoidPtr(m); /* the memo's key: id(m) */

@@ -212,20 +212,25 @@ static PyObject *rows(PyObject *self, PyObject *runs) {
     return out;
 }
 
-/* A run's own segment of its dotted order appended to `above` (an ASCII order, or NULL for a
- * root): a new str, or NULL with no error set when the run's start or id is not what RunTree
- * makes (an int of years 1970-9999, ASCII text). */
-static PyObject *order_after(PyObject *above, PyObject *run) {
+/* A run's start in epoch microseconds when its start and id are what RunTree makes for the
+ * segment (an int of the years 1970-9999, ASCII text), else -1. */
+static long long segment_start(PyObject *run) {
     PyObject *start = get(run, S_START_US), *rid = get(run, S_ID);
     if (!PyLong_CheckExact(start) || !PyUnicode_CheckExact(rid) || !PyUnicode_IS_ASCII(rid))
-        return NULL;
+        return -1;
     int overflow = 0;
     long long us = PyLong_AsLongLongAndOverflow(start, &overflow);
+    return overflow || us < 0 || us >= ASSAY_MAX_US ? -1 : us;
+}
+
+/* A run's own segment of its dotted order appended to `above` (an ASCII order, or NULL for a
+ * root), its start `us` from segment_start: a new str, or NULL (an error set, or none when
+ * the time cannot be formatted). */
+static PyObject *order_after(PyObject *above, PyObject *run, long long us) {
+    PyObject *rid = get(run, S_ID);
     char head[ASSAY_HEAD + 1];
-    if (overflow || us < 0 || us >= ASSAY_MAX_US || assay_segment_head(us, head) < 0) {
-        PyErr_Clear();
+    if (assay_segment_head(us, head) < 0)
         return NULL;
-    }
     Py_ssize_t ulen = above == NULL ? 0 : PyUnicode_GET_LENGTH(above) + 1;
     Py_ssize_t rlen = PyUnicode_GET_LENGTH(rid);
     PyObject *out = PyUnicode_New(ulen + ASSAY_HEAD + rlen, 127);
@@ -272,18 +277,26 @@ static int settle_order(PyObject *run) {
     }
     if (above != NULL && (!PyUnicode_CheckExact(above) || !PyUnicode_IS_ASCII(above)))
         return 0;
+    long long starts[MAX_CHAIN];
+    for (int i = 0; i < n; i++) /* every run checked before any order is set */
+        if ((starts[i] = segment_start(chain[i])) < 0)
+            return 0;
     while (n > 0) {
-        PyObject *made = order_after(above, chain[--n]);
-        if (made == NULL)
-            return PyErr_Occurred() ? -1 : 0; /* (the orders made above it are kept, right) */
+        n--;
+        PyObject *made = order_after(above, chain[n], starts[n]);
+        if (made == NULL) /* (the orders made above it are kept: they are right) */
+            return PyErr_Occurred() ? -1 : 0;
         Py_XSETREF(SLOT(chain[n], S_DOTTED), made);
         above = made;
     }
     return 1;
 }
 
+/* Whether `value` is the int `want` (a larger int is not: no OverflowError left set). */
 static int is_int(PyObject *value, long want) {
-    return PyLong_CheckExact(value) && PyLong_AsLong(value) == want;
+    int overflow = 0;
+    return PyLong_CheckExact(value) && PyLong_AsLongAndOverflow(value, &overflow) == want
+           && !overflow;
 }
 
 /* take(items, QUEUED, slow): the writer's queued items as journal rows, in order (the local
@@ -324,8 +337,7 @@ static PyObject *take(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
              * else made now */
             PyObject *parent = get(fast_run, S_PARENT), *psent;
             if (parent == Py_None || !PyObject_TypeCheck(parent, run_type)
-                || !PyLong_CheckExact(psent = get(parent, S_SENT))
-                || (PyLong_AsLong(psent) != 1 && PyLong_AsLong(psent) != 2)) {
+                || (!is_int(psent = get(parent, S_SENT), 1) && !is_int(psent, 2))) {
                 int settled = settle_order(fast_run);
                 if (settled < 0)
                     goto error;
