@@ -162,16 +162,12 @@ def _other(value: Any, depth: int, memo: bool) -> Any:
     return jsonable(value)  # models, dataclasses, UUIDs...; anything else as its repr
 
 
-def _step_other(value: Any, depth: int) -> Any:
-    return _other(value, depth, True)
-
-
 # ``_step_json_py`` with the walk over dicts and lists in C where built (``_cstep.c``: most of
-# what the writer spent converting a graph's state), the rest here (``_step_other``); bound as
+# what the writer spent converting a graph's state), the rest here (``_other``); bound as
 # a partial so that each step's value (a ``Deferred`` the writer resolves) calls straight into C
 _STEP: Callable[..., Any] | None = getattr(SPEEDUPS, "step_json", None)
 _step_json: Callable[[Any], Any] = (
-    partial(_STEP, _MESSAGE_CLASSES, _message_json, _step_other, _CONVERTED)
+    partial(_STEP, _MESSAGE_CLASSES, _message_json, partial(_other, memo=True), _CONVERTED)
     if _STEP is not None else _step_json_py)
 
 

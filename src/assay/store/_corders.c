@@ -24,14 +24,9 @@ static PyObject *order_of(PyObject *item, PyObject *known, Py_ssize_t id, Py_ssi
     PyObject *rid = PyList_GET_ITEM(item, id);
     PyObject *start = PyList_GET_ITEM(item, start_at);
     PyObject *parent = PyList_GET_ITEM(item, parent_at);
-    if (!PyLong_CheckExact(start) || !PyUnicode_CheckExact(rid) || !PyUnicode_IS_ASCII(rid))
+    long long us = assay_segment_us(start, rid);
+    if (us < 0)
         return NULL;
-    int overflow = 0;
-    long long us = PyLong_AsLongLongAndOverflow(start, &overflow);
-    if (overflow || us < 0 || us >= ASSAY_MAX_US) {
-        PyErr_Clear();
-        return NULL;
-    }
     PyObject *up = NULL;
     if (parent != Py_None) {
         if (!PyUnicode_CheckExact(parent)) /* another key's hash could run Python code */
@@ -44,22 +39,7 @@ static PyObject *order_of(PyObject *item, PyObject *known, Py_ssize_t id, Py_ssi
         if (!PyUnicode_CheckExact(up) || !PyUnicode_IS_ASCII(up) || PyUnicode_GET_LENGTH(up) == 0)
             return NULL;
     }
-    char head[ASSAY_HEAD + 1];
-    if (assay_segment_head(us, head) < 0)
-        return NULL;
-    Py_ssize_t ulen = up == NULL ? 0 : PyUnicode_GET_LENGTH(up) + 1;
-    Py_ssize_t rlen = PyUnicode_GET_LENGTH(rid);
-    PyObject *out = PyUnicode_New(ulen + ASSAY_HEAD + rlen, 127);
-    if (out == NULL)
-        return NULL; /* (an error set: MemoryError) */
-    char *d = (char *)PyUnicode_DATA(out);
-    if (up != NULL) {
-        memcpy(d, PyUnicode_DATA(up), (size_t)(ulen - 1));
-        d[ulen - 1] = '.';
-    }
-    memcpy(d + ulen, head, ASSAY_HEAD);
-    memcpy(d + ulen + ASSAY_HEAD, PyUnicode_DATA(rid), (size_t)rlen);
-    return out;
+    return assay_order_after(up, us, rid); /* (NULL and no error: the time unformatted) */
 }
 
 PyObject *fill_orders(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {

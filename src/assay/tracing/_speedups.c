@@ -212,40 +212,6 @@ static PyObject *rows(PyObject *self, PyObject *runs) {
     return out;
 }
 
-/* A run's start in epoch microseconds when its start and id are what RunTree makes for the
- * segment (an int of the years 1970-9999, ASCII text), else -1. */
-static long long segment_start(PyObject *run) {
-    PyObject *start = get(run, S_START_US), *rid = get(run, S_ID);
-    if (!PyLong_CheckExact(start) || !PyUnicode_CheckExact(rid) || !PyUnicode_IS_ASCII(rid))
-        return -1;
-    int overflow = 0;
-    long long us = PyLong_AsLongLongAndOverflow(start, &overflow);
-    return overflow || us < 0 || us >= ASSAY_MAX_US ? -1 : us;
-}
-
-/* A run's own segment of its dotted order appended to `above` (an ASCII order, or NULL for a
- * root), its start `us` from segment_start: a new str, or NULL (an error set, or none when
- * the time cannot be formatted). */
-static PyObject *order_after(PyObject *above, PyObject *run, long long us) {
-    PyObject *rid = get(run, S_ID);
-    char head[ASSAY_HEAD + 1];
-    if (assay_segment_head(us, head) < 0)
-        return NULL;
-    Py_ssize_t ulen = above == NULL ? 0 : PyUnicode_GET_LENGTH(above) + 1;
-    Py_ssize_t rlen = PyUnicode_GET_LENGTH(rid);
-    PyObject *out = PyUnicode_New(ulen + ASSAY_HEAD + rlen, 127);
-    if (out == NULL)
-        return NULL;
-    char *d = (char *)PyUnicode_DATA(out);
-    if (above != NULL) {
-        memcpy(d, PyUnicode_DATA(above), (size_t)(ulen - 1));
-        d[ulen - 1] = '.';
-    }
-    memcpy(d + ulen, head, ASSAY_HEAD);
-    memcpy(d + ulen + ASSAY_HEAD, PyUnicode_DATA(rid), (size_t)rlen);
-    return out;
-}
-
 #define MAX_CHAIN 256 /* runs without an order walked up at most (deeper: the Python way) */
 
 /* RunTree.dotted_order for the writer: 1 when the run's order is set (made from its parent's,
@@ -279,11 +245,12 @@ static int settle_order(PyObject *run) {
         return 0;
     long long starts[MAX_CHAIN];
     for (int i = 0; i < n; i++) /* every run checked before any order is set */
-        if ((starts[i] = segment_start(chain[i])) < 0)
+        if ((starts[i] = assay_segment_us(get(chain[i], S_START_US), get(chain[i], S_ID)))
+            < 0)
             return 0;
     while (n > 0) {
         n--;
-        PyObject *made = order_after(above, chain[n], starts[n]);
+        PyObject *made = assay_order_after(above, starts[n], get(chain[n], S_ID));
         if (made == NULL) /* (the orders made above it are kept: they are right) */
             return PyErr_Occurred() ? -1 : 0;
         Py_XSETREF(SLOT(chain[n], S_DOTTED), made);
