@@ -6,10 +6,11 @@ writer's stored traces apart and converts LangGraph's steps for it (see the head
 splits the usual multipart body of ingest and groups its parts into runs (``_csplit.c``);
 ``assay.store._cencode`` writes the writers' journal rows' JSON columns, admits the runs ingest
 receives in one pass (``_cencode.c``), writes the fold's rows as PostgreSQL's COPY text
-(``_ccopy.c``) and derives the tracing writer's runs' dotted orders (``_corders.c``; the
-segment's text is ``_cdotted.h``'s, shared with the writer). All are optional: where they
-cannot be compiled (no C compiler or Python headers) the install goes on and the same code
-runs in Python.
+(``_ccopy.c``), derives the tracing writer's runs' dotted orders (``_corders.c``; the
+segment's text is ``_cdotted.h``'s, shared with the writer) and an llm run's usage columns
+(``_cusage.c``; a sender's time is read by ``_ctime.h``, shared with ``_cencode.c``). All
+are optional: where they cannot be compiled (no C compiler or Python headers) the install
+goes on and the same code runs in Python.
 """
 
 from setuptools import Extension, setup
@@ -23,6 +24,8 @@ setup(ext_modules=[Extension("assay.tracing._speedups",
                              depends=["src/assay/_cuuid.h"], optional=True),
                    Extension("assay.store._cencode", ["src/assay/store/_cencode.c",
                                                         "src/assay/store/_ccopy.c",
-                                                        "src/assay/store/_corders.c"],
-                             depends=["src/assay/_cuuid.h", "src/assay/_cdotted.h"],
+                                                        "src/assay/store/_corders.c",
+                                                        "src/assay/store/_cusage.c"],
+                             depends=["src/assay/_cuuid.h", "src/assay/_cdotted.h",
+                                      "src/assay/_ctime.h"],
                              optional=True)])

@@ -19,7 +19,7 @@ import pytest
 from compiled_paths import PURE, is_in_use, needs_c, posted_run
 
 from assay.server import _ingest
-from assay.store import _fold_rows
+from assay.store import _fold_rows, _fold_usage
 
 _TENANT = "tenant-1"
 
@@ -219,7 +219,7 @@ def test_a_fold_without_prepared_rows_stores_what_python_stores(
 @pytest.mark.parametrize("run_type", ["llm", "chain"])
 def test_usage_is_derived_from_the_view_as_from_the_whole_run(outputs: dict[str, Any],
                                                                run_type: str) -> None:
-    """``_usage_view`` leaves an llm run's outputs undecoded when their text names no usage:
+    """``usage_view`` leaves an llm run's outputs undecoded when their text names no usage:
     what ``derive_usage`` finds in the view is what it finds in the whole decoded run."""
     from assay._usage import derive_usage_us
 
@@ -228,7 +228,7 @@ def test_usage_is_derived_from_the_view_as_from_the_whole_run(outputs: dict[str,
     for ex in (extra, {"metadata": {"ls_model_name": "gpt-4o-mini"}}):
         post = _admitted(run_type=run_type, outputs=outputs, extra=ex, events=[
             {"name": "new_token", "time": "2026-11-29T05:30:38.2+00:00"}])
-        view = _fold_rows._usage_view(post)
+        view = _fold_usage.usage_view(post)
         assert derive_usage_us(view) == derive_usage_us(_fold_rows.from_text(post))
         named = '"usage_metadata"' in post["outputs"] or '"llm_output"' in post["outputs"]
         assert (view["outputs"] is None) is not named

@@ -36,7 +36,6 @@ import pydantic_core
 from .. import _json
 from .._compiled import compiled
 from .._ids import _CANONICAL_UUID, all_canonical_uuids, dotted_segment_us
-from .._usage import derive_usage_us
 from ._aggregates import RunDeltas
 from ._fold_batch import insert_batch
 from ._fold_rows import (
@@ -50,6 +49,7 @@ from ._fold_rows import (
     _Rows,
     apply_new_runs,
 )
+from ._fold_usage import usage_columns
 from ._tables import runs
 
 if TYPE_CHECKING:
@@ -436,9 +436,9 @@ def insert_rows(repo: RunRepo, conn: Connection, items: list[Any], patched: set[
             events_text = "[]"
             if usage:  # as _fold_rows._row derives them, from the fields derive_usage reads
                 try:
-                    got, ft_us = derive_usage_us({
+                    ft_us, ft_since, pt, ct, tt, pc, cc, tc = usage_columns({
                         "run_type": run_type, "events": events, "outputs": found,
-                        "extra": {**shared, **(own or {}), "metadata": meta or {}}})
+                        "extra": {**shared, **(own or {}), "metadata": meta or {}}}, start)
                     if events:
                         events_text = jtext(events)
                 except Exception:  # noqa: BLE001 - the general path raises it by name
@@ -455,9 +455,6 @@ def insert_rows(repo: RunRepo, conn: Connection, items: list[Any], patched: set[
                 ids_of = posted[sid] = []
             ids_of.append(rid)
             if usage:
-                ft_since = ft_us - start if ft_us is not None and start else None
-                pt, ct, tt = got["prompt_tokens"], got["completion_tokens"], got["total_tokens"]
-                pc, cc, tc = got["prompt_cost"], got["completion_cost"], got["total_cost"]
                 full.append((*row, ft_us, ft_since, pt, ct, tt, pc, cc, tc))
                 # RunDeltas.add, given the columns it reads (not the row's 29: ~1 us less)
                 deltas.add({"session_id": sid, "tenant_id": tenant, "start_time": start,

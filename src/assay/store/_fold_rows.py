@@ -42,8 +42,8 @@ from .. import _json
 from .._compiled import compiled
 from .._ids import dotted_segment_us, uuid_text
 from .._json import escape_text
-from .._usage import derive_usage_us
 from ._aggregates import FeedbackDeltas, RunDeltas, adopt_pending_feedback
+from ._fold_usage import names_usage, usage_columns
 from ._pg_copy import CopyRows
 from ._tables import runs
 
@@ -301,17 +301,11 @@ def _text_row(post: Mapping[str, Any], row: list[Any], usage: bool) -> bool | No
     return usage or (events != "null" and events != "[]") or _named_usage(row)
 
 
-def _names_usage(outputs: str) -> bool:
-    """Whether a run's outputs, as text, may hold what ``derive_usage`` reads of them (the
-    stored text is orjson's, which writes a key's ASCII letters as they are)."""
-    return '"usage_metadata"' in outputs or '"llm_output"' in outputs
-
-
 def _named_usage(row: list[Any]) -> bool:
     """Whether a row's JSON text (``_text_row``'s) holds usage where ``derive_usage`` looks for
     it: decoded only where the text names it."""
     outputs, extra = row[_OUTPUTS], row[_EXTRA]
-    if _names_usage(outputs):
+    if names_usage(outputs):
         found = _from_column(outputs)
         if "usage_metadata" in found or "llm_output" in found:
             return True
@@ -423,10 +417,7 @@ def _fill(row: list[Any], usage: Mapping[str, Any] | None, rid: str, tenant: str
 def _add_usage(row: list[Any], run: Mapping[str, Any], start: int) -> None:
     """The usage columns (``_USAGE_ORDER``) of ``run`` (the values ``derive_usage`` reads)
     onto ``row``."""
-    got, ft_us = derive_usage_us(run)
-    row.extend((ft_us, ft_us - start if ft_us is not None and start else None,
-                got["prompt_tokens"], got["completion_tokens"], got["total_tokens"],
-                got["prompt_cost"], got["completion_cost"], got["total_cost"]))
+    row.extend(usage_columns(run, start))
 
 
 def _admitted_row(post: Mapping[str, Any], rid: str, tenant: str, sid: str, run_type: str,
@@ -443,24 +434,11 @@ def _admitted_row(post: Mapping[str, Any], rid: str, tenant: str, sid: str, run_
     usage = _text_row(post, row, run_type == "llm")
     if usage is None:
         return None
-    return _fill(row, _usage_view(post) if usage else None, rid, tenant, sid, trace, parent,
-                 get("reference_example_id"), get("dotted_order"), get("name"), run_type,
-                 start, end, get("error"))
-
-
-def _usage_view(post: Mapping[str, Any]) -> dict[str, Any]:
-    """An admitted post with the JSON text ``derive_usage`` reads decoded (it reads no
-    inputs, and of the outputs only their usage: an llm run's outputs, often its largest
-    column, are decoded only where their text names usage)."""
-    view = dict(post)
-    for key in ("outputs", "extra", "events"):
-        value = view.get(key)
-        if value is not None:
-            if key == "outputs" and value.__class__ is str and not _names_usage(value):
-                view[key] = None  # what derive_usage finds in it: nothing
-                continue
-            view[key] = _from_column(value)
-    return view
+    _fill(row, None, rid, tenant, sid, trace, parent, get("reference_example_id"),
+          get("dotted_order"), get("name"), run_type, start, end, get("error"))
+    if usage:
+        row.extend(usage_columns(post, start, texts=True))
+    return row
 
 
 def _with_usage(post: Mapping[str, Any], row: list[Any], usage: int) -> list[Any]:
@@ -469,7 +447,7 @@ def _with_usage(post: Mapping[str, Any], row: list[Any], usage: int) -> list[Any
     if usage == 2:
         usage = _named_usage(row)
     if usage:
-        _add_usage(row, _usage_view(post), row[_START])
+        row.extend(usage_columns(post, row[_START], texts=True))
     return row
 
 
