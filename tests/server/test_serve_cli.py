@@ -233,6 +233,18 @@ def test_assay_serve_indexes_in_a_fold_process_of_its_own(
     assert _gone(folder, 10), "the fold process outlived its server"
 
 
+def test_the_fold_process_starts_with_the_store_alone() -> None:
+    """``python -m assay.server._fold_process`` imports the server package, which imports its
+    web app (FastAPI, the routes) only when a name of it is asked for: the fold process needs
+    the store alone, and before it started by importing the whole app."""
+    code = ("import sys, assay.server._fold_process, assay.store._fold_ready; "
+            "print([m for m in ('fastapi', 'starlette', 'assay.server._app') if m in sys.modules])"
+            "; from assay.server import create_app; print(create_app.__module__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60)
+    assert out.stdout.split("\n")[:2] == ["[]", "assay.server._app"]
+
+
 def test_assay_serve_fold_thread_folds_in_a_thread_of_the_worker(tmp_path: Path) -> None:
     """``--fold thread``: no fold process; the worker's own folder thread indexes, unasked."""
     db = f"sqlite:///{tmp_path / 'served.db'}"

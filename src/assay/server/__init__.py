@@ -4,8 +4,24 @@
 request carries an API key (``x-api-key``) that selects one workspace; nothing crosses
 workspaces. Point the official SDKs at it with ``LANGSMITH_ENDPOINT`` / ``LANGSMITH_API_KEY``,
 or assay's own ``Client(api_url=..., api_key=...)``.
+
+The app is imported on first use: the server's fold process (``python -m
+assay.server._fold_process``) imports this package and needs only the store, not FastAPI.
 """
 
-from ._app import DEFAULT_MAX_BODY_BYTES, app_from_env, create_app
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._app import DEFAULT_MAX_BODY_BYTES, app_from_env, create_app
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "app_from_env", "create_app"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from . import _app
+
+        return getattr(_app, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
