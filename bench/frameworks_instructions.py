@@ -34,6 +34,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -55,9 +56,12 @@ def _count(on: bool) -> None:
 
 def child(framework: str, mode: str, answers: int) -> None:
     """One mode's answers, counted (this process runs under valgrind). ``assay-answers``: the
-    answers alone, without the flush and fold after them."""
+    answers alone, without the flush and fold after them. ``assay-process``: the store's fold
+    in a process of its own (``ASSAY_BACKGROUND_FOLD=process``, not counted: valgrind does not
+    follow it), the window ending once the answers' runs are journaled."""
     answers_only = mode == "assay-answers"
-    mode = "assay" if answers_only else mode
+    fold_elsewhere = mode == "assay-process"
+    mode = "assay" if answers_only or fold_elsewhere else mode
     import frameworks as fw
 
     from assay.tracing import _writer
@@ -90,6 +94,11 @@ def child(framework: str, mode: str, answers: int) -> None:
 
         def settle() -> None:
             client.flush()
+            if fold_elsewhere:  # the other process folds: this one waits, counting off
+                _count(False)
+                while client._store.journal.backlog(1):
+                    time.sleep(0.01)
+                return
             client._store.journal.settle()
             wait_idle(client._store)
 
@@ -102,7 +111,7 @@ def child(framework: str, mode: str, answers: int) -> None:
                 await answer(k)
             if not answers_only:
                 settle()  # the writer's and the fold's work for these answers, counted
-            _count(False)
+            _count(False)  # (fold_elsewhere: off already, once flushed)
 
         asyncio.run(go())
     client.close()
@@ -116,7 +125,7 @@ def _measure(framework: str, mode: str, answers: int, out_dir: str) -> tuple[int
     # the store's fold at the end, in one go: the background folder's batches follow the clock,
     # and under valgrind (~50x slower) each would hold a few answers' runs instead of hundreds
     env = dict(os.environ, ASSAY_BENCH_CALLGRIND="1", PYTHONWARNINGS="ignore",
-               ASSAY_BACKGROUND_FOLD="0")
+               ASSAY_BACKGROUND_FOLD="process" if mode == "assay-process" else "0")
     proc = subprocess.run(
         ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes",
          f"--callgrind-out-file={out}", sys.executable, os.path.abspath(__file__), "--child",
@@ -158,7 +167,7 @@ def main() -> None:
     if unknown:
         sys.exit(f"unknown framework(s) {sorted(unknown)}: choose from {', '.join(FRAMEWORKS)}")
     out_dir = tempfile.mkdtemp(prefix="assay-bench-ir-")
-    jobs = [(f, m) for f in wanted for m in (*MODES, "assay-answers")]
+    jobs = [(f, m) for f in wanted for m in (*MODES, "assay-answers", "assay-process")]
     print(f"{args.answers} answers per mode, {STEPS} steps per answer (2 llm + 1 tool), "
           f"counted under callgrind, two processes at a time ...", flush=True)
     with ThreadPoolExecutor(2) as pool:
@@ -168,12 +177,15 @@ def main() -> None:
     print("\ninstructions per step; 'agent thread': the thread that runs the agent, during the "
           "answers (the framework and assay's hooks); 'process': every thread, with the writer's "
           "flush and the store's fold of the answers' runs (the writer's linger scaled to "
-          "valgrind's pace: its batches as large as at full speed, stored and folded at the end)")
+          "valgrind's pace: its batches as large as at full speed, stored and folded at the end); "
+          "'fold process': every thread of the agent's process, the store's fold in a process "
+          "of its own (ASSAY_BACKGROUND_FOLD=process), which is not counted")
     print(f"{'framework':<14} {'what':<13} {'off':>12} {'sdk':>12} {'assay':>12} "
           f"{'assay - off':>12} {'ratio':>8} {'(vs sdk)':>9}")
     for f in wanted:
         rows = (("agent thread", [counts[(f, m)][0] for m in ("off", "sdk", "assay-answers")]),
-                ("process", [counts[(f, m)][1] for m in MODES]))
+                ("process", [counts[(f, m)][1] for m in MODES]),
+                ("fold process", [counts[(f, m)][1] for m in ("off", "sdk", "assay-process")]))
         for what, values in rows:
             off, sdk, on = (v / steps for v in values)
             print(f"{f:<14} {what:<13} {off:>12,.0f} {sdk:>12,.0f} {on:>12,.0f} "

@@ -234,10 +234,10 @@ def test_assay_serve_indexes_in_a_fold_process_of_its_own(
 
 
 def test_the_fold_process_starts_with_the_store_alone() -> None:
-    """``python -m assay.server._fold_process`` imports the server package, which imports its
-    web app (FastAPI, the routes) only when a name of it is asked for: the fold process needs
-    the store alone, and before it started by importing the whole app."""
-    code = ("import sys, assay.server._fold_process, assay.store._fold_ready; "
+    """The fold process (``python -m assay.store._fold_process``) imports the store and not the
+    web app, and ``assay.server`` imports its app (FastAPI, the routes) only when a name of
+    it is asked for; before, the fold process started by importing the whole app."""
+    code = ("import sys, assay.store._fold_process, assay.store._fold_ready, assay.server; "
             "print([m for m in ('fastapi', 'starlette', 'assay.server._app') if m in sys.modules])"
             "; from assay.server import create_app; print(create_app.__module__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -128,7 +128,7 @@ def test_the_fold_loop_folds_what_is_appended_while_it_runs(sqlite_url: str) -> 
     import threading
     import time
 
-    from assay.server._fold_process import fold_loop
+    from assay.store._fold_process import fold_loop
 
     with Store.open(sqlite_url) as st:
         stop = threading.Event()

@@ -72,7 +72,7 @@ def serve(
                   f"fold: {fold.value})")
     folder = None
     if fold is FoldMode.process:
-        from ..server._fold_process import FoldProcess
+        from ..store._fold_process import FoldProcess
 
         folder = FoldProcess(url)
         folder.start()

@@ -5,8 +5,8 @@ request carries an API key (``x-api-key``) that selects one workspace; nothing c
 workspaces. Point the official SDKs at it with ``LANGSMITH_ENDPOINT`` / ``LANGSMITH_API_KEY``,
 or assay's own ``Client(api_url=..., api_key=...)``.
 
-The app is imported on first use: the server's fold process (``python -m
-assay.server._fold_process``) imports this package and needs only the store, not FastAPI.
+The app (FastAPI, the routes) is imported on first use of one of these names: a process that
+imports one of the package's modules alone does not pay for it.
 """
 
 from __future__ import annotations

@@ -32,6 +32,14 @@ fold goes on beside it as before.
 
 A server registers its own folder for its engine (``claim``): it paces folding against the
 requests it accepts. ``ASSAY_BACKGROUND_FOLD=0`` turns the thread off (reads fold, as before).
+
+``ASSAY_BACKGROUND_FOLD=process`` folds in a process of its own instead (``_fold_process``, as
+``assay serve`` does), started at a database file's (or PostgreSQL's) first append and gone
+after ``PROCESS_IDLE_EXIT`` seconds without work: the appending process then pays for its
+appends alone, and the fold runs on another core, never under its interpreter lock. For an
+agent's process (issue 21) that is the fold's share of its CPU. A read still folds what is
+left first, so nothing waits on the process for correctness; an in-memory database keeps the
+thread.
 """
 
 from __future__ import annotations
@@ -50,6 +58,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
     from ._base import Store
+    from ._fold_process import FoldProcess
 
 __all__ = ["appended", "appending", "claim", "fold_transactions", "release", "stop", "wait_idle"]
 
@@ -89,9 +98,40 @@ _appending: dict[Engine, int] = {}
 _FOLDS: weakref.WeakKeyDictionary[Engine, int] = weakref.WeakKeyDictionary()
 
 
+PROCESS_IDLE_EXIT = 30.0  # seconds a fold process (``process`` mode) waits for work
+# engine -> its fold process (``process`` mode), while the engine lives
+_processes: weakref.WeakKeyDictionary[Engine, FoldProcess] = weakref.WeakKeyDictionary()
+
+
+def _mode() -> str:
+    """``ASSAY_BACKGROUND_FOLD``: ``thread`` (the default), ``process`` or ``off``."""
+    value = os.environ.get("ASSAY_BACKGROUND_FOLD", "1").strip().lower()
+    if value in ("0", "false", "no", "off"):
+        return "off"
+    return "process" if value == "process" else "thread"
+
+
 def _enabled() -> bool:
-    return os.environ.get("ASSAY_BACKGROUND_FOLD", "1").strip().lower() not in (
-        "0", "false", "no", "off")
+    return _mode() != "off"
+
+
+def _folded_by_a_process(engine: Engine) -> bool:
+    """``process`` mode: have this engine's fold process running (started, or again after it
+    left for want of work); False where the database cannot be shared with another process
+    (in memory): the thread folds it."""
+    with _guard:
+        folder = _processes.get(engine)
+        if folder is None:
+            url = engine.url
+            if engine.dialect.name == "sqlite" and (not url.database
+                                                    or url.database == ":memory:"):
+                return False
+            from ._fold_process import FoldProcess
+
+            folder = _processes[engine] = FoldProcess(
+                url.render_as_string(hide_password=False), idle_exit=PROCESS_IDLE_EXIT)
+        folder.ensure()
+    return True
 
 
 def claim(engine: Engine, on_append: Callable[[], None] | None = None) -> None:
@@ -138,7 +178,10 @@ def appended(store: Store, items: int = 1) -> None:
     if hook is not None:
         hook()
         return
-    if _stopping or not _enabled():
+    mode = _mode()
+    if _stopping or mode == "off":
+        return
+    if mode == "process" and _folded_by_a_process(engine):
         return
     with _guard:
         folder = _running.get(engine)
@@ -160,6 +203,9 @@ def stop(engine: Engine, timeout: float = 5.0) -> None:
     finishes, nothing new starts; what is journaled stays for the next reader (or folder)."""
     with _guard:
         folder = _running.pop(engine, None)
+        process = _processes.pop(engine, None)
+    if process is not None:
+        process.stop(timeout)  # after the transaction under way, if one is
     if folder is None:
         return
     folder.stopped = True
@@ -287,6 +333,8 @@ def _stop_at_exit() -> None:
     is left stays journaled, durable, for the next reader; a fold in progress finishes."""
     global _stopping
     _stopping = True
+    for process in list(_processes.values()):
+        process.stop(5.0)
     for folder in list(_running.values()):
         folder.wake.set()
         folder.full.set()
@@ -319,6 +367,7 @@ def _after_fork_in_child() -> None:
     global _guard
     _guard = threading.Lock()
     _running.clear()  # the parent's threads do not exist here
+    _processes.clear()  # nor its fold processes' handles: the child starts its own
     _held_at_fork.clear()
     # the write locks the fork was made holding (``_before_fork``) are the parent's: the
     # child starts with locks of its own (its connections are its own too, see the tracing

@@ -1,4 +1,4 @@
-"""The team server's fold in a process of its own: accepting and indexing on separate cores.
+"""A fold in a process of its own: appending and indexing on separate cores.
 
 A worker that accepts requests and also folds them (``_folder.Folder``, a thread) spends one
 interpreter lock on both: every run it indexes is CPU its requests do not get, so on two cores
@@ -26,6 +26,13 @@ reads still fold what is left before they answer: nothing waits on this for corr
 It exits when asked (SIGTERM, SIGINT: after the transaction under way) or when the process
 that started it is gone (a server killed with SIGKILL leaves no folder behind); one that dies
 while the server runs is started again (``FoldProcess``).
+
+An embedded store can have one too (``ASSAY_BACKGROUND_FOLD=process``, ``_background``): an
+agent's process then journals its runs and another process indexes them, so the agent's own
+process pays its hooks and the tracing writer only (issue 21; bench/README.md, stop 48). That
+one leaves after ``idle_exit`` seconds with nothing to fold, and the next append starts
+another. The database's URL reaches the process in its environment (``ASSAY_FOLD_URL``), not on
+its command line, where any user of the machine could read a password in it.
 """
 
 from __future__ import annotations
@@ -39,11 +46,12 @@ import threading
 import time
 from types import FrameType
 
-__all__ = ["FoldProcess", "main"]
+__all__ = ["FoldProcess", "fold_loop", "main"]
 
-log = logging.getLogger("assay.server")
+log = logging.getLogger("assay.store")
 
 INTERVAL = 0.05  # seconds between probes of an empty journal
+URL_ENV = "ASSAY_FOLD_URL"  # the database's URL, for the process (not on its command line)
 # journal rows (a request's batch each) per fold transaction on SQLite: with ingest's workers
 # cheaper (stop 42), 6 against 4 lowered the fold's CPU a run by ~10% and raised the indexed
 # rate by ~7% (6 interleaved rounds); 8 did no better, 12 and 16 accepted fewer runs (the
@@ -62,26 +70,31 @@ GATHER_SQLITE = 0.01
 
 
 def fold_loop(url: str, stop: threading.Event, parent: int | None = None,
-              interval: float = INTERVAL) -> None:
-    """Fold ``url``'s journal until ``stop`` is set or ``parent`` (a pid) is gone."""
-    from ..store import Store, _background
-    from ..store._fold_ready import prepare
+              interval: float = INTERVAL, idle_exit: float | None = None) -> None:
+    """Fold ``url``'s journal until ``stop`` is set, ``parent`` (a pid) is gone, or (with
+    ``idle_exit``) the journal stayed empty that many seconds."""
+    from . import Store, _background
+    from ._fold_ready import prepare
 
-    with Store.open(url, migrate=False) as store:  # assay serve migrated it before
+    with Store.open(url, migrate=False) as store:  # the process that starts it migrated it
         # this process's own folds only: never the store's background thread as well
         _background.claim(store.engine)
         postgres = store.engine.dialect.name == "postgresql"
         rows = ROWS_POSTGRESQL if postgres else ROWS_SQLITE
         journal = store.journal
         more = False  # PostgreSQL: the last transaction was full, so rows may wait
+        worked = time.monotonic()  # when the journal last held something
         while not stop.is_set():
             if parent is not None and os.getppid() != parent:
-                return  # the server is gone
+                return  # the process that started it is gone
+            if idle_exit is not None and time.monotonic() - worked > idle_exit:
+                return  # nothing to fold for a while: the next append starts another
             try:
                 if postgres:  # its fold blocks no append: no pause, no preparing ahead
                     if not more and journal.backlog(1) == 0:
                         stop.wait(interval)
                         continue
+                    worked = time.monotonic()
                     more = journal.fold_some(rows)[1]
                     continue
                 # SQLite: decode and build before taking the write lock, and fold what was
@@ -90,20 +103,25 @@ def fold_loop(url: str, stop: threading.Event, parent: int | None = None,
                 if ready is None:
                     stop.wait(interval)
                     continue
+                worked = time.monotonic()
                 full = journal.fold_some(ready.count, ready=ready)[1] and ready.count == rows
                 # a short pause after a full transaction, for the waiting appends; a longer one
                 # after a part-full one, so that the next folds more at once
                 stop.wait(PAUSE_SQLITE if full else GATHER_SQLITE)
             except Exception:  # e.g. the database is gone for a while: reads fold meanwhile
                 more = False
-                log.exception("assay server: the fold process failed to fold; retrying")
+                log.exception("assay: the fold process failed to fold; retrying")
                 stop.wait(1.0)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m assay.server._fold_process URL PARENT_PID``."""
+    """``ASSAY_FOLD_URL=URL python -m assay.store._fold_process PARENT_PID [IDLE_EXIT]``."""
     args = sys.argv[1:] if argv is None else argv
-    url, parent = args[0], int(args[1])
+    url = os.environ.get(URL_ENV)
+    if not url:
+        sys.exit(f"assay fold: no database URL ({URL_ENV} is not set)")
+    parent = int(args[0])
+    idle_exit = float(args[1]) if len(args) > 1 else None
     logging.basicConfig(level=logging.WARNING, format="assay fold: %(levelname)s %(message)s")
     stop = threading.Event()
 
@@ -112,21 +130,29 @@ def main(argv: list[str] | None = None) -> None:
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    fold_loop(url, stop, parent)
+    fold_loop(url, stop, parent, idle_exit=idle_exit)
 
 
 class FoldProcess:
-    """The fold process of a server: started before the workers, stopped after them, and
-    started again when it dies meanwhile (after ``restart_delay`` seconds, doubling up to a
-    minute while it keeps dying; reads fold in the meantime)."""
+    """A fold process. ``start``: a server's, started before the appends it folds, stopped
+    after them, and started again when it dies meanwhile (after ``restart_delay`` seconds,
+    doubling up to a minute while it keeps dying; reads fold in the meantime). ``ensure``: an
+    embedded store's (``idle_exit`` set), started at an append when it is not running: it
+    left for want of work, or it died, after which the next waits as long as a server's
+    would."""
 
-    def __init__(self, url: str, *, restart_delay: float = 1.0) -> None:
+    def __init__(self, url: str, *, restart_delay: float = 1.0,
+                 idle_exit: float | None = None) -> None:
         self.url = url
         self.restart_delay = restart_delay
+        self.idle_exit = idle_exit
         self.restarts = 0
         self.proc: subprocess.Popen[bytes] | None = None
         self._stopping = threading.Event()
         self._watch: threading.Thread | None = None
+        self._started = 0.0  # (ensure) when the process was started
+        self._delay = restart_delay  # (ensure) the wait after the next crash
+        self._not_before = 0.0  # (ensure) no start before then: it crashed
 
     def start(self) -> None:
         self._stopping.clear()
@@ -135,10 +161,35 @@ class FoldProcess:
                                        daemon=True)
         self._watch.start()
 
+    def ensure(self) -> None:
+        """Running, or started now (an embedded store's, at its appends; no watching thread).
+        After a crash (a non-zero exit) not before the restart delay."""
+        proc, now = self.proc, time.monotonic()
+        if proc is not None:
+            code = proc.poll()
+            if code is None:
+                return
+            if code != 0 and not self._not_before:  # a crash, seen now: wait before the next
+                if now - self._started > 60:
+                    self._delay = self.restart_delay  # it had been running fine
+                log.warning("assay: the fold process exited (%s); starting another in %.0f s "
+                            "(reads fold meanwhile)", code, self._delay)
+                self._not_before = now + self._delay
+                self._delay = min(self._delay * 2, 60.0)
+            if now < self._not_before:
+                return
+            self.restarts += 1
+        self._stopping.clear()
+        self._not_before = 0.0
+        self._started = now
+        self.proc = self._spawn()
+
     def _spawn(self) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
-            [sys.executable, "-m", "assay.server._fold_process", self.url, str(os.getpid())],
-            stdin=subprocess.DEVNULL)
+        argv = [sys.executable, "-m", "assay.store._fold_process", str(os.getpid())]
+        if self.idle_exit is not None:
+            argv.append(str(self.idle_exit))
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                env={**os.environ, URL_ENV: self.url})
 
     def _supervise(self) -> None:
         delay = self.restart_delay
@@ -152,7 +203,7 @@ class FoldProcess:
                 return
             if time.monotonic() - started > 60:
                 delay = self.restart_delay  # it had been running fine: not a crash loop
-            log.warning("assay server: the fold process exited (%s); starting another in %.0f s "
+            log.warning("assay: the fold process exited (%s); starting another in %.0f s "
                         "(reads fold meanwhile)", code, delay)
             if self._stopping.wait(delay):
                 return
