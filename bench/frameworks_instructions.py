@@ -12,7 +12,11 @@ its own under ``valgrind --tool=callgrind --instr-atstart=no``; counting is swit
 (``callgrind_control -i on``) only around ``--answers`` answers after a warm-up, with the
 writer's flush and the fold of what they journaled (``settle``) inside the window. The modes
 are ``bench/frameworks.py``'s: ``off`` (the framework's tracing off), ``sdk`` (its tracing on,
-nothing of assay's recording), ``assay`` (the agent inside an assay run, captured and stored).
+nothing of assay's recording), ``assay`` (the agent inside an assay run, captured and stored),
+and ``assay-process``: ``assay`` with the store's fold in a process of its own
+(``ASSAY_BACKGROUND_FOLD=process``), which valgrind does not follow, so the agent's process
+alone is counted, up to its runs journaled. Each window starts after a full collection of the
+garbage collector, so that none falls inside one mode's window and not another's.
 The scripted model runs natively in a process of its own, not counted.
 
 Instructions are not time: cache misses, system calls and the loopback round trips are left
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import re
 import shutil
@@ -106,6 +111,10 @@ def child(framework: str, mode: str, answers: int) -> None:
             for k in range(WARM):
                 await answer(k)
             settle()  # the warm-up's runs stored before counting starts
+            # every mode starts its window with the collector's generations alike: without
+            # this a full collection (~70M instructions, ~4 points of a step) fell inside one
+            # mode's window and after another's, by what the warm-up had allocated (stop 48)
+            gc.collect()
             _count(True)
             for k in range(WARM, WARM + answers):
                 await answer(k)
