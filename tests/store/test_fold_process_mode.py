@@ -7,6 +7,9 @@ still fold what it has not."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import textwrap
 import time
 import uuid
 from pathlib import Path
@@ -133,3 +136,54 @@ def test_a_database_in_memory_keeps_the_thread(process_mode: None) -> None:
     with Store.open("sqlite://") as store:
         assert not _background._folded_by_a_process(store.engine)
         assert store.engine not in _background._processes
+
+
+_FORK_SCRIPT = textwrap.dedent("""
+    import os, sys, time, uuid
+    from assay.store import Store, _background
+    from assay.tracing import RunTree
+
+    def rows(project):
+        out = []
+        for i in range(10):
+            rid = str(uuid.uuid4())
+            v = {"id": rid, "trace_id": rid, "name": "r", "run_type": "chain",
+                 "start_time": 1_700_000_000_000_000 + i, "end_time": 1_700_000_000_000_005 + i,
+                 "session_name": project}
+            out.append([v.get(c) for c in RunTree.ROW_COLUMNS])
+        return out
+
+    def unraisable(u):  # a warning raised in a finalizer, as -W error makes it
+        print("unraisable:", u.exc_value, flush=True)
+        os._exit(3)
+
+    sys.unraisablehook = unraisable
+    store = Store.open(sys.argv[1])
+    store.journal.append_runs(rows("parent"), columns=RunTree.ROW_COLUMNS)
+    parent_folder = _background._processes[store.engine].proc.pid
+    pid = os.fork()
+    if pid == 0:
+        store.journal.append_runs(rows("child"), columns=RunTree.ROW_COLUMNS)
+        mine = _background._processes[store.engine].proc.pid
+        assert mine != parent_folder, "the child must start a fold process of its own"
+        deadline = time.monotonic() + 30
+        while store.journal.backlog(1) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os._exit(0 if not store.journal.backlog(1) else 4)
+    _, status = os.waitpid(pid, 0)
+    print("child", os.waitstatus_to_exitcode(status), flush=True)
+""")
+
+
+def test_a_forked_child_leaves_its_parents_fold_process_alone(tmp_path: Path) -> None:
+    """A child forked after the parent started its fold process drops the parent's handle
+    without the warning Popen gives for a running child (fatal under ``-W error``), and folds
+    through a fold process of its own."""
+    script = tmp_path / "fork.py"
+    script.write_text(_FORK_SCRIPT)
+    env = {**os.environ, "ASSAY_BACKGROUND_FOLD": "process"}
+    out = subprocess.run([sys.executable, "-W", "error", str(script),
+                          f"sqlite:///{tmp_path / 'fork.db'}"], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "child 0", out.stdout + out.stderr[-2000:]

@@ -367,7 +367,9 @@ def _after_fork_in_child() -> None:
     global _guard
     _guard = threading.Lock()
     _running.clear()  # the parent's threads do not exist here
-    _processes.clear()  # nor its fold processes' handles: the child starts its own
+    for process in _processes.values():  # the parent's fold processes: the child starts its own
+        process.forget()
+    _processes.clear()
     _held_at_fork.clear()
     # the write locks the fork was made holding (``_before_fork``) are the parent's: the
     # child starts with locks of its own (its connections are its own too, see the tracing

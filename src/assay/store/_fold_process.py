@@ -229,6 +229,14 @@ class FoldProcess:
             self._watch.join(timeout)
             self._watch = None
 
+    def forget(self) -> None:
+        """In a forked child: the process is its parent's. Dropped without a wait, and without
+        the warning Popen gives when a handle of a running child goes (a forked child that
+        warns as errors, as pytest -W error does, failed on it)."""
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.returncode is None:
+            proc.returncode = 0  # not this process's child: nothing to wait for here
+
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
