@@ -99,18 +99,20 @@ def child(framework: str, mode: str, answers: int) -> None:
 
         def settle() -> None:
             client.flush()
-            if fold_elsewhere:  # the other process folds: this one waits, counting off
-                _count(False)
-                while client._store.journal.backlog(1):
-                    time.sleep(0.01)
-                return
-            client._store.journal.settle()
-            wait_idle(client._store)
+            if not fold_elsewhere:
+                client._store.journal.settle()
+                wait_idle(client._store)
+
+        def folded_elsewhere() -> None:
+            """``assay-process``: wait (a plain read) until the other process folded them."""
+            while fold_elsewhere and client._store.journal.backlog(1):
+                time.sleep(0.01)
 
         async def go() -> None:
             for k in range(WARM):
                 await answer(k)
             settle()  # the warm-up's runs stored before counting starts
+            folded_elsewhere()
             # every mode starts its window with the collector's generations alike: without
             # this a full collection (~70M instructions, ~4 points of a step) fell inside one
             # mode's window and after another's, by what the warm-up had allocated (stop 48)
@@ -119,8 +121,9 @@ def child(framework: str, mode: str, answers: int) -> None:
             for k in range(WARM, WARM + answers):
                 await answer(k)
             if not answers_only:
-                settle()  # the writer's and the fold's work for these answers, counted
-            _count(False)  # (fold_elsewhere: off already, once flushed)
+                settle()  # the writer's and (in this process) the fold's work, counted
+            _count(False)
+            folded_elsewhere()  # (not counted: the store is removed after)
 
         asyncio.run(go())
     client.close()

@@ -34,6 +34,8 @@ PyObject *fill_orders(PyObject *self, PyObject *const *argv, Py_ssize_t argc);
 /* _cusage.c */
 PyObject *usage_columns(PyObject *self, PyObject *const *argv, Py_ssize_t argc);
 PyObject *usage_setup(PyObject *self, PyObject *const *argv, Py_ssize_t argc);
+int usage_init(void);
+int usage_named(PyObject *text, int outputs);
 
 static PyObject *kw_default = NULL; /* ("default",) */
 
@@ -342,7 +344,6 @@ enum { L_INPUTS, L_OUTPUTS, L_EXTRA, L_EVENTS, L_TAGS, L_SERIALIZED, L_ID, L_TEN
 static Py_ssize_t at[L_ALL];
 static PyObject *row_blank = NULL, *row_dotted = NULL;
 static PyObject *s_error = NULL, *s_success = NULL, *s_pending = NULL, *s_empty = NULL;
-static PyObject *s_usage = NULL, *s_llm_output = NULL;
 /* _fold_rows.TEXT_COLUMNS: the post's field, its slot, the character its text opens with */
 static const struct { int field, slot; Py_UCS4 open; } text_columns[6] = {
     {F_INPUTS, L_INPUTS, '{'}, {F_OUTPUTS, L_OUTPUTS, '{'}, {F_EXTRA, L_EXTRA, '{'},
@@ -373,12 +374,6 @@ static void put(PyObject *row, int slot, PyObject *v) { /* v borrowed */
     PyObject *old = PyList_GET_ITEM(row, at[slot]);
     PyList_SET_ITEM(row, at[slot], Py_NewRef(v));
     Py_XDECREF(old);
-}
-
-/* 1 when text holds needle, 0 when not, -1 on an error */
-static int holds(PyObject *text, PyObject *needle) {
-    Py_ssize_t i = PyUnicode_Find(text, needle, 0, PyUnicode_GET_LENGTH(text), 1);
-    return i == -2 ? -1 : i >= 0;
 }
 
 static PyObject *admitted_row(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
@@ -425,13 +420,10 @@ static PyObject *admitted_row(PyObject *self, PyObject *const *argv, Py_ssize_t 
         usage = 1;
     if (!usage) {
         int named = 0;
-        if (v[F_OUTPUTS] != Py_None) {
-            named = holds(v[F_OUTPUTS], s_usage);
-            if (named == 0)
-                named = holds(v[F_OUTPUTS], s_llm_output);
-        }
+        if (v[F_OUTPUTS] != Py_None)
+            named = usage_named(v[F_OUTPUTS], 1);
         if (named == 0 && v[F_EXTRA] != Py_None)
-            named = holds(v[F_EXTRA], s_usage);
+            named = usage_named(v[F_EXTRA], 0);
         if (named < 0)
             goto fail;
         usage = named ? 2 : 0;
@@ -523,9 +515,7 @@ PyMODINIT_FUNC PyInit__cencode(void) {
         || (s_error = PyUnicode_InternFromString("error")) == NULL
         || (s_success = PyUnicode_InternFromString("success")) == NULL
         || (s_pending = PyUnicode_InternFromString("pending")) == NULL
-        || (s_empty = PyUnicode_InternFromString("")) == NULL
-        || (s_usage = PyUnicode_FromString("\"usage_metadata\"")) == NULL
-        || (s_llm_output = PyUnicode_FromString("\"llm_output\"")) == NULL)
+        || (s_empty = PyUnicode_InternFromString("")) == NULL || usage_init() < 0)
         return NULL;
     copy_text_init();
     return PyModule_Create(&module);

@@ -11,10 +11,11 @@
  *
  * It takes only what it knows: a value of a type JSON does not make, a count or a cost that is
  * not a plain number, explicit top-level counts or costs, or any error along the way, and it
- * declines (None) with nothing changed; _fold_rows then derives the run in Python as before.
- * What it returns is what _fold_rows._add_usage appends to the row: (first token us, first
+ * declines (None) with nothing changed; _fold_usage.usage_columns then derives the run in
+ * Python as before. What it returns is what that appends to the row: (first token us, first
  * token latency, prompt, completion and total tokens, prompt, completion and total cost), the
- * same values (tests/store/test_cusage.py compares both paths on generated runs). */
+ * same values as usage_columns_py (tests/store/test_fold_usage.py compares both paths on
+ * generated runs). */
 #include <Python.h>
 #include <math.h>
 #include <string.h>
@@ -90,7 +91,17 @@ static PyObject *text(PyObject *v) {
     return v != NULL && PyUnicode_CheckExact(v) && PyUnicode_GET_LENGTH(v) > 0 ? v : NULL;
 }
 
-/* the view _fold_rows._usage_view makes of an admitted post's JSON text: *out owned (NULL for
+/* Whether a JSON text may hold usage where derive_usage reads it: "usage_metadata" as a key,
+ * or (``outputs``) "llm_output" too (_fold_usage.names_usage); 1, 0, or -1 on an error. One
+ * test for this file's views and _cencode.c's admitted_row, which marks such a run's row. */
+int usage_named(PyObject *text, int outputs) {
+    int named = PyUnicode_Contains(text, q_usage);
+    if (named == 0 && outputs)
+        named = PyUnicode_Contains(text, q_llm_output);
+    return named;
+}
+
+/* the view _fold_usage.usage_view makes of an admitted post's JSON text: *out owned (NULL for
  * None); 0, or DECLINE */
 static int decoded(PyObject *value, int outputs, PyObject **out) {
     *out = NULL;
@@ -98,10 +109,8 @@ static int decoded(PyObject *value, int outputs, PyObject **out) {
         return 0;
     if (!PyUnicode_CheckExact(value))
         return DECLINE;
-    if (outputs) { /* decoded only where its text names usage (_fold_rows._names_usage) */
-        int named = PyUnicode_Contains(value, q_usage);
-        if (named == 0)
-            named = PyUnicode_Contains(value, q_llm_output);
+    if (outputs) { /* decoded only where its text names usage */
+        int named = usage_named(value, 1);
         if (named < 0)
             return DECLINE;
         if (!named)
@@ -293,18 +302,10 @@ static PyObject *derive(PyObject *run, PyObject *outputs, PyObject *extra, PyObj
     }
     PyObject *pc = NULL, *cc = NULL, *priced = NULL;
     if (((hp && p) || (hc && c)) && llm) {
-        PyObject *m2 = NULL, *inv = NULL;
-        if (em) {
-            m2 = get(extra, K_METADATA);
-            inv = m2 == NULL && PyErr_Occurred() ? NULL : get(extra, K_INVOCATION);
-            if (PyErr_Occurred())
-                return NULL;
-        }
-        int m2m = is_map(m2), im = is_map(inv);
-        if (m2m == DECLINE || im == DECLINE)
-            Py_RETURN_NONE;
-        if (!m2m)
-            m2 = NULL;
+        PyObject *m2 = mm ? meta : NULL, *inv = em ? get(extra, K_INVOCATION) : NULL;
+        int im = is_map(inv);
+        if (im == DECLINE || PyErr_Occurred())
+            return NULL;
         if (!im)
             inv = NULL;
         PyObject *model = text(get(m2, K_LS_MODEL));
@@ -396,14 +397,14 @@ static PyObject *derive(PyObject *run, PyObject *outputs, PyObject *extra, PyObj
 
 /* usage_columns(run, texts, start) -> the 8 usage columns of the run's row, or None (see the
  * top). ``texts``: the run's outputs, extra and events are the JSON text the fold stores (an
- * admitted post), decoded as _fold_rows._usage_view does. */
+ * admitted post), decoded as _fold_usage.usage_view does. */
 PyObject *usage_columns(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
     if (argc != 3 || !PyDict_Check(argv[0])) {
         PyErr_SetString(PyExc_TypeError, "usage_columns(run: dict, texts, start)");
         return NULL;
     }
     if (from_column == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "usage_columns: usage_setup() was not called");
+        PyErr_SetString(PyExc_RuntimeError, "usage_columns before usage_setup");
         return NULL;
     }
     PyObject *run = argv[0], *start = argv[2];
@@ -438,19 +439,22 @@ decline: /* the Python path derives it, and raises there what is to be raised */
     Py_RETURN_NONE;
 }
 
+/* the keys and texts this file reads (at the module's import); -1 on an error */
+int usage_init(void) {
+    for (int k = 0; k < K_ALL; k++)
+        if ((keys[k] = PyUnicode_InternFromString(key_names[k])) == NULL)
+            return -1;
+    if ((q_usage = PyUnicode_FromString("\"usage_metadata\"")) == NULL
+        || (q_llm_output = PyUnicode_FromString("\"llm_output\"")) == NULL)
+        return -1;
+    return 0;
+}
+
 /* usage_setup(from_column, price, checked_micros): the Python this calls */
 PyObject *usage_setup(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
     if (argc != 3) {
         PyErr_SetString(PyExc_TypeError, "usage_setup(from_column, price, checked_micros)");
         return NULL;
-    }
-    if (keys[0] == NULL) {
-        for (int k = 0; k < K_ALL; k++)
-            if ((keys[k] = PyUnicode_InternFromString(key_names[k])) == NULL)
-                return NULL;
-        if ((q_usage = PyUnicode_FromString("\"usage_metadata\"")) == NULL
-            || (q_llm_output = PyUnicode_FromString("\"llm_output\"")) == NULL)
-            return NULL;
     }
     Py_XSETREF(from_column, Py_NewRef(argv[0]));
     Py_XSETREF(price_fn, Py_NewRef(argv[1]));

@@ -150,8 +150,8 @@ class FoldProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self._stopping = threading.Event()
         self._watch: threading.Thread | None = None
+        self._delay = restart_delay  # the wait after the next crash (``_backoff``)
         self._started = 0.0  # (ensure) when the process was started
-        self._delay = restart_delay  # (ensure) the wait after the next crash
         self._not_before = 0.0  # (ensure) no start before then: it crashed
 
     def start(self) -> None:
@@ -170,12 +170,7 @@ class FoldProcess:
             if code is None:
                 return
             if code != 0 and not self._not_before:  # a crash, seen now: wait before the next
-                if now - self._started > 60:
-                    self._delay = self.restart_delay  # it had been running fine
-                log.warning("assay: the fold process exited (%s); starting another in %.0f s "
-                            "(reads fold meanwhile)", code, self._delay)
-                self._not_before = now + self._delay
-                self._delay = min(self._delay * 2, 60.0)
+                self._not_before = now + self._backoff(code, now - self._started)
             if now < self._not_before:
                 return
             self.restarts += 1
@@ -191,8 +186,17 @@ class FoldProcess:
         return subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                                 env={**os.environ, URL_ENV: self.url})
 
+    def _backoff(self, code: int, ran: float) -> float:
+        """Seconds to wait before the next start after a process exited with ``code`` after
+        ``ran`` seconds: the restart delay, doubling up to a minute while it keeps dying."""
+        if ran > 60:
+            self._delay = self.restart_delay  # it had been running fine: not a crash loop
+        delay, self._delay = self._delay, min(self._delay * 2, 60.0)
+        log.warning("assay: the fold process exited (%s); starting another in %.0f s "
+                    "(reads fold meanwhile)", code, delay)
+        return delay
+
     def _supervise(self) -> None:
-        delay = self.restart_delay
         while True:
             proc = self.proc
             if proc is None:
@@ -201,15 +205,10 @@ class FoldProcess:
             code = proc.wait()
             if self._stopping.is_set():
                 return
-            if time.monotonic() - started > 60:
-                delay = self.restart_delay  # it had been running fine: not a crash loop
-            log.warning("assay: the fold process exited (%s); starting another in %.0f s "
-                        "(reads fold meanwhile)", code, delay)
-            if self._stopping.wait(delay):
+            if self._stopping.wait(self._backoff(code, time.monotonic() - started)):
                 return
             self.proc = self._spawn()
             self.restarts += 1
-            delay = min(delay * 2, 60.0)
             if self._stopping.is_set():  # stop() came while it was being started
                 self.proc.terminate()
                 self.proc.wait()

@@ -410,14 +410,8 @@ def _fill(row: list[Any], usage: Mapping[str, Any] | None, rid: str, tenant: str
     row[_LATENCY] = None if end is None else end - start
     row[_STATUS] = "error" if error else ("success" if end is not None else "pending")
     if usage is not None:
-        _add_usage(row, usage, start)
+        row.extend(usage_columns(usage, start))
     return row
-
-
-def _add_usage(row: list[Any], run: Mapping[str, Any], start: int) -> None:
-    """The usage columns (``_USAGE_ORDER``) of ``run`` (the values ``derive_usage`` reads)
-    onto ``row``."""
-    row.extend(usage_columns(run, start))
 
 
 def _admitted_row(post: Mapping[str, Any], rid: str, tenant: str, sid: str, run_type: str,

@@ -6,7 +6,8 @@ gets the usage columns of ``_fold_rows._USAGE_ORDER`` beside its own, derived by
 ingest: JSON columns journaled as text) only the text ``derive_usage`` reads is decoded
 (``usage_view``). ``usage_columns`` does it in C where the C module takes the run
 (``_cencode.usage_columns``, ``_cusage.c``): in the fold process of ``assay serve`` this was
-about a fifth of the CPU, ~8 us an llm run against ~2 in C. Whatever C declines (a value of a
+about a fifth of the CPU, 8.5 us an llm run against 4.0 in C (decoding its text and pricing
+it, called from C, are most of the 4). Whatever C declines (a value of a
 type JSON does not make, a count given as text, explicit top-level counts or costs, any
 error) goes through the Python, which gives the same values (tests/store/test_fold_usage.py
 compares the two on generated runs) and raises what is to be raised.
@@ -66,8 +67,8 @@ def usage_columns(run: Mapping[str, Any], start: int | None,
                   texts: bool = False) -> tuple[Any, ...]:
     """The usage columns (``_USAGE_ORDER``) of ``run``'s row, from the values
     ``derive_usage`` reads; ``texts``: an admitted post, whose JSON columns are text (decoded
-    as ``usage_view`` does). In C where it takes the run (``_cusage.c``: ~8 -> ~2 us an llm
-    run), else in Python; the same values either way."""
+    as ``usage_view`` does). In C where it takes the run, else in Python; the same values
+    either way."""
     if _CUSAGE is not None and run.__class__ is dict:
         got = _CUSAGE(run, texts, start)
         if got is not None:
