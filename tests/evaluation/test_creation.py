@@ -9,6 +9,7 @@ row cannot be written at all the experiment fails and leaves nothing behind.
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import threading
 import time
@@ -67,6 +68,10 @@ def test_examples_run_while_the_row_is_written_and_nothing_names_it_early(
         seen["projects"] = lock.execute(  # ... while its project did not exist yet
             "SELECT count(*) FROM sessions WHERE name LIKE 'exp-%'").fetchone()[0]
         seen["journal"] = lock.execute("SELECT count(*) FROM journal").fetchone()[0]
+        if os.path.exists(f"{path}-queue"):  # a SQLite file's journal (store/_queue.py)
+            queue = sqlite3.connect(f"{path}-queue")
+            seen["journal"] += queue.execute("SELECT count(*) FROM journal").fetchone()[0]
+            queue.close()
         lock.execute("COMMIT")
 
     def fold_meanwhile() -> None:  # another reader, folding whatever is journaled

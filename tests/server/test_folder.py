@@ -12,14 +12,14 @@ from sqlalchemy import event, func, select
 
 from assay.server._folder import Folder
 from assay.store import Store
-from assay.store._tables import journal, runs
+from assay.store._tables import runs
 
 from ._wire import make_run
 
 
 def _rows(store: Store) -> int:
-    with store.read() as conn:
-        return int(conn.execute(select(func.count()).select_from(journal)).scalar() or 0)
+    """Journal rows waiting (in a SQLite file's queue file, or the database's own table)."""
+    return store.journal.backlog(1_000_000)
 
 
 def _until(cond: Any, seconds: float = 5.0) -> bool:

@@ -54,3 +54,11 @@ def trace(project, n):
         for i in range(n):
             root(i)
 """
+
+
+def journal_place(store: Store) -> Store:
+    """Where ``store``'s journal entries are written: a SQLite file's queue file, else the
+    database itself (``store/_queue.py``)."""
+    from assay.store._queue import queue_store
+
+    return queue_store(store) or store

@@ -39,7 +39,7 @@ from assay.store._journal import RUNS, _pack, _payload, _row_posts, _unpack
 from assay.store._tables import journal, session_aggregates
 from assay.tracing import RunTree
 
-from ._stored import stored_runs
+from ._stored import journal_place, stored_runs
 from .test_aggregates import _check_all
 
 T0 = 1_700_000_000_000_000
@@ -172,7 +172,7 @@ def _stored_text(store: Store, ids: list[str]) -> list[tuple[Any, ...]]:
 def _as_earlier_versions_admitted(st: Store) -> None:
     """Rewrite the workspace's journaled admits as versions before the JSON text wrote them:
     the posts' JSON columns as values, no ``json`` in the batch."""
-    with st.write() as conn:
+    with journal_place(st).write() as conn:
         for seq, raw in conn.execute(select(journal.c.seq, journal.c.payload).where(
                 journal.c.tenant_id == st.tenant_id)).all():
             payload = _payload(_unpack(raw))
@@ -703,7 +703,7 @@ def test_column_text_is_what_the_fold_stored_before() -> None:
 
 
 def _journaled_payloads(store: Store) -> list[dict[str, Any]]:
-    with store.read() as conn:
+    with journal_place(store).read() as conn:
         return [_payload(_unpack(p)) for p in conn.execute(select(journal.c.payload).where(
             journal.c.tenant_id == store.tenant_id).order_by(journal.c.seq)).scalars()]
 

@@ -20,6 +20,7 @@ from assay.errors import NotFoundError, StoreError
 from assay.store import Store
 from assay.store._tables import journal, runs
 
+from ._stored import journal_place
 from .test_aggregates import _check_all
 
 T0 = 1_700_000_000_000_000  # epoch microseconds
@@ -250,7 +251,7 @@ def test_a_batch_too_large_for_one_row_is_split_in_order_and_folded_whole(store:
                   session_name="big", inputs={"blob": "x" * 1000, "i": i}) for i in range(100)]
     store.journal.append_runs([_run(root, session_name="big"), *posts],
                               patches=[{"id": root, "end_time": T0 + 500}])
-    with store.read() as conn:
+    with journal_place(store).read() as conn:
         rows = conn.execute(select(journal.c["items"]).where(
             journal.c.tenant_id == store.tenant_id).order_by(journal.c.seq)).scalars().all()
     assert len(rows) > 4 and sum(rows) == 102  # several rows, every run in exactly one
@@ -409,7 +410,7 @@ def test_batches_are_stored_compressed_and_rows_of_older_versions_still_fold(
 
     rids = [str(uuid.uuid4()) for _ in range(300)]
     store.journal.append_runs([_run(r, end=T0 + 5, session_name="packed") for r in rids[:100]])
-    with store.engine.connect() as conn:
+    with journal_place(store).read() as conn:
         stored = conn.execute(select(journal.c.payload).where(
             journal.c.tenant_id == store.tenant_id)).scalars().all()
 

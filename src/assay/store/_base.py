@@ -15,7 +15,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Connection, Engine
 
 from ..errors import AssayError, StoreError
-from . import _checkpoint, _migrate
+from . import _checkpoint, _migrate, _queue
 from ._engine import BUSY_TIMEOUT_S, make_engine, resolve_url
 from ._journal import Journal  # every bulk write goes through it: not imported on first write
 from ._tables import DEFAULT_TENANT_ID
@@ -160,6 +160,7 @@ class Store:
         from ._background import stop
 
         stop(self.engine)  # its folder would reopen connections to a database being closed
+        _queue.close(self)
         _checkpoint.stop(self.engine)
         self.engine.dispose()
 

@@ -7,19 +7,18 @@ therefore starts this process beside its workers (``--fold process``, what ``aut
 default, picks; PostgreSQL indexed 40-55% more runs/s than with a fold thread, SQLite 35-45%):
 it folds the journal the workers append to, in its own interpreter, while they only accept.
 The workers then leave the journal to it (``create_app(fold="process")``: no folder thread,
-and the store's own background folder kept off their engine). With SQLite a fold holds the
-database's one write lock, which the workers' appends wait for, so there the process decodes
-its entries and builds their rows before it takes the lock (``_fold_ready.prepare``), its
-transaction only writes, and it pauses after each for the appends, which poll for the lock
-(``store/_engine.py``): with 4 concurrent senders the workers accept about as much as beside a
-fold thread (0-7% less, within the rounds' spread); with one sender, whose requests wait for
-each other, ~25% less for the same indexed runs/s (the bench's sender shares the 2 cores).
+and the store's own background folder kept off their engine). With SQLite the workers append
+to the database's queue file (``_queue``) and the fold holds the database's write lock, so
+neither waits for the other (before stop 49 both took the database's one lock, and the fold
+paused after each transaction for the appends); the process still decodes its entries and
+builds their rows before it takes the lock (``_fold_ready.prepare``), so its transaction only
+writes and the database's other writers (a request that creates a project) get the lock
+meanwhile.
 
 The process knows nothing of the workers' requests, so it watches the journal: while rows
-wait it folds them, a few journal rows per transaction (SQLite: the workers' appends wait for
-the write lock meanwhile, so transactions stay short and a pause follows each; PostgreSQL's
-fold blocks no append, and folds more at once); when the journal is empty it probes it again
-after ``interval`` seconds (one indexed read). Folds stay serialized and transactional
+wait it folds them, a dozen or so journal rows per transaction; when the journal is empty it
+probes it again after ``interval`` seconds (one indexed read). Folds stay serialized and
+transactional
 (``Journal.fold_some``), so a fold process killed midway leaves its rows for the next fold, and
 reads still fold what is left before they answer: nothing waits on this for correctness.
 
@@ -52,20 +51,20 @@ log = logging.getLogger("assay.store")
 
 INTERVAL = 0.05  # seconds between probes of an empty journal
 URL_ENV = "ASSAY_FOLD_URL"  # the database's URL, for the process (not on its command line)
-# journal rows (a request's batch each) per fold transaction on SQLite: with ingest's workers
-# cheaper (stop 42), 6 against 4 lowered the fold's CPU a run by ~10% and raised the indexed
-# rate by ~7% (6 interleaved rounds); 8 did no better, 12 and 16 accepted fewer runs (the
-# workers' appends wait for the longer transactions)
-ROWS_SQLITE = 6
+# journal rows (a request's batch each) per fold transaction on SQLite. The workers append to
+# the queue file (``_queue``), whose write lock the fold does not hold, so a longer transaction
+# keeps no request waiting: 12 against 6 (stop 42's figure, when appends waited for the fold),
+# with no pause after a full transaction, 4 senders, 3 rounds of 15,000 runs each, 3 tries:
+# indexed 27.9-38.3k runs/s against 22.1-32.0k (6 rows) and 23.9-26.6k (6 rows, the 2 ms
+# pause the appends needed then); 20 and 32 rows did no better (bench/README.md, stop 49)
+ROWS_SQLITE = 12
 ROWS_POSTGRESQL = 20
-# seconds between SQLite fold transactions, for the workers' waiting appends, which poll for
-# the write lock every 0.5 ms (store/_engine.py): 2 ms lets them in (with SQLite's own busy
-# handler, which sleeps 1, 2, 5, 10 ms..., it took 20 ms and the fold indexed ~30% less)
-PAUSE_SQLITE = 0.002
 # seconds after a SQLite fold transaction that took fewer journal rows than ROWS_SQLITE: the
 # fold keeps up with the appends, and each transaction's fixed cost (its begin, commit, delete,
 # statistics, the read that prepares it) was a quarter of the fold's CPU while most folded
-# one or two rows; waiting lets the next take more
+# one or two rows; waiting lets the next take more. After a full one the next starts at once:
+# the database's other writers (a request that creates a project) get the lock while the
+# next batch is prepared, outside it
 GATHER_SQLITE = 0.01
 
 
@@ -105,9 +104,8 @@ def fold_loop(url: str, stop: threading.Event, parent: int | None = None,
                     continue
                 worked = time.monotonic()
                 full = journal.fold_some(ready.count, ready=ready)[1] and ready.count == rows
-                # a short pause after a full transaction, for the waiting appends; a longer one
-                # after a part-full one, so that the next folds more at once
-                stop.wait(PAUSE_SQLITE if full else GATHER_SQLITE)
+                if not full:  # a pause after a part-full one, so that the next folds more
+                    stop.wait(GATHER_SQLITE)
             except Exception:  # e.g. the database is gone for a while: reads fold meanwhile
                 more = False
                 log.exception("assay: the fold process failed to fold; retrying")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
 from ._fold_rows import admitted_as_text, prebuilt_rows
 from ._tables import journal
@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 __all__ = ["MISSING", "Ready", "prepare"]
 
 MISSING = object()  # an entry not prepared, or not as it is now
+_ENTRIES = (select(journal.c.seq, journal.c.tenant_id, journal.c.kind, journal.c.payload)
+            .where(journal.c.seq > bindparam("after")).order_by(journal.c.seq)
+            .limit(bindparam("rows")))
 
 
 class Ready:
@@ -59,11 +62,17 @@ def prepare(journal_: Journal, rows: int) -> Ready | None:
     None when the journal is empty. An entry that does not decode is left to the fold (which
     counts and logs it)."""
     from ._journal import RUNS, decode
+    from ._queue import mark, queue_store
 
-    with journal_.store.read() as conn:
-        entries = conn.execute(select(journal.c.seq, journal.c.tenant_id, journal.c.kind,
-                                      journal.c.payload)
-                               .order_by(journal.c.seq).limit(rows)).all()
+    store = journal_.store
+    with store.read() as conn:  # the database's own journal first, as the fold takes them
+        entries = conn.execute(_ENTRIES, {"rows": rows, "after": 0}).all()
+        queue = queue_store(store) if not entries else None
+        if queue is not None:  # then a queue file's entries after the fold's mark
+            after = mark(conn, queue)[1] or 0  # (no mark: the fold skips them all)
+    if queue is not None:
+        with queue.read() as reading:
+            entries = reading.execute(_ENTRIES, {"rows": rows, "after": after}).all()
     if not entries:
         return None
     ready = Ready(len(entries))

@@ -75,6 +75,7 @@ from ._fold_rows import (
 )
 from ._fold_scores import insert_scores, score_rows
 from ._fold_stream import fold_streamed
+from ._queue import claim, claimed, mark, queue_store, set_mark, trim
 from ._tables import feedback as feedback_table
 from ._tables import journal, runs, sessions
 
@@ -101,6 +102,8 @@ _ANY_SQL = text(_ANY_TEXT)
 # a fold's own statements, built once: made anew at every fold, their expressions cost more than
 # SQLite takes to run them
 _OLDEST = select(journal).order_by(journal.c.seq).limit(bindparam("rows"))
+_OLDEST_AFTER = (select(journal).where(journal.c.seq > bindparam("after"))
+                 .order_by(journal.c.seq).limit(bindparam("rows")))
 _PG_FOLD_LOCK = text("SELECT pg_advisory_xact_lock(:k)").bindparams(k=_PG_LOCK)
 _DELETE = delete(journal).where(journal.c.seq.in_(bindparam("seqs", expanding=True)))
 _SAVEPOINT = "SAVEPOINT assay_fold"
@@ -330,10 +333,19 @@ def _halves(kind: str, payload: dict[str, Any]) -> list[tuple[str, dict[str, Any
 _DROPPED: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
 
-def oldest(conn: Connection, rows: int, max_items: int | None) -> tuple[list[Any], bool]:
-    """A fold transaction's entries: the oldest ``rows`` journal rows, cut after the one
-    reaching ``max_items`` items, and whether rows may remain."""
-    entries = list(conn.execute(_OLDEST, {"rows": rows}).all())
+class _NewProject(Exception):
+    """``admit`` in a read: a batch names a project that must be created (a write)."""
+
+
+def oldest(conn: Connection, rows: int, max_items: int | None,
+           after: int | None = None) -> tuple[list[Any], bool]:
+    """A fold transaction's entries: the oldest ``rows`` journal rows (``after``: of those
+    numbered after it), cut after the one reaching ``max_items`` items, and whether rows may
+    remain."""
+    if after is None:
+        entries = list(conn.execute(_OLDEST, {"rows": rows}).all())
+    else:
+        entries = list(conn.execute(_OLDEST_AFTER, {"rows": rows, "after": after}).all())
     more = len(entries) == rows
     if max_items is not None:
         total = 0
@@ -423,7 +435,9 @@ class Journal:
         run or feedback item (``InvalidInputError``), a project of another workspace
         (``NotFoundError``), a run or feedback id stored in another workspace
         (``ConflictError``). Projects named by the batch are resolved (created when new) in the
-        same transaction as the append, so a refused batch leaves nothing behind. Only a race
+        transaction of the checks, before the append, so a refused batch leaves nothing behind
+        (with a SQLite file's queue file, ``_queue``, that transaction is a read of the
+        database, or a write when a project is new, and the append the queue's own). Only a race
         these checks cannot see (another workspace storing the same new id between this call
         and the fold) is met at fold time, where the late item is dropped loudly and the
         owner's data stays as it was.
@@ -444,59 +458,82 @@ class Journal:
             fb_in.append({k: v for k, v in item.items() if v is not None})
         if not runs_in and not fb_in:
             return 0
+        if self._queue() is None:  # the journal in the database: one transaction
+            with self.store.write() as conn:
+                return self._append(self._admitted(conn, runs_in, fb_in, now, default_project),
+                                    conn)
+        # A queue file (``_queue``): checked in a read of the database, whose write lock the
+        # fold holds most of the time, unless a project must be created; appended after it
+        try:
+            with self.store.read() as conn:
+                batches = self._admitted(conn, runs_in, fb_in, now, default_project,
+                                         writable=False)
+        except _NewProject:
+            with self.store.write() as conn:
+                batches = self._admitted(conn, runs_in, fb_in, now, default_project)
+        return self._append(batches)
+
+    def _admitted(self, conn: Connection, runs_in: list[tuple[bool, dict[str, Any], Any]],
+                  fb_in: list[dict[str, Any]], now: int | None, default_project: str, *,
+                  writable: bool = True) -> list[tuple[str, dict[str, Any]]]:
+        """``admit``'s checks and project resolution in ``conn``; the batches to journal. Not
+        ``writable`` (a read): raises ``_NewProject`` where a project would be created."""
         tenant = self.store.tenant_id
-        with self.store.write() as conn:
-            projects = self.store.projects
-            resolved: dict[tuple[str, str], str] = {}
-            out: dict[bool, list[dict[str, Any]]] = {False: [], True: []}
-            patched_into: set[str] = set()
-            for patch, clean, raw in runs_in:
-                out[patch].append(clean)
-                name = raw.get("session_name")
-                if name is not None and not isinstance(name, str):
-                    raise InvalidInputError(f"run {clean['id']}: session_name must be a string")
-                if patch:
-                    # a patch's project matters only if its post has not come yet (the fold
-                    # decides); it is passed on as given, and creates no project here
-                    if raw.get("session_id"):
-                        clean["session_id"] = uuid_text(raw["session_id"], "session_id")
-                        patched_into.add(clean["session_id"])
-                    if name:
-                        clean["session_name"] = name
-                    continue
+        projects = self.store.projects
+        resolved: dict[tuple[str, str], str] = {}
+        out: dict[bool, list[dict[str, Any]]] = {False: [], True: []}
+        patched_into: set[str] = set()
+        for patch, clean, raw in runs_in:
+            out[patch].append(clean)
+            name = raw.get("session_name")
+            if name is not None and not isinstance(name, str):
+                raise InvalidInputError(f"run {clean['id']}: session_name must be a string")
+            if patch:
+                # a patch's project matters only if its post has not come yet (the fold
+                # decides); it is passed on as given, and creates no project here
                 if raw.get("session_id"):
-                    key = ("id", uuid_text(raw["session_id"], "session_id"))
+                    clean["session_id"] = uuid_text(raw["session_id"], "session_id")
+                    patched_into.add(clean["session_id"])
+                if name:
+                    clean["session_name"] = name
+                continue
+            if raw.get("session_id"):
+                key = ("id", uuid_text(raw["session_id"], "session_id"))
+            else:
+                key = ("name", name or default_project)
+            sid = resolved.get(key)
+            if sid is None:
+                if not writable:
+                    sid = projects._existing(conn, key)
+                    if sid is None:
+                        raise _NewProject
+                elif key[0] == "id":
+                    projects._ensure_id(conn, key[1], raw.get("session_name"))
+                    sid = key[1]
                 else:
-                    key = ("name", name or default_project)
-                sid = resolved.get(key)
-                if sid is None:
-                    if key[0] == "id":
-                        projects._ensure_id(conn, key[1], raw.get("session_name"))
-                        sid = key[1]
-                    else:
-                        sid = projects._get_or_create(conn, key[1])
-                    resolved[key] = sid
-                clean["session_id"] = sid  # resolved: the fold looks up nothing by name
-            foreign = _taken_elsewhere(conn, tenant, sessions,
-                                       sorted(patched_into - set(resolved.values())))
-            if foreign is not None:  # as _ensure_id answers for a post
-                raise NotFoundError(f"project {foreign} not found")
-            _require_identity(conn, tenant, runs_in)
-            for table, ids, what in (
-                    (runs, [c["id"] for _, c, _ in runs_in], "run"),
-                    (feedback_table, [uuid_text(f["id"], "feedback id") for f in fb_in
-                                      if f.get("id")], "feedback")):
-                taken = _taken_elsewhere(conn, tenant, table, ids)
-                if taken is not None:
-                    raise ConflictError(f"{what} id {taken} is taken in another workspace")
-            batches: list[tuple[str, dict[str, Any]]] = []
-            if fb_in:  # popped last: applied after the runs it may name
-                batches.append((FEEDBACK, {"items": fb_in, "created_at": now}))
-            if runs_in:
-                batches.append((RUNS, {"posts": out[False], "patches": out[True],
-                                       "default_project": default_project, "clean": True,
-                                       "json": list(TEXT_KEYS)}))
-            return self._append(batches, conn)
+                    sid = projects._get_or_create(conn, key[1])
+                resolved[key] = sid
+            clean["session_id"] = sid  # resolved: the fold looks up nothing by name
+        foreign = _taken_elsewhere(conn, tenant, sessions,
+                                   sorted(patched_into - set(resolved.values())))
+        if foreign is not None:  # as _ensure_id answers for a post
+            raise NotFoundError(f"project {foreign} not found")
+        _require_identity(conn, tenant, runs_in)
+        for table, ids, what in (
+                (runs, [c["id"] for _, c, _ in runs_in], "run"),
+                (feedback_table, [uuid_text(f["id"], "feedback id") for f in fb_in
+                                  if f.get("id")], "feedback")):
+            taken = _taken_elsewhere(conn, tenant, table, ids)
+            if taken is not None:
+                raise ConflictError(f"{what} id {taken} is taken in another workspace")
+        batches: list[tuple[str, dict[str, Any]]] = []
+        if fb_in:  # popped last: applied after the runs it may name
+            batches.append((FEEDBACK, {"items": fb_in, "created_at": now}))
+        if runs_in:
+            batches.append((RUNS, {"posts": out[False], "patches": out[True],
+                                   "default_project": default_project, "clean": True,
+                                   "json": list(TEXT_KEYS)}))
+        return batches
 
     def _append(self, batches: list[tuple[str, dict[str, Any]]],
                 conn: Connection | None = None) -> int:
@@ -514,7 +551,12 @@ class Journal:
                 continue
             rows.append({"tenant_id": self.store.tenant_id, "kind": kind, "items": n,
                          "payload": _pack(data), "created_at": now})
-        if conn is not None:
+        queue = self._queue() if conn is None else None
+        if queue is not None:  # its own write lock: no fold to wait for (``_queue``)
+            claimed(self.store, queue)
+            with queue.write() as own:
+                own.execute(insert(journal), rows)
+        elif conn is not None:
             conn.execute(insert(journal), rows)
         else:
             with appending(self.store), self.store.write() as own:
@@ -527,19 +569,40 @@ class Journal:
         return items
 
     # -- fold -----------------------------------------------------------------------------
+    def _queue(self) -> Store | None:
+        """Where appends go when not the database's own journal: a SQLite file's queue file
+        (``_queue``), except inside a ``Store.transaction()``, whose writes must all commit or
+        none (the server's ingest of a batch with attachments): that appends to the
+        database's journal, in the transaction, as without a queue file."""
+        return None if self.store._active() is not None else queue_store(self.store)
+
+    def _places(self) -> list[Store]:
+        """Where entries wait: the queue file (``_queue``), if any, then the database."""
+        queue = queue_store(self.store)
+        return [self.store] if queue is None else [queue, self.store]
+
     def pending(self) -> int:
-        """Items of this workspace waiting in the journal."""
-        with self.store.read() as conn:
-            return int(conn.execute(
-                select(func.coalesce(func.sum(journal.c["items"]), 0))
-                .where(journal.c.tenant_id == self.store.tenant_id)).scalar() or 0)
+        """Items of this workspace waiting in the journal (with a queue file, entries a fold
+        applied but had not deleted yet included, until the next fold deletes them)."""
+        total = 0
+        for place in self._places():
+            with place.read() as conn:
+                total += int(conn.execute(
+                    select(func.coalesce(func.sum(journal.c["items"]), 0))
+                    .where(journal.c.tenant_id == self.store.tenant_id)).scalar() or 0)
+        return total
 
     def backlog(self, limit: int) -> int:
         """Journal rows waiting, all workspaces, counted up to ``limit`` (a bounded read, so a
         background folder can look often: no write lock, no scan of a long journal)."""
         head = select(journal.c.seq).limit(limit).subquery()
-        with self.store.read() as conn:
-            return int(conn.execute(select(func.count()).select_from(head)).scalar() or 0)
+        total = 0
+        for place in self._places():
+            with place.read() as conn:
+                total += int(conn.execute(select(func.count()).select_from(head)).scalar() or 0)
+            if total >= limit:
+                break
+        return min(total, limit)
 
     def settle(self) -> int:
         """Fold the journal if it holds anything; return how many items were applied."""
@@ -548,13 +611,17 @@ class Journal:
         return self.fold()
 
     def _any(self) -> bool:
-        """Whether the journal holds a row. Every read asks this first, so on SQLite (outside a
-        ``Store.transaction``) the question goes to a pooled connection's driver as one
-        statement, its own read transaction: ~10 us, where a SQLAlchemy read transaction
-        around it took ~95 us, most of a small fold's probe. Anything the driver answers
-        otherwise (a busy database, a missing table) is asked again the usual way, which
-        waits as configured and reports what is wrong."""
-        store = self.store
+        """Whether the journal holds a row (in the queue file, then in the database)."""
+        return any(self._holds(place) for place in self._places())
+
+    @staticmethod
+    def _holds(store: Store) -> bool:
+        """Whether ``store``'s journal table holds a row. Every read asks this first, so on
+        SQLite (outside a ``Store.transaction``) the question goes to a pooled connection's
+        driver as one statement, its own read transaction: ~10 us, where a SQLAlchemy read
+        transaction around it took ~95 us, most of a small fold's probe. Anything the driver
+        answers otherwise (a busy database, a missing table) is asked again the usual way,
+        which waits as configured and reports what is wrong."""
         if store.engine.dialect.name == "sqlite" and store._active() is None:
             pooled = store.engine.raw_connection()
             try:
@@ -589,32 +656,58 @@ class Journal:
             streamed = fold_streamed(self, rows, max_items)  # None: rolled back, as below
             if streamed is not None:
                 return streamed
+        queue = queue_store(self.store)
+        epoch, folded = "", 0  # with a queue file: the last of its entries applied (0: none)
         with self.store.write() as conn:
             if conn.dialect.name == "postgresql":
                 conn.execute(_PG_FOLD_LOCK)
+            # the database's own journal first (with a queue file: entries from before it)
             entries, more = oldest(conn, rows, max_items)
+            if queue is not None:
+                if entries:
+                    more = True  # the queue's entries come after these
+                else:  # the queue's entries after the fold's mark, read under the lock
+                    epoch, after = mark(conn, queue)
+                    if after is None:  # none of them is this database's (``_queue``)
+                        after = claim(conn, queue)
+                    with queue.read() as reading:
+                        entries, more = oldest(reading, rows, max_items, after)
+                    folded = entries[-1].seq if entries else after
             if not entries:
-                return 0, False
-            # the new runs' statistics, written once for all entries; the rows built ahead
-            scope = FoldScope(None if ready is None else ready.rows)
-            batches = []
-            for e in entries:
-                batch = MISSING if ready is None else ready.batch(e)
-                batches.append((e, self._decoded(e) if batch is MISSING else batch))
-            applied = 0
-            for group in coalesced(batches, RUNS):
-                if len(group) > 1:  # consecutive batches of runs, folded as one if they can
-                    try:
-                        applied += self._apply(conn, group[0][0], merged(group), scope,
-                                               whole_only=True)
-                        continue
-                    except UnmergedBatch:
-                        pass
-                applied += sum(self._apply(conn, entry, payload, scope)
-                               for entry, payload in group)
-            scope.write(conn)
-            conn.execute(_DELETE, {"seqs": [e.seq for e in entries]})
-        return applied, more
+                applied = None
+            else:
+                applied = self._apply_entries(conn, entries, ready)
+                if folded:
+                    set_mark(conn, epoch, folded)
+                else:
+                    conn.execute(_DELETE, {"seqs": [e.seq for e in entries]})
+        if folded:  # the mark is committed: the entries up to it go (``_queue``); with
+            # nothing applied, those a fold killed before its trim left
+            assert queue is not None
+            trim(queue, folded)
+        return (0, False) if applied is None else (applied, more)
+
+    def _apply_entries(self, conn: Connection, entries: list[Any], ready: Ready | None) -> int:
+        """Apply a fold transaction's entries in ``conn``; the items applied."""
+        # the new runs' statistics, written once for all entries; the rows built ahead
+        scope = FoldScope(None if ready is None else ready.rows)
+        batches = []
+        for e in entries:
+            batch = MISSING if ready is None else ready.batch(e)
+            batches.append((e, self._decoded(e) if batch is MISSING else batch))
+        applied = 0
+        for group in coalesced(batches, RUNS):
+            if len(group) > 1:  # consecutive batches of runs, folded as one if they can
+                try:
+                    applied += self._apply(conn, group[0][0], merged(group), scope,
+                                           whole_only=True)
+                    continue
+                except UnmergedBatch:
+                    pass
+            applied += sum(self._apply(conn, entry, payload, scope)
+                           for entry, payload in group)
+        scope.write(conn)
+        return applied
 
     def _decoded(self, entry: Any) -> Any:
         """An entry's batch (its JSON), or None when it is not JSON (counted as dropped: not

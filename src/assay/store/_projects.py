@@ -146,6 +146,18 @@ class ProjectRepo:
             id=sid, tenant_id=self.store.tenant_id, name=name, start_time=utcnow()))
         return sid
 
+    def _existing(self, conn: Connection, key: tuple[str, str]) -> str | None:
+        """The id of the project ``key`` names (``("id", id)`` or ``("name", name)``) when it
+        exists in this workspace, else None (``_ensure_id`` and ``_get_or_create`` would write,
+        or refuse an id of another workspace: a write transaction then decides)."""
+        if key[0] == "id":
+            found = conn.execute(select(sessions.c.tenant_id).where(
+                sessions.c.id == key[1])).scalar()
+            return key[1] if found == self.store.tenant_id else None
+        found_id: str | None = conn.execute(
+            _ID_BY_NAME, {"tenant": self.store.tenant_id, "name": key[1]}).scalar()
+        return found_id
+
     def _ensure_id(self, conn: Connection, sid: str, name: str | None) -> None:
         found = conn.execute(select(sessions.c.tenant_id).where(sessions.c.id == sid)).scalar()
         if found is None:

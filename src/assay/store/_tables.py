@@ -48,6 +48,7 @@ __all__ = [
     "feedback_aggregates",
     "feedback_label_counts",
     "journal",
+    "journal_mark",
     "blobs",
     "example_attachments",
     "run_attachments",
@@ -332,6 +333,19 @@ journal = Table(
     Column("items", BigInteger, nullable=False),
     Column("payload", LargeBinary, nullable=False),  # JSON, zlib-compressed (see _journal)
     Column("created_at", Micros, nullable=False),
+)
+
+
+# Added by migration 0012. A SQLite file keeps its journal in a file of its own (``_queue``), so
+# that appending and folding take different write locks; a fold then records here, in the same
+# transaction as the rows it wrote, the last queue entry it applied (``seq``) and which queue
+# that was (``epoch``: a queue file made anew restarts its numbers). One row, or none.
+journal_mark = Table(
+    "journal_mark",
+    metadata,
+    Column("id", PK, primary_key=True, autoincrement=False),
+    Column("epoch", String(36), nullable=False),
+    Column("seq", BigInteger, nullable=False),
 )
 
 
