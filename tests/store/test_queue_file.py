@@ -235,3 +235,18 @@ def test_the_database_s_own_journal_folds_before_the_queue(tmp_path: Path) -> No
     assert got.end_time is not None and got.outputs == {"a": 2}
     assert store.journal.pending() == 0
     store.close()
+
+
+def test_a_fold_inside_a_transaction_rolled_back_loses_nothing(tmp_path: Path) -> None:
+    """A read inside ``Store.transaction()`` folds the queue in that transaction; rolled back,
+    its rows and its mark go, so the queue's entries must still be there to fold again."""
+    db = tmp_path / "x.db"
+    store = Store.open(db)
+    store.journal.append_runs([_run(r) for r in _ids(4)])
+    with pytest.raises(RuntimeError), store.transaction():
+        assert len(store.runs.list(limit=100)) == 4  # folded in the transaction
+        raise RuntimeError("the request failed after its read")
+    assert _queue_rows(db) == 1
+    assert _stats(store) == (4, 4)
+    assert _queue_rows(db) == 0
+    store.close()

@@ -681,8 +681,10 @@ class Journal:
                     set_mark(conn, epoch, folded)
                 else:
                     conn.execute(_DELETE, {"seqs": [e.seq for e in entries]})
-        if folded:  # the mark is committed: the entries up to it go (``_queue``); with
-            # nothing applied, those a fold killed before its trim left
+        if folded and self.store._active() is None:  # the mark is committed: the entries
+            # up to it go (``_queue``); with nothing applied, those a fold killed before its
+            # trim left. Inside a ``Store.transaction()`` the mark commits with it, or not at
+            # all: the entries stay for a later fold to trim (or, rolled back, to apply)
             assert queue is not None
             trim(queue, folded)
         return (0, False) if applied is None else (applied, more)
