@@ -23,7 +23,7 @@ from assay.server import _ingest
 from assay.server._errors import ApiError
 from assay.server._wire import run_in
 from assay.store._admitted import AdmittedPost
-from assay.store._journal import _as_text
+from assay.store._journal_admit import _as_text
 from assay.store._runs import _clean
 
 

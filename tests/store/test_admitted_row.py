@@ -42,7 +42,7 @@ def _admitted(**fields: Any) -> dict[str, Any]:
     post = _ingest._ADMIT(_raw(**fields), None) if _ingest._ADMIT else None
     if post is None:  # pure Python: what the Python admission journals
         from assay.server._wire import run_in
-        from assay.store._journal import _as_text
+        from assay.store._journal_admit import _as_text
         from assay.store._runs import _clean
 
         post = _clean(run_in(_raw(**fields)))

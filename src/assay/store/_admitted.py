@@ -2,7 +2,7 @@
 
 A run the server receives is checked by ``server._wire.plain_run`` (its wire form), then by
 ``Journal.admit``: ``_runs._clean`` (the fields the store keeps, checked again) and
-``_journal._as_text`` (its JSON columns as the text the fold stores). Three walks over the
+``_journal_admit._as_text`` (its JSON columns as the text the fold stores). Three walks over the
 same fields in Python were the largest part of a worker's CPU per ingested run (bench/README,
 stop 42). ``_cencode.admitted_post`` does all three in one pass for a run in the usual form
 and gives an ``AdmittedPost``, which ``Journal.admit`` takes as it is; any other run gets

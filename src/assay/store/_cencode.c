@@ -147,7 +147,7 @@ fail:
  * server._wire.plain_run (the wire form checked: ids canonical text, times ISO or epoch ms,
  * strings, objects, lists of strings and of event objects), store._runs._clean (the fields the
  * store keeps; a name or error with NUL or non-ASCII text escaped; a dotted order ASCII) and
- * store._journal._as_text (the JSON columns as the text the fold stores). In Python those are
+ * store._journal_admit._as_text (the JSON columns as the text the fold stores). In Python those are
  * three walks over the run's fields, ~30 us a run on a slow machine, the largest part of a
  * worker's CPU per ingested run. Anything this does not take as it is (a field of another
  * type, an id to canonicalise, an event time in epoch ms, a dotted order that is not ASCII, a
