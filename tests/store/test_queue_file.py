@@ -250,3 +250,48 @@ def test_a_fold_inside_a_transaction_rolled_back_loses_nothing(tmp_path: Path) -
     assert _stats(store) == (4, 4)
     assert _queue_rows(db) == 0
     store.close()
+
+
+_APPENDER = r"""
+import sys
+from assay.store import Store
+sys.path.insert(0, sys.argv[2])
+from test_queue_file import _ids, _run
+store = Store.open(sys.argv[1])
+for i in range(int(sys.argv[3])):
+    ids = _ids(50)
+    store.journal.append_runs([_run(r, project="many") for r in ids])
+    store.journal.append_feedback([{"run_id": r, "key": "k", "score": 1.0} for r in ids])
+    if i % 7 == 0:
+        store.projects.read(project_name="many", include_stats=True)  # a read: it folds
+print("ok")
+"""
+
+
+def test_processes_appending_and_folding_at_once_store_every_item_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three processes append to one queue while their background folders and their reads,
+    and this process's reads, fold it: every run and score stored once, counted once."""
+    db = tmp_path / "m.db"
+    Store.open(db).close()
+    monkeypatch.setenv("ASSAY_BACKGROUND_FOLD", "1")
+    batches = 30
+    procs = [subprocess.Popen([sys.executable, "-c", _APPENDER, str(db),
+                               str(Path(__file__).parent), str(batches)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    store = Store.open(db)
+    try:
+        while any(p.poll() is None for p in procs):
+            store.settle()  # a reader folding meanwhile
+        for p in procs:
+            out, err = p.communicate(timeout=120)
+            assert p.returncode == 0 and out.strip() == "ok", err
+            assert "locked" not in err
+        n = 3 * batches * 50
+        assert _stats(store, "many") == (n, n)
+        got = store.projects.read(project_name="many", include_stats=True)
+        assert got.feedback_stats["k"].n == n  # type: ignore[index]
+        assert store.journal.pending() == 0 and store.journal.dropped == 0
+    finally:
+        store.close()
