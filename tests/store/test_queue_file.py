@@ -295,3 +295,4 @@ def test_processes_appending_and_folding_at_once_store_every_item_once(
         assert store.journal.pending() == 0 and store.journal.dropped == 0
     finally:
         store.close()
+

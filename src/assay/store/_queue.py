@@ -98,6 +98,7 @@ _SET_MARK = _SET_MARK.on_conflict_do_update(
     set_={"epoch": _SET_MARK.excluded.epoch, "seq": _SET_MARK.excluded.seq})
 _TRIM = delete(journal).where(journal.c.seq <= bindparam("upto"))
 _AFTER = select(journal).where(journal.c.seq > bindparam("after")).order_by(journal.c.seq)
+_ANY = select(journal.c.seq).limit(1)
 
 # a database's engine -> its queue's store, while the engine lives; a queue's engine -> its epoch
 _queues: weakref.WeakKeyDictionary[Engine, Store] = weakref.WeakKeyDictionary()
@@ -203,6 +204,9 @@ def spill(store: Store) -> int:
     queue = _queues.get(store.engine)
     if queue is None:
         return 0
+    with queue.read() as reading:  # the usual case at exit: folded, nothing to move
+        if reading.execute(_ANY).first() is None:
+            return 0
     with store.write() as conn:
         epoch, after = mark(conn, queue)
         if after is None:  # nothing in the queue is this database's
@@ -238,6 +242,8 @@ def _spill_at_exit() -> None:
     from ._base import Store as _Store
 
     for engine in list(_queues):
+        if not os.path.exists(str(engine.url.database)):  # deleted meanwhile: not made anew
+            continue
         try:
             spill(_Store(engine))
         except Exception:  # exiting: the entries stay in the queue file, folded from there
