@@ -123,11 +123,15 @@ def _journal_empty(db: Path | str, deadline_s: float = 300.0) -> None:
         import sqlite3
 
         conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    # a SQLite file's journal is its queue file (store/_queue.py); entries a fold applied
-    # are deleted from it right after its commit, so empty means folded
-    queue = f"{db}-queue"
-    places = [conn] if isinstance(db, str) else [conn, sqlite3.connect(
-        f"file:{queue}?mode=ro", uri=True)] if Path(queue).exists() else [conn]
+    places = [conn]
+    if not isinstance(db, str):
+        # a SQLite file's journal is its queue file (store/_queue.py); entries a fold applied
+        # are deleted from it right after its commit, so empty means folded
+        from assay.store._queue import queue_path
+
+        queue = queue_path(str(db))
+        if Path(queue).exists():
+            places.append(sqlite3.connect(f"file:{queue}?mode=ro", uri=True))
     try:
         t_end = time.monotonic() + deadline_s
         while any(c.execute("SELECT 1 FROM journal LIMIT 1").fetchone() is not None

@@ -21,6 +21,7 @@ from assay import aevaluate, evaluate
 from assay.client import Client
 from assay.errors import NotFoundError
 from assay.store import Store
+from assay.store._queue import queue_path
 
 N = 40
 
@@ -68,8 +69,8 @@ def test_examples_run_while_the_row_is_written_and_nothing_names_it_early(
         seen["projects"] = lock.execute(  # ... while its project did not exist yet
             "SELECT count(*) FROM sessions WHERE name LIKE 'exp-%'").fetchone()[0]
         seen["journal"] = lock.execute("SELECT count(*) FROM journal").fetchone()[0]
-        if os.path.exists(f"{path}-queue"):  # a SQLite file's journal (store/_queue.py)
-            queue = sqlite3.connect(f"{path}-queue")
+        if os.path.exists(queue_path(str(path))):  # a SQLite file's journal
+            queue = sqlite3.connect(queue_path(str(path)))
             seen["journal"] += queue.execute("SELECT count(*) FROM journal").fetchone()[0]
             queue.close()
         lock.execute("COMMIT")

@@ -19,10 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import bindparam, select
-
 from ._fold_rows import admitted_as_text, prebuilt_rows
-from ._tables import journal
 
 if TYPE_CHECKING:
     from ._journal import Journal
@@ -30,9 +27,6 @@ if TYPE_CHECKING:
 __all__ = ["MISSING", "Ready", "prepare"]
 
 MISSING = object()  # an entry not prepared, or not as it is now
-_ENTRIES = (select(journal.c.seq, journal.c.tenant_id, journal.c.kind, journal.c.payload)
-            .where(journal.c.seq > bindparam("after")).order_by(journal.c.seq)
-            .limit(bindparam("rows")))
 
 
 class Ready:
@@ -61,18 +55,12 @@ def prepare(journal_: Journal, rows: int) -> Ready | None:
     """The oldest ``rows`` journal entries, decoded, with their admitted runs' rows built;
     None when the journal is empty. An entry that does not decode is left to the fold (which
     counts and logs it)."""
-    from ._journal import RUNS, decode
-    from ._queue import mark, queue_store
+    from ._journal import RUNS, decode, next_entries
+    from ._queue import queue_store
 
     store = journal_.store
-    with store.read() as conn:  # the database's own journal first, as the fold takes them
-        entries = conn.execute(_ENTRIES, {"rows": rows, "after": 0}).all()
-        queue = queue_store(store) if not entries else None
-        if queue is not None:  # then a queue file's entries after the fold's mark
-            after = mark(conn, queue)[1] or 0  # (no mark: the fold skips them all)
-    if queue is not None:
-        with queue.read() as reading:
-            entries = reading.execute(_ENTRIES, {"rows": rows, "after": after}).all()
+    with store.read() as conn:  # the entries the fold will take, as it takes them
+        entries = next_entries(conn, queue_store(store), rows, None, claim_missing=False)[0]
     if not entries:
         return None
     ready = Ready(len(entries))

@@ -306,6 +306,27 @@ def oldest(conn: Connection, rows: int, max_items: int | None,
     return entries, more
 
 
+def next_entries(conn: Connection, queue: Store | None, rows: int, max_items: int | None, *,
+                 claim_missing: bool = True) -> tuple[list[Any], bool, str, int]:
+    """The entries a fold takes next, as the database's transaction ``conn`` sees them: the
+    database's own journal first (with a queue file: entries spilled there or from before it),
+    then the queue's entries after the fold's mark (``_queue``). Returns them, whether more may
+    wait, the queue's epoch and the last of its entries taken (the mark when none; 0 when the
+    entries are the database's own). ``claim_missing``: a database without a mark gets one
+    (a write; else the queue is read from its start)."""
+    entries, more = oldest(conn, rows, max_items)
+    if queue is None:
+        return entries, more, "", 0
+    if entries:
+        return entries, True, "", 0  # the queue's entries come after these
+    epoch, after = mark(conn, queue)
+    if after is None:  # none of them is this database's (``_queue``)
+        after = claim(conn, queue) if claim_missing else 0
+    with queue.read() as reading:
+        entries, more = oldest(reading, rows, max_items, after)
+    return entries, more, epoch, entries[-1].seq if entries else after
+
+
 class Journal:
     # A batch whose JSON passes this is split in halves (one transaction still): a thousand runs
     # with large inputs would otherwise make one value past what the database takes (1 GB) and
@@ -505,22 +526,12 @@ class Journal:
             if streamed is not None:
                 return streamed
         queue = queue_store(self.store)
-        epoch, folded = "", 0  # with a queue file: the last of its entries applied (0: none)
         with self.store.write() as conn:
             if conn.dialect.name == "postgresql":
                 conn.execute(_PG_FOLD_LOCK)
-            # the database's own journal first (with a queue file: entries from before it)
-            entries, more = oldest(conn, rows, max_items)
-            if queue is not None:
-                if entries:
-                    more = True  # the queue's entries come after these
-                else:  # the queue's entries after the fold's mark, read under the lock
-                    epoch, after = mark(conn, queue)
-                    if after is None:  # none of them is this database's (``_queue``)
-                        after = claim(conn, queue)
-                    with queue.read() as reading:
-                        entries, more = oldest(reading, rows, max_items, after)
-                    folded = entries[-1].seq if entries else after
+            # read under the lock; ``folded``: with a queue file, the last of its entries
+            # taken (the mark when none), 0 for the database's own
+            entries, more, epoch, folded = next_entries(conn, queue, rows, max_items)
             if not entries:
                 applied = None
             else:

@@ -137,8 +137,7 @@ class ProjectRepo:
 
     def _get_or_create(self, conn: Connection, name: str) -> str:
         """Inside a write transaction: the id of the project named ``name``, created if new."""
-        found: str | None = conn.execute(
-            _ID_BY_NAME, {"tenant": self.store.tenant_id, "name": name}).scalar()
+        found = self._existing(conn, ("name", name))
         if found is not None:
             return found
         sid = new_id_text()

@@ -168,9 +168,7 @@ def queue_store(store: Store) -> Store | None:
             queue = _queues.get(engine)
             if queue is None:
                 queue = _queues[engine] = _opened(store)
-    if queue.tenant_id != store.tenant_id:
-        return queue.for_tenant(store.tenant_id)
-    return queue
+    return queue  # (its workspace is no matter: an entry names its own)
 
 
 def mark(conn: Connection, queue: Store) -> tuple[str, int | None]:
