@@ -187,3 +187,23 @@ def test_a_forked_child_leaves_its_parents_fold_process_alone(tmp_path: Path) ->
                          env=env, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "child 0", out.stdout + out.stderr[-2000:]
+
+
+def test_the_fold_process_imports_what_a_fold_needs_before_its_first_fold(
+        tmp_path: Path) -> None:
+    """The repositories' modules (and the schemas, pydantic) are imported when the loop starts,
+    not inside the first fold of runs, which had paid 0.2 s for them while appends waited."""
+    url = f"sqlite:///{tmp_path / 'warm.db'}"
+    Store.open(url).close()  # migrated, as the process that starts the fold process does
+    script = textwrap.dedent(f"""
+        import sys, threading
+        from assay.store._fold_process import fold_loop
+        stop = threading.Event()
+        stop.set()  # the loop stops before it folds or probes anything
+        fold_loop({url!r}, stop)
+        print(sorted(m for m in ("assay.store._runs", "assay.store._feedback", "assay.schemas")
+                     if m in sys.modules))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    assert out.strip() == str(["assay.schemas", "assay.store._feedback", "assay.store._runs"])

@@ -91,6 +91,25 @@ def test_appends_go_to_the_queue_and_do_not_wait_for_the_database(tmp_path: Path
     store.close()
 
 
+def test_reads_make_no_queue_file_and_the_first_append_does(tmp_path: Path) -> None:
+    """A store that has only been read has no queue (making one is a write, which every new
+    store's first read had paid: an experiment's set-up); its first append makes it, and a
+    reader that looked before then sees the entry at its next read."""
+    db = tmp_path / "a.db"
+    reader, writer = Store.open(f"sqlite:///{db}"), Store.open(f"sqlite:///{db}")
+    assert reader.settle() == 0 and reader.journal.pending() == 0
+    assert reader.runs.list(limit=10) == []
+    assert reader.journal.fold() == 0
+    assert not os.path.exists(queue_path(str(db)))
+    rid = _ids(1)[0]
+    writer.journal.append_runs([_run(rid)])
+    assert os.path.exists(queue_path(str(db))) and _queue_rows(db) == 1
+    assert reader.journal.pending() == 1
+    assert _stats(reader) == (1, 1)
+    reader.close()
+    writer.close()
+
+
 def test_a_batch_in_a_store_transaction_is_journaled_in_it(tmp_path: Path) -> None:
     """Inside ``Store.transaction()`` (the server's batch with attachments) the append joins
     the transaction: a failure later in it keeps nothing, in the queue or elsewhere."""

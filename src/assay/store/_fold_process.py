@@ -81,6 +81,10 @@ def fold_loop(url: str, stop: threading.Event, parent: int | None = None,
         postgres = store.engine.dialect.name == "postgresql"
         rows = ROWS_POSTGRESQL if postgres else ROWS_SQLITE
         journal = store.journal
+        # the repositories a fold falls back on, imported now: with them come the schemas and
+        # pydantic (0.23 s here), which the first fold of runs had paid, late, while the
+        # appends it was started for piled up (bench/README.md, stop 50)
+        store.runs, store.feedback  # noqa: B018
         more = False  # PostgreSQL: the last transaction was full, so rows may wait
         worked = time.monotonic()  # when the journal last held something
         while not stop.is_set():

@@ -60,7 +60,8 @@ def prepare(journal_: Journal, rows: int) -> Ready | None:
 
     store = journal_.store
     with store.read() as conn:  # the entries the fold will take, as it takes them
-        entries = next_entries(conn, queue_store(store), rows, None, claim_missing=False)[0]
+        entries = next_entries(conn, queue_store(store, create=False), rows, None,
+                               claim_missing=False)[0]
     if not entries:
         return None
     ready = Ready(len(entries))

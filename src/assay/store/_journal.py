@@ -447,7 +447,7 @@ class Journal:
 
     def _places(self) -> list[Store]:
         """Where entries wait: the queue file (``_queue``), if any, then the database."""
-        queue = queue_store(self.store)
+        queue = queue_store(self.store, create=False)
         return [self.store] if queue is None else [queue, self.store]
 
     def pending(self) -> int:
@@ -525,7 +525,7 @@ class Journal:
             streamed = fold_streamed(self, rows, max_items)  # None: rolled back, as below
             if streamed is not None:
                 return streamed
-        queue = queue_store(self.store)
+        queue = queue_store(self.store, create=False)
         with self.store.write() as conn:
             if conn.dialect.name == "postgresql":
                 conn.execute(_PG_FOLD_LOCK)

@@ -156,14 +156,21 @@ def claim(conn: Connection, queue: Store) -> int:
     return last
 
 
-def queue_store(store: Store) -> Store | None:
+def queue_store(store: Store, *, create: bool = True) -> Store | None:
     """The store whose database holds ``store``'s journal, when that is a queue file of its
-    own (a SQLite database file); None when the journal is the database's own table."""
+    own (a SQLite database file); None when the journal is the database's own table.
+
+    ``create=False`` (a read's look, a fold): None while the queue file does not exist, as
+    nothing waits in it, instead of making it. Making one is a write (its engine, WAL and
+    tables: 5-15 ms), which every new store's first read had paid, an experiment's set-up
+    among them (before its first example: bench/README.md, stop 50)."""
     engine = store.engine
     queue = _queues.get(engine)
     if queue is None:
         if not _split(engine):
             return None
+        if not create and not os.path.exists(queue_path(str(engine.url.database))):
+            return None  # an append made after this look makes it and is seen by the next
         with _guard:
             queue = _queues.get(engine)
             if queue is None:
