@@ -5,8 +5,9 @@
 A no-op target and one trivial evaluator over N examples, results stored in a fresh SQLite store
 (runs and feedback; ``evaluate`` returns once everything is durable in the store's journal). The
 floor is a plain asyncio loop that calls the same two functions and inserts one row per example with
-stdlib ``sqlite3`` in one transaction. Figures are medians of ``--repeats`` runs, interleaved so
-that background load hits both sides alike. Goal (issue 8): <= 50 us per example at N = 10,000.
+the stores' own SQLite driver (``assay.store.sqlite_driver()``) in one transaction. Figures are
+medians of ``--repeats`` runs, interleaved so that background load hits both sides alike.
+Goal (issue 8): <= 50 us per example at N = 10,000.
 
 The breakdown runs the same experiment in parts (each a separate measurement, so they do not add
 up exactly): reading the examples, the loop in memory (``upload_results=False``), journaling N
@@ -21,7 +22,6 @@ import asyncio
 import gc
 import json
 import os
-import sqlite3
 import statistics
 import sys
 import tempfile
@@ -35,6 +35,9 @@ sys.path.insert(0, os.path.join(_HERE, "..", "src"))
 
 from assay import Client  # noqa: E402
 from assay.evaluation import evaluate  # noqa: E402
+from assay.store import sqlite_driver  # noqa: E402
+
+sqlite3 = sqlite_driver()  # the floor pays the SQLite assay's stores use
 
 GOAL_US = 50.0
 

@@ -120,8 +120,9 @@ def _journal_empty(db: Path | str, deadline_s: float = 300.0) -> None:
         conn: Any = psycopg.connect(db.replace("postgresql+psycopg://", "postgresql://"),
                                     autocommit=True)
     else:
-        import sqlite3
+        from assay.store import sqlite_driver
 
+        sqlite3 = sqlite_driver()  # the stores' own SQLite (store/_driver.py)
         conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     places = [conn]
     if not isinstance(db, str):

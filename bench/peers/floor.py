@@ -1,5 +1,7 @@
 """The bare floor: a plain asyncio loop that calls the same no-op target and trivial evaluator
-and writes each row to SQLite (stdlib sqlite3, WAL) in one transaction.
+and writes each row to SQLite (WAL) in one transaction: the SQLite assay's stores use
+(``assay.store._driver``: pysqlite3-binary's where installed, else Python's sqlite3), so the
+floor and assay pay the same database.
 
 Nothing a harness adds (tracing, run trees, results objects, batching threads): what is left is
 the unavoidable cost of calling two functions and inserting one row per example.
@@ -15,10 +17,17 @@ import argparse
 import asyncio
 import json
 import os
-import sqlite3
 import tempfile
 import time
 import uuid
+
+if os.environ.get("ASSAY_SQLITE_DRIVER", "").strip().lower() != "stdlib":
+    try:  # (as assay.store._driver chooses, without importing assay)
+        from pysqlite3 import dbapi2 as sqlite3
+    except ImportError:
+        import sqlite3
+else:
+    import sqlite3
 
 INSERT = ("INSERT INTO results (id, example_id, inputs, outputs, score, start_time, end_time)"
           " VALUES (?, ?, ?, ?, ?, ?, ?)")

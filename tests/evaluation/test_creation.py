@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -20,8 +19,11 @@ import pytest
 from assay import aevaluate, evaluate
 from assay.client import Client
 from assay.errors import NotFoundError
-from assay.store import Store
+from assay.store import Store, sqlite_driver
 from assay.store._queue import queue_path
+
+# the stores' own SQLite: two copies of SQLite must not open one file in one process
+sqlite3 = sqlite_driver()
 
 N = 40
 

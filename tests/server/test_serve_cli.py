@@ -150,9 +150,9 @@ def _counts(db: str, session: str) -> tuple[int, int]:
         with psycopg.connect(db.replace("postgresql+psycopg://", "postgresql://")) as conn:
             row = conn.execute(query.format("%s"), (session,)).fetchone()
     else:
-        import sqlite3
+        from assay.store import sqlite_driver
 
-        conn = sqlite3.connect(db.removeprefix("sqlite:///"), timeout=30)
+        conn = sqlite_driver().connect(db.removeprefix("sqlite:///"), timeout=30)
         try:
             row = conn.execute(query.format("?"), (session,)).fetchone()
         finally:

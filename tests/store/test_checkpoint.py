@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sqlite3
 import sys
 import time
 import uuid
@@ -11,9 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from assay.store import Store, _checkpoint
+from assay.store import Store, _checkpoint, sqlite_driver
 
 from ._stored import TRACING_SCRIPT
+
+# the stores' own SQLite: two copies of SQLite must not open one file in one process
+sqlite3 = sqlite_driver()
 
 T0 = 1_700_000_000_000_000  # epoch microseconds
 

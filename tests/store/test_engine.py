@@ -99,9 +99,9 @@ def test_opening_twice_does_not_migrate_again(tmp_path: Path) -> None:
 def _hold_write_lock(path: Path) -> tuple[object, object]:
     """Another process's writer, as SQLite sees it: a connection of its own in a write
     transaction (``check_same_thread`` off, so a timer thread can end it)."""
-    import sqlite3
+    from assay.store import sqlite_driver
 
-    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other = sqlite_driver().connect(path, isolation_level=None, check_same_thread=False)
     other.execute("BEGIN IMMEDIATE")
     other.execute("CREATE TABLE IF NOT EXISTS held (x)")
     return other, other.execute

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -20,9 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from assay.store import Store
+from assay.store import Store, sqlite_driver
 from assay.store._queue import queue_path, queue_store
 from assay.store._tables import journal
+
+# the stores' own SQLite: two copies of SQLite must not open one file in one process
+sqlite3 = sqlite_driver()
 
 T0 = 1_700_000_000_000_000  # epoch microseconds
 

@@ -33,10 +33,11 @@ import atexit
 import contextlib
 import logging
 import os
-import sqlite3
 import threading
 import weakref
 from typing import TYPE_CHECKING
+
+from ._driver import sqlite
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -114,7 +115,7 @@ class _Checkpointer:
         try:
             # a connection of its own, outside the engine's pool: it never holds a pooled
             # connection another thread waits for, nor the store's write lock
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            conn = sqlite.connect(self.path, isolation_level=None, check_same_thread=False)
             while True:
                 if not self.wake.wait(IDLE_EXIT) or self.stopped or _stopping:
                     with _guard:
@@ -128,7 +129,7 @@ class _Checkpointer:
                 # PASSIVE: as many frames as no reader still needs, waiting for no one
                 conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                 self.checkpoints += 1
-        except sqlite3.Error as exc:  # the file went away, say: commits checkpoint as before
+        except sqlite.Error as exc:  # the file went away, say: commits checkpoint as before
             log.warning("assay store: background checkpoint failed (%s)", exc)
             with _guard:
                 engine = self.engine_ref()

@@ -8,7 +8,6 @@ with ``BEGIN IMMEDIATE`` so two processes queue for the write lock instead of fa
 from __future__ import annotations
 
 import os
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from sqlalchemy.pool import NullPool
 
 from .. import _json
 from ..errors import InvalidInputError
+from ._driver import sqlite
 
 __all__ = ["resolve_url", "make_engine", "DEFAULT_DB_PATH", "BUSY_TIMEOUT_S"]
 
@@ -106,7 +106,7 @@ def _while_locked(cur: Any, sql: str) -> None:
         try:
             cur.execute(sql)
             return
-        except sqlite3.OperationalError as exc:
+        except sqlite.OperationalError as exc:
             waited = time.monotonic() - start
             if "locked" not in str(exc) or waited >= BUSY_TIMEOUT_S:
                 raise
@@ -145,7 +145,7 @@ def _sqlite_begin(conn: Any) -> None:
             raw.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
             pooled.info[_POLLING] = False
         raw.execute(sql)
-    except sqlite3.Error as exc:  # as SQLAlchemy would have raised it (this hook runs outside
+    except sqlite.Error as exc:  # as SQLAlchemy would have raised it (this hook runs outside
         # its own wrapping): the store turns it into a StoreError
         raise sa_exc.OperationalError(sql, None, exc) from exc
 
@@ -163,6 +163,7 @@ def make_engine(url: str, *, pool_size: int = 5) -> Engine:
             Path(db).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(
             parsed,
+            module=sqlite,  # the bundled SQLite where installed (``_driver``)
             json_serializer=_json.dumps_column,
             json_deserializer=_json.loads_column,
             connect_args={"timeout": BUSY_TIMEOUT_S, "check_same_thread": False},

@@ -29,7 +29,6 @@ general one.
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
 from operator import itemgetter
@@ -43,6 +42,7 @@ from .._compiled import compiled
 from .._ids import dotted_segment_us, uuid_text
 from .._json import escape_text
 from ._aggregates import FeedbackDeltas, RunDeltas, adopt_pending_feedback
+from ._driver import sqlite
 from ._fold_usage import names_usage, usage_columns
 from ._pg_copy import CopyRows
 from ._tables import runs
@@ -212,8 +212,8 @@ def executemany(conn: Connection, sql: str, rows: Iterable[Sequence[Any]]) -> No
     raw: Any = conn.connection.driver_connection
     try:
         raw.executemany(sql, rows)
-    except sqlite3.Error as exc:
-        raise DBAPIError.instance(sql, None, exc, sqlite3.Error) from exc
+    except sqlite.Error as exc:
+        raise DBAPIError.instance(sql, None, exc, sqlite.Error) from exc
 
 
 # columns often the same in a whole batch (see ``_insert``)

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import sqlite3
 import weakref
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -52,6 +51,7 @@ from .._gc import relaxed_gc
 from .._ids import dotted_segment_us, uuid_text
 from .._time import to_micros, utcnow
 from ._background import appended, appending
+from ._driver import sqlite
 from ._fold_columns import (
     JSON_COLUMNS,
     WRITER_COLUMNS,
@@ -195,9 +195,13 @@ def _duplicate_key(exc: BaseException) -> bool:
     """Whether ``exc`` is a unique key's refusal (PostgreSQL's SQLSTATE 23505, SQLite's
     constraint codes), from the driver or wrapped by SQLAlchemy."""
     orig = getattr(exc, "orig", None) or exc
+    name = getattr(orig, "sqlite_errorname", None)
     return (getattr(orig, "sqlstate", None) == "23505"
-            or getattr(orig, "sqlite_errorname", None) in (
-                "SQLITE_CONSTRAINT_PRIMARYKEY", "SQLITE_CONSTRAINT_UNIQUE"))
+            or name in ("SQLITE_CONSTRAINT_PRIMARYKEY", "SQLITE_CONSTRAINT_UNIQUE")
+            # pysqlite3 (``_driver``) gives the primary code only, and a primary key's
+            # refusal is SQLite's "UNIQUE constraint failed" too
+            or (name == "SQLITE_CONSTRAINT"
+                and str(orig).startswith("UNIQUE constraint failed")))
 
 
 @contextlib.contextmanager
@@ -496,7 +500,7 @@ class Journal:
             try:
                 driver: Any = pooled.driver_connection  # a sqlite3.Connection
                 return driver.execute(_ANY_TEXT).fetchone() is not None
-            except sqlite3.Error:
+            except sqlite.Error:
                 pass
             finally:
                 pooled.close()

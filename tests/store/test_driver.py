@@ -1,0 +1,83 @@
+"""The SQLite library the stores use (``store/_driver.py``): the one pysqlite3-binary bundles
+where it is installed, Python's ``sqlite3`` module with ``ASSAY_SQLITE_DRIVER=stdlib`` or
+without it; every connection of a store (its engine, the checkpoint thread) goes through it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from assay.store import Store, sqlite_driver
+
+SCRIPT = textwrap.dedent("""
+    import json, sys
+    from assay.store import Store, sqlite_driver
+    store = Store.open(sys.argv[1])
+    if len(sys.argv) > 2:
+        store.datasets.create(name=sys.argv[2])
+    with store.read() as conn:
+        engine_version = conn.exec_driver_sql("SELECT sqlite_version()").scalar()
+    names = sorted(d.name for d in store.datasets.list())
+    store.close()
+    print(json.dumps({"module": sqlite_driver().__name__, "engine": engine_version,
+                      "driver": sqlite_driver().sqlite_version, "datasets": names}))
+""")
+
+
+def _in_a_process(url: str, env: dict[str, str], *create: str) -> dict[str, object]:
+    import os
+
+    out = subprocess.run([sys.executable, "-c", SCRIPT, url, *create], capture_output=True,
+                         text=True,
+                         env={**os.environ, **env}, timeout=60, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def test_the_stores_use_the_bundled_sqlite_when_it_is_installed(tmp_path: Path) -> None:
+    import os
+
+    if os.environ.get("ASSAY_SQLITE_DRIVER") == "stdlib":
+        pytest.skip("this run asked for Python's sqlite3 module (.ci/run's second pass)")
+    try:
+        from pysqlite3 import dbapi2
+    except ImportError:
+        pytest.skip("pysqlite3-binary has no wheel for this platform: the stdlib is used")
+    assert sqlite_driver() is dbapi2
+    store = Store.open(f"sqlite:///{tmp_path / 'a.db'}")
+    try:
+        with store.read() as conn:
+            assert conn.exec_driver_sql("SELECT sqlite_version()").scalar() == dbapi2.sqlite_version
+            raw = conn.connection.driver_connection
+            assert isinstance(raw, dbapi2.Connection)
+    finally:
+        store.close()
+
+
+def test_assay_sqlite_driver_stdlib_keeps_pythons_module(tmp_path: Path) -> None:
+    import sqlite3
+
+    got = _in_a_process(f"sqlite:///{tmp_path / 'b.db'}", {"ASSAY_SQLITE_DRIVER": "stdlib"})
+    assert got == {"module": "sqlite3", "engine": sqlite3.sqlite_version,
+                   "driver": sqlite3.sqlite_version, "datasets": []}
+
+
+def test_a_database_written_by_one_library_is_read_by_the_other(tmp_path: Path) -> None:
+    """The file format is SQLite's own: a store written with the bundled library opens with
+    Python's module (another process, an older tool) and the other way round."""
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    store = Store.open(url)
+    store.datasets.create(name="by-this-process")
+    store.close()
+    stdlib = _in_a_process(url, {"ASSAY_SQLITE_DRIVER": "stdlib"}, "by-python-s-module")
+    assert stdlib["module"] == "sqlite3"
+    assert stdlib["datasets"] == ["by-python-s-module", "by-this-process"]
+    again = Store.open(url)
+    try:
+        assert sorted(d.name for d in again.datasets.list()) == stdlib["datasets"]
+    finally:
+        again.close()
