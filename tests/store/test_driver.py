@@ -81,3 +81,36 @@ def test_a_database_written_by_one_library_is_read_by_the_other(tmp_path: Path) 
         assert sorted(d.name for d in again.datasets.list()) == stdlib["datasets"]
     finally:
         again.close()
+
+
+def test_none_and_bool_are_bound_through_adapters_found_at_once() -> None:
+    """The driver finds an adapter for ``None`` and ``bool`` in its table instead of looking for
+    ``__adapt__``/``__conform__`` at every value; what is stored is what it stored before: NULL,
+    and a bool as an integer."""
+    drv = sqlite_driver()
+    assert (type(None), drv.PrepareProtocol) in drv.adapters
+    assert (bool, drv.PrepareProtocol) in drv.adapters
+    conn = drv.connect(":memory:")
+    try:
+        conn.execute("CREATE TABLE t (a, b)")
+        conn.executemany("INSERT INTO t VALUES (?, ?)", [(None, True), (False, None)])
+        assert conn.execute("SELECT typeof(a), a, typeof(b), b FROM t ORDER BY rowid").fetchall() \
+            == [("null", None, "integer", 1), ("integer", 0, "null", None)]
+    finally:
+        conn.close()
+
+
+def test_an_adapter_registered_before_is_left_alone() -> None:
+    """Another library's adapter for ``bool`` (say, to store text) stays the one used."""
+    script = textwrap.dedent("""
+        import sqlite3
+        sqlite3.register_adapter(bool, lambda b: "yes" if b else "no")
+        import os
+        os.environ["ASSAY_SQLITE_DRIVER"] = "stdlib"
+        from assay.store import sqlite_driver
+        conn = sqlite_driver().connect(":memory:")
+        print(conn.execute("SELECT ?, ?", (True, None)).fetchone())
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    assert out.strip() == "('yes', None)"
