@@ -70,7 +70,7 @@ from ._fold_rows import (
 )
 from ._fold_scores import insert_scores, score_rows
 from ._fold_stream import fold_streamed
-from ._queue import claim, claimed, mark, queue_store, set_mark, trim
+from ._queue import AFTER, claim, claimed, mark, queue_store, set_mark, trim
 from ._tables import journal, runs
 
 if TYPE_CHECKING:
@@ -96,8 +96,6 @@ _ANY_SQL = text(_ANY_TEXT)
 # a fold's own statements, built once: made anew at every fold, their expressions cost more than
 # SQLite takes to run them
 _OLDEST = select(journal).order_by(journal.c.seq).limit(bindparam("rows"))
-_OLDEST_AFTER = (select(journal).where(journal.c.seq > bindparam("after"))
-                 .order_by(journal.c.seq).limit(bindparam("rows")))
 _PG_FOLD_LOCK = text("SELECT pg_advisory_xact_lock(:k)").bindparams(k=_PG_LOCK)
 _DELETE = delete(journal).where(journal.c.seq.in_(bindparam("seqs", expanding=True)))
 _SAVEPOINT = "SAVEPOINT assay_fold"
@@ -297,7 +295,7 @@ def oldest(conn: Connection, rows: int, max_items: int | None,
     if after is None:
         entries = list(conn.execute(_OLDEST, {"rows": rows}).all())
     else:
-        entries = list(conn.execute(_OLDEST_AFTER, {"rows": rows, "after": after}).all())
+        entries = list(conn.execute(AFTER, {"rows": rows, "after": after}).all())
     more = len(entries) == rows
     if max_items is not None:
         total = 0

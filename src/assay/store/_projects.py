@@ -49,6 +49,13 @@ def _model(row: Any) -> TracerSession:
 # than the query)
 _ID_BY_NAME = select(sessions.c.id).where(sessions.c.tenant_id == bindparam("tenant"),
                                           sessions.c.name == bindparam("name"))
+_WORKSPACE_OF = select(sessions.c.tenant_id).where(sessions.c.id == bindparam("sid"))
+
+
+def _workspace_of(conn: Connection, sid: str) -> str | None:
+    """The workspace of the project ``sid``, or None when there is no such project."""
+    found: str | None = conn.execute(_WORKSPACE_OF, {"sid": sid}).scalar()
+    return found
 
 
 class ProjectRepo:
@@ -150,15 +157,13 @@ class ProjectRepo:
         exists in this workspace, else None (``_ensure_id`` and ``_get_or_create`` would write,
         or refuse an id of another workspace: a write transaction then decides)."""
         if key[0] == "id":
-            found = conn.execute(select(sessions.c.tenant_id).where(
-                sessions.c.id == key[1])).scalar()
-            return key[1] if found == self.store.tenant_id else None
+            return key[1] if _workspace_of(conn, key[1]) == self.store.tenant_id else None
         found_id: str | None = conn.execute(
             _ID_BY_NAME, {"tenant": self.store.tenant_id, "name": key[1]}).scalar()
         return found_id
 
     def _ensure_id(self, conn: Connection, sid: str, name: str | None) -> None:
-        found = conn.execute(select(sessions.c.tenant_id).where(sessions.c.id == sid)).scalar()
+        found = _workspace_of(conn, sid)
         if found is None:
             conn.execute(sessions.insert().values(
                 id=sid, tenant_id=self.store.tenant_id, name=name or f"project-{sid[:8]}",

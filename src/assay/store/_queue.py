@@ -67,7 +67,7 @@ if TYPE_CHECKING:
 
     from ._base import Store
 
-__all__ = ["SUFFIX", "claim", "claimed", "close", "mark", "queue_path", "queue_store",
+__all__ = ["AFTER", "SUFFIX", "claim", "claimed", "close", "mark", "queue_path", "queue_store",
            "set_mark", "spill", "trim"]
 
 log = logging.getLogger("assay.store")
@@ -97,7 +97,10 @@ _SET_MARK = _SET_MARK.on_conflict_do_update(
     index_elements=[journal_mark.c.id],
     set_={"epoch": _SET_MARK.excluded.epoch, "seq": _SET_MARK.excluded.seq})
 _TRIM = delete(journal).where(journal.c.seq <= bindparam("upto"))
-_AFTER = select(journal).where(journal.c.seq > bindparam("after")).order_by(journal.c.seq)
+# the queue's entries after a mark, oldest first, at most ``rows`` (-1: all): what a fold takes
+# next (``_journal.next_entries``) and what a spill moves
+AFTER = (select(journal).where(journal.c.seq > bindparam("after")).order_by(journal.c.seq)
+         .limit(bindparam("rows")))
 _ANY = select(journal.c.seq).limit(1)
 
 # a database's engine -> its queue's store, while the engine lives; a queue's engine -> its epoch
@@ -217,7 +220,7 @@ def spill(store: Store) -> int:
         if after is None:  # nothing in the queue is this database's
             return 0
         with queue.read() as reading:
-            entries = reading.execute(_AFTER, {"after": after}).all()
+            entries = reading.execute(AFTER, {"after": after, "rows": -1}).all()
         if entries:
             conn.execute(insert(journal), [
                 {"tenant_id": e.tenant_id, "kind": e.kind, "items": e.items,
