@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -73,13 +74,24 @@ def test_the_fold_leaves_the_checkpoint_to_a_thread_of_its_own(
     assert store.engine not in _checkpoint._running
 
 
+def _checkpoint_threads() -> int:
+    return sum(t.name == "assay-checkpoint" for t in threading.enumerate())
+
+
 def test_few_rows_start_no_checkpoint(tmp_path: Path) -> None:
+    threads = _checkpoint_threads()
     store = Store.open(tmp_path / "few.db")
     store.journal.append_runs(_posts(5), default_project="few")
     store.settle()
     time.sleep(0.05)
-    assert _checkpoints(store) == 0  # 5 rows: the thread waits for CHECKPOINT_ROWS
-    store.close()
+    assert _checkpoints(store) == 0  # 5 rows: nothing to copy back before CHECKPOINT_ROWS
+    # nor a thread and its connection, for a store that may never write that much (its
+    # first write had started them: 1-2 ms of a new store's first append)
+    cp = _checkpoint._running.get(store.engine)
+    assert cp is not None and not cp.started
+    assert _checkpoint_threads() == threads
+    store.close()  # a checkpointer never started is stopped without a join
+    assert store.engine not in _checkpoint._running
 
 
 def test_a_memory_database_has_no_checkpointer() -> None:

@@ -52,7 +52,7 @@ CHECKPOINT_ROWS = 4000
 IDLE_EXIT = 2.0  # seconds without a nudge before the thread exits
 
 _guard = threading.Lock()
-# engine -> its running checkpointer (present only while the thread runs)
+# engine -> its checkpointer (present from its first write until the thread exits)
 _running: weakref.WeakKeyDictionary[Engine, _Checkpointer] = weakref.WeakKeyDictionary()
 # the parent's checkpointers in a forked child: never used, never closed there (SQLite's
 # connections must not cross a fork; closing one could release what the parent holds)
@@ -79,10 +79,14 @@ def wrote(engine: Engine, rows: int) -> None:
             if not path or path == ":memory:" or engine.dialect.name != "sqlite":
                 return
             cp = _running[engine] = _Checkpointer(engine, path)
-            cp.thread.start()
         cp.pending += rows
         if cp.pending >= CHECKPOINT_ROWS:
             cp.pending = 0
+            if not cp.started:  # at the first checkpoint, not the first write: a store
+                # that writes a few rows (a test's, a script's) never pays for the thread
+                # and its connection (~1-2 ms of a new store's first write)
+                cp.started = True
+                cp.thread.start()
             cp.wake.set()
 
 
@@ -102,12 +106,13 @@ class _Checkpointer:
         self.wake = threading.Event()
         self.stopped = False
         self.checkpoints = 0  # run so far (tests, benches)
+        self.started = False  # the thread: started at the first checkpoint (``wrote``)
         self.thread = threading.Thread(target=self._run, name="assay-checkpoint", daemon=True)
 
     def halt(self, timeout: float) -> None:
         self.stopped = True
         self.wake.set()
-        if self.thread is not threading.current_thread():
+        if self.started and self.thread is not threading.current_thread():
             self.thread.join(timeout)
 
     def _run(self) -> None:
