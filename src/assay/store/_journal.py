@@ -98,6 +98,8 @@ _ANY_SQL = text(_ANY_TEXT)
 _OLDEST = select(journal).order_by(journal.c.seq).limit(bindparam("rows"))
 _PG_FOLD_LOCK = text("SELECT pg_advisory_xact_lock(:k)").bindparams(k=_PG_LOCK)
 _DELETE = delete(journal).where(journal.c.seq.in_(bindparam("seqs", expanding=True)))
+_QUEUE_INSERT = ("INSERT INTO journal (tenant_id, kind, items, payload, created_at) "
+                 "VALUES (?, ?, ?, ?, ?)")  # the keys of ``_append``'s rows, in their order
 _SAVEPOINT = "SAVEPOINT assay_fold"
 _ROLLBACK_TO = "ROLLBACK TO SAVEPOINT assay_fold"
 _RELEASE = "RELEASE SAVEPOINT assay_fold"
@@ -425,8 +427,8 @@ class Journal:
         queue = self._queue() if conn is None else None
         if queue is not None:  # its own write lock: no fold to wait for (``_queue``)
             claimed(self.store, queue)
-            with queue.write() as own:
-                own.execute(insert(journal), rows)
+            with queue.write() as own:  # SQL text: each queue's engine compiled it anew
+                own.exec_driver_sql(_QUEUE_INSERT, [tuple(r.values()) for r in rows])
         elif conn is not None:
             conn.execute(insert(journal), rows)
         else:
