@@ -99,7 +99,7 @@ _OLDEST = select(journal).order_by(journal.c.seq).limit(bindparam("rows"))
 _PG_FOLD_LOCK = text("SELECT pg_advisory_xact_lock(:k)").bindparams(k=_PG_LOCK)
 _DELETE = delete(journal).where(journal.c.seq.in_(bindparam("seqs", expanding=True)))
 _QUEUE_INSERT = ("INSERT INTO journal (tenant_id, kind, items, payload, created_at) "
-                 "VALUES (?, ?, ?, ?, ?)")  # the keys of ``_append``'s rows, in their order
+                 "VALUES (?, ?, ?, ?, ?)")
 _SAVEPOINT = "SAVEPOINT assay_fold"
 _ROLLBACK_TO = "ROLLBACK TO SAVEPOINT assay_fold"
 _RELEASE = "RELEASE SAVEPOINT assay_fold"
@@ -428,7 +428,9 @@ class Journal:
         if queue is not None:  # its own write lock: no fold to wait for (``_queue``)
             claimed(self.store, queue)
             with queue.write() as own:  # SQL text: each queue's engine compiled it anew
-                own.exec_driver_sql(_QUEUE_INSERT, [tuple(r.values()) for r in rows])
+                own.exec_driver_sql(_QUEUE_INSERT, [
+                    (r["tenant_id"], r["kind"], r["items"], r["payload"], r["created_at"])
+                    for r in rows])
         elif conn is not None:
             conn.execute(insert(journal), rows)
         else:
