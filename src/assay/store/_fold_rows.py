@@ -44,6 +44,7 @@ from .._json import escape_text
 from ._aggregates import FeedbackDeltas, RunDeltas, adopt_pending_feedback
 from ._driver import sqlite
 from ._fold_usage import names_usage, usage_columns
+from ._multirow import insert_many
 from ._pg_copy import CopyRows
 from ._tables import runs
 
@@ -211,7 +212,7 @@ def executemany(conn: Connection, sql: str, rows: Iterable[Sequence[Any]]) -> No
     raises them (``IntegrityError`` for a duplicate key, ...), so callers see no difference."""
     raw: Any = conn.connection.driver_connection
     try:
-        raw.executemany(sql, rows)
+        insert_many(raw, sql, rows)  # several rows a statement (``_multirow``)
     except sqlite.Error as exc:
         raise DBAPIError.instance(sql, None, exc, sqlite.Error) from exc
 

@@ -1,0 +1,83 @@
+"""SQLite inserts of many rows, several rows to a statement.
+
+``executemany`` runs its one-row statement once per row: each run binds the row, steps, and
+ends the statement (its cursors closed and reopened, its statement journal released), ~10% of a
+fold's instructions (bench/README.md, stop 51). ``INSERT ... VALUES (...), (...), ...`` of
+``ROWS`` rows ends one statement for all of them. The statement is made once per (SQL, rows) and
+kept by the driver's statement cache, so rows go in chunks of one length; the few left
+over go through ``executemany`` as before (a statement per chunk length would be prepared anew
+for every batch of another length, which cost more than it saved).
+
+What is stored is the same: the same values bound in the same order, each row's numbered
+parameters (``?N``) moved along by the row's width. A failure (a duplicate key) fails the
+statement as a whole, as ``executemany`` fails at the row, and the caller's savepoint takes
+back what either wrote.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from itertools import chain, islice
+from typing import Any
+
+from ._driver import sqlite
+
+__all__ = ["MAX_VARIABLES", "ROWS", "insert_many", "rows_statement"]
+
+ROWS = 64  # rows a statement at most (fewer for wide rows: ``MAX_VARIABLES``)
+# parameters a statement: SQLite's default bound is 32,766 since 3.32 and 999 before (a
+# distribution's Python may link an older SQLite); a run's row binds ~20
+MAX_VARIABLES = 32766 if sqlite.sqlite_version_info >= (3, 32, 0) else 999
+
+# a quoted literal (kept as it is: a ``?`` inside one is text) or a parameter, numbered or not
+_TOKEN = re.compile(r"'(?:[^']|'')*'|\?(\d*)")
+
+
+@lru_cache(maxsize=64)
+def rows_statement(sql: str, rows: int, width: int) -> str | None:
+    """``sql``, an insert of one row (``... VALUES (...)`` with ``width`` parameters, all
+    ``?`` or all ``?N`` numbered 1 to ``width``), as an insert of ``rows`` rows; None when it is
+    not such a statement."""
+    head, sep, tail = sql.rpartition(" VALUES (")
+    if not sep or not tail.endswith(")") or rows * width > MAX_VARIABLES:
+        return None
+    one = "(" + tail
+    found = [m.group(1) for m in _TOKEN.finditer(one) if not m.group(0).startswith("'")]
+    if not found:
+        return None
+    if all(n == "" for n in found):  # plain ``?``: bound in order, row after row
+        if len(found) != width:
+            return None
+        return f"{head} VALUES {', '.join([one] * rows)}"
+    if "" in found or {int(n) for n in found} != set(range(1, width + 1)):
+        return None  # numbered and not: or numbers this renumbering would not keep apart
+
+    def row(r: int) -> str:
+        return _TOKEN.sub(lambda m: m.group(0) if m.group(0).startswith("'")
+                          else f"?{int(m.group(1)) + r * width}", one)
+
+    return f"{head} VALUES {', '.join(row(r) for r in range(rows))}"
+
+
+def insert_many(raw: Any, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+    """``sql`` (a one-row insert) for each of ``rows`` on the driver connection ``raw``:
+    ``ROWS`` rows a statement, the rest by ``executemany``. ``rows`` may be an iterator."""
+    it = iter(rows)
+    first = next(it, None)
+    if first is None:
+        return
+    it = chain((first,), it)
+    per = min(ROWS, MAX_VARIABLES // max(len(first), 1))
+    many = rows_statement(sql, per, len(first)) if per > 1 else None
+    if many is None:
+        raw.executemany(sql, it)
+        return
+    while True:
+        chunk = list(islice(it, per))
+        if len(chunk) < per:
+            if chunk:
+                raw.executemany(sql, chunk)
+            return
+        raw.execute(many, list(chain.from_iterable(chunk)))
