@@ -39,10 +39,10 @@ def test_the_same_rows_as_one_statement_a_row(count: int) -> None:
     _table(conn, "one")
     _table(conn, "many")
     # a literal holding what looks like parameters, and a parameter bound twice (numbered)
-    numbered = ("INSERT INTO {} (k, a, b, c, d, e, lit, again) "
-                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'a ?2 '' ?', ?2)")
-    conn.executemany(numbered.format("one"), rows)
-    insert_many(conn, numbered.format("many"), iter(rows))  # an iterator, as the fold passes
+    numbered = ("INSERT INTO T (k, a, b, c, d, e, lit, again) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'a {?2} '' ?', ?2)")
+    conn.executemany(numbered.replace(" T ", " one "), rows)
+    insert_many(conn, numbered.replace(" T ", " many "), iter(rows))  # an iterator, as the fold passes
     assert _rows(conn, "many") == _rows(conn, "one")
     assert len(_rows(conn, "many")) == count
     plain = "INSERT INTO {} (k, a, b, c, d, e, lit) VALUES (?, ?, ?, ?, ?, ?, '?')"
@@ -53,15 +53,20 @@ def test_the_same_rows_as_one_statement_a_row(count: int) -> None:
     assert _rows(conn, "many") == _rows(conn, "one")
 
 
-def test_a_duplicate_key_fails_the_insert_as_it_did() -> None:
+def test_a_duplicate_key_stops_the_insert_where_it_did() -> None:
     conn = sqlite.connect(":memory:", isolation_level=None)
-    _table(conn, "t")
-    rows = [(i, None, None, None, None, None) for i in range(PER)]
-    rows[PER // 2] = rows[0]
-    sql = "INSERT INTO t (k, a, b, c, d, e) VALUES (?, ?, ?, ?, ?, ?)"
+    _table(conn, "one")
+    _table(conn, "many")
+    rows = [(i, None, None, None, None, None) for i in range(2 * PER + 3)]
+    rows[PER + 5] = rows[3]  # in the second statement of rows
+    sql = "INSERT INTO {} (k, a, b, c, d, e) VALUES (?, ?, ?, ?, ?, ?)"
     with pytest.raises(sqlite.IntegrityError, match="UNIQUE constraint failed"):
-        insert_many(conn, sql, rows)
-    assert _rows(conn, "t") == []  # the statement is undone whole
+        conn.executemany(sql.format("one"), rows)
+    with pytest.raises(sqlite.IntegrityError, match="UNIQUE constraint failed"):
+        insert_many(conn, sql.format("many"), rows)
+    # the rows before the duplicate stay (a savepoint or the transaction takes them back)
+    assert _rows(conn, "many") == _rows(conn, "one")
+    assert len(_rows(conn, "many")) == PER + 5
 
 
 def test_statements_it_cannot_widen_go_one_row_at_a_time() -> None:
@@ -71,6 +76,6 @@ def test_statements_it_cannot_widen_go_one_row_at_a_time() -> None:
     assert rows_statement("INSERT INTO t (a) VALUES (?)", MAX_VARIABLES + 1, 1) is None
     assert rows_statement("UPDATE t SET a = ?", 2, 1) is None
     assert rows_statement("INSERT INTO t (a, b) VALUES (?, 'x?')", 2, 1) == \
-        "INSERT INTO t (a, b) VALUES (?, 'x?'), (?, 'x?')"
-    assert rows_statement("INSERT INTO t (a, b, c) VALUES (?1, 'it''s ?2', ?1)", 2, 1) == \
-        "INSERT INTO t (a, b, c) VALUES (?1, 'it''s ?2', ?1), (?2, 'it''s ?2', ?2)"
+        "INSERT OR FAIL INTO t (a, b) VALUES (?, 'x?'), (?, 'x?')"
+    assert rows_statement("INSERT INTO t (a, b, c) VALUES (?1, 'it''s {?2}', ?1)", 2, 1) == \
+        "INSERT OR FAIL INTO t (a, b, c) VALUES (?1, 'it''s {?2}', ?1), (?2, 'it''s {?2}', ?2)"
