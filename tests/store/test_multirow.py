@@ -42,7 +42,7 @@ def test_the_same_rows_as_one_statement_a_row(count: int) -> None:
     numbered = ("INSERT INTO T (k, a, b, c, d, e, lit, again) "
                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'a {?2} '' ?', ?2)")
     conn.executemany(numbered.replace(" T ", " one "), rows)
-    insert_many(conn, numbered.replace(" T ", " many "), iter(rows))  # an iterator, as the fold passes
+    insert_many(conn, numbered.replace(" T ", " many "), iter(rows))  # an iterator, as the fold
     assert _rows(conn, "many") == _rows(conn, "one")
     assert len(_rows(conn, "many")) == count
     plain = "INSERT INTO {} (k, a, b, c, d, e, lit) VALUES (?, ?, ?, ?, ?, ?, '?')"
