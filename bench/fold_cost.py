@@ -188,8 +188,9 @@ def _floor_once(drv: Any, create: Any, insert: Any, n: int, batch: int) -> float
 def floors(store: object, batch: int = 1_000) -> tuple[float, float]:
     """The bare floor of the fold, per run: the rows it stored, inserted again into a copy of
     the runs table by the database's own bulk path, ``batch`` rows a transaction as the fold
-    commits them: SQLite's ``executemany`` of the values as read back (the NULLs left out of
-    the statement, not bound: stop 38), PostgreSQL's ``COPY``
+    commits them: SQLite's inserts of the values as read back, several rows a statement as the
+    fold writes them (``store/_multirow.py``; ``executemany`` before stop 51), the NULLs left
+    out of the statement, not bound (stop 38), PostgreSQL's ``COPY``
     of the text ``COPY ... TO`` gave (no client-side work at all). No JSON, no ids, no
     statistics: what the database alone costs on this machine. Two figures from one read of
     the rows: with the table's indexes, and with its primary key only (the secondary indexes'
@@ -220,6 +221,8 @@ def floors(store: object, batch: int = 1_000) -> tuple[float, float]:
                         _floor_once(drv, partial(create, False), copy_in, len(lines), batch))
         import re
 
+        from assay.store._multirow import insert_many
+
         ddl = [sql for (sql,) in drv.execute(
             "SELECT sql FROM sqlite_master WHERE tbl_name = 'runs' AND sql IS NOT NULL")]
         cursor = drv.execute("SELECT * FROM runs")
@@ -239,7 +242,8 @@ def floors(store: object, batch: int = 1_000) -> tuple[float, float]:
             for shape, values in shapes.items():
                 cols = ", ".join(n for n, keep in zip(names, shape, strict=True) if keep)
                 marks = ", ".join("?" * len(values[0]))
-                drv.executemany(f"INSERT INTO floor_runs ({cols}) VALUES ({marks})", values)
+                # the fold's own statement form: several rows a statement (``_multirow``)
+                insert_many(drv, f"INSERT INTO floor_runs ({cols}) VALUES ({marks})", values)
 
         def create_sqlite(indexes: bool) -> None:
             for sql in ddl:  # the table and its indexes, renamed

@@ -61,7 +61,8 @@ def run(ctx: Context) -> dict[str, Any]:
                        "that counts every run; first read: that read alone, after flush()"),
                       ("floor: the rows the fold stored, inserted again into a copy of the runs "
                        "table with its indexes by the database's own bulk path (SQLite "
-                       "executemany of the values read back, PostgreSQL COPY of the text COPY TO "
+                       "inserts of the values read back, several rows a statement as the fold "
+                       "writes them; PostgreSQL COPY of the text COPY TO "
                        "gave), 1,000 a transaction as the fold commits them: what the database "
                        "alone costs on this machine; in brackets, with the primary key only")],
             "table": {"header": ["backend", "spans", "journal only us/span", "fold us/run",
