@@ -470,7 +470,39 @@ fail:
     return NULL;
 }
 
+/* types_of(column): the set of the exact types of a sequence's values. The fold's batch lane
+ * asks it of every column of a batch (_fold_batch._types); set(map(type, column)) calls type()
+ * per value, ~140 instructions each, 5% of the first read after an experiment (stop 51). */
+static PyObject *types_of(PyObject *self, PyObject *column) {
+    PyObject *fast = PySequence_Fast(column, "types_of() takes a sequence");
+    if (fast == NULL)
+        return NULL;
+    PyObject *out = PySet_New(NULL);
+    if (out == NULL) {
+        Py_DECREF(fast);
+        return NULL;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    PyObject **items = PySequence_Fast_ITEMS(fast);
+    PyTypeObject *last = NULL; /* runs of one type add it once */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyTypeObject *type = Py_TYPE(items[i]);
+        if (type == last)
+            continue;
+        if (PySet_Add(out, (PyObject *)type) < 0) {
+            Py_DECREF(out);
+            Py_DECREF(fast);
+            return NULL;
+        }
+        last = type;
+    }
+    Py_DECREF(fast);
+    return out;
+}
+
 static PyMethodDef methods[] = {
+    {"types_of", (PyCFunction)types_of, METH_O,
+     "types_of(column): the set of its values' exact types (set(map(type, column)))."},
     {"encoded_rows", (PyCFunction)(void (*)(void))encoded_rows, METH_FASTCALL,
      "encoded_rows(posts, width, positions, dumps, default, slow, esc): _fold_columns."
      "encoded_rows in C (see there)."},

@@ -18,13 +18,14 @@ stored or patched already) is left to the loop, whole.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from .._compiled import compiled
 from .._ids import all_canonical_uuids, dotted_segment_us
 from ._aggregates import RunDeltas
 from ._fold_rows import (
@@ -49,8 +50,13 @@ _TEXT_OR_NONE = {str, _NONE}
 _INT_OR_NONE = {int, _NONE}
 
 
-def _types(column: tuple[Any, ...]) -> set[type]:
+def _types_py(column: Sequence[Any]) -> set[type]:
     return set(map(type, column))
+
+
+# in C where built (``_cencode.types_of``: the same set, without a type() call per value)
+_types: Callable[[Sequence[Any]], set[type]] = getattr(
+    compiled("assay.store._cencode"), "types_of", _types_py)
 
 
 def _objects_text(column: tuple[Any, ...]) -> bool:

@@ -37,6 +37,7 @@ from .. import _json
 from .._compiled import compiled
 from .._ids import _CANONICAL_UUID, all_canonical_uuids, dotted_segment_us
 from ._aggregates import RunDeltas
+from ._fold_batch import _types as types_of
 from ._fold_batch import insert_batch
 from ._fold_rows import (
     _FULL_ORDER,
@@ -273,7 +274,7 @@ def insert_rows(repo: RunRepo, conn: Connection, items: list[Any], patched: set[
     transaction's batches share (``FoldScope``)."""
     if not ENABLED:
         return 0, items
-    whole = set(map(type, items)) == {_list} and set(map(len, items)) == {_WIDTH}
+    whole = types_of(items) == {_list} and set(map(len, items)) == {_WIDTH}
     lists: Any = range(len(items)) if whole else [
         i for i, item in enumerate(items) if item.__class__ is _list and len(item) == _WIDTH]
     if not lists:

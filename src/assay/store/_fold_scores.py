@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from .._ids import all_canonical_uuids, new_id_text
 from ._aggregates import FeedbackDeltas
 from ._bulk import _JSON, _TIME, _kind
+from ._fold_batch import _types as types_of
 from ._fold_rows import _sql_literal, executemany
 from ._tables import feedback
 
@@ -44,6 +45,7 @@ _KINDS = tuple(_kind(c) for c in feedback.columns)
 # what varies from score to score; every other column is the batch's shared row
 _OWN = ("id", "run_id", "trace_id", "key", "score")
 _float, _bool, _int, _str, _list = float, bool, int, str, list
+_BATCH_TIMES = frozenset(c for c, k in zip(_COLUMNS, _KINDS, strict=True) if k == _TIME)
 
 
 class ScoreBatch:
@@ -85,7 +87,7 @@ def score_rows(repo: FeedbackRepo, items: list[Any], columns: Any, defaults: Any
     if (tuple(columns or ()) != SCORE_COLUMNS or created is None or "id" in defaults
             or not items):
         return None
-    if {i.__class__ for i in items} != {_list} or set(map(len, items)) != {_WIDTH}:
+    if types_of(items) != {_list} or set(map(len, items)) != {_WIDTH}:
         return None
     run_ids, trace_ids, keys, raw = map(list, zip(*items, strict=True))
     if not all_canonical_uuids(run_ids):
@@ -96,7 +98,7 @@ def score_rows(repo: FeedbackRepo, items: list[Any], columns: Any, defaults: Any
                 return None
         elif not all_canonical_uuids(trace_ids):
             return None
-    if set(map(type, keys)) != {_str}:
+    if types_of(keys) != {_str}:
         return None
     for key in (keys[0],) if keys.count(keys[0]) == len(keys) else set(keys):
         if not key:
@@ -105,7 +107,7 @@ def score_rows(repo: FeedbackRepo, items: list[Any], columns: Any, defaults: Any
             key.encode()  # a lone surrogate: _row says so
         except UnicodeEncodeError:
             return None
-    kinds = set(map(type, raw))
+    kinds = types_of(raw)
     if kinds <= {_float, type(None)}:  # as _as_score gives them, without a call each
         scores = raw
     elif kinds == {_bool}:
@@ -188,7 +190,9 @@ def _executemany(conn: Connection, shared: list[Any], ids: list[str], runs: list
             values.append(bind(scores))
         else:
             value = shared[at[name]]
-            literal = _sql_literal(value)
+            # a batch's times are bound, not written in: they differ from batch to batch, and
+            # each batch's statement (several rows, ``_multirow``) was then prepared anew
+            literal = None if name in _BATCH_TIMES else _sql_literal(value)
             values.append(literal if literal is not None else bind([value] * len(ids)))
     quote = conn.dialect.identifier_preparer.quote
     sql = (f"INSERT INTO {quote(feedback.name)} ({', '.join(quote(c) for c in _COLUMNS)}) "
