@@ -85,10 +85,10 @@ class _Text(str):
 def test_the_batch_lanes_types_in_c_are_set_map_type() -> None:
     from assay.store import _fold_batch
 
-    assert is_in_use(getattr(_fold_batch._types, "__self__", None), "assay.store._cencode")
+    assert is_in_use(getattr(_fold_batch.types_of, "__self__", None), "assay.store._cencode")
     columns: list[Any] = [(), ("a",), ["a", None, 1, 1.0, True, "b", None], tuple(range(500)),
                           ("x", _Text("y"), "z"), [b"", bytearray(), {}, [], ()], VALUES]
     for column in columns:
-        assert _fold_batch._types(column) == _fold_batch._types_py(column), column
+        assert _fold_batch.types_of(column) == _fold_batch._types_py(column), column
     with pytest.raises(TypeError):
-        _fold_batch._types(3)  # type: ignore[arg-type]
+        _fold_batch.types_of(3)  # type: ignore[arg-type]

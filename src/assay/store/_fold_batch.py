@@ -43,7 +43,7 @@ from ._fold_rows import (
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-__all__ = ["insert_batch"]
+__all__ = ["insert_batch", "types_of"]
 
 _NONE = type(None)
 _TEXT_OR_NONE = {str, _NONE}
@@ -55,13 +55,13 @@ def _types_py(column: Sequence[Any]) -> set[type]:
 
 
 # in C where built (``_cencode.types_of``: the same set, without a type() call per value)
-_types: Callable[[Sequence[Any]], set[type]] = getattr(
+types_of: Callable[[Sequence[Any]], set[type]] = getattr(
     compiled("assay.store._cencode"), "types_of", _types_py)
 
 
 def _objects_text(column: tuple[Any, ...]) -> bool:
     """Every value JSON text of an object (the writer's ``column_text``) or None."""
-    kinds = _types(column)
+    kinds = types_of(column)
     if kinds == {str}:
         return all(map(str.startswith, column, repeat("{")))
     if not kinds <= _TEXT_OR_NONE:
@@ -82,11 +82,11 @@ def insert_batch(conn: Connection, items: list[list[Any]], sessions: Mapping[Any
      events, sid_col, sname_col, refs, ends, outputs, errors) = zip(*items, strict=True)
     n = len(rids)
     # what makes a run one to derive usage for, or one the loop checks item by item
-    if (any(extras) or not _types(extras) <= {dict, _NONE} or any(events) or "llm" in run_types
-            or not _types(run_types) <= {str} or not _types(starts) <= {int}
-            or not _types(ends) <= _INT_OR_NONE or not _types(events) <= {list, _NONE}
-            or not _types(metas) <= {dict, _NONE} or not _types(tags) <= {list, _NONE}
-            or not _types(names) <= {str} or not _types(errors) <= _TEXT_OR_NONE
+    if (any(extras) or not types_of(extras) <= {dict, _NONE} or any(events) or "llm" in run_types
+            or not types_of(run_types) <= {str} or not types_of(starts) <= {int}
+            or not types_of(ends) <= _INT_OR_NONE or not types_of(events) <= {list, _NONE}
+            or not types_of(metas) <= {dict, _NONE} or not types_of(tags) <= {list, _NONE}
+            or not types_of(names) <= {str} or not types_of(errors) <= _TEXT_OR_NONE
             or not _objects_text(inputs) or not _objects_text(outputs)):
         return None
     text = "\x00".join(o for o in outputs if o is not None)

@@ -37,8 +37,7 @@ from .. import _json
 from .._compiled import compiled
 from .._ids import _CANONICAL_UUID, all_canonical_uuids, dotted_segment_us
 from ._aggregates import RunDeltas
-from ._fold_batch import _types as types_of
-from ._fold_batch import insert_batch
+from ._fold_batch import insert_batch, types_of
 from ._fold_rows import (
     _FULL_ORDER,
     _ORDER,

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from .._ids import all_canonical_uuids, new_id_text
 from ._aggregates import FeedbackDeltas
 from ._bulk import _JSON, _TIME, _kind
-from ._fold_batch import _types as types_of
+from ._fold_batch import types_of
 from ._fold_rows import _sql_literal, executemany
 from ._tables import feedback
 
