@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from assay.store import sqlite_driver
-from assay.store._multirow import MAX_VARIABLES, ROWS, insert_many, rows_statement
+from assay.store._multirow import MAX_SQL, MAX_VARIABLES, ROWS, insert_many, rows_statement
 
 sqlite = sqlite_driver()
 
@@ -79,3 +79,25 @@ def test_statements_it_cannot_widen_go_one_row_at_a_time() -> None:
         "INSERT OR FAIL INTO t (a, b) VALUES (?, 'x?'), (?, 'x?')"
     assert rows_statement("INSERT INTO t (a, b, c) VALUES (?1, 'it''s {?2}', ?1)", 2, 1) == \
         "INSERT OR FAIL INTO t (a, b, c) VALUES (?1, 'it''s {?2}', ?1), (?2, 'it''s {?2}', ?2)"
+
+
+def test_rows_with_long_literals_go_fewer_to_a_statement() -> None:
+    """A batch's shared value written into every row (a long ``extra``) keeps each statement
+    under ``MAX_SQL`` characters: fewer rows a statement, or one by one; the same rows."""
+    conn = sqlite.connect(":memory:")
+    _table(conn, "one")
+    _table(conn, "many")
+    ran: list[str] = []
+    rows = [(i, None, None, None, None, None) for i in range(3 * PER)]
+    for size in (20_000, MAX_SQL):  # ~25 rows a statement; one statement a row
+        conn.execute("DELETE FROM one")
+        conn.execute("DELETE FROM many")
+        sql = ("INSERT INTO {} (k, a, b, c, d, e, lit) VALUES (?, ?, ?, ?, ?, ?, '"
+               + "x" * size + "')")
+        conn.executemany(sql.format("one"), rows)
+        conn.set_trace_callback(ran.append)
+        insert_many(conn, sql.format("many"), rows)
+        conn.set_trace_callback(None)
+        assert _rows(conn, "many") == _rows(conn, "one")
+    assert ran and max(map(len, ran)) <= MAX_SQL + 100
+    assert any("), (" in statement for statement in ran)  # several rows a statement still

@@ -24,12 +24,16 @@ from typing import Any
 
 from ._driver import sqlite
 
-__all__ = ["MAX_VARIABLES", "ROWS", "insert_many", "rows_statement"]
+__all__ = ["MAX_SQL", "MAX_VARIABLES", "ROWS", "insert_many", "rows_statement"]
 
 ROWS = 64  # rows a statement at most (fewer for wide rows: ``MAX_VARIABLES``)
 # parameters a statement: SQLite's default bound is 32,766 since 3.32 and 999 before (a
 # distribution's Python may link an older SQLite); a run's row binds ~20
 MAX_VARIABLES = 32766 if sqlite.sqlite_version_info >= (3, 32, 0) else 999
+# characters a statement, at most: a batch's shared values are written into each of its rows (a
+# long ``extra`` shared by every run, say), and 64 copies of one cost memory and parsing for
+# nothing (SQLite's own bound is 1e9 bytes, or what a build sets lower)
+MAX_SQL = 500_000
 
 # a quoted literal (kept as it is: a ``?`` inside one is text) or a parameter, numbered or not
 _TOKEN = re.compile(r"'(?:[^']|'')*'|\?(\d*)")
@@ -90,7 +94,7 @@ def insert_many(raw: Any, sql: str, rows: Iterable[Sequence[Any]]) -> None:
     if first is None:
         return
     it = chain((first,), it)
-    per = min(ROWS, MAX_VARIABLES // max(len(first), 1))
+    per = min(ROWS, MAX_VARIABLES // max(len(first), 1), MAX_SQL // len(sql))
     many = rows_statement(sql, per, len(first)) if per > 1 else None
     if many is None:
         raw.executemany(sql, it)
