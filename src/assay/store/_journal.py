@@ -71,6 +71,7 @@ from ._fold_rows import (
 from ._fold_scores import insert_scores, score_rows
 from ._fold_stream import fold_streamed
 from ._queue import AFTER, claim, claimed, mark, queue_store, set_mark, trim
+from ._queue import append as append_to_queue
 from ._tables import journal, runs
 
 if TYPE_CHECKING:
@@ -98,8 +99,6 @@ _ANY_SQL = text(_ANY_TEXT)
 _OLDEST = select(journal).order_by(journal.c.seq).limit(bindparam("rows"))
 _PG_FOLD_LOCK = text("SELECT pg_advisory_xact_lock(:k)").bindparams(k=_PG_LOCK)
 _DELETE = delete(journal).where(journal.c.seq.in_(bindparam("seqs", expanding=True)))
-_QUEUE_INSERT = ("INSERT INTO journal (tenant_id, kind, items, payload, created_at) "
-                 "VALUES (?, ?, ?, ?, ?)")
 _SAVEPOINT = "SAVEPOINT assay_fold"
 _ROLLBACK_TO = "ROLLBACK TO SAVEPOINT assay_fold"
 _RELEASE = "RELEASE SAVEPOINT assay_fold"
@@ -427,10 +426,7 @@ class Journal:
         queue = self._queue() if conn is None else None
         if queue is not None:  # its own write lock: no fold to wait for (``_queue``)
             claimed(self.store, queue)
-            with queue.write() as own:  # SQL text: each queue's engine compiled it anew
-                own.exec_driver_sql(_QUEUE_INSERT, [
-                    (r["tenant_id"], r["kind"], r["items"], r["payload"], r["created_at"])
-                    for r in rows])
+            append_to_queue(queue, rows)
         elif conn is not None:
             conn.execute(insert(journal), rows)
         else:

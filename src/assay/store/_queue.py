@@ -36,12 +36,13 @@ by an earlier version of assay) are folded from there first.
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
 import os
 import threading
 import uuid
 import weakref
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
     BigInteger,
@@ -56,6 +57,7 @@ from sqlalchemy import (
     insert,
     select,
 )
+from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.schema import CreateTable
 
 from ._tables import journal
@@ -65,8 +67,8 @@ if TYPE_CHECKING:
 
     from ._base import Store
 
-__all__ = ["AFTER", "SUFFIX", "claim", "claimed", "close", "mark", "queue_path", "queue_store",
-           "set_mark", "spill", "trim"]
+__all__ = ["AFTER", "SUFFIX", "append", "claim", "claimed", "close", "mark", "queue_path",
+           "queue_store", "set_mark", "spill", "trim"]
 
 log = logging.getLogger("assay.store")
 
@@ -98,6 +100,8 @@ _SET_MARK = ("INSERT INTO journal_mark (id, epoch, seq) VALUES (1, ?, ?) "
 _LAST = "SELECT max(seq) FROM journal"
 _EPOCH = "SELECT epoch FROM queue_epoch WHERE id = 1"
 _NEW_EPOCH = "INSERT INTO queue_epoch (id, epoch) VALUES (?, ?) ON CONFLICT (id) DO NOTHING"
+_INSERT = ("INSERT INTO journal (tenant_id, kind, items, payload, created_at) "
+           "VALUES (?, ?, ?, ?, ?)")
 _TRIM = delete(journal).where(journal.c.seq <= bindparam("upto"))
 # the queue's entries after a mark, oldest first, at most ``rows`` (-1: all): what a fold takes
 # next (``_journal.next_entries``) and what a spill moves
@@ -132,22 +136,28 @@ def _opened(store: Store) -> Store:
     engine = make_engine(f"sqlite:///{queue_path(store.engine.url.database)}")
     queue = _Store(engine, store.tenant_id)
     with queue.write() as conn:  # IF NOT EXISTS: several processes may open it at once
-        for ddl in _ddl(engine):
+        for ddl in _ddl():
             conn.exec_driver_sql(ddl)
         conn.exec_driver_sql(_NEW_EPOCH, (1, str(uuid.uuid4())))
         _epochs[engine] = str(conn.exec_driver_sql(_EPOCH).scalar_one())
     return queue
 
 
-_DDL: list[str] = []
+@functools.cache
+def _ddl() -> tuple[str, ...]:
+    """The queue's ``CREATE TABLE IF NOT EXISTS`` statements, compiled once a process (at the
+    first queue made, not at import)."""
+    dialect = sqlite_dialect.dialect()
+    return tuple(str(CreateTable(table, if_not_exists=True).compile(dialect=dialect))
+                 for table in (_entries, _epoch))
 
 
-def _ddl(engine: Engine) -> list[str]:
-    """The queue's ``CREATE TABLE IF NOT EXISTS`` statements, compiled once a process."""
-    if not _DDL:
-        _DDL.extend(str(CreateTable(table, if_not_exists=True).compile(dialect=engine.dialect))
-                    for table in (_entries, _epoch))
-    return _DDL
+def append(queue: Store, rows: list[dict[str, Any]]) -> None:
+    """Journal ``rows`` (the journal's columns but ``seq``) in the queue, in one transaction of
+    its own write lock (no fold waits for it, nor it for a fold)."""
+    with queue.write() as conn:
+        conn.exec_driver_sql(_INSERT, [(r["tenant_id"], r["kind"], r["items"], r["payload"],
+                                        r["created_at"]) for r in rows])
 
 
 def claimed(store: Store, queue: Store) -> None:
