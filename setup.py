@@ -8,7 +8,8 @@ splits the usual multipart body of ingest and groups its parts into runs (``_csp
 receives in one pass (``_cencode.c``), writes the fold's rows as PostgreSQL's COPY text
 (``_ccopy.c``), derives the tracing writer's runs' dotted orders (``_corders.c``; the
 segment's text is ``_cdotted.h``'s, shared with the writer) and an llm run's usage columns
-(``_cusage.c``; a sender's time is read by ``_ctime.h``, shared with ``_cencode.c``). All
+(``_cusage.c``; a sender's time is read by ``_ctime.h``, shared with ``_cencode.c``), and
+copies a journal batch for this process's fold to take instead of its JSON (``_cplain.c``). All
 are optional: where they cannot be compiled (no C compiler or Python headers) the install
 goes on and the same code runs in Python.
 """
@@ -25,7 +26,8 @@ setup(ext_modules=[Extension("assay.tracing._speedups",
                    Extension("assay.store._cencode", ["src/assay/store/_cencode.c",
                                                         "src/assay/store/_ccopy.c",
                                                         "src/assay/store/_corders.c",
-                                                        "src/assay/store/_cusage.c"],
+                                                        "src/assay/store/_cusage.c",
+                                                        "src/assay/store/_cplain.c"],
                              depends=["src/assay/_cuuid.h", "src/assay/_cdotted.h",
                                       "src/assay/_ctime.h"],
                              optional=True)])

@@ -144,6 +144,18 @@ def _nothing() -> None:
     """An append's hook where another process folds: that one finds the rows itself."""
 
 
+def folds_here(engine: Engine) -> bool:
+    """Whether this process's folds usually take what it appends to ``engine``: not where a
+    fold process of its own does (``process`` mode, a server's workers), so that what the
+    journal keeps for the fold of its process (``_recent``) is not copied for nothing."""
+    if _claimed.get(engine) is _nothing:
+        return False
+    if _mode() != "process":
+        return True
+    url = engine.url  # an in-memory database has no fold process (``_folded_by_a_process``)
+    return engine.dialect.name == "sqlite" and (not url.database or url.database == ":memory:")
+
+
 def release(engine: Engine) -> None:
     _claimed.pop(engine, None)
 

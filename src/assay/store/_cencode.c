@@ -15,7 +15,9 @@
  *
  * copy_text: rows as PostgreSQL's COPY text (_ccopy.c, compiled into this module).
  *
- * fill_orders: the tracing writer's dotted orders (_corders.c, compiled into this module). */
+ * fill_orders: the tracing writer's dotted orders (_corders.c, compiled into this module).
+ *
+ * plain_copy: a journal batch copied for this process's fold (_cplain.c, compiled in too). */
 #define PY_SSIZE_T_CLEAN
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* memmem */
@@ -33,6 +35,7 @@ void copy_text_init(void);
 PyObject *fill_orders(PyObject *self, PyObject *const *argv, Py_ssize_t argc);
 /* _cusage.c */
 PyObject *usage_columns(PyObject *self, PyObject *const *argv, Py_ssize_t argc);
+PyObject *plain_copy(PyObject *self, PyObject *value);
 PyObject *usage_setup(PyObject *self, PyObject *const *argv, Py_ssize_t argc);
 int usage_init(void);
 int usage_named(PyObject *text, int outputs);
@@ -503,6 +506,8 @@ static PyObject *types_of(PyObject *self, PyObject *column) {
 static PyMethodDef methods[] = {
     {"types_of", (PyCFunction)types_of, METH_O,
      "types_of(column): the set of its values' exact types (set(map(type, column)))."},
+    {"plain_copy", (PyCFunction)plain_copy, METH_O,
+     "plain_copy(value): a copy made of what JSON keeps as it is, or None (see _cplain.c)."},
     {"encoded_rows", (PyCFunction)(void (*)(void))encoded_rows, METH_FASTCALL,
      "encoded_rows(posts, width, positions, dumps, default, slow, esc): _fold_columns."
      "encoded_rows in C (see there)."},

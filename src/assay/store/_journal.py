@@ -11,14 +11,15 @@ such columns in ``json``, so entries written before, which hold the values, stil
 The JSON is zstd-compressed (level 1, ~50x for runs; zlib before, whose rows
 still fold): compressing runs outside the GIL, 3.5x faster than zlib, and a 1,000-run batch
 then commits ~4 KB instead of ~470 KB, which also spares SQLite's WAL a checkpoint every few
-batches. ``fold`` then
-applies the journal in order through the same code as a direct write (``RunRepo._upsert``,
-``FeedbackRepo._insert``), or the fast paths that store the same rows (``_fold_columns`` for
-the writer's value lists, ``_fold_rows`` for posts), and deletes what it applied, in one
-transaction per chunk. In a chunk, consecutive batches of runs of one workspace fold as one
-(``_fold_merge``: the server journals each request on its own), the new runs' statistics are
-written once (``FoldScope``), and a batch is first tried without looking up which of its runs
-are stored already (a stored one fails it on the primary key; it is then tried with the look-up).
+batches. ``fold`` then applies the journal in order through the same code as a direct write
+(``RunRepo._upsert``, ``FeedbackRepo._insert``), or the fast paths that store the same rows
+(``_fold_columns`` for the writer's value lists, ``_fold_rows`` for posts), and deletes what it
+applied, in one transaction per chunk. A batch this process appended is taken from the plain
+copy it kept of it (``_recent``), not decoded again: the same batch, without the JSON. In a
+chunk, consecutive batches of runs of one workspace fold as one (``_fold_merge``: the server
+journals each request on its own), the new runs' statistics are written once (``FoldScope``),
+and a batch is first tried without looking up which of its runs are stored already (a stored
+one fails it on the primary key; it is then tried with the look-up).
 
 Each append wakes a folder thread of the process for its database (``_background``), so the
 fold starts as soon as batches arrive, off the readers' path. Every read of runs, feedback,
@@ -50,7 +51,8 @@ from .. import _json, _zstd
 from .._gc import relaxed_gc
 from .._ids import dotted_segment_us, uuid_text
 from .._time import to_micros, utcnow
-from ._background import appended, appending
+from . import _recent
+from ._background import appended, appending, folds_here
 from ._driver import sqlite
 from ._fold_columns import (
     JSON_COLUMNS,
@@ -246,8 +248,10 @@ def _unpack(data: bytes) -> bytes:
 
 
 def decode(data: bytes) -> Any:
-    """A journal entry's payload as its batch (raises when it is not one)."""
-    return _payload(_unpack(data))
+    """A journal entry's payload as its batch (raises when it is not one): the copy this
+    process kept when it appended it (``_recent``), else decoded."""
+    kept = _recent.take(data)
+    return _payload(_unpack(data)) if kept is None else kept
 
 
 def _payload(data: bytes) -> Any:
@@ -414,15 +418,25 @@ class Journal:
         ``batches`` is consumed from its end: the last batch is journaled (and folded) first."""
         now = to_micros(utcnow())
         rows: list[dict[str, Any]] = []
+        kept: list[tuple[bytes, Any, int]] = []
+        keeps = folds_here(self.store.engine)
         while batches:
             kind, payload = batches.pop()
-            data = _json.dumpb(payload)
+            # the fold of this process takes the copy, not the JSON; the JSON is the copy's,
+            # so the two are the same batch whichever a fold takes
+            copy = _recent.plain(payload) if keeps else None
+            data = _json.dumpb(payload if copy is None else copy)
             n = _size(kind, payload)
             if len(data) > self.max_payload and n > 1:
                 batches.extend(_halves(kind, payload))
                 continue
+            packed = _pack(data)
+            if copy is not None:
+                kept.append((packed, copy, len(data)))
             rows.append({"tenant_id": self.store.tenant_id, "kind": kind, "items": n,
-                         "payload": _pack(data), "created_at": now})
+                         "payload": packed, "created_at": now})
+        for packed, copy, size in kept:  # before a fold can see them (one that never comes,
+            _recent.keep(packed, copy, size)  # a failed write's, goes with the oldest)
         queue = self._queue() if conn is None else None
         if queue is not None:  # its own write lock: no fold to wait for (``_queue``)
             claimed(self.store, queue)
