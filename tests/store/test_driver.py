@@ -114,3 +114,13 @@ def test_an_adapter_registered_before_is_left_alone() -> None:
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=60, check=True).stdout
     assert out.strip() == "('yes', None)"
+
+
+def test_sql_text_is_marked_for_each_backends_driver(store: Store) -> None:
+    """``marked``: SQL written with ``?`` runs on SQLite's driver and psycopg's alike, a
+    literal ``%`` kept (psycopg reads ``%`` as the start of a placeholder)."""
+    from assay.store._driver import marked
+
+    sql = "SELECT CAST(? AS TEXT) || '%' || CAST(? AS TEXT)"
+    with store.read() as conn:
+        assert conn.exec_driver_sql(marked(conn, sql), ("a", "b")).scalar() == "a%b"

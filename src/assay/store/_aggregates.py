@@ -40,13 +40,13 @@ from sqlalchemy import (
     func,
     literal,
     literal_column,
-    or_,
     select,
     type_coerce,
     update,
 )
 from sqlalchemy.engine import Connection
 
+from ._driver import marked
 from ._tables import (
     feedback,
     feedback_aggregates,
@@ -91,41 +91,42 @@ def hour_of(start_us: int) -> int:
     return start_us - start_us % HOUR_US
 
 
-def _insert(conn: Connection, table: Any) -> Any:
-    """INSERT with ON CONFLICT support: the construct differs per dialect, the statement not."""
-    if conn.dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as pg_insert
-        return pg_insert(table)
-    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-    return sqlite_insert(table)
+# a table's ``SET`` terms other than ``c = t.c + excluded.c``: a sum that must become exactly 0
+# (not float residue) when no row is left to sum, and the latest root start (a maximum)
+_SPECIAL = {
+    "feedback_aggregates": {
+        c: (f'CASE WHEN t.n_scored + excluded.n_scored = 0 THEN 0.0 '
+            f'ELSE t.{c} + excluded.{c} END') for c in ("score_sum", "score_sq_sum")},
+    "run_hours": {"total_cost": "CASE WHEN t.cost_runs + excluded.cost_runs = 0 THEN 0.0 "
+                                "ELSE t.total_cost + excluded.total_cost END"},
+    "session_aggregates": {"last_root_start": (
+        "CASE WHEN excluded.last_root_start IS NULL THEN t.last_root_start "
+        "WHEN t.last_root_start IS NULL OR excluded.last_root_start > t.last_root_start "
+        "THEN excluded.last_root_start ELSE t.last_root_start END")},
+}
+_STATEMENTS: dict[str, tuple[str, list[str]]] = {}
 
 
-_STATEMENTS: dict[tuple[str, str], Any] = {}
-
-
-def _adder(conn: Connection, table: Any, sums: tuple[str, ...]) -> Any:
-    """``INSERT .. ON CONFLICT (pk) DO UPDATE SET c = c + excluded.c`` for each summed column."""
-    name = (conn.dialect.name, table.name)
-    stmt = _STATEMENTS.get(name)
-    if stmt is None:
-        ins = _insert(conn, table)
-        set_: dict[str, Any] = {c: table.c[c] + ins.excluded[c] for c in sums}
-        if table is feedback_aggregates:  # no scores left: sums exactly 0, not float residue
-            none_left = table.c.n_scored + ins.excluded.n_scored == 0
-            for c in ("score_sum", "score_sq_sum"):
-                set_[c] = case((none_left, 0.0), else_=table.c[c] + ins.excluded[c])
-        if table is run_hours:  # no costed run left: exactly 0, not float residue
-            none_left = table.c.cost_runs + ins.excluded.cost_runs == 0
-            set_["total_cost"] = case((none_left, 0.0),
-                                      else_=table.c.total_cost + ins.excluded.total_cost)
-        if table is session_aggregates:
-            new, old = ins.excluded.last_root_start, table.c.last_root_start
-            set_["last_root_start"] = case(
-                (new.is_(None), old), (or_(old.is_(None), new > old), new), else_=old)
-        stmt = ins.on_conflict_do_update(
-            index_elements=[c.name for c in table.primary_key.columns], set_=set_)
-        _STATEMENTS[name] = stmt
-    return stmt
+def _add(conn: Connection, table: Any, sums: tuple[str, ...],
+         rows: Sequence[Mapping[str, Any]]) -> None:
+    """``INSERT .. ON CONFLICT (pk) DO UPDATE SET c = c + excluded.c`` for each summed column,
+    ``rows`` giving every column of ``table``. SQL text to the driver, the same on SQLite (3.24
+    and later) and PostgreSQL: the Core construct it was cost each new engine ~2 ms a
+    statement to compile, which the first read after an experiment paid for each of these
+    (stop 52)."""
+    plan = _STATEMENTS.get(table.name)
+    if plan is None:
+        special = _SPECIAL.get(table.name, {})
+        names = [c.name for c in table.columns]
+        keys = ", ".join(f'"{c.name}"' for c in table.primary_key.columns)
+        sets = ", ".join(f'"{c}" = ' + (special.get(c) or f't."{c}" + excluded."{c}"')
+                         for c in [*sums, *(c for c in special if c not in sums)])
+        columns = ", ".join(f'"{c}"' for c in names)
+        plan = _STATEMENTS[table.name] = (
+            f"INSERT INTO {table.name} AS t ({columns}) VALUES ({', '.join('?' * len(names))})"
+            f" ON CONFLICT ({keys}) DO UPDATE SET {sets}", names)
+    sql, names = plan
+    conn.exec_driver_sql(marked(conn, sql), [tuple([row[c] for c in names]) for row in rows])
 
 
 def _add_lists(into: dict[Any, list[Any]], other: Mapping[Any, list[Any]]) -> None:
@@ -300,12 +301,12 @@ class RunDeltas:
             row.update(session_id=sid, tenant_id=self.tenants[sid], last_root_start=start)
             rows.append(row)
         if rows:
-            conn.execute(_adder(conn, session_aggregates, _SUMS), rows)
+            _add(conn, session_aggregates, _SUMS, rows)
         hours = [{"session_id": sid, "hour": hour, "tenant_id": self.tenants[sid],
                   **dict(zip(_HOUR_SUMS, h, strict=True))}
                  for (sid, hour), h in sorted(self.hours.items()) if any(h)]
         if hours:
-            conn.execute(_adder(conn, run_hours, _HOUR_SUMS), hours)
+            _add(conn, run_hours, _HOUR_SUMS, hours)
         for sid, removed in sorted(self.removed_start.items()):
             gone = [start for start, n in removed.items() if n > 0]
             if gone:
@@ -398,15 +399,14 @@ class FeedbackDeltas:
             for k, d in sorted(self.stats.items()) if any(d)
         ]
         if stats:
-            conn.execute(_adder(conn, feedback_aggregates,
-                                ("n", "n_scored", "score_sum", "score_sq_sum")), stats)
+            _add(conn, feedback_aggregates, ("n", "n_scored", "score_sum", "score_sq_sum"), stats)
         labels = [
             {"session_id": k[0], "tenant_id": k[1], "level": k[2], "key": k[3], "label": k[4],
              "n": n}
             for k, n in sorted(self.labels.items()) if n
         ]
         if labels:
-            conn.execute(_adder(conn, feedback_label_counts, ("n",)), labels)
+            _add(conn, feedback_label_counts, ("n",), labels)
 
 
 def adopt_pending_feedback(conn: Connection, tenant_id: str, by_session: Mapping[str, list[str]],
@@ -441,13 +441,12 @@ def pending_feedback(conn: Connection, session_id: str, tenant_id: str) -> Seque
 
     Driven from the small partial index of pending feedback; each row probes its run by id.
     """
-    r = runs.alias("r")
-    in_session = select(literal(1)).where(r.c.id == feedback.c.run_id,
-                                          r.c.session_id == session_id).exists()
-    return conn.execute(
-        select(feedback.c.key, feedback.c.score, feedback.c.label).where(
-            feedback.c.tenant_id == tenant_id, feedback.c.session_id.is_(None), in_session)
-    ).all()
+    return conn.exec_driver_sql(marked(conn, _PENDING), (tenant_id, session_id)).all()
+
+
+_PENDING = ('SELECT f."key", f.score, f.label FROM feedback AS f WHERE f.tenant_id = ? '
+            "AND f.session_id IS NULL AND EXISTS (SELECT 1 FROM runs AS r "
+            "WHERE r.id = f.run_id AND r.session_id = ?)")
 
 
 def adopt_all_pending(conn: Connection) -> None:

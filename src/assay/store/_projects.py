@@ -15,6 +15,7 @@ from .._ids import as_uuid, new_id_text, utcnow
 from ..errors import ConflictError, InvalidInputError, NotFoundError
 from ..schemas import TracerSession, TracerSessionResult
 from ._aggregates import FEEDBACK_RETURNING, FeedbackDeltas, drop_session
+from ._driver import marked
 from ._tables import feedback, runs, sessions
 from ._types import from_micros, to_micros
 
@@ -49,12 +50,12 @@ def _model(row: Any) -> TracerSession:
 # than the query)
 _ID_BY_NAME = select(sessions.c.id).where(sessions.c.tenant_id == bindparam("tenant"),
                                           sessions.c.name == bindparam("name"))
-_WORKSPACE_OF = select(sessions.c.tenant_id).where(sessions.c.id == bindparam("sid"))
+_WORKSPACE_OF = "SELECT tenant_id FROM sessions WHERE id = ?"  # to the driver (``marked``)
 
 
 def _workspace_of(conn: Connection, sid: str) -> str | None:
     """The workspace of the project ``sid``, or None when there is no such project."""
-    found: str | None = conn.execute(_WORKSPACE_OF, {"sid": sid}).scalar()
+    found: str | None = conn.exec_driver_sql(marked(conn, _WORKSPACE_OF), (sid,)).scalar()
     return found
 
 

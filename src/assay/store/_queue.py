@@ -52,8 +52,6 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
-    bindparam,
-    delete,
     insert,
     select,
 )
@@ -102,11 +100,11 @@ _EPOCH = "SELECT epoch FROM queue_epoch WHERE id = 1"
 _NEW_EPOCH = "INSERT INTO queue_epoch (id, epoch) VALUES (?, ?) ON CONFLICT (id) DO NOTHING"
 _INSERT = ("INSERT INTO journal (tenant_id, kind, items, payload, created_at) "
            "VALUES (?, ?, ?, ?, ?)")
-_TRIM = delete(journal).where(journal.c.seq <= bindparam("upto"))
+_TRIM = "DELETE FROM journal WHERE seq <= ?"
 # the queue's entries after a mark, oldest first, at most ``rows`` (-1: all): what a fold takes
-# next (``_journal.next_entries``) and what a spill moves
-AFTER = (select(journal).where(journal.c.seq > bindparam("after")).order_by(journal.c.seq)
-         .limit(bindparam("rows")))
+# next (``_journal.next_entries``) and what a spill moves; ``created_at`` in microseconds
+AFTER = ("SELECT seq, tenant_id, kind, items, payload, created_at FROM journal "
+         "WHERE seq > ? ORDER BY seq LIMIT ?")
 _ANY = select(journal.c.seq).limit(1)
 
 # a database's engine -> its queue's store, while the engine lives; a queue's engine -> its epoch
@@ -223,7 +221,7 @@ def set_mark(conn: Connection, epoch: str, seq: int) -> None:
 def trim(queue: Store, upto: int) -> None:
     """Delete the queue's entries up to ``upto`` (folded: their mark is committed)."""
     with queue.write() as conn:
-        conn.execute(_TRIM, {"upto": upto})
+        conn.exec_driver_sql(_TRIM, (upto,))
 
 
 def spill(store: Store) -> int:
@@ -241,7 +239,7 @@ def spill(store: Store) -> int:
         if after is None:  # nothing in the queue is this database's
             return 0
         with queue.read() as reading:
-            entries = reading.execute(AFTER, {"after": after, "rows": -1}).all()
+            entries = reading.exec_driver_sql(AFTER, (after, -1)).all()
         if entries:
             conn.execute(insert(journal), [
                 {"tenant_id": e.tenant_id, "kind": e.kind, "items": e.items,

@@ -30,13 +30,11 @@ from sqlalchemy import and_, distinct, func, literal_column, or_, select
 from sqlalchemy.engine import Connection
 
 from ._aggregates import pending_feedback
+from ._driver import marked
 from ._tables import (
     feedback,
-    feedback_aggregates,
-    feedback_label_counts,
     runs,
     session_aggregates,
-    sessions,
 )
 from ._types import from_micros, to_micros
 
@@ -169,15 +167,9 @@ def _test_run_number(conn: Connection, session: Any) -> int | None:
     if session.reference_dataset_id is None:
         return None
     start_us = to_micros(session.start_time)
-    return conn.execute(
-        select(func.count()).where(
-            sessions.c.reference_dataset_id == session.reference_dataset_id,
-            or_(
-                sessions.c.start_time < start_us,
-                and_(sessions.c.start_time == start_us, sessions.c.id <= session.id),
-            ),
-        )
-    ).scalar()
+    ref = str(session.reference_dataset_id)
+    return conn.exec_driver_sql(marked(conn, _EARLIER_RUNS),
+                                (ref, start_us, start_us, str(session.id))).scalar()
 
 
 def _seconds(value: float | None) -> float | None:
@@ -206,16 +198,10 @@ def _maintained_feedback(conn: Connection, sid: str, tenant: str
     workspace's pending feedback whose run is in this session (counted live)."""
     sums: dict[tuple[str, str], list[Any]] = {}  # [n, n_scored, total, total_sq]
     labels: dict[tuple[str, str], dict[str, int]] = {}
-    fa, fl = feedback_aggregates, feedback_label_counts
-    for level, key, n, n_scored, total, total_sq in conn.execute(
-        select(fa.c.level, fa.c.key, fa.c.n, fa.c.n_scored, fa.c.score_sum, fa.c.score_sq_sum)
-        .where(fa.c.session_id == sid, fa.c.tenant_id == tenant, fa.c.n > 0)
-    ):
+    for level, key, n, n_scored, total, total_sq in conn.exec_driver_sql(
+            marked(conn, _SCORE_SUMS), (sid, tenant)):
         sums[(level, key)] = [n, n_scored, total, total_sq]
-    for level, key, label, n in conn.execute(
-        select(fl.c.level, fl.c.key, fl.c.label, fl.c.n)
-        .where(fl.c.session_id == sid, fl.c.tenant_id == tenant, fl.c.n > 0)
-    ):
+    for level, key, label, n in conn.exec_driver_sql(marked(conn, _LABELS), (sid, tenant)):
         labels.setdefault((level, key), {})[label] = int(n)
     for key, score, label in pending_feedback(conn, sid, tenant):
         d = sums.setdefault(("run", key), [0, 0, 0.0, 0.0])
@@ -235,6 +221,16 @@ def _maintained_feedback(conn: Connection, sid: str, tenant: str
     return out["run"], out["session"]
 
 
+# the statistics' reads of plain columns, as SQL text to the driver (``marked``): Core
+# statements each new engine compiled again, at the first read after an experiment
+_SCORE_SUMS = ('SELECT level, "key", n, n_scored, score_sum, score_sq_sum FROM feedback_aggregates'
+               " WHERE session_id = ? AND tenant_id = ? AND n > 0")
+_LABELS = ('SELECT level, "key", label, n FROM feedback_label_counts'
+           " WHERE session_id = ? AND tenant_id = ? AND n > 0")
+_AGGREGATES = "SELECT * FROM session_aggregates WHERE session_id = ?"
+_EARLIER_RUNS = ("SELECT count(*) FROM sessions WHERE reference_dataset_id = ? "
+                 "AND (start_time < ? OR (start_time = ? AND id <= ?))")
+
 # a session no run has reached yet has no aggregate row
 _NO_RUNS = {c.name: (None if c.name == "last_root_start" else 0) for c in session_aggregates.c}
 
@@ -242,9 +238,7 @@ _NO_RUNS = {c.name: (None if c.name == "last_root_start" else 0) for c in sessio
 def session_stats(conn: Connection, session: Any) -> dict[str, Any]:
     """The statistics from the maintained aggregates: a handful of indexed reads."""
     sid = session.id
-    row = conn.execute(
-        select(session_aggregates).where(session_aggregates.c.session_id == sid)
-    ).first()
+    row = conn.exec_driver_sql(marked(conn, _AGGREGATES), (sid,)).first()
     agg: Any = row._mapping if row is not None else _NO_RUNS
     in_session = runs.c.session_id == sid
     roots = and_(in_session, runs.c.is_root.is_(True))
