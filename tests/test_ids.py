@@ -61,3 +61,25 @@ def test_all_canonical_uuids_agrees_with_the_check_of_one() -> None:
     assert not all_canonical_uuids(pair)
     assert not all_canonical_uuids([one, None]) and not all_canonical_uuids([one, 5])
     assert not all_canonical_uuids([uuid.UUID(one)])  # a UUID object is not its text
+
+
+def test_new_ids_are_distinct_v7_ids_of_now_in_the_order_made() -> None:
+    """The fold names a batch of scores with ``new_ids_text``: canonical version 7 ids, none
+    twice, sorting as made (feedback of one batch lists in that order), of the current time."""
+    import time
+
+    from assay._ids import new_ids_text
+
+    before = time.time_ns() // 1_000_000
+    first = new_ids_text(50_000)
+    time.sleep(0.002)
+    later = new_ids_text(3)
+    after = time.time_ns() // 1_000_000
+    assert len(set(first + later)) == 50_003
+    assert all(is_canonical_uuid(i) for i in first + later)
+    assert first == sorted(first) and max(first) < min(later)
+    for text in (first[0], later[-1]):
+        parsed = uuid.UUID(text)
+        assert parsed.version == 7 and parsed.variant == uuid.RFC_4122
+        assert before <= parsed.int >> 80 <= after  # its 48 bits of Unix milliseconds
+    assert new_ids_text(0) == []

@@ -22,6 +22,7 @@ __all__ = [
     "is_canonical_uuid",
     "new_id",
     "new_id_text",
+    "new_ids_text",
     "to_utc",
     "utcnow",
     "uuid_text",
@@ -36,6 +37,24 @@ def new_id() -> uuid.UUID:
 def new_id_text() -> str:
     """``str(new_id())`` without the stdlib UUID in between (3x faster: rows get text ids)."""
     return str(uuid_utils.uuid7())
+
+
+_MANY: Any = None  # the compiled ``new_ids``, or False: looked up at the first call
+
+
+def new_ids_text(n: int) -> list[str]:
+    """``n`` of ``new_id_text``, in the order made: in C where built (the tracing core's id
+    generator, ~7x fewer instructions an id; looked up at the first call, since the tracing
+    package imports this module)."""
+    global _MANY
+    if _MANY is None:
+        from .tracing._run_tree import SPEEDUPS
+
+        _MANY = getattr(SPEEDUPS, "new_ids", None) or False
+    if _MANY:
+        out: list[str] = _MANY(n)
+        return out
+    return [str(uuid_utils.uuid7()) for _ in range(n)]
 
 
 def as_uuid(value: uuid.UUID | str, what: str = "id") -> uuid.UUID:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._ids import all_canonical_uuids, new_id_text
+from .._ids import all_canonical_uuids, new_ids_text
 from ._aggregates import FeedbackDeltas
 from ._bulk import _JSON, _TIME, _kind
 from ._fold_batch import types_of
@@ -150,7 +150,7 @@ def insert_scores(conn: Connection, batch: ScoreBatch) -> int:
     return how many."""
     n = len(batch)
     shared = _stored(batch.template)
-    ids = [new_id_text() for _ in range(n)]
+    ids = new_ids_text(n)
     runs, traces, keys, scores = batch.run_ids, batch.trace_ids, batch.keys, batch.scores
     one_key = keys.count(keys[0]) == n
     same_trace = traces is runs or traces == runs
