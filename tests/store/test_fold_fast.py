@@ -454,6 +454,70 @@ def test_the_batch_lane_stores_what_the_loop_and_the_general_path_store(
     assert _check_all(used) == 2 * 3
 
 
+@pytest.mark.parametrize("own_key", [False, True])
+def test_the_lane_takes_runs_naming_usage_only_inside_their_messages(
+        store: Store, monkeypatch: pytest.MonkeyPatch, own_key: bool) -> None:
+    """An agent's chain runs pass an llm's message on, its ``usage_metadata`` inside: nothing
+    reads usage there, so the lane takes such a batch whole and stores what the loop and the
+    general path store. One run with usage among its outputs' own keys (``own_key``) is a run
+    to derive usage for: the lane leaves the batch to the loop, with the same result."""
+    n = 60
+    at = COLUMNS.index("outputs")
+    message = {"type": "ai", "content": "Paris", "response_metadata": {"llm_output": None},
+               "usage_metadata": {"input_tokens": 3, "output_tokens": 4, "total_tokens": 7}}
+
+    def agentish() -> tuple[list[list[Any]], list[str]]:
+        ids = _ids(n)
+        rows = _plain_rows(ids, roots_only=False)
+        for i, row in enumerate(rows):
+            if row[at] is not None and i % 2 == 0:
+                row[at] = {"messages": [message], "i": i}
+        if own_key:
+            done = next(row for row in rows if row[at] is not None)
+            done[at] = {"usage_metadata": message["usage_metadata"]}
+        return rows, ids
+
+    took, results, texts, used = _lane_loop_general(store, monkeypatch, agentish)
+    assert took == ([None] if own_key else [n])
+    lane_got, loop_got, general = results
+    assert sum('"usage_metadata"' in (t[1] or "") for t in texts[2]) >= n // 3
+    assert lane_got == loop_got == general
+    assert texts[0] == texts[1] == texts[2]
+    assert _check_all(used) == 2 * 3
+
+
+def test_the_lane_takes_the_value_lists_of_a_batch_with_a_post_beside_them(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch holding a post beside the writer's value lists (a long run's start journaled as
+    a post, say): the lane takes the lists' plain runs, the post goes its own way, and every
+    run is stored as without the lane."""
+    from assay.store import _fold_columns, _journal
+
+    monkeypatch.setenv("ASSAY_BACKGROUND_FOLD", "0")
+    monkeypatch.setattr(_journal, "STREAM", False)
+    lane = _fold_columns.insert_batch
+    took: list[int | None] = []
+
+    def counted(*args: Any) -> int | None:
+        took.append(lane(*args))
+        return took[-1]
+
+    monkeypatch.setattr(_fold_columns, "insert_batch", counted)
+    got = []
+    for mode in ("lane", "loop"):
+        st = store.for_tenant(str(uuid.uuid4()))
+        monkeypatch.setattr(_fold_columns, "BATCH", mode == "lane")
+        ids = _ids(31)
+        rows = _plain_rows(ids[:30], roots_only=True)
+        post = {"id": ids[30], "trace_id": ids[30], "name": "started", "run_type": "chain",
+                "start_time": T0, "inputs": {"q": 1}, "session_name": "plain"}
+        st.journal.append_runs([*rows[:15], post, *rows[15:]], columns=COLUMNS, extra=EXTRA)
+        st.settle()
+        got.append(_normalized(st, ids))
+    assert took == [30]
+    assert len(got[0]) == 31 and got[0] == got[1]
+
+
 def _agent_rows(ids: list[str], llm_ids: list[str]) -> list[list[Any]]:
     """An agent's trace as the writer journals it: ``_plain_rows`` (chain, tool and retriever
     runs, roots and children) with an llm child after each root, with usage and a price to

@@ -12,8 +12,9 @@ experiment's fold 4.5 -> ~2 us of Python a run (bench/README, stop 40).
 It takes a batch only when every run of it is one the per-run loop would take as a new plain
 run, the values it stores being the same (a test folds batches both ways and compares every
 stored column and statistic); any batch with something else in it (an llm run, events, usage
-named in outputs or metadata, an ``extra`` of its own, a value of an unusual type, a run
-stored or patched already) is left to the loop, whole.
+among its outputs' own keys or in metadata, an ``extra`` of its own, a value of an unusual
+type, a run stored or patched already) is left to the loop, whole. An agent's trace is such
+a batch (its llm runs): ``_fold_columns._plain_part`` hands the lane its other runs.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from ._fold_rows import (
     batch_literal,
     executemany,
 )
+from ._fold_usage import holds_usage, names_usage
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -89,8 +91,10 @@ def insert_batch(conn: Connection, items: list[list[Any]], sessions: Mapping[Any
             or not types_of(names) <= {str} or not types_of(errors) <= _TEXT_OR_NONE
             or not _objects_text(inputs) or not _objects_text(outputs)):
         return None
-    text = "\x00".join(o for o in outputs if o is not None)
-    if '"usage_metadata"' in text or '"llm_output"' in text:
+    # usage named in an output's text: a run to derive it for if among the outputs' own keys
+    # (an agent's chain runs name it deeper, in their messages: plain runs all the same)
+    if names_usage("\x00".join(o for o in outputs if o is not None)) and any(
+            holds_usage(o) for o in outputs if o is not None):
         return None
     if any("usage_metadata" in m for m in metas if m):
         return None

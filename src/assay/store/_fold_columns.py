@@ -325,12 +325,15 @@ def insert_rows(repo: RunRepo, conn: Connection, items: list[Any], patched: set[
     # the extra of a row without extra or metadata of its own: the batch's, once
     common = jtext({**shared, "metadata": {}})
     lane: list[int] = []  # items the batch lane took (a mixed batch's plain runs)
-    if BATCH and whole and encoded and not unusual and len(lists) == len(items):
-        if skip.isdisjoint(canon):
+    if BATCH and encoded:
+        tried = False  # the whole batch, by the lane
+        if whole and not unusual and len(lists) == len(items) and skip.isdisjoint(canon):
             done = insert_batch(conn, items, sessions, tenant, shared, common, scope)
             if done is not None:
                 return done, []
-        lane, lists = _plain_part(conn, items, skip, sessions, tenant, shared, common, scope)
+            tried = True
+        lane, lists = _plain_part(conn, items, lists, skip, sessions, tenant, shared, common,
+                                  scope, tried)
     deltas = RunDeltas()
     roots: list[tuple[str, int, bool, bool]] = []  # new roots without usage: counted at once
     posted: dict[str, list[str]] = {}
@@ -488,18 +491,20 @@ _RUN_TYPE, _EXTRA, _EVENTS = (WRITER_COLUMNS.index(k) for k in ("run_type", "ext
 LANE_MIN = 8
 
 
-def _plain_part(conn: Connection, items: list[Any], skip: set[Any],
+def _plain_part(conn: Connection, items: list[Any], lists: Any, skip: set[Any],
                 sessions: Mapping[Any, Any], tenant: str, shared: Mapping[str, Any],
-                common: str, scope: FoldScope | None) -> tuple[list[int], list[int]]:
-    """A batch the lane did not take whole (an agent's trace: its llm runs beside chain and
-    tool runs, which are most of its runs): its runs without usage to derive through the lane
-    (``insert_batch``, which checks them all again and takes them all or none), the others
-    left to the loop. Returns (the indexes the lane took, the indexes left), in order."""
-    plain = [i for i, item in enumerate(items)
-             if item[_RUN_TYPE] != "llm" and not item[_EVENTS] and item[_EXTRA] is None
-             and item[_ID] not in skip]
-    everything = list(range(len(items)))
-    if len(plain) < LANE_MIN or len(plain) == len(items):
+                common: str, scope: FoldScope | None, tried: bool) -> tuple[list[int], list[int]]:
+    """The value lists at ``lists`` of a batch the lane did not take whole (an agent's trace:
+    its llm runs beside chain and tool runs, which are most of its runs; a batch with a post
+    or a patch beside the lists, as a long run's start and end journaled apart): their runs
+    without usage to derive through the lane (``insert_batch``, which checks them all again
+    and takes them all or none), the others left to the loop. ``tried``: the lane refused
+    the whole batch already. Returns (the indexes the lane took, the indexes left), in order."""
+    plain = [i for i in lists
+             if items[i][_RUN_TYPE] != "llm" and not items[i][_EVENTS]
+             and items[i][_EXTRA] is None and items[i][_ID] not in skip]
+    everything = list(lists)
+    if len(plain) < LANE_MIN or (tried and len(plain) == len(items)):
         return [], everything
     done = insert_batch(conn, [items[i] for i in plain], sessions, tenant, shared, common,
                         scope)

@@ -24,7 +24,7 @@ from .._time import checked_micros
 from .._usage import derive_usage_us
 from .._usage import price as usage_price
 
-__all__ = ["names_usage", "usage_columns", "usage_columns_py", "usage_view"]
+__all__ = ["holds_usage", "names_usage", "usage_columns", "usage_columns_py", "usage_view"]
 
 _from_column = _json.from_json_column
 
@@ -33,6 +33,16 @@ def names_usage(outputs: str) -> bool:
     """Whether a run's outputs, as text, may hold what ``derive_usage`` reads of them (the
     stored text is orjson's, which writes a key's ASCII letters as they are)."""
     return '"usage_metadata"' in outputs or '"llm_output"' in outputs
+
+
+def holds_usage(outputs: str) -> bool:
+    """Whether a run's outputs, as text, hold what ``derive_usage`` reads of them: usage among
+    their own keys. A chain run of an agent names ``usage_metadata`` deeper, in the messages
+    it passes on, which nothing reads (the per-run loop asks the same of the decoded outputs)."""
+    if not names_usage(outputs):
+        return False
+    found = _from_column(outputs)
+    return isinstance(found, dict) and ("usage_metadata" in found or "llm_output" in found)
 
 
 def usage_view(post: Mapping[str, Any]) -> dict[str, Any]:
