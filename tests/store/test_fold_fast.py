@@ -510,7 +510,7 @@ def test_the_lane_takes_the_value_lists_of_a_batch_with_a_post_beside_them(
         ids = _ids(31)
         rows = _plain_rows(ids[:30], roots_only=True)
         post = {"id": ids[30], "trace_id": ids[30], "name": "started", "run_type": "chain",
-                "start_time": T0, "inputs": {"q": 1}, "session_name": "plain"}
+                "start_time": T0 + 5, "inputs": {"q": 1}, "session_name": "plain"}
         st.journal.append_runs([*rows[:15], post, *rows[15:]], columns=COLUMNS, extra=EXTRA)
         st.settle()
         got.append(_normalized(st, ids))

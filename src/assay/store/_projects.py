@@ -15,6 +15,7 @@ from .._ids import as_uuid, new_id_text, utcnow
 from ..errors import ConflictError, InvalidInputError, NotFoundError
 from ..schemas import TracerSession, TracerSessionResult
 from ._aggregates import FEEDBACK_RETURNING, FeedbackDeltas, drop_session
+from ._bulk import insert_many
 from ._driver import marked
 from ._tables import feedback, runs, sessions
 from ._types import from_micros, to_micros
@@ -50,7 +51,9 @@ def _model(row: Any) -> TracerSession:
 # than the query)
 _ID_BY_NAME = select(sessions.c.id).where(sessions.c.tenant_id == bindparam("tenant"),
                                           sessions.c.name == bindparam("name"))
-_WORKSPACE_OF = "SELECT tenant_id FROM sessions WHERE id = ?"  # to the driver (``marked``)
+# to the driver as SQL text (``marked``): Core statements each process's first store compiled
+_WORKSPACE_OF = "SELECT tenant_id FROM sessions WHERE id = ?"
+_CLASHES = "SELECT id, name, tenant_id FROM sessions WHERE (tenant_id = ? AND name = ?) OR id = ?"
 
 
 def _workspace_of(conn: Connection, sid: str) -> str | None:
@@ -107,10 +110,8 @@ class ProjectRepo:
                     self.store.datasets._resolve(conn, row["reference_dataset_id"], None)
                 # one look for both clashes: this workspace's project of that name, any
                 # workspace's project of that id
-                found = conn.execute(
-                    select(sessions.c.id, sessions.c.name, sessions.c.tenant_id).where(
-                        (self._tenant & (sessions.c.name == name)) | (sessions.c.id == row["id"]))
-                ).all()
+                found = conn.exec_driver_sql(marked(conn, _CLASHES),
+                                             (self.store.tenant_id, name, row["id"])).all()
                 for found_id, found_name, tenant in found:
                     if found_name == name and tenant == self.store.tenant_id:
                         if upsert:
@@ -118,7 +119,7 @@ class ProjectRepo:
                         raise ConflictError(f"a project named {name!r} already exists")
                 if found:
                     raise ConflictError(f"a project with id {row['id']} already exists")
-                conn.execute(sessions.insert().values(**row))
+                insert_many(conn, sessions, [row])
         except IntegrityError as exc:
             raise ConflictError(f"a project named {name!r} already exists") from exc
         # what read() would give, without reading it back (times as the column stores them)
