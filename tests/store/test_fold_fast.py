@@ -389,13 +389,9 @@ def _plain_rows(ids: list[str], *, roots_only: bool, errors: bool = True) -> lis
 
 
 
-def _lane_loop_general(store: Store, monkeypatch: pytest.MonkeyPatch,
-                       make: Any) -> tuple[list[int | None], list[Any], list[Any], list[Store]]:
-    """The runs ``make()`` gives (rows, their ids; fresh each time: ids are global keys)
-    journaled in batches of 20 and folded with the batch lane on, then off, then upserted
-    one by one, each in a workspace of its own: what the lane's ``insert_batch`` returned with
-    the lane on, and each workspace's runs, stored JSON text and store. The fold as merged
-    batches (``_fold_stream``'s tests cover the streamed one)."""
+def _counted_lane(monkeypatch: pytest.MonkeyPatch) -> list[int | None]:
+    """Reads fold (no background folder), batch by batch (not streamed), and the list that
+    gets what each call of the lane's ``insert_batch`` returned."""
     from assay.store import _fold_columns, _journal
 
     monkeypatch.setenv("ASSAY_BACKGROUND_FOLD", "0")
@@ -408,6 +404,19 @@ def _lane_loop_general(store: Store, monkeypatch: pytest.MonkeyPatch,
         return took[-1]
 
     monkeypatch.setattr(_fold_columns, "insert_batch", counted)
+    return took
+
+
+def _lane_loop_general(store: Store, monkeypatch: pytest.MonkeyPatch,
+                       make: Any) -> tuple[list[int | None], list[Any], list[Any], list[Store]]:
+    """The runs ``make()`` gives (rows, their ids; fresh each time: ids are global keys)
+    journaled in batches of 20 and folded with the batch lane on, then off, then upserted
+    one by one, each in a workspace of its own: what the lane's ``insert_batch`` returned with
+    the lane on, and each workspace's runs, stored JSON text and store. The fold as merged
+    batches (``_fold_stream``'s tests cover the streamed one)."""
+    from assay.store import _fold_columns
+
+    took = _counted_lane(monkeypatch)
     results, texts, used, took_on = [], [], [], []
     for mode in ("lane", "loop", "general"):
         st = store.for_tenant(str(uuid.uuid4()))
@@ -491,18 +500,9 @@ def test_the_lane_takes_the_value_lists_of_a_batch_with_a_post_beside_them(
     """A batch holding a post beside the writer's value lists (a long run's start journaled as
     a post, say): the lane takes the lists' plain runs, the post goes its own way, and every
     run is stored as without the lane."""
-    from assay.store import _fold_columns, _journal
+    from assay.store import _fold_columns
 
-    monkeypatch.setenv("ASSAY_BACKGROUND_FOLD", "0")
-    monkeypatch.setattr(_journal, "STREAM", False)
-    lane = _fold_columns.insert_batch
-    took: list[int | None] = []
-
-    def counted(*args: Any) -> int | None:
-        took.append(lane(*args))
-        return took[-1]
-
-    monkeypatch.setattr(_fold_columns, "insert_batch", counted)
+    took = _counted_lane(monkeypatch)
     got = []
     for mode in ("lane", "loop"):
         st = store.for_tenant(str(uuid.uuid4()))

@@ -46,6 +46,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Connection
 
+from ._bulk import insert_many
 from ._driver import marked
 from ._tables import (
     feedback,
@@ -91,42 +92,40 @@ def hour_of(start_us: int) -> int:
     return start_us - start_us % HOUR_US
 
 
-# a table's ``SET`` terms other than ``c = t.c + excluded.c``: a sum that must become exactly 0
-# (not float residue) when no row is left to sum, and the latest root start (a maximum)
+# a table's ``SET`` terms other than ``c = t.c + excluded.c`` (``{t}``: the table): a sum that
+# must become exactly 0 (not float residue) when no row is left to sum, and the latest root
+# start (a maximum)
 _SPECIAL = {
     "feedback_aggregates": {
-        c: (f'CASE WHEN t.n_scored + excluded.n_scored = 0 THEN 0.0 '
-            f'ELSE t.{c} + excluded.{c} END') for c in ("score_sum", "score_sq_sum")},
-    "run_hours": {"total_cost": "CASE WHEN t.cost_runs + excluded.cost_runs = 0 THEN 0.0 "
-                                "ELSE t.total_cost + excluded.total_cost END"},
+        c: (f"CASE WHEN {{t}}.n_scored + excluded.n_scored = 0 THEN 0.0 "
+            f"ELSE {{t}}.{c} + excluded.{c} END") for c in ("score_sum", "score_sq_sum")},
+    "run_hours": {"total_cost": "CASE WHEN {t}.cost_runs + excluded.cost_runs = 0 THEN 0.0 "
+                                "ELSE {t}.total_cost + excluded.total_cost END"},
     "session_aggregates": {"last_root_start": (
-        "CASE WHEN excluded.last_root_start IS NULL THEN t.last_root_start "
-        "WHEN t.last_root_start IS NULL OR excluded.last_root_start > t.last_root_start "
-        "THEN excluded.last_root_start ELSE t.last_root_start END")},
+        "CASE WHEN excluded.last_root_start IS NULL THEN {t}.last_root_start "
+        "WHEN {t}.last_root_start IS NULL OR excluded.last_root_start > {t}.last_root_start "
+        "THEN excluded.last_root_start ELSE {t}.last_root_start END")},
 }
-_STATEMENTS: dict[str, tuple[str, list[str]]] = {}
+_CLAUSES: dict[str, str] = {}  # table -> its ON CONFLICT clause
 
 
 def _add(conn: Connection, table: Any, sums: tuple[str, ...],
          rows: Sequence[Mapping[str, Any]]) -> None:
-    """``INSERT .. ON CONFLICT (pk) DO UPDATE SET c = c + excluded.c`` for each summed column,
-    ``rows`` giving every column of ``table``. SQL text to the driver, the same on SQLite (3.24
-    and later) and PostgreSQL: the Core construct it was cost each new engine ~2 ms a
-    statement to compile, which the first read after an experiment paid for each of these
-    (stop 52)."""
-    plan = _STATEMENTS.get(table.name)
-    if plan is None:
-        special = _SPECIAL.get(table.name, {})
-        names = [c.name for c in table.columns]
+    """Insert ``rows`` into ``table``, adding to the rows already there: ``ON CONFLICT (pk) DO
+    UPDATE SET c = c + excluded.c`` for each summed column. Through ``_bulk.insert_many`` (the
+    rows to the driver as tuples), SQL the same on SQLite (3.24 and later) and PostgreSQL: the
+    Core construct it was cost each new engine ~2 ms a statement to compile, which the first
+    read after an experiment paid for each of these (stop 52)."""
+    clause = _CLAUSES.get(table.name)
+    if clause is None:
+        t = table.name
+        special = _SPECIAL.get(t, {})
         keys = ", ".join(f'"{c.name}"' for c in table.primary_key.columns)
-        sets = ", ".join(f'"{c}" = ' + (special.get(c) or f't."{c}" + excluded."{c}"')
+        sets = ", ".join(f'"{c}" = ' + (special[c].format(t=t) if c in special
+                                         else f'{t}."{c}" + excluded."{c}"')
                          for c in [*sums, *(c for c in special if c not in sums)])
-        columns = ", ".join(f'"{c}"' for c in names)
-        plan = _STATEMENTS[table.name] = (
-            f"INSERT INTO {table.name} AS t ({columns}) VALUES ({', '.join('?' * len(names))})"
-            f" ON CONFLICT ({keys}) DO UPDATE SET {sets}", names)
-    sql, names = plan
-    conn.exec_driver_sql(marked(conn, sql), [tuple([row[c] for c in names]) for row in rows])
+        clause = _CLAUSES[t] = f"ON CONFLICT ({keys}) DO UPDATE SET {sets}"
+    insert_many(conn, table, rows, clause)
 
 
 def _add_lists(into: dict[Any, list[Any]], other: Mapping[Any, list[Any]]) -> None:

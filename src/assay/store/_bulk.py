@@ -36,15 +36,15 @@ def _kind(column: Any) -> int:
 
 
 @lru_cache(maxsize=64)
-def _plan(table: Table, keys: tuple[str, ...], paramstyle: str,
-          quote: Callable[[str], str]) -> tuple[str, Any, tuple[int, ...], tuple[int, ...]]:
+def _plan(table: Table, keys: tuple[str, ...], paramstyle: str, quote: Callable[[str], str],
+          conflict: str) -> tuple[str, Any, tuple[int, ...], tuple[int, ...]]:
     """SQL, a C-level getter of a row's values in column order, and the positions holding JSON
     and timestamps (only those need converting)."""
     columns = tuple((c.name, _kind(c)) for c in table.columns if c.name in keys)
     mark = "?" if paramstyle == "qmark" else "%s"
     names = ", ".join(quote(name) for name, _ in columns)
     sql = (f"INSERT INTO {quote(table.name)} ({names}) "
-           f"VALUES ({', '.join(mark for _ in columns)})")
+           f"VALUES ({', '.join(mark for _ in columns)}){' ' if conflict else ''}{conflict}")
     picked = tuple(name for name, _ in columns)
     getter = itemgetter(*picked) if len(picked) > 1 else (lambda row: (row[picked[0]],))
     json_at = tuple(i for i, (_, kind) in enumerate(columns) if kind == _JSON)
@@ -52,16 +52,19 @@ def _plan(table: Table, keys: tuple[str, ...], paramstyle: str,
     return sql, getter, json_at, time_at
 
 
-def insert_many(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Insert ``rows`` (dicts keyed by column name) with one executemany."""
+def insert_many(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]],
+                conflict: str = "") -> None:
+    """Insert ``rows`` (dicts keyed by column name) with one executemany; ``conflict``: an
+    ``ON CONFLICT ...`` clause to end the statement with (SQL the same on both databases)."""
     if not rows:
         return
     dialect = conn.dialect
-    if dialect.paramstyle not in ("qmark", "format", "pyformat"):  # pragma: no cover
+    if (dialect.paramstyle not in ("qmark", "format", "pyformat")
+            and not conflict):  # pragma: no cover
         conn.execute(table.insert(), list(rows))
         return
     sql, getter, json_at, time_at = _plan(table, tuple(sorted(rows[0])), dialect.paramstyle,
-                                          dialect.identifier_preparer.quote)
+                                          dialect.identifier_preparer.quote, conflict)
     dumps = _json.dumps_column  # the engines' serializer: NUL and lone surrogates escaped
     params = []
     for row in rows:

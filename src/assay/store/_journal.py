@@ -72,7 +72,7 @@ from ._fold_rows import (
 )
 from ._fold_scores import insert_scores, score_rows
 from ._fold_stream import fold_streamed
-from ._queue import AFTER, claim, claimed, mark, queue_store, set_mark, trim
+from ._queue import AFTER, ENTRIES, claim, claimed, mark, queue_store, set_mark, trim
 from ._queue import append as append_to_queue
 from ._tables import journal, runs
 
@@ -100,8 +100,7 @@ _ANY_SQL = text(_ANY_TEXT)
 # SQLite takes to run them
 # (SQL text to the driver: a Core select compiled anew for every engine cost a new store's first
 # fold ~1.5 ms; ``created_at`` comes as the driver gives it, epoch microseconds)
-_OLDEST = ("SELECT seq, tenant_id, kind, items, payload, created_at FROM journal "
-           "ORDER BY seq LIMIT ?")
+_OLDEST = f"{ENTRIES} ORDER BY seq LIMIT ?"
 _PG_FOLD_LOCK = text("SELECT pg_advisory_xact_lock(:k)").bindparams(k=_PG_LOCK)
 _DELETE = delete(journal).where(journal.c.seq.in_(bindparam("seqs", expanding=True)))
 _SAVEPOINT = "SAVEPOINT assay_fold"

@@ -65,8 +65,8 @@ if TYPE_CHECKING:
 
     from ._base import Store
 
-__all__ = ["AFTER", "SUFFIX", "append", "claim", "claimed", "close", "mark", "queue_path",
-           "queue_store", "set_mark", "spill", "trim"]
+__all__ = ["AFTER", "ENTRIES", "SUFFIX", "append", "claim", "claimed", "close", "mark",
+           "queue_path", "queue_store", "set_mark", "spill", "trim"]
 
 log = logging.getLogger("assay.store")
 
@@ -103,8 +103,8 @@ _INSERT = ("INSERT INTO journal (tenant_id, kind, items, payload, created_at) "
 _TRIM = "DELETE FROM journal WHERE seq <= ?"
 # the queue's entries after a mark, oldest first, at most ``rows`` (-1: all): what a fold takes
 # next (``_journal.next_entries``) and what a spill moves; ``created_at`` in microseconds
-AFTER = ("SELECT seq, tenant_id, kind, items, payload, created_at FROM journal "
-         "WHERE seq > ? ORDER BY seq LIMIT ?")
+ENTRIES = "SELECT seq, tenant_id, kind, items, payload, created_at FROM journal"
+AFTER = f"{ENTRIES} WHERE seq > ? ORDER BY seq LIMIT ?"
 _ANY = select(journal.c.seq).limit(1)
 
 # a database's engine -> its queue's store, while the engine lives; a queue's engine -> its epoch
