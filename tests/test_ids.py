@@ -7,7 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from assay._ids import all_canonical_uuids, dotted_segment_us, is_canonical_uuid
+from assay import _ids
+from assay._compiled import compiled
+from assay._ids import _all_canonical_py, all_canonical_uuids, dotted_segment_us, is_canonical_uuid
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -38,10 +40,18 @@ def test_segment_cache_follows_the_second() -> None:
     assert got == want
 
 
-def test_all_canonical_uuids_agrees_with_the_check_of_one() -> None:
-    """The batch check (joined, counted, one character class) against ``is_canonical_uuid``
-    run by run, on ids that are canonical and on near misses that keep the total length, the
-    hyphen count or the line count right."""
+@pytest.mark.parametrize("check", ["c", "python"])
+def test_all_canonical_uuids_agrees_with_the_check_of_one(check: str) -> None:
+    """The batch check, in C and in Python (joined, counted, one character class), against
+    ``is_canonical_uuid`` run by run, on ids that are canonical and on near misses that keep
+    the total length, the hyphen count or the line count right."""
+    if check == "c":
+        cencode = compiled("assay.store._cencode")
+        if cencode is None:
+            pytest.skip("the C module is not built (ASSAY_PURE_PYTHON or no compiler)")
+        all_canonical_uuids = cencode.all_canonical
+    else:
+        all_canonical_uuids = _all_canonical_py
     good = [str(uuid.uuid4()) for _ in range(50)] + [str(uuid.UUID(int=0))]
     assert all_canonical_uuids(good) and all_canonical_uuids([]) is True
     one = good[0]
@@ -61,6 +71,22 @@ def test_all_canonical_uuids_agrees_with_the_check_of_one() -> None:
     assert not all_canonical_uuids(pair)
     assert not all_canonical_uuids([one, None]) and not all_canonical_uuids([one, 5])
     assert not all_canonical_uuids([uuid.UUID(one)])  # a UUID object is not its text
+
+    class Text(str):
+        pass
+
+    assert all_canonical_uuids((Text(one), *good[:2]))  # a str subclass and a tuple, as join
+    assert all_canonical_uuids(good) is True and all_canonical_uuids([one[:-1]]) is False
+
+
+def test_all_canonical_uuids_uses_the_c_test_where_built() -> None:
+    """The fold's entry point is the C test where the module is built, the Python one where
+    not (``ASSAY_PURE_PYTHON``: CI's stdlib-driver pass), and answers as they do."""
+    one = str(uuid.uuid4())
+    assert all_canonical_uuids([one, one]) is True
+    assert all_canonical_uuids([one, one.upper()]) is False
+    cencode = compiled("assay.store._cencode")
+    assert _ids._ALL_CANONICAL is (False if cencode is None else cencode.all_canonical)
 
 
 def test_new_ids_are_distinct_v7_ids_of_now_in_the_order_made() -> None:
