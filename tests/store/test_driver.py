@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,3 +125,81 @@ def test_sql_text_is_marked_for_each_backends_driver(store: Store) -> None:
     sql = "SELECT CAST(? AS TEXT) || '%' || CAST(? AS TEXT)"
     with store.read() as conn:
         assert conn.exec_driver_sql(marked(conn, sql), ("a", "b")).scalar() == "a%b"
+
+
+def test_in_lists_take_a_few_shapes_and_bind_the_same_values() -> None:
+    """``in_marks``: a list of n values takes the next power of two of marks, padded with its
+    last value, so the driver's statement cache holds ten probe statements up to 512 instead of
+    one per length a batch happens to have."""
+    from assay.store._driver import in_marks
+
+    shapes = set()
+    for n in range(1, 513):
+        values = [f"v{i}" for i in range(n)]
+        cond, bound = in_marks("?", values)
+        assert cond.count("?") == len(bound) >= n
+        assert bound[:n] == values and set(bound[n:]) <= {values[-1]}
+        assert len(bound) < 2 * n or n == 1
+        shapes.add(cond)
+    assert len(shapes) == 10  # 1, 2, 4, ..., 512
+    assert in_marks("%s", ["a", "b", "c"]) == ("IN (%s, %s, %s, %s)", ["a", "b", "c", "c"])
+
+
+def test_stored_id_probes_find_exactly_the_stored_ones_at_every_length(store: Store) -> None:
+    """The fold's probe of which runs are stored (``stored_ids``), padded: for lists of every
+    length around the shapes' edges and past a chunk, exactly the stored ids come back, once
+    each, on both databases."""
+    import uuid
+    from datetime import UTC, datetime
+
+    from assay.store._fold_rows import stored_ids
+
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    stored = [str(uuid.uuid4()) for _ in range(40)]
+    store.runs.upsert(posts=[{"id": i, "trace_id": i, "name": "t", "run_type": "chain",
+                              "session_name": "probe", "start_time": t0} for i in stored])
+    missing = [str(uuid.uuid4()) for _ in range(600)]
+    with store.read() as conn:
+        for n in (1, 2, 3, 5, 8, 9, 31, 33, 64, 65, 500, 501, 640):
+            # distinct ids, as the fold asks: the stored ones spread through the list
+            asked = [x for k, m in enumerate(missing) for x in (
+                (stored[k // 15], m) if k % 15 == 0 and k // 15 < len(stored) else (m,))][:n]
+            got = stored_ids(conn, "runs", asked)
+            assert sorted(got) == sorted(set(asked) & set(stored)), n
+            assert len(got) == len(set(got))
+        assert stored_ids(conn, "runs", [missing[0], *stored[:3]], first=True) == [
+            min(stored[:3])]
+
+
+def test_a_store_connection_keeps_the_statements_a_fold_makes(tmp_path: Path) -> None:
+    """A fold prepares a few dear statements (a 64-row insert: ~1.5M instructions), each run
+    once a fold, beside the ~120 others a store runs on one connection; the driver's cache of
+    100 let them go (its least used first) and every fold prepared them again. A file store's
+    connections keep 512: a statement run again after 150 others (run twice each) is not
+    prepared again (SQLite asks the authorizer only while it prepares a statement)."""
+    from assay.store._engine import make_engine
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'c.db'}")
+    try:
+        with engine.connect() as conn:
+            raw = conn.connection.driver_connection
+            reads: list[str] = []
+
+            def authorize(action: int, arg1: Any, arg2: Any, *_: Any) -> int:
+                if action == sqlite_driver().SQLITE_READ and arg1 == "probe":
+                    reads.append(arg2)
+                return sqlite_driver().SQLITE_OK
+
+            raw.set_authorizer(authorize)
+            raw.execute("CREATE TEMP TABLE probe (x)")
+            probe = "SELECT x FROM probe WHERE x = ?"
+            raw.execute(probe, (1,)).fetchall()
+            asked = len(reads)
+            assert asked and set(reads) == {"x"}  # prepared: the authorizer was asked
+            for i in range(150):  # others, each run more often, as a store's reads are
+                for _ in range(2):
+                    raw.execute(f"SELECT {i}").fetchall()
+            raw.execute(probe, (2,)).fetchall()
+            assert len(reads) == asked  # kept: not prepared again
+    finally:
+        engine.dispose()

@@ -150,6 +150,14 @@ def _sqlite_begin(conn: Any) -> None:
         raise sa_exc.OperationalError(sql, None, exc) from exc
 
 
+# statements each SQLite connection keeps prepared (the driver's default is 100, its least
+# used dropped first): a fold's inserts of many rows are dear to prepare (~1.5M instructions
+# for 64 rows) and run once a fold, so among the ~120 statements a store's connection runs they
+# were the ones dropped, and every fold of an agent's runs prepared them again (a sixth of its
+# instructions: bench/README.md, stop 53)
+CACHED_STATEMENTS = 512
+
+
 def make_engine(url: str, *, pool_size: int = 5) -> Engine:
     """Create an engine for a resolved URL."""
     try:
@@ -166,7 +174,8 @@ def make_engine(url: str, *, pool_size: int = 5) -> Engine:
             module=sqlite,  # the bundled SQLite where installed (``_driver``)
             json_serializer=_json.dumps_column,
             json_deserializer=_json.loads_column,
-            connect_args={"timeout": BUSY_TIMEOUT_S, "check_same_thread": False},
+            connect_args={"timeout": BUSY_TIMEOUT_S, "check_same_thread": False,
+                          "cached_statements": CACHED_STATEMENTS},
             poolclass=NullPool if db in (None, "", ":memory:") else None,
         )
         event.listen(engine, "connect", _sqlite_connect)

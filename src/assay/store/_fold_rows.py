@@ -42,7 +42,7 @@ from .._compiled import compiled
 from .._ids import dotted_segment_us, uuid_text
 from .._json import escape_text
 from ._aggregates import FeedbackDeltas, RunDeltas, adopt_pending_feedback
-from ._driver import sqlite
+from ._driver import in_marks, sqlite
 from ._fold_usage import names_usage, usage_columns
 from ._multirow import insert_many
 from ._pg_copy import CopyRows
@@ -134,10 +134,9 @@ def stored_ids(conn: Connection, table: str, ids: Sequence[str], *,
     found: list[str] = []
     ids = sorted(ids) if first else ids  # chunks in order: the first hit is the smallest
     for i in range(0, len(ids), _CHUNK):
-        part = ids[i : i + _CHUNK]
+        cond, part = in_marks(mark, ids[i : i + _CHUNK])
         found.extend(r[0] for r in conn.exec_driver_sql(
-            f"SELECT id FROM {name} WHERE id IN ({', '.join([mark] * len(part))})"
-            + where + tail, (*part, *tenant)))
+            f"SELECT id FROM {name} WHERE id {cond}" + where + tail, (*part, *tenant)))
         if first and found:
             break
     return found

@@ -39,6 +39,7 @@ from sqlalchemy.exc import IntegrityError
 from .. import _json
 from .._ids import dotted_segment_us
 from ..errors import StoreError
+from ._driver import in_marks
 from ._span_rows import insert_span_rows
 from ._tables import runs
 
@@ -87,8 +88,8 @@ def _in(conn: Connection, column: str, values: list[str]) -> tuple[str, tuple[An
     SQLite."""
     if conn.dialect.name == "postgresql":
         return f"{column} = ANY(%s)", (values,)
-    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
-    return f"{column} IN ({', '.join([mark] * len(values))})", tuple(values)
+    cond, bound = in_marks("?" if conn.dialect.paramstyle == "qmark" else "%s", values)
+    return f"{column} {cond}", tuple(bound)
 
 
 def _select(conn: Connection, columns: str, column: str, values: set[str] | list[str],
