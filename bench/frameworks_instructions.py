@@ -1,7 +1,7 @@
 """Instructions per llm/tool step that assay's capture adds to a real agent, counted by valgrind.
 
     .venv/bin/python bench/frameworks_instructions.py [--only langgraph,openai-agents,pydantic-ai]
-        [--answers 20]
+        [--answers 20] [--warm N]
 
 ``bench/frameworks.py`` times the capture in CPU seconds, which vary by 20-50% from round to
 round on a shared machine: too coarse to judge issue 21's goal (at most 5% of the framework's
@@ -9,7 +9,8 @@ own time per step). This counts instructions instead, which repeat from run to r
 counts every thread of the process and C code as well as Python (the framework, assay's hooks,
 its writer, and the store's fold of what the answers journaled). Each mode runs in a process of
 its own under ``valgrind --tool=callgrind --instr-atstart=no``; counting is switched on
-(``callgrind_control -i on``) only around ``--answers`` answers after a warm-up, with the
+(``callgrind_control -i on``) only around ``--answers`` answers after a warm-up of as many
+(``--warm``: what a process pays once, such as preparing its statements, stays out), with the
 writer's flush and the fold of what they journaled (``settle``) inside the window. The modes
 are ``bench/frameworks.py``'s: ``off`` (the framework's tracing off), ``sdk`` (its tracing on,
 nothing of assay's recording), ``assay`` (the agent inside an assay run, captured and stored),
@@ -49,7 +50,6 @@ os.environ.pop("OPENAI_API_KEY", None)  # nothing may be exported anywhere
 
 MODES = ("off", "sdk", "assay")
 FRAMEWORKS = ("langgraph", "openai-agents", "pydantic-ai")
-WARM = 3  # answers before counting starts
 
 
 def _count(on: bool) -> None:
@@ -59,7 +59,7 @@ def _count(on: bool) -> None:
                        check=True, capture_output=True)
 
 
-def child(framework: str, mode: str, answers: int) -> None:
+def child(framework: str, mode: str, answers: int, warm: int) -> None:
     """One mode's answers, counted (this process runs under valgrind). ``assay-answers``: the
     answers alone, without the flush and fold after them. ``assay-process``: the store's fold
     in a process of its own (``ASSAY_BACKGROUND_FOLD=process``, not counted: valgrind does not
@@ -109,7 +109,7 @@ def child(framework: str, mode: str, answers: int) -> None:
                 time.sleep(0.01)
 
         async def go() -> None:
-            for k in range(WARM):
+            for k in range(warm):
                 await answer(k)
             settle()  # the warm-up's runs stored before counting starts
             folded_elsewhere()
@@ -118,7 +118,7 @@ def child(framework: str, mode: str, answers: int) -> None:
             # mode's window and after another's, by what the warm-up had allocated (stop 48)
             gc.collect()
             _count(True)
-            for k in range(WARM, WARM + answers):
+            for k in range(warm, warm + answers):
                 await answer(k)
             if not answers_only:
                 settle()  # the writer's and (in this process) the fold's work, counted
@@ -130,7 +130,8 @@ def child(framework: str, mode: str, answers: int) -> None:
     shutil.rmtree(scratch, ignore_errors=True)  # the store's file: nothing reads it after
 
 
-def _measure(framework: str, mode: str, answers: int, out_dir: str) -> tuple[int, int]:
+def _measure(framework: str, mode: str, answers: int, warm: int,
+             out_dir: str) -> tuple[int, int]:
     """Instructions counted in ``mode``'s window (a valgrind process of its own): (on the
     thread that runs the agent, in all threads)."""
     out = os.path.join(out_dir, f"cg.{framework}.{mode}")
@@ -141,7 +142,7 @@ def _measure(framework: str, mode: str, answers: int, out_dir: str) -> tuple[int
     proc = subprocess.run(
         ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes",
          f"--callgrind-out-file={out}", sys.executable, os.path.abspath(__file__), "--child",
-         framework, mode, str(answers)], capture_output=True, text=True, env=env)
+         framework, mode, str(answers), str(warm)], capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"{framework} {mode}: exit {proc.returncode}\n{proc.stderr[-3000:]}")
     per_thread: dict[str, int] = {}
@@ -164,11 +165,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", default=",".join(FRAMEWORKS))
     ap.add_argument("--answers", type=int, default=20, help="answers counted per mode")
-    ap.add_argument("--child", nargs=3, metavar=("FRAMEWORK", "MODE", "ANSWERS"),
+    ap.add_argument("--warm", type=int, default=None,
+                    help="answers before counting starts (default: as many as --answers)")
+    ap.add_argument("--child", nargs=4, metavar=("FRAMEWORK", "MODE", "ANSWERS", "WARM"),
                     help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.child[0], args.child[1], int(args.child[2]))
+        child(args.child[0], args.child[1], int(args.child[2]), int(args.child[3]))
         return
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         sys.exit("valgrind is not installed (Debian: apt-get install valgrind)")
@@ -179,12 +182,19 @@ def main() -> None:
     if unknown:
         sys.exit(f"unknown framework(s) {sorted(unknown)}: choose from {', '.join(FRAMEWORKS)}")
     out_dir = tempfile.mkdtemp(prefix="assay-bench-ir-")
+    # as many answers before counting as counted: a fold of that many runs prepares its
+    # statements (a 64-row insert, once a process) before the window, which then holds the
+    # steady state's per-step work (3 answers left those to the window: ~0.7 points of the
+    # Agents SDK's process figure, stop 53)
+    warm = args.answers if args.warm is None else args.warm
     jobs = [(f, m) for f in wanted for m in (*MODES, "assay-answers", "assay-process")]
-    print(f"{args.answers} answers per mode, {STEPS} steps per answer (2 llm + 1 tool), "
+    print(f"{args.answers} answers per mode after {warm} uncounted, {STEPS} steps per answer "
+          f"(2 llm + 1 tool), "
           f"counted under callgrind, two processes at a time ...", flush=True)
     with ThreadPoolExecutor(2) as pool:
         counts = dict(zip(jobs, pool.map(
-            lambda job: _measure(job[0], job[1], args.answers, out_dir), jobs), strict=True))
+            lambda job: _measure(job[0], job[1], args.answers, warm, out_dir), jobs),
+            strict=True))
     steps = args.answers * STEPS
     print("\ninstructions per step; 'agent thread': the thread that runs the agent, during the "
           "answers (the framework and assay's hooks); 'process': every thread, with the writer's "
