@@ -86,7 +86,7 @@ def test_all_canonical_uuids_uses_the_c_test_where_built() -> None:
     assert all_canonical_uuids([one, one]) is True
     assert all_canonical_uuids([one, one.upper()]) is False
     cencode = compiled("assay.store._cencode")
-    assert _ids._ALL_CANONICAL is (False if cencode is None else cencode.all_canonical)
+    assert _ids._native("all_canonical") is (None if cencode is None else cencode.all_canonical)
 
 
 def test_new_ids_are_distinct_v7_ids_of_now_in_the_order_made() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 import uuid
@@ -39,20 +40,26 @@ def new_id_text() -> str:
     return str(uuid_utils.uuid7())
 
 
-_MANY: Any = None  # the compiled ``new_ids``, or False: looked up at the first call
+@functools.cache
+def _native(name: str) -> Any:
+    """A C function of assay's for this module, or None where not built (``_compiled``),
+    looked up at the first call: the tracing core's ``new_ids`` (its generator seeded by
+    ``_run_tree``) and the store's ``all_canonical``, both in packages that import this one."""
+    if name == "new_ids":
+        from .tracing._run_tree import SPEEDUPS
+
+        return getattr(SPEEDUPS, name, None)
+    from ._compiled import compiled
+
+    return getattr(compiled("assay.store._cencode"), name, None)
 
 
 def new_ids_text(n: int) -> list[str]:
     """``n`` of ``new_id_text``, in the order made: in C where built (the tracing core's id
-    generator, ~7x fewer instructions an id; looked up at the first call, since the tracing
-    package imports this module)."""
-    global _MANY
-    if _MANY is None:
-        from .tracing._run_tree import SPEEDUPS
-
-        _MANY = getattr(SPEEDUPS, "new_ids", None) or False
-    if _MANY:
-        out: list[str] = _MANY(n)
+    generator, ~7x fewer instructions an id)."""
+    many = _native("new_ids")
+    if many is not None:
+        out: list[str] = many(n)
         return out
     return [str(uuid_utils.uuid7()) for _ in range(n)]
 
@@ -82,21 +89,11 @@ def is_canonical_uuid(text: str) -> bool:
 _HEXISH = b"0123456789abcdef-\n"
 
 
-_ALL_CANONICAL: Any = None  # the C test (``store/_cencode.c``), False where not built
-
-
 def all_canonical_uuids(ids: Sequence[Any]) -> bool:
     """Every one of ``ids`` canonical UUID text: the fold asks it of each batch's ids. In C
-    where built (~60 instructions an id; looked up at the first call, since the store's C
-    module belongs to a package that imports this one), else ``_all_canonical_py``."""
-    global _ALL_CANONICAL
-    if _ALL_CANONICAL is None:
-        from ._compiled import compiled
-
-        _ALL_CANONICAL = getattr(compiled("assay.store._cencode"), "all_canonical", None) or False
-    if _ALL_CANONICAL:
-        return bool(_ALL_CANONICAL(ids))
-    return _all_canonical_py(ids)
+    where built (~60 instructions an id), else ``_all_canonical_py``."""
+    check = _native("all_canonical")
+    return _all_canonical_py(ids) if check is None else bool(check(ids))
 
 
 def _all_canonical_py(ids: Sequence[Any]) -> bool:

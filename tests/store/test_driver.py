@@ -136,13 +136,13 @@ def test_in_lists_take_a_few_shapes_and_bind_the_same_values() -> None:
     shapes = set()
     for n in range(1, 513):
         values = [f"v{i}" for i in range(n)]
-        cond, bound = in_marks("?", values)
+        cond, bound = in_marks(values)
         assert cond.count("?") == len(bound) >= n
         assert bound[:n] == values and set(bound[n:]) <= {values[-1]}
         assert len(bound) < 2 * n or n == 1
         shapes.add(cond)
     assert len(shapes) == 10  # 1, 2, 4, ..., 512
-    assert in_marks("%s", ["a", "b", "c"]) == ("IN (%s, %s, %s, %s)", ["a", "b", "c", "c"])
+    assert in_marks(["a", "b", "c"]) == ("IN (?, ?, ?, ?)", ["a", "b", "c", "c"])
 
 
 def test_stored_id_probes_find_exactly_the_stored_ones_at_every_length(store: Store) -> None:

@@ -83,18 +83,18 @@ def marked(conn: Any, sql: str) -> str:
     return sql if conn.dialect.paramstyle == "qmark" else _pyformat(sql)
 
 
-def in_marks(mark: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
-    """``IN (mark, ...)`` for ``values`` and the values to bind, padded to a power of two
+def in_marks(values: Sequence[Any]) -> tuple[str, list[Any]]:
+    """SQLite's ``IN (?, ...)`` for ``values`` and the values to bind, padded to a power of two
     with the last value repeated (the rows matched are the same).
 
-    The driver prepares each distinct SQL text and keeps 128 of them per connection
-    (SQLite's ``cached_statements``): a list of every length a batch happens to have made a
-    statement the fold prepared anew every time (a remainder of a few hundred ids: ~0.1-0.3M
-    instructions), and pushed the fold's own, dearer statements (a 64-row insert: ~1.5M) out
-    of the cache. Padded, a probe takes one of ten shapes up to 512."""
+    The driver prepares each distinct SQL text and keeps a few hundred per connection
+    (``_engine.CACHED_STATEMENTS``): a list of every length a batch happens to have made a
+    statement prepared anew every time (a remainder of a few hundred ids: ~0.1-0.3M
+    instructions) and crowded the fold's dearer statements (a 64-row insert: ~1.5M) out of
+    the cache. Padded, a probe takes one of ten shapes up to 512."""
     n = len(values)
     size = 1 << (n - 1).bit_length() if n > 1 else 1
     bound = list(values)
     if size > n:
         bound.extend([bound[-1]] * (size - n))
-    return f"IN ({', '.join([mark] * size)})", bound
+    return f"IN ({', '.join(['?'] * size)})", bound

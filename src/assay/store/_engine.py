@@ -150,11 +150,11 @@ def _sqlite_begin(conn: Any) -> None:
         raise sa_exc.OperationalError(sql, None, exc) from exc
 
 
-# statements each SQLite connection keeps prepared (the driver's default is 100, its least
-# used dropped first): a fold's inserts of many rows are dear to prepare (~1.5M instructions
-# for 64 rows) and run once a fold, so among the ~120 statements a store's connection runs they
-# were the ones dropped, and every fold of an agent's runs prepared them again (a sixth of its
-# instructions: bench/README.md, stop 53)
+# statements each SQLite connection keeps prepared (the driver's default: 100 in pysqlite3,
+# its least used dropped first; 128 in Python's sqlite3): a fold's inserts of many rows are
+# dear to prepare (~1.5M instructions for 64 rows) and run once a fold, so among the ~120
+# statements a store's connection runs they were the ones dropped, and every fold of an
+# agent's runs prepared them again (a sixth of its instructions: bench/README.md, stop 53)
 CACHED_STATEMENTS = 512
 
 

@@ -134,7 +134,7 @@ def stored_ids(conn: Connection, table: str, ids: Sequence[str], *,
     found: list[str] = []
     ids = sorted(ids) if first else ids  # chunks in order: the first hit is the smallest
     for i in range(0, len(ids), _CHUNK):
-        cond, part = in_marks(mark, ids[i : i + _CHUNK])
+        cond, part = in_marks(ids[i : i + _CHUNK])
         found.extend(r[0] for r in conn.exec_driver_sql(
             f"SELECT id FROM {name} WHERE id {cond}" + where + tail, (*part, *tenant)))
         if first and found:

@@ -88,7 +88,7 @@ def _in(conn: Connection, column: str, values: list[str]) -> tuple[str, tuple[An
     SQLite."""
     if conn.dialect.name == "postgresql":
         return f"{column} = ANY(%s)", (values,)
-    cond, bound = in_marks("?" if conn.dialect.paramstyle == "qmark" else "%s", values)
+    cond, bound = in_marks(values)
     return f"{column} {cond}", tuple(bound)
 
 
