@@ -298,9 +298,49 @@ def test_the_compiled_step_conversion_gives_the_pythons_result() -> None:
         {1: "int key", None: ["none key"], (1, 2): {"tuple": "key"}, "ok": Kind.A},
         OrderedDict(a=frozenset({3}), b={4}), Model(x=1, tags=["t"]), Text("sub"), deep,
         ("a", ["b", {"c": (Text("d"),)}]), 7, None, "plain",
+        # walked on in C from inside a Send or another mapping: the limit still counts from
+        # the step's top (a value at depth 24 inside is converted, one deeper is its repr)
+        [Send("tools", {"state": deep})], {"x": [Send("tools", [deep])]},
+        OrderedDict(deep=deep, sends=[Send("a", OrderedDict(m=[ai]))]),
     ]
     for value in values:
         assert _langchain._step_json(value) == _langchain._step_json_py(value), value
+    step = SPEEDUPS.step_json
+    args = (_langchain._MESSAGE_CLASSES, _langchain._message_json, _langchain._other_memo,
+            _langchain._CONVERTED)
+    assert step(*args, {"a": ["b"]}, 23) == {"a": ["b"]}
+    assert step(*args, {"a": ["b"]}, 24) == {"a": repr(["b"])}  # its list one too deep
+    assert step(*args, {"a": 1}, 25) == repr({"a": 1})  # past the limit: its repr
+    assert step(*args, {"a": 1}, 24) == {"a": 1}
+    with pytest.raises(TypeError, match="depth: int"):
+        step(*args, {"a": 1}, "deep")
+
+
+def test_the_kept_metadata_are_the_same_in_c_and_in_python() -> None:
+    """``_speedups.pick`` (what a run keeps of a step's LangChain metadata) and its Python
+    twin: the kept keys present and not None, in ``_KEPT_METADATA``'s order, or None."""
+    from assay.integrations import _lc_capture
+    from assay.tracing._run_tree import SPEEDUPS
+
+    compiled = is_in_use(getattr(SPEEDUPS, "pick", None), "assay.tracing._speedups")
+    keys = _lc_capture._KEPT_METADATA
+    cases: list[dict[str, Any]] = [
+        {}, {"other": 1}, {"langgraph_node": "agent", "langgraph_step": 1, "x": 2},
+        {"ls_provider": None, "ls_model_name": "gpt-4o-mini", "langgraph_step": 0},
+        {k: k for k in reversed(keys)}, {"ls_temperature": 0.0, "ls_max_tokens": None},
+    ]
+    picks = [_lc_capture._kept_metadata_py] + (
+        [lambda m: SPEEDUPS.pick(m, keys)] if compiled else [])  # type: ignore[union-attr]
+    for pick in picks:
+        for metadata in cases:
+            want = {k: metadata[k] for k in keys if metadata.get(k) is not None} or None
+            picked = pick(metadata)
+            assert picked == want, metadata
+            assert picked is None or list(picked) == list(want or ())  # in the keys' order
+        assert pick({"langgraph_step": 0}) == {"langgraph_step": 0}  # 0 is kept
+    if compiled:
+        with pytest.raises(TypeError, match="pick"):
+            SPEEDUPS.pick([("a", 1)], keys)  # type: ignore[union-attr,arg-type]
 
 
 def test_chain_runs_store_each_steps_state_as_chat_messages(srv: ScriptedModelServer,

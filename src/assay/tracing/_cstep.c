@@ -151,11 +151,22 @@ static PyObject *convert(PyObject *v, int depth, const Step *s) {
 }
 
 PyObject *step_json(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 5 || !PyDict_CheckExact(args[0]) || !PyDict_CheckExact(args[3])) {
+    if (nargs < 5 || nargs > 6 || !PyDict_CheckExact(args[0]) || !PyDict_CheckExact(args[3])
+        || (nargs == 6 && !PyLong_CheckExact(args[5]))) {
         PyErr_SetString(PyExc_TypeError, "step_json(message_classes: dict, message_json, other, "
-                                         "converted: dict, value)");
+                                         "converted: dict, value, depth: int = 0)");
         return NULL;
     }
+    /* depth: how deep `value` already sits, when `other` walks on into a value it took (a
+     * Send's arg, a mapping of another class): the limit then counts from the step's top */
+    long depth = 0;
+    if (nargs == 6) {
+        depth = PyLong_AsLong(args[5]);
+        if (depth == -1 && PyErr_Occurred())
+            return NULL;
+        if (depth < 0 || depth > MAX_DEPTH + 1)
+            depth = MAX_DEPTH + 1;
+    }
     Step s = {args[0], args[1], args[2], args[3]};
-    return convert(args[4], 0, &s); /* (the value last: bound by a partial of the rest) */
+    return convert(args[4], (int)depth, &s); /* (the value 5th: bound by a partial of the rest) */
 }

@@ -570,6 +570,36 @@ static PyObject *snapshot(PyObject *self, PyObject *value) {
     return out;
 }
 
+/* pick(mapping, keys): the items of an exact dict whose key is one of `keys` (a tuple) and
+ * whose value is not None, as a new dict, or None when there are none (_lc_capture: what a
+ * run keeps of a step's LangChain metadata, once per step on the tracing writer's thread). */
+static PyObject *pick(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyDict_CheckExact(args[0]) || !PyTuple_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "pick(mapping: dict, keys: tuple)");
+        return NULL;
+    }
+    PyObject *mapping = args[0], *keys = args[1], *out = NULL;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(keys); k++) {
+        PyObject *key = PyTuple_GET_ITEM(keys, k);
+        PyObject *value = PyDict_GetItemWithError(mapping, key); /* borrowed */
+        if (value == NULL) {
+            if (PyErr_Occurred())
+                goto fail;
+            continue;
+        }
+        if (value == Py_None)
+            continue;
+        if (out == NULL && (out = PyDict_New()) == NULL)
+            return NULL;
+        if (PyDict_SetItem(out, key, value) < 0)
+            goto fail;
+    }
+    return out != NULL ? out : Py_NewRef(Py_None);
+fail:
+    Py_XDECREF(out);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"bind", (PyCFunction)(void (*)(void))bind, METH_FASTCALL,
      "bind(RunTree, row_slot_names): resolve the slot offsets (once, after the class is made)."},
@@ -590,11 +620,14 @@ static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL,
      "configure(_Config, run_var, cfg_var, env_enabled, env_project, fail, QUEUED): what a "
      "Call reads (see _call.c)."},
+    {"pick", (PyCFunction)(void (*)(void))pick, METH_FASTCALL,
+     "pick(mapping, keys): the dict's items of those keys whose value is not None, or None "
+     "(see _lc_capture._kept_metadata)."},
     {"snapshot", snapshot, METH_O,
      "snapshot(value): a dict copied with its list and dict values, a list copied, anything "
      "else as it is (see _lc_capture._snapshot)."},
     {"step_json", (PyCFunction)(void (*)(void))step_json, METH_FASTCALL,
-     "step_json(message_classes, message_json, other, converted, value): "
+     "step_json(message_classes, message_json, other, converted, value, depth=0): "
      "_langchain._step_json's walk (see _cstep.c)."},
     {"untangle", untangle, METH_O,
      "untangle(items): _untangle.untangle (see _cuntangle.c)."},
