@@ -23,6 +23,13 @@ VALUES: list[Any] = [
     {"id": uuid.UUID(int=7)}, {"set": {1}}, {"nested": [{"a": [None, True, 2.5]}]},
     {"deferred": _json.Deferred([1, "\x00"], lambda v: {"v": v})}, {"obj": object()},
     {"float": float("nan")}, {"text": "\\u0000 literally"},
+    # backslashes near an escaped NUL (found by each backslash, not by a scan of every byte)
+    {"end": "\x00"}, {"slashes": "\\\\\\"}, {"near": "\\u000"}, {"u": "\\\x00"},
+    {"late": "é" * 40 + "\ufdd0"}, ["\x00", "\\"],
+    # a whole column deferred (a LangChain step's state): resolved in C, not by orjson's default
+    _json.Deferred({"m": [1, "é"]}, dict), _json.Deferred({"big": 2**70}, dict),
+    _json.Deferred({"nul": "a\x00", "esc": "\ufdd0"}, dict),
+    _json.Deferred(["x"], lambda v: {"k": v, "inner": _json.Deferred(v, list)}),
 ]
 
 
@@ -74,6 +81,17 @@ def test_an_error_of_the_slow_path_reaches_the_caller(monkeypatch: pytest.Monkey
     row: list[Any] = [None] * fc._WIDTH
     row[INPUTS] = {"big": 2**70}  # orjson refuses it: the slow path
     with pytest.raises(RuntimeError, match="slow path failed"):
+        fc.encoded_rows([row])
+
+
+@needs_c
+def test_an_error_resolving_a_deferred_column_reaches_the_caller() -> None:
+    def boom(value: Any) -> Any:
+        raise RuntimeError("convert failed")
+
+    row: list[Any] = [None] * fc._WIDTH
+    row[INPUTS] = _json.Deferred({"x": 1}, boom)
+    with pytest.raises(RuntimeError, match="convert failed"):
         fc.encoded_rows([row])
 
 

@@ -42,23 +42,57 @@ int usage_named(PyObject *text, int outputs);
 
 static PyObject *kw_default = NULL; /* ("default",) */
 
-/* Whether orjson's text must take the slow path (column_text): an escaped NUL, or the
- * escape character U+FDD0 (UTF-8 EF B7 90) in non-ASCII text. */
-static int needs_slow(const char *p, Py_ssize_t n, const char *esc, Py_ssize_t esc_len) {
-    if (memmem(p, n, "\\u0000", 6) != NULL)
-        return 1;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if ((unsigned char)p[i] >= 0x80)
-            return memmem(p, n, esc, esc_len) != NULL;
+/* Whether orjson's text holds an escaped NUL ("\u0000"), which takes the slow path
+ * (column_text: the store keeps NUL escaped its own way): a memchr for each backslash, rare in
+ * JSON text, where memmem read every byte (~4 instructions a byte, with the loop that looked
+ * for non-ASCII bytes a sixth of the tracing writer's work on a LangGraph answer). */
+static int has_escaped_nul(const char *p, Py_ssize_t n) {
+    const char *end = p + n;
+    while (end - p >= 6) {
+        const char *b = memchr(p, '\\', (size_t)(end - p - 5)); /* where six bytes fit */
+        if (b == NULL)
+            return 0;
+        if (memcmp(b + 1, "u0000", 5) == 0)
+            return 1;
+        p = b + 1;
     }
     return 0;
 }
 
-/* One JSON column's value as its text (a new reference), or NULL with an exception set. */
+static PyObject *s_value = NULL, *s_convert = NULL; /* a Deferred's slots: "value", "convert" */
+
+/* A _json.Deferred's value as it is written, convert(value) (a new reference): what orjson
+ * gets from `default` (jsonable, then Deferred.resolved: two Python calls) for a value the
+ * LangChain capture defers to the writer, most of a graph's steps' inputs and outputs. */
+static PyObject *resolved(PyObject *deferred) {
+    PyObject *value = PyObject_GetAttr(deferred, s_value);
+    if (value == NULL)
+        return NULL;
+    PyObject *convert = PyObject_GetAttr(deferred, s_convert);
+    if (convert == NULL) {
+        Py_DECREF(value);
+        return NULL;
+    }
+    PyObject *out = PyObject_CallOneArg(convert, value);
+    Py_DECREF(convert);
+    Py_DECREF(value);
+    return out;
+}
+
+/* One JSON column's value as its text (a new reference), or NULL with an exception set.
+ * `deferred`: the Deferred class (or NULL): such a value is resolved here, orjson then writes
+ * what `default` would have given it, in place of the value (the same text). */
 static PyObject *column(PyObject *value, PyObject *dumps, PyObject *def, PyObject *slow,
-                        const char *esc, Py_ssize_t esc_len) {
-    PyObject *args[2] = {value, def};
+                        const char *esc, Py_ssize_t esc_len, PyObject *deferred) {
+    PyObject *plain = NULL;
+    if (deferred != NULL && (PyObject *)Py_TYPE(value) == deferred) {
+        plain = resolved(value);
+        if (plain == NULL)
+            return NULL;
+    }
+    PyObject *args[2] = {plain != NULL ? plain : value, def};
     PyObject *data = PyObject_Vectorcall(dumps, args, 1, kw_default);
+    Py_XDECREF(plain);
     if (data == NULL) {
         if (!PyErr_ExceptionMatches(PyExc_TypeError)) /* orjson.JSONEncodeError is one */
             return NULL;
@@ -72,20 +106,33 @@ static PyObject *column(PyObject *value, PyObject *dumps, PyObject *def, PyObjec
     }
     const char *p = PyBytes_AS_STRING(data);
     Py_ssize_t n = PyBytes_GET_SIZE(data);
-    PyObject *text = needs_slow(p, n, esc, esc_len) ? PyObject_CallOneArg(slow, value)
-                                                    : PyUnicode_DecodeUTF8(p, n, NULL);
+    PyObject *text;
+    if (has_escaped_nul(p, n)) {
+        text = PyObject_CallOneArg(slow, value);
+    } else {
+        /* the escape character U+FDD0 (UTF-8 EF B7 90) also takes the slow path; it can only
+         * be in text that is not ASCII, which the decoded str says without a scan */
+        text = PyUnicode_DecodeUTF8(p, n, NULL);
+        if (text != NULL && !PyUnicode_IS_ASCII(text) && memmem(p, n, esc, esc_len) != NULL)
+            Py_SETREF(text, PyObject_CallOneArg(slow, value));
+    }
     Py_DECREF(data);
     return text;
 }
 
 static PyObject *encoded_rows(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
-    if (argc != 7) {
-        PyErr_SetString(PyExc_TypeError,
-                        "encoded_rows(posts, width, positions, dumps, default, slow, esc)");
+    if (argc != 7 && argc != 8) {
+        PyErr_SetString(PyExc_TypeError, "encoded_rows(posts, width, positions, dumps, default, "
+                                         "slow, esc, deferred=None)");
         return NULL;
     }
     PyObject *posts = argv[0], *positions = argv[2], *dumps = argv[3], *def = argv[4],
              *slow = argv[5], *esc_obj = argv[6];
+    PyObject *deferred = argc == 8 && argv[7] != Py_None ? argv[7] : NULL;
+    if (deferred != NULL && !PyType_Check(deferred)) {
+        PyErr_SetString(PyExc_TypeError, "deferred: a class or None");
+        return NULL;
+    }
     Py_ssize_t width = PyLong_AsSsize_t(argv[1]);
     if (width == -1 && PyErr_Occurred())
         return NULL;
@@ -131,7 +178,7 @@ static PyObject *encoded_rows(PyObject *self, PyObject *const *argv, Py_ssize_t 
             PyObject *value = PyList_GET_ITEM(row, at[k]);
             if (value == Py_None)
                 continue;
-            PyObject *text = column(value, dumps, def, slow, esc, esc_len);
+            PyObject *text = column(value, dumps, def, slow, esc, esc_len, deferred);
             if (text == NULL)
                 goto fail;
             PyList_SET_ITEM(row, at[k], text); /* the row's reference to value moves out */
@@ -298,7 +345,7 @@ static PyObject *admitted_post(PyObject *self, PyObject *const *argv, Py_ssize_t
         case F_TAGS:
         case F_SERIALIZED:
             if (!PyBytes_CheckExact(v[f])) {
-                value = column(v[f], dumps, def, slow, esc, esc_len);
+                value = column(v[f], dumps, def, slow, esc, esc_len, NULL);
                 break;
             }
             value = PyUnicode_DecodeUTF8(PyBytes_AS_STRING(v[f]), PyBytes_GET_SIZE(v[f]), NULL);
@@ -532,7 +579,8 @@ static PyMethodDef methods[] = {
     {"plain_copy", (PyCFunction)plain_copy, METH_O,
      "plain_copy(value): a copy made of what JSON keeps as it is, or None (see _cplain.c)."},
     {"encoded_rows", (PyCFunction)(void (*)(void))encoded_rows, METH_FASTCALL,
-     "encoded_rows(posts, width, positions, dumps, default, slow, esc): _fold_columns."
+     "encoded_rows(posts, width, positions, dumps, default, slow, esc, deferred=None): "
+     "_fold_columns."
      "encoded_rows in C (see there)."},
     {"admitted_post", (PyCFunction)(void (*)(void))admitted_post, METH_FASTCALL,
      "admitted_post(cls, micros, not_plain, escape, dumps, default, slow, esc, raw, run_id): "
@@ -575,7 +623,9 @@ PyMODINIT_FUNC PyInit__cencode(void) {
         || (s_error = PyUnicode_InternFromString("error")) == NULL
         || (s_success = PyUnicode_InternFromString("success")) == NULL
         || (s_pending = PyUnicode_InternFromString("pending")) == NULL
-        || (s_empty = PyUnicode_InternFromString("")) == NULL || usage_init() < 0)
+        || (s_empty = PyUnicode_InternFromString("")) == NULL
+        || (s_value = PyUnicode_InternFromString("value")) == NULL
+        || (s_convert = PyUnicode_InternFromString("convert")) == NULL || usage_init() < 0)
         return NULL;
     copy_text_init();
     return PyModule_Create(&module);

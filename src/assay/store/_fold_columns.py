@@ -128,7 +128,7 @@ def encoded_rows(posts: list[Any]) -> list[Any]:
     if _CENCODE is not None:
         encoded: list[Any] = _CENCODE(posts if posts.__class__ is _list else _list(posts),
                                       _WIDTH, _TEXT_AT, _dumps, _jsonable, column_text,
-                                      _ESC_UTF8)
+                                      _ESC_UTF8, _json.Deferred)
         return encoded
     dumps, default, esc, slow = _dumps, _jsonable, _ESC_UTF8, column_text
     out = []
