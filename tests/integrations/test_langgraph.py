@@ -305,15 +305,13 @@ def test_the_compiled_step_conversion_gives_the_pythons_result() -> None:
     ]
     for value in values:
         assert _langchain._step_json(value) == _langchain._step_json_py(value), value
-    step = SPEEDUPS.step_json
-    args = (_langchain._MESSAGE_CLASSES, _langchain._message_json, _langchain._other_memo,
-            _langchain._CONVERTED)
-    assert step(*args, {"a": ["b"]}, 23) == {"a": ["b"]}
-    assert step(*args, {"a": ["b"]}, 24) == {"a": repr(["b"])}  # its list one too deep
-    assert step(*args, {"a": 1}, 25) == repr({"a": 1})  # past the limit: its repr
-    assert step(*args, {"a": 1}, 24) == {"a": 1}
+    step = _langchain._step_json  # the C walk, its depth after the value
+    assert step({"a": ["b"]}, 23) == {"a": ["b"]}
+    assert step({"a": ["b"]}, 24) == {"a": repr(["b"])}  # list too deep
+    assert step({"a": 1}, 25) == repr({"a": 1})  # past the limit
+    assert step({"a": 1}, 24) == {"a": 1}
     with pytest.raises(TypeError, match="depth: int"):
-        step(*args, {"a": 1}, "deep")
+        step({"a": 1}, "deep")
 
 
 def test_the_kept_metadata_are_the_same_in_c_and_in_python() -> None:

@@ -162,16 +162,12 @@ def _other(value: Any, depth: int, memo: bool) -> Any:
     return jsonable(value)  # models, dataclasses, UUIDs...; anything else as its repr
 
 
-def _other_memo(value: Any, depth: int) -> Any:
-    return _other(value, depth, True)
-
-
 # ``_step_json_py`` with the walk over dicts and lists in C where built (``_cstep.c``: most of
 # what the writer spent converting a graph's state), the rest here (``_other``); bound as
 # a partial so that each step's value (a ``Deferred`` the writer resolves) calls straight into C
 _STEP: Callable[..., Any] | None = getattr(SPEEDUPS, "step_json", None)
-_step_json: Callable[[Any], Any] = (
-    partial(_STEP, _MESSAGE_CLASSES, _message_json, _other_memo, _CONVERTED)
+_step_json: Callable[..., Any] = (  # (value[, depth]: the depth where C is built)
+    partial(_STEP, _MESSAGE_CLASSES, _message_json, partial(_other, memo=True), _CONVERTED)
     if _STEP is not None else _step_json_py)
 
 
@@ -180,7 +176,7 @@ def _walk(value: Any, depth: int, memo: bool) -> Any:
     values): back in C where built, at the depth reached (a ReAct agent's Send of its state
     walked in Python was ~40% of what converting an answer's steps cost the writer)."""
     if memo and _STEP is not None:
-        return _STEP(_MESSAGE_CLASSES, _message_json, _other_memo, _CONVERTED, value, depth)
+        return _step_json(value, depth)  # (step_json's depth after the value the partial adds)
     return _convert(value, depth, memo)
 
 

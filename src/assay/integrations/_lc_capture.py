@@ -163,7 +163,7 @@ def _kept_metadata_py(metadata: Mapping[str, Any]) -> dict[str, Any] | None:
     return meta
 
 
-def _user_tags_py(tags: list[str]) -> list[str] | None:
+def _user_tags(tags: list[str]) -> list[str] | None:
     """A step's tags without LangChain's and LangGraph's own (``seq:...``, ``graph:...``)."""
     kept = None
     for tag in tags:
@@ -179,7 +179,6 @@ def _user_tags_py(tags: list[str]) -> list[str] | None:
 # chain's run cost the writer)
 _PICK: Callable[[dict[str, Any], tuple[str, ...]], dict[str, Any] | None] | None = getattr(
     SPEEDUPS, "pick", None)
-_user_tags = _user_tags_py
 
 
 def _forget_oldest(runs: dict[Any, Any]) -> None:
@@ -336,20 +335,14 @@ class _Capture:
                         run = entry[0]
                         run._end_us = event[2] // 1000
                         if event[3] == _CHAIN and event[5] is None:
-                            value = event[4]  # (``_chain_value``, its usual case inlined)
-                            outputs: Any = Deferred(value, _step_json) if (
-                                value.__class__ is dict) else _chain_value(value, "output")
-                            run.outputs = outputs
-                            run._closed = True  # (``run.patch()``: its end is set)
-                            (run._writer or run._get_writer()).patch(run)
+                            run.outputs = _chain_value(event[4], "output")
+                            run.patch()
                         else:
                             self._end_event(run, *event[3:])
                     elif kind == _CHAIN:
-                        value = event[9]
                         start(event[1], event[2], event[3], event[4],
                               event[7] or _serialized_name(event[8]) or "chain", "chain",
-                              Deferred(value, _step_json) if value.__class__ is dict
-                              else _chain_value(value, "input"), event[5], event[6])
+                              _chain_value(event[9], "input"), event[5], event[6])
                     elif kind == _TOKEN:
                         streamed = self._own(event[1])
                         if streamed is not None and not streamed._events:
@@ -442,11 +435,9 @@ class _Capture:
 
     def _end_event(self, run: RunTree, kind: int, value: Any,
                    error: BaseException | None) -> None:
-        """The end of a run other than a chain's that did not fail (see ``_settle``)."""
+        """A run's end, but for a chain's that succeeded (built in ``_settle``)."""
         if error is not None:
             run.end(error=error)
-        elif kind == _CHAIN:
-            run.outputs = _chain_value(value, "output")
         elif kind == _LLM:
             _record_llm_result(run, value)
         elif kind == _TOOL:

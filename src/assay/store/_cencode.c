@@ -80,8 +80,8 @@ static PyObject *resolved(PyObject *deferred) {
 }
 
 /* One JSON column's value as its text (a new reference), or NULL with an exception set.
- * `deferred`: the Deferred class (or NULL): such a value is resolved here, orjson then writes
- * what `default` would have given it, in place of the value (the same text). */
+ * `deferred`: the Deferred class (NULL: none is): such a value is resolved here, and orjson
+ * writes what `default` would have given it in place of the value (the same text). */
 static PyObject *column(PyObject *value, PyObject *dumps, PyObject *def, PyObject *slow,
                         const char *esc, Py_ssize_t esc_len, PyObject *deferred) {
     PyObject *plain = NULL;
@@ -121,18 +121,13 @@ static PyObject *column(PyObject *value, PyObject *dumps, PyObject *def, PyObjec
 }
 
 static PyObject *encoded_rows(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
-    if (argc != 7 && argc != 8) {
+    if (argc != 8 || !PyType_Check(argv[7])) {
         PyErr_SetString(PyExc_TypeError, "encoded_rows(posts, width, positions, dumps, default, "
-                                         "slow, esc, deferred=None)");
+                                         "slow, esc, deferred: type)");
         return NULL;
     }
     PyObject *posts = argv[0], *positions = argv[2], *dumps = argv[3], *def = argv[4],
-             *slow = argv[5], *esc_obj = argv[6];
-    PyObject *deferred = argc == 8 && argv[7] != Py_None ? argv[7] : NULL;
-    if (deferred != NULL && !PyType_Check(deferred)) {
-        PyErr_SetString(PyExc_TypeError, "deferred: a class or None");
-        return NULL;
-    }
+             *slow = argv[5], *esc_obj = argv[6], *deferred = argv[7];
     Py_ssize_t width = PyLong_AsSsize_t(argv[1]);
     if (width == -1 && PyErr_Occurred())
         return NULL;
@@ -579,7 +574,7 @@ static PyMethodDef methods[] = {
     {"plain_copy", (PyCFunction)plain_copy, METH_O,
      "plain_copy(value): a copy made of what JSON keeps as it is, or None (see _cplain.c)."},
     {"encoded_rows", (PyCFunction)(void (*)(void))encoded_rows, METH_FASTCALL,
-     "encoded_rows(posts, width, positions, dumps, default, slow, esc, deferred=None): "
+     "encoded_rows(posts, width, positions, dumps, default, slow, esc, deferred): "
      "_fold_columns."
      "encoded_rows in C (see there)."},
     {"admitted_post", (PyCFunction)(void (*)(void))admitted_post, METH_FASTCALL,

@@ -3,8 +3,8 @@ from typing import Any
 
 def encoded_rows(posts: list[Any], width: int, positions: tuple[int, ...],
                  dumps: Callable[..., bytes], default: Callable[[Any], Any],
-                 slow: Callable[[Any], str], esc: bytes, deferred: type[Any] | None = None,
-                 /) -> list[Any]: ...
+                 slow: Callable[[Any], str], esc: bytes, deferred: type[Any], /
+                 ) -> list[Any]: ...
 def admitted_post(cls: type[Any], micros: Callable[[Any], Any], not_plain: object,
                   escape: Callable[[str], str], dumps: Callable[..., bytes],
                   default: Callable[[Any], Any], slow: Callable[[Any], str], esc: bytes,

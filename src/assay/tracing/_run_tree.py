@@ -485,7 +485,7 @@ class RunTree:
         if self._end_us is None:
             self.end()
         self._closed = True
-        self._get_writer().patch(self)
+        (self._writer or self._get_writer()).patch(self)  # (the writer is set after a run's first)
 
     # -- wire format --------------------------------------------------------------------------
     def _wire_extra(self, copy: bool) -> dict[str, Any]:
