@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import math
 import os
 import random
@@ -71,7 +72,8 @@ def test_a_plain_copy_is_what_its_json_decodes_to() -> None:
 
 @pytest.mark.parametrize("value", [
     {"t": (1, 2)}, {1: "int key"}, {"nan": math.nan}, {"inf": -math.inf}, {"big": 2**63},
-    {"when": dt.datetime(2024, 1, 1)}, {"id": uuid.uuid4()}, {"set": {1}}, {"b": b"x"},
+    {"small": -(2**63) - 1}, {"when": dt.datetime(2024, 1, 1)}, {"id": uuid.uuid4()},
+    {"set": {1}}, {"b": b"x"},
     {"sub": type("D", (dict,), {})(a=1)}, [type("L", (list,), {})()],
 ], ids=lambda v: type(next(iter(v.values())) if isinstance(v, dict) else v[0]).__name__)
 def test_a_batch_holding_what_json_changes_is_not_copied(value: Any) -> None:
@@ -86,6 +88,31 @@ def test_a_copy_shares_no_container_with_the_batch() -> None:
     meta["m"][1]["deep"] = "changed after the append"
     meta["new"] = 1
     assert copy == {"posts": [[1, {"m": [1, {"deep": "x"}]}]]}
+
+
+def _containers(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [value, *(c for v in value.values() for c in _containers(v))]
+    if isinstance(value, list):
+        return [value, *(c for v in value for c in _containers(v))]
+    return []
+
+
+def test_every_container_is_a_new_one_and_untracked_by_the_collector() -> None:
+    """Kept until the fold takes it, a copy is a tree of atoms: the collector need not walk it
+    (it walked every kept copy at each full collection), and no container is the caller's."""
+    rng = random.Random(55)
+    for _ in range(300):
+        value = {"posts": [[_plain_value(rng), "x", 1] for _ in range(3)], "v": _plain_value(rng)}
+        copy = _recent.plain(value)
+        assert copy == value
+        originals = {id(c) for c in _containers(value)}
+        for c in _containers(copy):
+            assert id(c) not in originals
+            assert not gc.is_tracked(c)
+    copy = _recent.plain({"runs": [1, 2]})
+    copy["more"] = [3]  # the fold gives a copy a container: CPython tracks the dict again
+    assert gc.is_tracked(copy)
 
 
 def test_nesting_past_the_limit_is_decoded() -> None:
