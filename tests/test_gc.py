@@ -12,7 +12,7 @@ import textwrap
 
 PRELUDE = """
 import gc, threading, weakref
-from assay._gc import relaxed_gc
+from assay._gc import YOUNG, relaxed_gc
 
 class Node:
     other = None
@@ -43,7 +43,7 @@ def test_thresholds_restored_and_survivors_promoted_without_a_scan() -> None:
     _run("""
         before = gc.get_threshold()
         with relaxed_gc():
-            assert gc.get_threshold()[0] >= 20_000
+            assert gc.get_threshold()[0] >= YOUNG
             kept = [Node() for _ in range(1000)]
         assert gc.get_threshold() == before
         oldest = {id(o) for o in gc.get_objects(generation=2)}
@@ -82,7 +82,7 @@ def test_overlapping_blocks_in_threads_restore_the_process_thresholds() -> None:
         gc.set_threshold(900, 11, 12)
         with relaxed_gc():
             t, leave = thread_inside_a_block()
-        assert gc.get_threshold()[0] >= 20_000  # the other block is still inside
+        assert gc.get_threshold()[0] >= YOUNG  # the other block is still inside
         leave.set()
         t.join()
         assert gc.get_threshold() == (900, 11, 12)
@@ -109,13 +109,13 @@ def test_a_forked_child_leaves_the_blocks_of_threads_it_does_not_have() -> None:
             pid = os.fork()
             if pid == 0:  # the child: only this thread
                 if own_block:
-                    ok = gc.get_threshold()[0] >= 20_000
+                    ok = gc.get_threshold()[0] >= YOUNG
                     block.__exit__(None, None, None)
                     ok = ok and gc.get_threshold() == (900, 11, 12)
                 else:
                     ok = gc.get_threshold() == (900, 11, 12)
                 with relaxed_gc():
-                    ok = ok and gc.get_threshold()[0] >= 20_000
+                    ok = ok and gc.get_threshold()[0] >= YOUNG
                 ok = ok and gc.get_threshold() == (900, 11, 12)
                 os.write(w, b"1" if ok else b"0")
                 os._exit(0)
@@ -123,7 +123,7 @@ def test_a_forked_child_leaves_the_blocks_of_threads_it_does_not_have() -> None:
             assert os.read(r, 1) == b"1", f"child, own block {own_block}"
             if own_block:
                 block.__exit__(None, None, None)
-        assert gc.get_threshold()[0] >= 20_000  # the parent's thread is still inside
+        assert gc.get_threshold()[0] >= YOUNG  # the parent's thread is still inside
         leave.set()
         t.join()
         assert gc.get_threshold() == (900, 11, 12)
@@ -144,7 +144,7 @@ def test_build_many_relaxes_the_collector_only_for_many_rows() -> None:
         assert set(seen) == {before[0]}
         seen.clear()
         assert build_many(build, list(range(BULK))) == [[i] for i in range(BULK)]
-        assert min(seen) >= 20_000
+        assert min(seen) >= YOUNG
         assert gc.get_threshold() == before
         try:
             build_many(lambda row: 1 / 0, list(range(BULK)))
