@@ -103,6 +103,36 @@ def test_recipe_equals_calc_price_for_every_model() -> None:
     assert compared > 20 * total
 
 
+def test_the_integer_path_gives_the_decimals_floats() -> None:
+    """Every recipe with integer terms: its integer sums give the floats of its Decimal
+    operations for edge and random counts, past 10^27 included (there it uses the Decimals)."""
+    snapshot = get_snapshot()
+    rng = random.Random(SEED + 1)
+    integral = 0
+    for provider in snapshot.providers:
+        for info in provider.models:
+            plan = _prices._plan_for(snapshot, provider.id, info.id)
+            if not isinstance(plan, _prices._Plan) or plan.exact is None:
+                continue
+            integral += 1
+            for inp, out, cached in _counts(rng, _tier_starts(info), 20) + [
+                    (10**25, 10**25, 0), (10**30, 1, 10**29), (3, 10**31, 0)]:
+                assert plan.price(inp, out, cached) == plan.decimal_price(inp, out, cached), (
+                    provider.id, info.id, inp, out, cached)
+    assert integral > 1000  # nearly every model's prices are integers over a power of ten
+
+
+def test_prices_the_integer_path_does_not_take() -> None:
+    """A negative price and a per that is not a power of ten stay with the Decimals."""
+    assert _prices._integral(((Decimal("0.15"), 1_000_000, 1, 0, 0, True),)) is not None
+    assert _prices._integral(((Decimal("-0.15"), 1_000_000, 1, 0, 0, True),)) is None
+    assert _prices._integral(((Decimal("0.15"), 3_600, 1, 0, 0, True),)) is None
+    assert _prices._integral(((Decimal("NaN"), 1_000_000, 1, 0, 0, True),)) is None
+    den, terms = _prices._integral(((Decimal("1E+2"), 1, 1, 0, 0, True),
+                                    (Decimal("0.075"), 1_000, 0, 1, 0, False)))  # type: ignore[misc]
+    assert den == 10**6 and [t[0] for t in terms] == [100 * 10**6, 75]
+
+
 def test_tiers_and_cache_reads_priced_like_the_library() -> None:
     """A tiered model (its rate for all tokens set by the input count) with cache reads, just
     below, at and above its threshold, through assay's public price."""

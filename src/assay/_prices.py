@@ -6,7 +6,10 @@ every OTLP llm span), with token counts that rarely repeat. For the usages assay
 output and cache-read tokens) the answer is, per (provider, model), a fixed recipe: which price
 each unit pays (flat or tiered) and which token counts it is charged for. A ``_Plan`` is that
 recipe, read once from the library's own data for the ``ModelPrice`` it selects now, and applied
-with the same Decimal operations in the same order, so its floats are exactly ``calc_price``'s.
+with the same Decimal operations in the same order, so its floats are exactly ``calc_price``'s;
+or, where those operations are all exact (prices >= 0, a per that is a power of ten, sums below
+10^27), in integers over one power of ten, whose division rounds to the same float (~1 us a
+call, against ~3 for the Decimals).
 
 Anything the recipe does not cover is priced by ``calc_price`` itself: a unit whose count the
 library would infer or reject, a price key it would warn about, a usage it would refuse
@@ -26,7 +29,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from datetime import time as dtime
 from decimal import Decimal
-from functools import lru_cache
 from typing import Any
 
 __all__ = ["price", "price_slow"]
@@ -47,17 +49,59 @@ _SLOW = "slow"
 _Term = tuple[Decimal | tuple[Decimal, tuple[tuple[int, Decimal], ...]], int, int, int, int, bool]
 
 
-@dataclass(frozen=True, slots=True, eq=False)  # hashed by identity: a key of _plan_price's cache
+# A term as integers: the price per token (a flat one, or tiers as in ``_Term``) as a multiple
+# of the plan's common power of ten, the count's coefficients, and whether it is an input price.
+_IntTerm = tuple[int | tuple[int, tuple[tuple[int, int], ...]], int, int, int, bool]
+# Below this, every Decimal operation of ``_Plan.decimal_price`` is exact (28 digits of precision)
+_EXACT_BELOW = 10**27
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class _Plan:
     """How genai-prices prices one (provider, model): the terms in the library's own order, and
-    the time (epoch seconds) at which another of the model's prices may start to apply."""
+    the time (epoch seconds) at which another of the model's prices may start to apply.
+    ``exact``: the same terms as integers over one power of ten (``_integral``), or None."""
 
     terms: tuple[_Term, ...]
     expires: float
+    exact: tuple[int, tuple[_IntTerm, ...]] | None = None
 
     def price(self, inp: int, out: int, cached: int) -> tuple[float, float] | None:
         """(input_price, output_price) as ``calc_price`` gives them, or None when this usage is
-        one the library would refuse (the caller then asks the library)."""
+        one the library would refuse (the caller then asks the library).
+
+        In integers where that is exact: with prices >= 0 and a per that is a power of ten,
+        every Decimal step of the library's sum is exact while the sum stays below 10^27, and
+        its float is then the correctly rounded value of the same rational as ``int / int``
+        (Python rounds both correctly). ~4x faster than the Decimals."""
+        if inp < 0 or out < 0 or cached < 0:
+            return None
+        if self.exact is None:
+            return self.decimal_price(inp, out, cached)
+        den, terms = self.exact
+        input_num = output_num = 0
+        for m, ci, co, cc, is_input in terms:
+            count = ci * inp + co * out + cc * cached
+            if count < 0:  # the library raises: e.g. a cache read larger than the input
+                return None
+            if isinstance(m, tuple):  # tiers: the input tokens choose the rate of all of them
+                rate, tiers = m
+                for start, tier_rate in tiers:
+                    if inp > start:
+                        rate = tier_rate
+                        break
+            else:
+                rate = m
+            if is_input:
+                input_num += rate * count
+            else:
+                output_num += rate * count
+        if input_num >= _EXACT_BELOW or output_num >= _EXACT_BELOW:
+            return self.decimal_price(inp, out, cached)
+        return input_num / den, output_num / den
+
+    def decimal_price(self, inp: int, out: int, cached: int) -> tuple[float, float] | None:
+        """``price`` with the library's Decimal operations, in its order."""
         if inp < 0 or out < 0 or cached < 0:
             return None
         input_price = Decimal(0)
@@ -79,6 +123,43 @@ class _Plan:
         return float(input_price), float(output_price)
 
 
+def _integral(terms: tuple[_Term, ...]) -> tuple[int, tuple[_IntTerm, ...]] | None:
+    """``terms``' prices per token as integers over one power of ten (its value first), or None
+    where that would not be exact: a price below zero or not finite, a per that is not a power
+    of ten."""
+    scaled: list[tuple[int, int]] = []  # each price per token as (coefficient, exponent)
+
+    def per_token(d: Decimal, digits: int) -> int:
+        if not d.is_finite() or d < 0:
+            raise ValueError(d)
+        _, coefficient, exponent = d.as_tuple()
+        scaled.append((int("".join(map(str, coefficient))), int(exponent) - digits))
+        return len(scaled) - 1
+
+    shapes = []
+    try:
+        for p, per, ci, co, cc, is_input in terms:
+            digits = len(str(per)) - 1
+            if per != 10**digits:
+                return None
+            if isinstance(p, tuple):
+                shape: Any = (per_token(p[0], digits),
+                              tuple((start, per_token(tp, digits)) for start, tp in p[1]))
+            else:
+                shape = per_token(p, digits)
+            shapes.append((shape, ci, co, cc, is_input))
+    except ValueError:
+        return None
+    low = min([0, *(e for _, e in scaled)])
+    ints = [c * 10 ** (e - low) for c, e in scaled]
+    out: list[_IntTerm] = []
+    for shape, ci, co, cc, is_input in shapes:
+        m = (ints[shape[0]], tuple((start, ints[i]) for start, i in shape[1])) \
+            if isinstance(shape, tuple) else ints[shape]
+        out.append((m, ci, co, cc, is_input))
+    return 10**-low, tuple(out)
+
+
 _plans: dict[tuple[str | None, str], _Plan | str] = {}
 _MAX_PLANS = 4096
 _snapshot: list[Any] = [None]  # the snapshot _plans were read from
@@ -90,17 +171,12 @@ def price(provider: str | None, model: str, inp: int, out: int,
     no provider knows the model; from the model's recipe when it has one."""
     plan = _plan(provider, model)
     if isinstance(plan, _Plan):
-        got = _plan_price(plan, inp, out, cached)
+        got = plan.price(inp, out, cached)
         if got is not None:
             return got
     elif plan is _UNKNOWN:
         return None
     return price_slow(provider, model, inp, out, cached)
-
-
-@lru_cache(maxsize=1024)
-def _plan_price(plan: _Plan, inp: int, out: int, cached: int) -> tuple[float, float] | None:
-    return plan.price(inp, out, cached)
 
 
 def _get_snapshot() -> Any:
@@ -250,4 +326,4 @@ def _build(prov: Any, info: Any) -> _Plan | None:
         else:
             return None
         terms.append((price, int(unit.per), *leaves[unit.usage_key], direction == "input"))
-    return _Plan(tuple(terms), expires)
+    return _Plan(tuple(terms), expires, _integral(tuple(terms)))
