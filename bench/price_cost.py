@@ -7,8 +7,8 @@ every OTLP llm span. Alternates, ``--rounds`` times, ``--n`` calls of each way (
 
 - ``calc``: genai-prices' ``calc_price`` behind a 1,024-entry cache keyed by the exact token
   counts (what ``_usage.price`` did before the recipes);
-- ``recipe``: ``_usage.price`` as it is (a per-(provider, model) recipe applied with the
-  library's Decimal arithmetic, its results cached the same way).
+- ``recipe``: ``_usage.price`` as it is (a per-(provider, model) recipe applied in integers
+  where the library's Decimal steps are exact, else with its Decimals; not cached).
 
 Each way is timed with varied token counts (every call a miss: real traffic) and with one
 count repeated (every call a cache hit: what benchmarks with a scripted model see), for a flat
