@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from datetime import time as dtime
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = ["price", "price_slow"]
 
@@ -54,6 +54,19 @@ _Term = tuple[Decimal | tuple[Decimal, tuple[tuple[int, Decimal], ...]], int, in
 _IntTerm = tuple[int | tuple[int, tuple[tuple[int, int], ...]], int, int, int, bool]
 # Below this, every Decimal operation of ``_Plan.decimal_price`` is exact (28 digits of precision)
 _EXACT_BELOW = 10**27
+
+
+_R = TypeVar("_R", int, Decimal)
+
+
+def _tier_rate(tiered: tuple[_R, tuple[tuple[int, _R], ...]], inp: int) -> _R:
+    """The rate tiers give every token: the highest tier whose start the input tokens pass
+    (tiers highest start first), else the base rate."""
+    base, tiers = tiered
+    for start, rate in tiers:
+        if inp > start:
+            return rate
+    return base
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -84,14 +97,7 @@ class _Plan:
             count = ci * inp + co * out + cc * cached
             if count < 0:  # the library raises: e.g. a cache read larger than the input
                 return None
-            if isinstance(m, tuple):  # tiers: the input tokens choose the rate of all of them
-                rate, tiers = m
-                for start, tier_rate in tiers:
-                    if inp > start:
-                        rate = tier_rate
-                        break
-            else:
-                rate = m
+            rate = _tier_rate(m, inp) if isinstance(m, tuple) else m
             if is_input:
                 input_num += rate * count
             else:
@@ -110,12 +116,8 @@ class _Plan:
             count = ci * inp + co * out + cc * cached
             if count < 0:  # the library raises: e.g. a cache read larger than the input
                 return None
-            if isinstance(p, tuple):  # tiers: the input tokens choose the rate of all of them
-                p, tiers = p
-                for start, tier_price in tiers:
-                    if inp > start:
-                        p = tier_price
-                        break
+            if isinstance(p, tuple):
+                p = _tier_rate(p, inp)
             if is_input:
                 input_price += p * Decimal(count) / per
             else:

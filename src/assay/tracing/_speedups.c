@@ -622,7 +622,7 @@ static PyMethodDef methods[] = {
      "Call reads (see _call.c)."},
     {"pick", (PyCFunction)(void (*)(void))pick, METH_FASTCALL,
      "pick(mapping, keys): the dict's items of those keys whose value is not None, or None "
-     "(see _lc_capture._kept_metadata)."},
+     "(see _lc_capture._kept_metadata_py)."},
     {"snapshot", snapshot, METH_O,
      "snapshot(value): a dict copied with its list and dict values, a list copied, anything "
      "else as it is (see _lc_capture._snapshot)."},
