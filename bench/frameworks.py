@@ -470,6 +470,60 @@ class _ModelProcess:
         self.proc.wait(10)
 
 
+class _LangSmithSink:
+    """A LangSmith endpoint that keeps nothing, in a process of its own (its CPU is not the
+    framework's): ``/info`` as LangSmith's cloud answers it (zstd-compressed multipart on, the
+    SDK's default batch settings), 202 to every post, the body read and dropped. What the
+    official ``langsmith`` client spends tracing a LangGraph agent, set beside assay's capture
+    (``bench/frameworks_instructions.py``'s ``langsmith`` mode)."""
+
+    _CODE = """
+import json, sys
+got = []
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+INFO = json.dumps({"version": "0.10.0", "instance_flags": {"zstd_compression_enabled": True},
+                   "batch_ingest_config": {"use_multipart_endpoint": True, "size_limit": 100,
+                                           "size_limit_bytes": 20971520,
+                                           "scale_up_qsize_trigger": 1000,
+                                           "scale_up_nthreads_limit": 16,
+                                           "scale_down_nempty_trigger": 4}}).encode()
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a): pass
+    def _send(self, code, body):
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def do_GET(self):
+        self._send(200, INFO if self.path.startswith("/info") else b"{}")
+    def do_POST(self):
+        got.append(len(self.rfile.read(int(self.headers.get("Content-Length") or 0))))
+        self._send(202, b"{}")
+    do_PATCH = do_POST
+s = ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(f"http://127.0.0.1:{s.server_address[1]}", flush=True)
+import threading; threading.Thread(target=s.serve_forever, daemon=True).start()
+sys.stdin.read()
+print(len(got), sum(got), flush=True)
+"""
+
+    def __enter__(self) -> str:
+        import subprocess
+
+        self.proc = subprocess.Popen([sys.executable, "-c", self._CODE], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        return self.proc.stdout.readline().strip()
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.close()
+        self.posts, self.bytes = map(int, self.proc.stdout.readline().split())
+        self.proc.wait(10)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--calls", type=int, default=40, help="answers per batch")

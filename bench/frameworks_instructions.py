@@ -18,7 +18,12 @@ and ``assay-process``: ``assay`` with the store's fold in a process of its own
 (``ASSAY_BACKGROUND_FOLD=process``), which valgrind does not follow, so the agent's process
 alone is counted, up to its runs journaled. Each window starts after a full collection of the
 garbage collector, so that none falls inside one mode's window and not another's.
-The scripted model runs natively in a process of its own, not counted.
+The scripted model runs natively in a process of its own, not counted. For LangGraph, two more
+modes set assay beside the tracer LangGraph users otherwise run, LangSmith's own
+(``LangChainTracer`` from ``langchain-core``, its ``langsmith`` client posting zstd-compressed
+multipart batches to ``frameworks._LangSmithSink``, a loopback endpoint in another process
+that keeps nothing): ``langsmith`` (the answers, then every run posted) and
+``langsmith-answers`` (the answers alone), the same trace of 16 runs an answer.
 
 Instructions are not time: cache misses, system calls and the loopback round trips are left
 out. But a change in them is a change in the work done, so the ratio ``assay`` / ``off`` is
@@ -33,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import os
 import re
@@ -42,6 +48,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(_HERE, "..", "src"))
@@ -64,9 +71,10 @@ def child(framework: str, mode: str, answers: int, warm: int) -> None:
     answers alone, without the flush and fold after them. ``assay-process``: the store's fold
     in a process of its own (``ASSAY_BACKGROUND_FOLD=process``, not counted: valgrind does not
     follow it), the window ending once the answers' runs are journaled."""
-    answers_only = mode == "assay-answers"
+    answers_only = mode in ("assay-answers", "langsmith-answers")
     fold_elsewhere = mode == "assay-process"
-    mode = "assay" if answers_only or fold_elsewhere else mode
+    langsmith = mode.startswith("langsmith")
+    mode = "assay" if mode.startswith("assay") else "langsmith" if langsmith else mode
     import frameworks as fw
 
     from assay.tracing import _writer
@@ -85,19 +93,28 @@ def child(framework: str, mode: str, answers: int, warm: int) -> None:
 
     scratch = tempfile.mkdtemp(prefix="assay-ir-")
     client = Client(database_url=os.path.join(scratch, "a.db"))
-    with fw._ModelProcess() as base_url:
+    with fw._ModelProcess() as base_url, contextlib.ExitStack() as stack:
         run = fw.agent_for(framework, base_url)
         if framework == "openai-agents":
             fw._set_sdk_tracing(mode == "off")
+        if langsmith:
+            tracer, ls_client = _langsmith_tracer(stack.enter_context(fw._LangSmithSink()))
 
         async def answer(k: int) -> None:
             if mode == "assay":
                 async with trace("example", client=client, enabled=True):
                     await run(mode, k)
+            elif mode == "langsmith":
+                await run.graph.ainvoke({"messages": [("user", fw.question(k))]},
+                                        {"callbacks": [tracer]})
             else:
                 await run(mode, k)
 
         def settle() -> None:
+            if langsmith:  # every run serialized, compressed and posted to the sink
+                tracer.wait_for_futures()
+                ls_client.flush()
+                return
             client.flush()
             if not fold_elsewhere:
                 client._store.journal.settle()
@@ -128,6 +145,20 @@ def child(framework: str, mode: str, answers: int, warm: int) -> None:
         asyncio.run(go())
     client.close()
     shutil.rmtree(scratch, ignore_errors=True)  # the store's file: nothing reads it after
+
+
+def _langsmith_tracer(sink: str) -> tuple[Any, Any]:
+    """The official LangSmith tracer of a LangChain run (``LangChainTracer``), its client
+    posting to ``sink`` (``frameworks._LangSmithSink``). Its compression thread's flush
+    interval (0.5 s) is scaled by ~50 as assay's writer is: under valgrind each post would
+    hold a few answers' runs where at full speed it holds dozens."""
+    from langchain_core.tracers.langchain import LangChainTracer
+    from langsmith import Client as LangSmithClient
+    from langsmith._internal import _background_thread
+
+    _background_thread.tracing_control_thread_func_compress_parallel.__defaults__ = (25.0,)
+    ls_client = LangSmithClient(api_url=sink, api_key="bench")
+    return LangChainTracer(client=ls_client, project_name="bench"), ls_client
 
 
 def _measure(framework: str, mode: str, answers: int, warm: int,
@@ -188,6 +219,7 @@ def main() -> None:
     # Agents SDK's process figure, stop 53)
     warm = args.answers if args.warm is None else args.warm
     jobs = [(f, m) for f in wanted for m in (*MODES, "assay-answers", "assay-process")]
+    jobs += [("langgraph", m) for m in ("langsmith-answers", "langsmith") if "langgraph" in wanted]
     print(f"{args.answers} answers per mode after {warm} uncounted, {STEPS} steps per answer "
           f"(2 llm + 1 tool), "
           f"counted under callgrind, two processes at a time ...", flush=True)
@@ -225,6 +257,16 @@ def main() -> None:
         fold = (on[0] - ans[0]) / base * 100
         print(f"{f:<14} hooks {hooks:+6.2f}   writer {writer:+6.2f}   flush and fold "
               f"{fold:+6.2f}   (sum {hooks + writer + fold:+6.2f}%)")
+    if "langgraph" in wanted:
+        off = counts[("langgraph", "off")]
+        print("\nthe same LangGraph agent traced by LangSmith's own tracer instead "
+              "(LangChainTracer, the official client's runs serialized, zstd-compressed and "
+              "posted to a loopback sink in another process), over 'off':")
+        for who, answers_mode, whole_mode in (("assay", "assay-answers", "assay"),
+                                              ("langsmith", "langsmith-answers", "langsmith")):
+            thread = (counts[("langgraph", answers_mode)][0] - off[0]) / off[0] * 100
+            whole = (counts[("langgraph", whole_mode)][1] - off[1]) / off[1] * 100
+            print(f"{who:<10} agent thread {thread:+6.2f}%   process {whole:+6.2f}%")
     print(f"\ncallgrind files (callgrind_annotate them for where the instructions go): {out_dir}")
 
 
