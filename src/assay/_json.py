@@ -36,13 +36,16 @@ class Deferred:
     recorded: an integration whose steps carry large framework objects (a LangGraph state's
     messages) hands the conversion to the writer's thread instead of the agent's. ``value``
     should be the recorder's own copy of what may change later (see ``_lc_capture._snapshot``).
-    Every encoder here (``jsonable``, and pydantic-core's fallback) converts it."""
+    Every encoder here (``jsonable``, and pydantic-core's fallback) converts it. ``encode``:
+    what the writer's JSON columns take instead (``_cencode.c``'s ``column``), the same data
+    with parts of it already JSON text (``orjson.Fragment``s of values many runs share)."""
 
-    __slots__ = ("value", "convert")
+    __slots__ = ("value", "convert", "encode")
 
-    def __init__(self, value: Any, convert: Any) -> None:
+    def __init__(self, value: Any, convert: Any, encode: Any = None) -> None:
         self.value = value
         self.convert = convert
+        self.encode = encode
 
     def resolved(self) -> Any:
         """The value as it is written: ``convert(value)``."""

@@ -314,6 +314,71 @@ def test_the_compiled_step_conversion_gives_the_pythons_result() -> None:
         step({"a": 1}, "deep")
 
 
+@needs_c
+def test_a_steps_json_column_splices_each_messages_text_made_once() -> None:
+    """The writer's JSON column of a step's state (``Deferred.encode``: ``_step_fragments``,
+    each message's dict as an ``orjson.Fragment`` of its text) is the text the dicts give,
+    byte for byte: for states sharing messages, a message set anew, text the column escapes
+    (NUL, U+FDD0, a lone surrogate: its slow path, from the plain conversion), and a message
+    whose dict orjson refuses (an integer past 64 bits: the dict, then the slow path). A
+    message's text is made once while its dict is the one in use."""
+    import orjson
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from langgraph.types import Send
+
+    from assay._json import Deferred
+    from assay.integrations import _langchain
+    from assay.store._fold_columns import WRITER_COLUMNS, column_text, encoded_rows
+    from assay.tracing._run_tree import SPEEDUPS
+
+    assert is_in_use(getattr(SPEEDUPS, "step_fragments", None), "assay.tracing._speedups")
+    fragments = _langchain._step_fragments
+    assert fragments is not None
+    at = WRITER_COLUMNS.index("inputs")
+
+    def column(value: Any, encode: Any) -> str:
+        row = [None] * len(WRITER_COLUMNS)
+        row[at] = Deferred(value, _langchain._step_json, encode)
+        text: str = encoded_rows([row])[0][at]
+        return text
+
+    ask = HumanMessage("How many people live in Paris? \u00e9t\u00e9")
+    call = AIMessage("", tool_calls=[{"name": "lookup_city", "args": {"city": "Paris"},
+                                      "id": "c1"}])
+    answer = ToolMessage("2102650", tool_call_id="c1")
+    states = [
+        {"messages": [ask]}, {"messages": [ask, call]}, {"messages": [ask, call, answer]},
+        {"messages": [ask, call, answer], "sends": [Send("tools", {"messages": [ask, call]})]},
+        {"messages": [HumanMessage("nul \x00 inside")], "n": 1},
+        {"messages": [HumanMessage("escape char \ufdd0 inside")]},
+        {"messages": [HumanMessage("lone \ud800 surrogate")]},
+        {"messages": [AIMessage("", tool_calls=[{"name": "big", "args": {"n": 2**70},
+                                                 "id": "c2"}])]},
+    ]
+    for state in states:
+        want = column(state, None)
+        assert column(state, fragments) == want, state
+        assert want == column_text(_langchain._step_json(state))
+    # the column took the fragments: each message's text kept in its memo entry
+    fresh = [HumanMessage("one"), AIMessage("two"), HumanMessage("three")]
+    assert column({"messages": fresh}, fragments) == column({"messages": fresh}, None)
+    kept = [_langchain._CONVERTED[id(m)][-1] for m in fresh]
+    assert all(isinstance(k, orjson.Fragment) for k in kept)
+    assert fragments({"messages": fresh})["messages"] == kept
+    # a message's text made once: the same Fragment while its dict stays the memo's
+    first = fragments({"messages": [ask, call]})["messages"]
+    again = fragments({"messages": [call, ask]})["messages"]
+    assert first[0] is again[1] and first[1] is again[0]
+    assert isinstance(first[0], orjson.Fragment)
+    ask.content = "changed"  # a field set anew: converted again, a new text
+    changed = fragments({"messages": [ask]})["messages"][0]
+    assert changed is not first[0]
+    assert column({"messages": [ask]}, fragments) == column({"messages": [ask]}, None)
+    assert '"changed"' in column({"messages": [ask]}, fragments)
+    with pytest.raises(TypeError, match="step_fragments"):
+        SPEEDUPS.step_fragments({}, None, None, [], None, 1)  # type: ignore[union-attr]
+
+
 def test_the_kept_metadata_are_the_same_in_c_and_in_python() -> None:
     """``_speedups.pick`` (what a run keeps of a step's LangChain metadata) and its Python
     twin: the kept keys present and not None, in ``_KEPT_METADATA``'s order, or None."""

@@ -24,6 +24,8 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
+import orjson
+
 from .._json import jsonable
 from ..errors import require
 from ..evals._models import ToolCall
@@ -92,7 +94,9 @@ def message_dict(m: Any) -> dict[str, Any]:
 # converted again; a content list edited in place would not be seen, but LangChain and
 # LangGraph make new messages or set fields anew). The dicts are shared by the runs that carry
 # them: nothing changes a run's inputs or outputs once recorded (the writer only reads them).
-_CONVERTED: dict[int, tuple[Any, Any, Any, Any, Any, Any, dict[str, Any]]] = {}
+# The last slot: the dict's JSON text (an orjson.Fragment) once the writer's ``_step_fragments``
+# made it, else None.
+_CONVERTED: dict[int, tuple[Any, Any, Any, Any, Any, Any, dict[str, Any], Any]] = {}
 _MAX_CONVERTED = 512  # past it the memo starts over (bounds what it keeps alive)
 
 
@@ -110,7 +114,7 @@ def _message_json(m: Any) -> dict[str, Any]:
     out = message_dict(m)
     if len(_CONVERTED) >= _MAX_CONVERTED:
         _CONVERTED.clear()
-    _CONVERTED[id(m)] = (m, content, calls, call_id, name, status, out)
+    _CONVERTED[id(m)] = (m, content, calls, call_id, name, status, out, None)
     return out
 
 
@@ -169,6 +173,16 @@ _STEP: Callable[..., Any] | None = getattr(SPEEDUPS, "step_json", None)
 _step_json: Callable[..., Any] = (  # (value[, depth]: the depth where C is built)
     partial(_STEP, _MESSAGE_CLASSES, _message_json, partial(_other, memo=True), _CONVERTED)
     if _STEP is not None else _step_json_py)
+
+# ``_step_json`` for the writer's JSON columns (``Deferred.encode``): each message's dict as an
+# ``orjson.Fragment`` of its text, made once per dict and kept in its ``_CONVERTED`` entry
+# (``_cstep.c``'s ``fragment_of``), where a ReAct answer's states put their messages' dicts
+# through orjson ~45 times; the text a column gets is the same. None where C is not built.
+_STEP_FRAGMENTS: Callable[..., Any] | None = getattr(SPEEDUPS, "step_fragments", None)
+_step_fragments: Callable[[Any], Any] | None = (
+    partial(_STEP_FRAGMENTS, _MESSAGE_CLASSES, _message_json, partial(_other, memo=True),
+            _CONVERTED, partial(orjson.dumps, default=jsonable))
+    if _STEP_FRAGMENTS is not None else None)
 
 
 def _walk(value: Any, depth: int, memo: bool) -> Any:

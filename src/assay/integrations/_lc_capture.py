@@ -29,7 +29,14 @@ from .._json import Deferred
 from ..errors import require
 from ..tracing._pending import register
 from ..tracing._run_tree import SPEEDUPS, RunTree, fast_child
-from ._langchain import _SCALAR_TYPES, _is_message, _message_json, _step_json, _text
+from ._langchain import (
+    _SCALAR_TYPES,
+    _is_message,
+    _message_json,
+    _step_fragments,
+    _step_json,
+    _text,
+)
 from ._registry import framework_parent
 
 __all__ = ["make_handler"]
@@ -87,7 +94,7 @@ def _chain_value(value: Any, key: str) -> Any:
     which evaluators read in process, gives the conversion (``_json.settled``)."""
     cls = value.__class__
     if cls is dict:
-        return Deferred(value, _step_json)
+        return Deferred(value, _step_json, _step_fragments)
     return {key: value if cls in _SCALAR_TYPES else Deferred(value, _step_json)}
 
 

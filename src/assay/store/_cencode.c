@@ -59,7 +59,8 @@ static int has_escaped_nul(const char *p, Py_ssize_t n) {
     return 0;
 }
 
-static PyObject *s_value = NULL, *s_convert = NULL; /* a Deferred's slots: "value", "convert" */
+/* a Deferred's slots: "value", "convert", "encode" */
+static PyObject *s_value = NULL, *s_convert = NULL, *s_encode = NULL;
 
 /* A _json.Deferred's value as it is written, convert(value) (a new reference): what orjson
  * gets from `default` (jsonable, then Deferred.resolved: two Python calls) for a value the
@@ -68,7 +69,10 @@ static PyObject *resolved(PyObject *deferred) {
     PyObject *value = PyObject_GetAttr(deferred, s_value);
     if (value == NULL)
         return NULL;
-    PyObject *convert = PyObject_GetAttr(deferred, s_convert);
+    /* its `encode` where it has one (the same data, parts of it as JSON text already) */
+    PyObject *convert = PyObject_GetAttr(deferred, s_encode);
+    if (convert == Py_None)
+        Py_SETREF(convert, PyObject_GetAttr(deferred, s_convert));
     if (convert == NULL) {
         Py_DECREF(value);
         return NULL;
@@ -620,7 +624,8 @@ PyMODINIT_FUNC PyInit__cencode(void) {
         || (s_pending = PyUnicode_InternFromString("pending")) == NULL
         || (s_empty = PyUnicode_InternFromString("")) == NULL
         || (s_value = PyUnicode_InternFromString("value")) == NULL
-        || (s_convert = PyUnicode_InternFromString("convert")) == NULL || usage_init() < 0)
+        || (s_convert = PyUnicode_InternFromString("convert")) == NULL
+        || (s_encode = PyUnicode_InternFromString("encode")) == NULL || usage_init() < 0)
         return NULL;
     copy_text_init();
     return PyModule_Create(&module);

@@ -17,15 +17,22 @@
 
 typedef struct {
     PyObject *message_classes, *message_json, *other, *converted;
+    PyObject *encode; /* step_fragments only (else NULL): see fragment_of */
 } Step;
 
-/* _langchain._message_json's memo hit, here: the dict converted before for message `m`, when
- * its entry (m, content, tool_calls, tool_call_id, name, status, dict) still holds `m` itself
- * and the very objects its fields hold now; else NULL with no error set (the Python converts
- * it and keeps the entry), or NULL with an error. */
+/* _langchain._message_json's memo hit, here: the entry kept for message `m` (borrowed), when
+ * it (m, content, tool_calls, tool_call_id, name, status, dict, fragment) still holds `m`
+ * itself and the very objects its fields hold now; else NULL with no error set (the Python
+ * converts it and keeps the entry), or NULL with an error. `key`: id(m), a new reference
+ * (NULL with an error when it could not be made). */
 static PyObject *field_names[5]; /* content, tool_calls, tool_call_id, name, status */
 
-static PyObject *memo_hit(PyObject *m, PyObject *converted) {
+#define ENTRY_SIZE 8
+#define ENTRY_DICT 6
+#define ENTRY_FRAGMENT 7
+
+static PyObject *memo_hit(PyObject *m, PyObject *converted, PyObject **key) {
+    *key = NULL;
     if (field_names[4] == NULL) { /* (the last one set: all of them are) */
         static const char *names[5] = {"content", "tool_calls", "tool_call_id", "name",
                                        "status"};
@@ -34,12 +41,10 @@ static PyObject *memo_hit(PyObject *m, PyObject *converted) {
                 && (field_names[i] = PyUnicode_InternFromString(names[i])) == NULL)
                 return NULL;
     }
-    PyObject *key = PyLong_FromVoidPtr(m); /* the memo's key: id(m) */
-    if (key == NULL)
+    if ((*key = PyLong_FromVoidPtr(m)) == NULL) /* the memo's key: id(m) */
         return NULL;
-    PyObject *hit = PyDict_GetItemWithError(converted, key); /* borrowed */
-    Py_DECREF(key);
-    if (hit == NULL || !PyTuple_CheckExact(hit) || PyTuple_GET_SIZE(hit) != 7
+    PyObject *hit = PyDict_GetItemWithError(converted, *key); /* borrowed */
+    if (hit == NULL || !PyTuple_CheckExact(hit) || PyTuple_GET_SIZE(hit) != ENTRY_SIZE
         || PyTuple_GET_ITEM(hit, 0) != m)
         return NULL;
     PyObject *fields = PyObject_GenericGetDict(m, NULL); /* m.__dict__ */
@@ -57,10 +62,60 @@ static PyObject *memo_hit(PyObject *m, PyObject *converted) {
         same = (now == NULL ? Py_None : now) == PyTuple_GET_ITEM(hit, i + 1);
     }
     Py_DECREF(fields);
-    return same ? Py_NewRef(PyTuple_GET_ITEM(hit, 6)) : NULL;
+    return same ? hit : NULL;
 }
 
 static PyObject *convert(PyObject *v, int depth, const Step *s);
+
+/* step_fragments: the memo entry `entry`'s message dict as its JSON text, an orjson.Fragment
+ * that orjson writes in place of the dict (a new reference). A message's dict is shared by every
+ * run whose state holds the message, and nothing changes it once made, so its text is made
+ * once, by `encode` (orjson.dumps with the writer's default: the bytes the dict gives inside
+ * the run's value), and kept in the entry's last slot (the entry replaced by one holding it,
+ * under `key`). A dict `encode` refuses is given back as it is: the run's own encoding then
+ * fails as it did, and takes its slow path. */
+static PyObject *fragment_of(PyObject *entry, PyObject *key, const Step *s) {
+    static PyObject *fragment_type = NULL;
+    PyObject *kept = PyTuple_GET_ITEM(entry, ENTRY_FRAGMENT);
+    PyObject *d = PyTuple_GET_ITEM(entry, ENTRY_DICT);
+    if (kept != Py_None)
+        return Py_NewRef(kept);
+    if (fragment_type == NULL) {
+        PyObject *orjson = PyImport_ImportModule("orjson");
+        if (orjson == NULL)
+            return NULL;
+        fragment_type = PyObject_GetAttrString(orjson, "Fragment");
+        Py_DECREF(orjson);
+        if (fragment_type == NULL)
+            return NULL;
+    }
+    PyObject *text = PyObject_CallOneArg(s->encode, d);
+    if (text == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_TypeError)) /* orjson.JSONEncodeError is one */
+            return NULL;
+        PyErr_Clear();
+        return Py_NewRef(d);
+    }
+    PyObject *fragment = PyObject_CallOneArg(fragment_type, text);
+    Py_DECREF(text);
+    if (fragment == NULL)
+        return NULL;
+    PyObject *with = PyTuple_New(ENTRY_SIZE);
+    if (with == NULL) {
+        Py_DECREF(fragment);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < ENTRY_FRAGMENT; i++)
+        PyTuple_SET_ITEM(with, i, Py_NewRef(PyTuple_GET_ITEM(entry, i)));
+    PyTuple_SET_ITEM(with, ENTRY_FRAGMENT, Py_NewRef(fragment));
+    int failed = PyDict_SetItem(s->converted, key, with);
+    Py_DECREF(with);
+    if (failed) {
+        Py_DECREF(fragment);
+        return NULL;
+    }
+    return fragment;
+}
 
 static PyObject *convert_dict(PyObject *d, int depth, const Step *s) {
     PyObject *out = PyDict_New();
@@ -136,10 +191,32 @@ static PyObject *convert(PyObject *v, int depth, const Step *s) {
     if (known == NULL && PyErr_Occurred())
         return NULL;
     if (known == Py_True) {
-        PyObject *out = memo_hit(v, s->converted);
-        if (out != NULL || PyErr_Occurred())
-            return out;
-        return PyObject_CallOneArg(s->message_json, v);
+        PyObject *key, *out = NULL;
+        PyObject *entry = memo_hit(v, s->converted, &key); /* borrowed */
+        if (entry == NULL) {
+            if (PyErr_Occurred() || (out = PyObject_CallOneArg(s->message_json, v)) == NULL
+                || s->encode == NULL) {
+                Py_XDECREF(key);
+                return PyErr_Occurred() ? NULL : out;
+            }
+            /* converted, and kept by message_json: its entry, for the fragment */
+            entry = PyDict_GetItemWithError(s->converted, key);
+            if (entry == NULL || !PyTuple_CheckExact(entry)
+                || PyTuple_GET_SIZE(entry) != ENTRY_SIZE
+                || PyTuple_GET_ITEM(entry, ENTRY_DICT) != out) {
+                Py_DECREF(key);
+                if (PyErr_Occurred())
+                    Py_CLEAR(out);
+                return out; /* not kept: its dict as it is */
+            }
+            Py_DECREF(out);
+        }
+        Py_INCREF(entry); /* held: encoding runs Python code, which may change the memo */
+        out = s->encode != NULL ? fragment_of(entry, key, s)
+                                : Py_NewRef(PyTuple_GET_ITEM(entry, ENTRY_DICT));
+        Py_DECREF(entry);
+        Py_DECREF(key);
+        return out;
     }
     PyObject *d = PyLong_FromLong(depth);
     if (d == NULL)
@@ -167,6 +244,16 @@ PyObject *step_json(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         if (depth < 0 || depth > MAX_DEPTH + 1)
             depth = MAX_DEPTH + 1;
     }
-    Step s = {args[0], args[1], args[2], args[3]};
+    Step s = {args[0], args[1], args[2], args[3], NULL};
     return convert(args[4], (int)depth, &s); /* (the value 5th: bound by a partial of the rest) */
+}
+
+PyObject *step_fragments(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6 || !PyDict_CheckExact(args[0]) || !PyDict_CheckExact(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "step_fragments(message_classes: dict, message_json, "
+                                         "other, converted: dict, encode, value)");
+        return NULL;
+    }
+    Step s = {args[0], args[1], args[2], args[3], args[4]};
+    return convert(args[5], 0, &s);
 }

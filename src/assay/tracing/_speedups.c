@@ -629,6 +629,10 @@ static PyMethodDef methods[] = {
     {"step_json", (PyCFunction)(void (*)(void))step_json, METH_FASTCALL,
      "step_json(message_classes, message_json, other, converted, value, depth=0): "
      "_langchain._step_json's walk (see _cstep.c)."},
+    {"step_fragments", (PyCFunction)(void (*)(void))step_fragments, METH_FASTCALL,
+     "step_fragments(message_classes, message_json, other, converted, fragments, encode, "
+     "value): step_json for the writer's JSON text, each message's dict as an "
+     "orjson.Fragment of its text (see _cstep.c)."},
     {"untangle", untangle, METH_O,
      "untangle(items): _untangle.untangle (see _cuntangle.c)."},
     {NULL, NULL, 0, NULL},

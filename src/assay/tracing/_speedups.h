@@ -36,6 +36,8 @@ PyObject *untangle(PyObject *self, PyObject *items);
 
 /* _cstep.c: _langchain._step_json's walk (METH_FASTCALL). */
 PyObject *step_json(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* _cstep.c: step_json with each message's dict as its JSON text (orjson.Fragment). */
+PyObject *step_fragments(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* _call.c: the Call type and configure(), added to the module by PyInit__speedups. */
 int add_call(PyObject *module);
