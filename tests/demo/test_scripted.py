@@ -52,6 +52,34 @@ def test_calls_the_named_tools_in_order_then_answers_with_their_results(client: 
     assert final.usage.prompt_tokens > 0 and final.usage.completion_tokens == 4
 
 
+def test_after_a_handoff_the_agent_handed_to_calls_its_own_tool(client: openai.OpenAI
+                                                                 ) -> None:
+    """An OpenAI Agents SDK handoff (``transfer_to_geo``, not among the tools offered now) is
+    no result of the agent handed to: it calls its own tool, then quotes that tool's result
+    alone. A result of another tool that is not offered (a tool the agent does not have) is
+    still quoted, as before."""
+    msgs: list[dict] = [
+        {"role": "user", "content": "How many people live in Paris?"},
+        {"role": "assistant", "tool_calls": [{"id": "h1", "type": "function", "function": {
+            "name": "transfer_to_geo", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "h1", "content": '{"assistant": "geo"}'}]
+    reply = client.chat.completions.create(model="gpt-4o-mini", messages=msgs, tools=TOOLS[:1])
+    call = reply.choices[0].message.tool_calls[0]
+    assert (call.function.name, json.loads(call.function.arguments)) == (
+        "lookup_city", {"city": "Paris"})
+    msgs += [reply.choices[0].message.model_dump(exclude_none=True),
+             {"role": "tool", "tool_call_id": call.id, "content": "2102650"}]
+    final = client.chat.completions.create(model="gpt-4o-mini", messages=msgs, tools=TOOLS[:1])
+    assert final.choices[0].message.content == "Answer: 2102650"
+    unknown = [msgs[0], {"role": "assistant", "tool_calls": [{"id": "t1", "type": "function",
+                                                              "function": {"name": "teleport",
+                                                                           "arguments": "{}"}}]},
+               {"role": "tool", "tool_call_id": "t1", "content": "Tool 'teleport' not found"}]
+    again = client.chat.completions.create(model="gpt-4o-mini", messages=unknown,
+                                           tools=TOOLS[:1])
+    assert again.choices[0].message.content == "Answer: Tool 'teleport' not found"
+
+
 def test_streams_with_usage_only_when_asked(client: openai.OpenAI) -> None:
     def chunks(**kw: object) -> list:
         return list(client.chat.completions.create(

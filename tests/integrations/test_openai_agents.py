@@ -288,6 +288,26 @@ def test_responses_api_agent_end_to_end(srv: ScriptedModelServer, db: Client) ->
         result).passed
 
 
+def test_readme_handoff_on_the_default_model_answers_with_the_tool(
+        srv: ScriptedModelServer) -> None:
+    """The README's example: a triage agent handing to geo on the SDK's default model (the
+    Responses API), a question that does not name the tool. The agent handed to calls its own
+    tool (the scripted model counts the handoff's result as none of its own) and the judge
+    finds the figure; before, geo answered with the handoff's result and scored 3."""
+    srv.reset()
+    geo = _responses_agent(srv)
+    triage = Agent(name="triage", instructions="Hand city questions to geo.", handoffs=[geo],
+                   model=geo.model)
+    judge = OpenAIJudge("gpt-4o-mini", base_url=srv.base_url, api_key="scripted")
+    result = AccuracyEvaluator(judge, triage, "How many people live in Paris?",
+                               str(CITIES["Paris"])).run()
+    assert result.generated_output == f"Answer: Paris has {CITIES['Paris']} people"
+    assert result.average_score == 9.0
+    calls = [item["name"] for body in srv.requests for item in body.get("input") or []
+             if isinstance(item, dict) and item.get("type") == "function_call"]
+    assert calls[:1] == ["transfer_to_geo"] and "lookup_city" in calls
+
+
 def test_responses_api_streamed_run_is_traced(srv: ScriptedModelServer, db: Client) -> None:
     """``Runner.run_streamed`` over the Responses API's SSE stream: the same runs. (The SDK's
     spans carry no first-token time and no hook sees its chunks, so no first token is

@@ -14,6 +14,8 @@ It plays a tool-using model, deterministically:
   the tool's JSON schema (a string from the user's text: its last capitalised word or quoted
   phrase; numbers from the text; booleans true). Tools named in the text are called in the
   order they appear there, one per turn, each once;
+* after a handoff (the OpenAI Agents SDK's ``transfer_to_<agent>`` call), the agent handed to
+  starts afresh: the handoff's result counts as no tool result, so it calls its own tool;
 * then a final answer that quotes the tool results (``"Answer: <result>; <result>"``); with no
   tools, an entry of ``answers`` whose key the question contains, else ``"You asked: <text>"``;
 * a request for structured output (``response_format`` json_schema/json_object) or one about
@@ -82,6 +84,12 @@ def _tool_name(tool: Mapping[str, Any]) -> str:
     return str(fn.get("name", ""))
 
 
+def _handoff(name: str, offered: set[str]) -> bool:
+    """Whether a call of ``name`` was a handoff to the agent now asking (the OpenAI Agents
+    SDK's ``transfer_to_<agent>`` tool, which the agent handed to is not offered)."""
+    return name.startswith("transfer_to_") and name not in offered
+
+
 def _value_for(schema: Mapping[str, Any], name: str, text: str) -> Any:
     kind = schema.get("type")
     if isinstance(kind, list):
@@ -128,9 +136,13 @@ class _Brain:
         if self._wants_verdict(body, messages):
             return self._verdict(messages), []
         tools = [t for t in body.get("tools") or [] if isinstance(t, Mapping)]
-        called = {str((c.get("function") or {}).get("name")) for m in after
-                  if m.get("role") == "assistant" for c in (m.get("tool_calls") or [])}
-        results = [_text(m.get("content")) for m in after if m.get("role") == "tool"]
+        names = {str(c.get("id")): str((c.get("function") or {}).get("name")) for m in after
+                 if m.get("role") == "assistant" for c in (m.get("tool_calls") or [])}
+        called = set(names.values())
+        offered = {_tool_name(t) for t in tools}
+        # a handoff's result ({"assistant": "geo"}) is no tool result of the agent handed to
+        results = [_text(m.get("content")) for m in after if m.get("role") == "tool"
+                   and not _handoff(names.get(str(m.get("tool_call_id")), ""), offered)]
         if tools:
             named = sorted((text.find(_tool_name(t)), i, t) for i, t in enumerate(tools)
                            if _tool_name(t) and _tool_name(t) in text)
