@@ -18,6 +18,10 @@ each (medians reported):
   run current): what the framework itself spends once anything listens; pydantic-ai: the agent
   with assay's instrumentation installed, no assay run current (assay's default then gives the
   run no instrumentation: what an agent costs outside assay, ~off);
+- ``langsmith`` (LangGraph only): the agent traced by LangSmith's own tracer instead
+  (``LangChainTracer``, its ``langsmith`` client posting zstd-compressed batches to a loopback
+  endpoint in another process that keeps nothing, ``_LangSmithSink``), every run posted before
+  the batch's clock stops: what a LangGraph user runs without assay;
 - ``spans`` (pydantic-ai only): the agent called directly inside an assay run, as a plain
   function calls it: through pydantic-ai's OpenTelemetry instrumentation;
 - ``assay``: inside an assay run (``trace(...)``, a fresh SQLite store, the background writer
@@ -116,11 +120,31 @@ def langgraph_agent(base_url: str) -> Any:
     noop: RunnableConfig = {"callbacks": [Noop()]}
 
     async def run(mode: str = "off", k: int = 0) -> Any:
-        return await agent.ainvoke({"messages": [("user", question(k))]},
-                                   noop if mode == "sdk" else None)
+        config = noop if mode == "sdk" else LANGSMITH[0] if mode == "langsmith" else None
+        return await agent.ainvoke({"messages": [("user", question(k))]}, config)
 
     run.graph = agent  # type: ignore[attr-defined]  # (the replay records its events)
     return run
+
+
+# ``langsmith`` mode (LangGraph): (the config with LangSmith's tracer, its client), set by main
+LANGSMITH: list[Any] = [None, None]
+
+
+def langsmith_tracer(sink: str, flush_interval: float | None = None) -> tuple[Any, Any]:
+    """LangSmith's own tracer of a LangChain run (``LangChainTracer``) and its ``langsmith``
+    client, posting to ``sink`` (``_LangSmithSink``): what a LangGraph user runs without assay.
+    ``flush_interval``: its compression thread's (0.5 s), for a run slowed down by valgrind."""
+    from langchain_core.tracers.langchain import LangChainTracer
+    from langsmith import Client as LangSmithClient
+
+    if flush_interval is not None:
+        from langsmith._internal import _background_thread
+
+        _background_thread.tracing_control_thread_func_compress_parallel.__defaults__ = (
+            flush_interval,)
+    ls_client = LangSmithClient(api_url=sink, api_key="bench")
+    return LangChainTracer(client=ls_client, project_name="bench"), ls_client
 
 
 def agents_sdk_agent(base_url: str) -> Any:
@@ -229,6 +253,9 @@ async def _batch(run: Any, calls: int, client: Client | None, mode: str,
             async with trace("example", client=client, enabled=True):
                 await run(mode, k)
     fold = 0.0
+    if mode == "langsmith":  # every run serialized, compressed and posted: LangSmith's work
+        LANGSMITH[0]["callbacks"][0].wait_for_futures()
+        LANGSMITH[1].flush()
     if client is not None:
         # the writer's and the fold's work are part of the cost: both timed, the fold of
         # what is left done here (as a read does) rather than waited for (the background
@@ -544,11 +571,13 @@ def main() -> None:
     print(f"{args.rounds} rounds x {args.calls} answers per mode, {STEPS} steps per answer "
           f"(2 llm + 1 tool); load average {os.getloadavg()[0]:.2f}; token counts {counts}")
     rows = []
-    with _ModelProcess() as base_url:
+    with _ModelProcess() as base_url, _LangSmithSink() as sink:
         if "langgraph" in wanted:
             run = agent_for("langgraph", base_url)
-            r = asyncio.run(measure("langgraph", run, ["off", "sdk", "assay"], args.calls,
-                                    args.rounds, client))
+            tracer, ls_client = langsmith_tracer(sink)
+            LANGSMITH[:] = [{"callbacks": [tracer]}, ls_client]
+            r = asyncio.run(measure("langgraph", run, ["off", "sdk", "assay", "langsmith"],
+                                    args.calls, args.rounds, client))
             rows.append(("langgraph", r, replay_langchain(1000, client)))
         if "openai-agents" in wanted:
             run = agent_for("openai-agents", base_url)
@@ -573,6 +602,12 @@ def main() -> None:
                   f"{on * 1e3:>7.3f}ms {(on - off) * 1e6:>7.0f}us {ratio * 100:>6.2f}% "
                   f"{(on - sdk) / off * 100:>8.2f}%  {'met' if ratio <= GOAL else 'NOT met'}"
                   + (" (goal <= 5%)" if i < 2 else " (the store's fold left out)"))
+        if "langsmith" in r:
+            for i, clock in enumerate(("wall", "cpu")):
+                off, ls = r["off"][i] / STEPS, r["langsmith"][i] / STEPS
+                print(f"{name:<14} {clock:<5} traced by LangSmith's own tracer instead "
+                      f"(LangChainTracer, posting to a loopback sink): {ls * 1e3:.3f}ms, "
+                      f"{(ls - off) * 1e6:.0f}us = {(ls - off) / off * 100:.2f}%")
         if "spans" in r:
             for i, clock in enumerate(("wall", "cpu", "cpu*")):
                 off, spans = r["off"][i] / STEPS, r["spans"][i] / STEPS

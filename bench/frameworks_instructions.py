@@ -48,7 +48,6 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(_HERE, "..", "src"))
@@ -98,7 +97,10 @@ def child(framework: str, mode: str, answers: int, warm: int) -> None:
         if framework == "openai-agents":
             fw._set_sdk_tracing(mode == "off")
         if langsmith:
-            tracer, ls_client = _langsmith_tracer(stack.enter_context(fw._LangSmithSink()))
+            # its compression thread's flush interval (0.5 s) scaled by ~50 as the writer's
+            # linger is: under valgrind each post would hold a few answers' runs, not dozens
+            tracer, ls_client = fw.langsmith_tracer(stack.enter_context(fw._LangSmithSink()),
+                                                    flush_interval=25.0)
 
         async def answer(k: int) -> None:
             if mode == "assay":
@@ -145,20 +147,6 @@ def child(framework: str, mode: str, answers: int, warm: int) -> None:
         asyncio.run(go())
     client.close()
     shutil.rmtree(scratch, ignore_errors=True)  # the store's file: nothing reads it after
-
-
-def _langsmith_tracer(sink: str) -> tuple[Any, Any]:
-    """The official LangSmith tracer of a LangChain run (``LangChainTracer``), its client
-    posting to ``sink`` (``frameworks._LangSmithSink``). Its compression thread's flush
-    interval (0.5 s) is scaled by ~50 as assay's writer is: under valgrind each post would
-    hold a few answers' runs where at full speed it holds dozens."""
-    from langchain_core.tracers.langchain import LangChainTracer
-    from langsmith import Client as LangSmithClient
-    from langsmith._internal import _background_thread
-
-    _background_thread.tracing_control_thread_func_compress_parallel.__defaults__ = (25.0,)
-    ls_client = LangSmithClient(api_url=sink, api_key="bench")
-    return LangChainTracer(client=ls_client, project_name="bench"), ls_client
 
 
 def _measure(framework: str, mode: str, answers: int, warm: int,
