@@ -127,8 +127,8 @@ def test_an_unknown_object_gets_an_error_naming_its_type_and_the_supported_kinds
             call()
         message = str(info.value)
         assert "Gadget" in message, message
-        for kind in ("pydantic-ai Agent", "Upsonic Agent", "LangGraph graph",
-                     "OpenAI Agents SDK Agent", "CrewAI Crew"):
+        for kind in ("a pydantic-ai Agent", "an Upsonic Agent", "a LangGraph graph",
+                     "an OpenAI Agents SDK Agent", "a CrewAI Crew"):
             assert kind in message, message
 
 

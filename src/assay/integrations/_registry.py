@@ -264,8 +264,9 @@ def _impl(name: str) -> Any:
 
 def supported_kinds() -> str:
     """The framework agents assay runs, for error messages ("a pydantic-ai Agent, ...")."""
-    kinds = [i.kinds for i in INTEGRATIONS.values()]
-    return "a " + ", a ".join(kinds[:-1]) + " or a " + kinds[-1]
+    kinds = [("an " if i.kinds[:1] in "AEIOUaeiou" else "a ") + i.kinds
+             for i in INTEGRATIONS.values()]
+    return ", ".join(kinds[:-1]) + " or " + kinds[-1]
 
 
 def _impl_of(obj: Any) -> tuple[str, Any] | None:
