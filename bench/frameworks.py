@@ -95,7 +95,10 @@ def lookup_city(city: str) -> str:
 
 
 # -- the agents -----------------------------------------------------------------------------------
-def langgraph_agent(base_url: str) -> Any:
+def langgraph_agent(base_url: str, *, langchain: bool = False) -> Any:
+    """LangGraph's prebuilt ReAct agent (``create_react_agent``, 16 runs an answer), or with
+    ``langchain`` its successor in LangChain 1.x, ``langchain.agents.create_agent`` (what
+    LangGraph's deprecation warning sends users to; a LangGraph graph too, 8 runs an answer)."""
     from langchain_core.tools import tool
     from langchain_openai import ChatOpenAI
 
@@ -105,7 +108,12 @@ def langgraph_agent(base_url: str) -> Any:
 
         model = ChatOpenAI(model="gpt-4o-mini", base_url=base_url,  # type: ignore[call-arg]  # pydantic aliases mypy does not see
                            api_key="scripted", max_retries=0)
-        agent = create_react_agent(model, [tool(lookup_city)])
+        if langchain:
+            from langchain.agents import create_agent
+
+            agent = create_agent(model, [tool(lookup_city)])
+        else:
+            agent = create_react_agent(model, [tool(lookup_city)])
     from langchain_core.callbacks import BaseCallbackHandler
     from langchain_core.runnables import RunnableConfig
 
@@ -197,13 +205,13 @@ def pydantic_ai_agent(base_url: str) -> Any:
 
 
 def agent_for(framework: str, base_url: str) -> Any:
-    """``framework``'s agent (``langgraph``, ``openai-agents`` or ``pydantic-ai``), with assay's
-    instrumentation of it installed (the Agents SDK's tracing processors: assay's alone, so
-    nothing is exported to OpenAI). The Agents SDK's tracing is switched per mode by
-    ``_set_sdk_tracing``."""
-    if framework == "langgraph":
+    """``framework``'s agent (``langgraph``, ``langchain``, ``openai-agents`` or
+    ``pydantic-ai``), with assay's instrumentation of it installed (the Agents SDK's tracing
+    processors: assay's alone, so nothing is exported to OpenAI). The Agents SDK's tracing is
+    switched per mode by ``_set_sdk_tracing``."""
+    if framework in ("langgraph", "langchain"):
         instrument("langchain")
-        return langgraph_agent(base_url)
+        return langgraph_agent(base_url, langchain=framework == "langchain")
     if framework == "openai-agents":
         from agents import set_trace_processors
 

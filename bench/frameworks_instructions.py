@@ -18,12 +18,14 @@ and ``assay-process``: ``assay`` with the store's fold in a process of its own
 (``ASSAY_BACKGROUND_FOLD=process``), which valgrind does not follow, so the agent's process
 alone is counted, up to its runs journaled. Each window starts after a full collection of the
 garbage collector, so that none falls inside one mode's window and not another's.
-The scripted model runs natively in a process of its own, not counted. For LangGraph, two more
-modes set assay beside the tracer LangGraph users otherwise run, LangSmith's own
-(``LangChainTracer`` from ``langchain-core``, its ``langsmith`` client posting zstd-compressed
-multipart batches to ``frameworks._LangSmithSink``, a loopback endpoint in another process
-that keeps nothing): ``langsmith`` (the answers, then every run posted) and
-``langsmith-answers`` (the answers alone), the same trace of 16 runs an answer.
+The scripted model runs natively in a process of its own, not counted. For LangGraph
+(``langgraph``: its prebuilt ``create_react_agent``; ``langchain``: its successor in LangChain
+1.x, ``langchain.agents.create_agent``), two more modes set assay beside the tracer LangGraph
+users otherwise run, LangSmith's own (``LangChainTracer`` from ``langchain-core``, its
+``langsmith`` client posting zstd-compressed multipart batches to ``frameworks._LangSmithSink``,
+a loopback endpoint in another process that keeps nothing): ``langsmith`` (the answers, then
+every run posted) and ``langsmith-answers`` (the answers alone), the same trace (16 runs an
+answer, 8 with ``create_agent``).
 
 Instructions are not time: cache misses, system calls and the loopback round trips are left
 out. But a change in them is a change in the work done, so the ratio ``assay`` / ``off`` is
@@ -55,7 +57,8 @@ sys.path.insert(0, _HERE)
 os.environ.pop("OPENAI_API_KEY", None)  # nothing may be exported anywhere
 
 MODES = ("off", "sdk", "assay")
-FRAMEWORKS = ("langgraph", "openai-agents", "pydantic-ai")
+# langchain: LangChain 1.x's create_agent, the successor of LangGraph's create_react_agent
+FRAMEWORKS = ("langgraph", "langchain", "openai-agents", "pydantic-ai")
 
 
 def _count(on: bool) -> None:
@@ -207,7 +210,8 @@ def main() -> None:
     # Agents SDK's process figure, stop 53)
     warm = args.answers if args.warm is None else args.warm
     jobs = [(f, m) for f in wanted for m in (*MODES, "assay-answers", "assay-process")]
-    jobs += [("langgraph", m) for m in ("langsmith-answers", "langsmith") if "langgraph" in wanted]
+    graphs = [f for f in ("langgraph", "langchain") if f in wanted]  # LangSmith's tracer too
+    jobs += [(f, m) for f in graphs for m in ("langsmith-answers", "langsmith")]
     print(f"{args.answers} answers per mode after {warm} uncounted, {STEPS} steps per answer "
           f"(2 llm + 1 tool), "
           f"counted under callgrind, two processes at a time ...", flush=True)
@@ -245,15 +249,15 @@ def main() -> None:
         fold = (on[0] - ans[0]) / base * 100
         print(f"{f:<14} hooks {hooks:+6.2f}   writer {writer:+6.2f}   flush and fold "
               f"{fold:+6.2f}   (sum {hooks + writer + fold:+6.2f}%)")
-    if "langgraph" in wanted:
-        off = counts[("langgraph", "off")]
-        print("\nthe same LangGraph agent traced by LangSmith's own tracer instead "
+    for f in graphs:
+        off = counts[(f, "off")]
+        print(f"\nthe same {f} agent traced by LangSmith's own tracer instead "
               "(LangChainTracer, the official client's runs serialized, zstd-compressed and "
               "posted to a loopback sink in another process), over 'off':")
         for who, answers_mode, whole_mode in (("assay", "assay-answers", "assay"),
                                               ("langsmith", "langsmith-answers", "langsmith")):
-            thread = (counts[("langgraph", answers_mode)][0] - off[0]) / off[0] * 100
-            whole = (counts[("langgraph", whole_mode)][1] - off[1]) / off[1] * 100
+            thread = (counts[(f, answers_mode)][0] - off[0]) / off[0] * 100
+            whole = (counts[(f, whole_mode)][1] - off[1]) / off[1] * 100
             print(f"{who:<10} agent thread {thread:+6.2f}%   process {whole:+6.2f}%")
     print(f"\ncallgrind files (callgrind_annotate them for where the instructions go): {out_dir}")
 

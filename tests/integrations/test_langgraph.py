@@ -121,6 +121,41 @@ def test_react_agent_in_evaluate_stores_llm_and_tool_runs(srv: ScriptedModelServ
         assert scores == {"reliability": 1.0}
 
 
+def test_langchain_create_agent_is_evaluated_and_traced_as_a_graph(srv: ScriptedModelServer,
+                                                                   db: Client) -> None:
+    """LangChain 1.x's ``create_agent`` (where LangGraph's deprecation of
+    ``create_react_agent`` sends users; a LangGraph graph too): the three evaluators take it,
+    ``evaluate`` stores its llm and tool runs under the graph's nodes, the tool calls come
+    from the trace and from the graph state's messages."""
+    from langchain.agents import create_agent
+
+    agent = create_agent(_model(srv), [lookup_city])
+    results = evaluate(agent, data=_dataset(db, ["Lima", "Cairo"]), client=db,
+                       evaluators=[ReliabilityEvaluator(None).as_evaluator(client=db)])
+    for row in results:
+        city = row["example"].inputs["question"].split()[-1].rstrip("?")
+        assert row["run"].outputs["output"] == f"Answer: {city} has {CITIES[city]} people"
+        runs = _tree(db, row)
+        names = {r.id: r.name for r in runs}
+        llms = [r for r in runs if r.run_type == "llm"]
+        (tool_run,) = [r for r in runs if r.run_type == "tool"]
+        assert len(llms) == 2 and all(names[r.parent_run_id] == "model" for r in llms)
+        assert all(r.total_cost and r.prompt_tokens for r in llms)
+        assert tool_run.inputs == {"city": city} and names[tool_run.parent_run_id] == "tools"
+        assert [r.name for r in runs if r.parent_run_id == row["run"].id] == ["LangGraph"]
+        assert {r.key: r.score for r in row["evaluation_results"]["results"]} == {
+            "reliability": 1.0}
+    judge = OpenAIJudge("gpt-4o-mini", base_url=srv.base_url, api_key="scripted")
+    accuracy = AccuracyEvaluator(judge, agent, "How many people live in Lima?",
+                                 str(CITIES["Lima"])).run()
+    assert accuracy.average_score == 9.0
+    assert PerformanceEvaluator(agent, "How many people live in Lima?", num_iterations=2,
+                                warmup_runs=0).run().latency_stats["average"] > 0
+    state = agent.invoke({"messages": [("user", "How many people live in Cairo?")]})
+    assert ReliabilityEvaluator([{"name": "lookup_city", "args": {"city": "Cairo"}}]).run(
+        state).passed
+
+
 def test_state_graph_streams_first_token_and_tool_calls_from_state(
         srv: ScriptedModelServer, db: Client) -> None:
     graph = state_graph(srv)

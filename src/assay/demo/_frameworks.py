@@ -47,21 +47,17 @@ def framework_examples() -> list[dict[str, Any]]:
 
 
 def _langgraph(base_url: str) -> Any:
-    require("langgraph", "langgraph", "assay demo --framework langgraph")
-    require("langchain_openai", "langgraph", "assay demo --framework langgraph")
-    import warnings
-
+    """LangChain 1.x's ``create_agent`` (a LangGraph graph: where LangGraph's deprecation of its
+    prebuilt ``create_react_agent`` sends users) on the scripted model, streaming."""
+    for module in ("langgraph", "langchain_openai", "langchain"):
+        require(module, "langgraph", "assay demo --framework langgraph")
+    from langchain.agents import create_agent
     from langchain_core.tools import tool
     from langchain_openai import ChatOpenAI
 
-    with warnings.catch_warnings():  # moved to langchain.agents in LangGraph 1.x; still there
-        warnings.simplefilter("ignore")
-        from langgraph.prebuilt import create_react_agent
-
-        model = ChatOpenAI(model="gpt-4o-mini", base_url=base_url,  # type: ignore[call-arg]  # its aliases
-                           api_key="scripted",
-                           streaming=True, stream_usage=True, max_retries=0)
-        return create_react_agent(model, [tool(lookup_city)], name="city_agent")
+    model = ChatOpenAI(model="gpt-4o-mini", base_url=base_url,  # type: ignore[call-arg]  # its aliases
+                       api_key="scripted", streaming=True, stream_usage=True, max_retries=0)
+    return create_agent(model, [tool(lookup_city)], name="city_agent")
 
 
 def _openai_agents(base_url: str) -> Any:

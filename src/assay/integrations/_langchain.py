@@ -1,9 +1,10 @@
 """LangGraph and LangChain: graphs and runnables as agents, their steps as assay runs.
 
-Adapter: a compiled graph (``create_react_agent``, a hand-built ``StateGraph``) or any LangChain
-``Runnable``. A plain-string query becomes ``{"messages": [("user", query)]}`` for a graph whose
-state has a ``messages`` channel; an evaluate() inputs dict whose keys are state channels is
-passed as is (else its question text becomes the user message). Results are read back as
+Adapter: a compiled graph (LangChain 1.x's ``create_agent``, ``create_react_agent``, a
+hand-built ``StateGraph``) or any LangChain ``Runnable``. A plain-string query becomes
+``{"messages": [("user", query)]}`` for a graph whose state has a ``messages`` channel; an
+evaluate() inputs dict whose keys are state channels is passed as is (else its question text
+becomes the user message). Results are read back as
 JSON-safe dicts (message objects serialized), so runs and evaluators never see LangChain classes.
 
 Capture: one ``BaseCallbackHandler`` registered with LangChain's ``register_configure_hook``. The
