@@ -303,7 +303,7 @@ def test_the_compiled_step_conversion_gives_the_pythons_result() -> None:
     from collections import OrderedDict
 
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-    from langgraph.types import Send
+    from langgraph.types import Command, Send
     from pydantic import BaseModel
 
     from assay.integrations import _langchain
@@ -337,9 +337,16 @@ def test_the_compiled_step_conversion_gives_the_pythons_result() -> None:
         # the step's top (a value at depth 24 inside is converted, one deeper is its repr)
         [Send("tools", {"state": deep})], {"x": [Send("tools", [deep])]},
         OrderedDict(deep=deep, sends=[Send("a", OrderedDict(m=[ai]))]),
+        # a node's Command (LangChain 1.x's create_agent): its fields walked like the rest
+        Command(update={"messages": [ai]}, goto=[Send("tools", {"messages": [ai]})]),
+        {"out": Command(goto="model", resume={"deep": deep})},
     ]
     for value in values:
         assert _langchain._step_json(value) == _langchain._step_json_py(value), value
+    command = _langchain._step_json(Command(update={"messages": [ai]}, goto=[Send("t", 1)]))
+    assert command == {"graph": None, "resume": None,
+                       "update": {"messages": [_langchain._message_json(ai)]},
+                       "goto": [{"send": "t", "arg": 1}]}
     step = _langchain._step_json  # the C walk, its depth after the value
     assert step({"a": ["b"]}, 23) == {"a": ["b"]}
     assert step({"a": ["b"]}, 24) == {"a": repr(["b"])}  # list too deep

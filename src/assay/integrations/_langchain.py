@@ -148,6 +148,9 @@ def _convert(value: Any, depth: int, memo: bool) -> Any:
     return _other(value, depth, memo)
 
 
+_COMMAND_FIELDS = ("graph", "update", "resume", "goto")  # langgraph.types.Command's, in order
+
+
 def _other(value: Any, depth: int, memo: bool) -> Any:
     """``_convert`` of a value that is neither a plain scalar nor a plain dict, list or tuple
     (``depth`` already counts it)."""
@@ -158,6 +161,13 @@ def _other(value: Any, depth: int, memo: bool) -> Any:
         # LangGraph's routing to a node (a ReAct agent's tool calls): as data; left to
         # ``jsonable`` it would be its repr, the state's messages' reprs inside (~1 ms)
         return {"send": str(value.node), "arg": _walk(value.arg, depth, memo)}
+    if cls.__name__ == "Command" and cls.__module__.startswith("langgraph"):
+        # a node's update and routing (LangChain 1.x's create_agent returns them): its fields,
+        # walked as a step's values are (messages as chat messages, from the memo; Sends as
+        # data). Left to ``jsonable``, pydantic-core dumped every message model whole (~125k
+        # instructions a Command) and each Send as its repr
+        return {name: _walk(getattr(value, name, None), depth, memo)
+                for name in _COMMAND_FIELDS}
     if isinstance(value, (str, int, float, bool)):  # subclasses (enums, ...)
         return value
     if isinstance(value, Mapping):
