@@ -1,9 +1,10 @@
 """What assay's capture of a real framework costs per llm/tool step (issue 21).
 
     .venv/bin/python bench/frameworks.py [--calls 40] [--rounds 5]
-        [--only langgraph,openai-agents,pydantic-ai] [--same-tokens]
+        [--only langgraph,langchain,openai-agents,pydantic-ai] [--same-tokens]
 
-Each framework's real agent (a LangGraph ReAct agent on ``ChatOpenAI``; an OpenAI Agents SDK
+Each framework's real agent (a LangGraph ReAct agent on ``ChatOpenAI``, LangGraph's prebuilt
+``create_react_agent`` or, as ``langchain``, LangChain 1.x's ``create_agent``; an OpenAI Agents SDK
 ``Agent`` on ``OpenAIChatCompletionsModel``; a pydantic-ai ``Agent`` on its
 ``OpenAIChatModel``) answers one tool-using question against the bundled
 scripted model on 127.0.0.1: two llm calls and one tool call per answer, three steps. Measured,
@@ -563,7 +564,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--calls", type=int, default=40, help="answers per batch")
     ap.add_argument("--rounds", type=int, default=5, help="batches per mode (median)")
-    ap.add_argument("--only", default="langgraph,openai-agents,pydantic-ai")
+    ap.add_argument("--only", default="langgraph,langchain,openai-agents,pydantic-ai")
     ap.add_argument("--same-tokens", action="store_true",
                     help="every answer the same question (so the same token counts, and the "
                          "price of each llm call a cache hit); by default each answer of a "
@@ -580,13 +581,16 @@ def main() -> None:
           f"(2 llm + 1 tool); load average {os.getloadavg()[0]:.2f}; token counts {counts}")
     rows = []
     with _ModelProcess() as base_url, _LangSmithSink() as sink:
-        if "langgraph" in wanted:
-            run = agent_for("langgraph", base_url)
+        for name in ("langgraph", "langchain"):  # create_react_agent, create_agent
+            if name not in wanted:
+                continue
+            run = agent_for(name, base_url)
             tracer, ls_client = langsmith_tracer(sink)
             LANGSMITH[:] = [{"callbacks": [tracer]}, ls_client]
-            r = asyncio.run(measure("langgraph", run, ["off", "sdk", "assay", "langsmith"],
+            r = asyncio.run(measure(name, run, ["off", "sdk", "assay", "langsmith"],
                                     args.calls, args.rounds, client))
-            rows.append(("langgraph", r, replay_langchain(1000, client)))
+            rows.append((name, r, replay_langchain(1000, client) if name == "langgraph"
+                         else None))
         if "openai-agents" in wanted:
             run = agent_for("openai-agents", base_url)
             r = asyncio.run(measure("openai-agents", run, ["off", "sdk", "assay"], args.calls,
