@@ -156,6 +156,35 @@ def test_langchain_create_agent_is_evaluated_and_traced_as_a_graph(srv: Scripted
         state).passed
 
 
+def test_a_graph_with_a_checkpointer_runs_each_call_on_a_thread_of_its_own(
+        srv: ScriptedModelServer, db: Client) -> None:
+    """A graph compiled with a checkpointer (memory, persistence: common in production)
+    refuses a call without a ``thread_id``. Each call assay makes is a conversation of its
+    own on a new thread: no error, and no example's answer carries the messages of one run
+    before it (the state of each is its own four messages)."""
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    saver = InMemorySaver()
+    agent = create_agent(_model(srv), [lookup_city], checkpointer=saver)
+    results = evaluate(agent, data=_dataset(db, ["Osaka", "Sydney"]), client=db,
+                       num_repetitions=2, evaluators=[ReliabilityEvaluator(None)])
+    rows = list(results)
+    assert len(rows) == 4
+    for row in rows:
+        assert row["run"].error is None
+        assert [m["role"] for m in row["run"].outputs["messages"]] == [
+            "user", "assistant", "tool", "assistant"]
+        assert {r.key: r.score for r in row["evaluation_results"]["results"]} == {
+            "reliability": 1.0}
+    judge = OpenAIJudge("gpt-4o-mini", base_url=srv.base_url, api_key="scripted")
+    accuracy = AccuracyEvaluator(judge, agent, "How many people live in Osaka?",
+                                 str(CITIES["Osaka"]), num_iterations=2).run()
+    assert accuracy.average_score == 9.0
+    threads = set(saver.storage)  # the saver's checkpoints, by thread id
+    assert len(threads) == 6 and all(t.startswith("assay-") for t in threads)
+
+
 def test_state_graph_streams_first_token_and_tool_calls_from_state(
         srv: ScriptedModelServer, db: Client) -> None:
     graph = state_graph(srv)

@@ -21,6 +21,7 @@ built from the log off it, or by whoever reads or stores them first.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
@@ -227,6 +228,11 @@ class LangChainAdapter:
         channels = getattr(runnable, "channels", None)
         self.channels: frozenset[str] = frozenset(channels) if isinstance(channels, Mapping) \
             else frozenset()
+        # a graph compiled with a checkpointer (memory, persistence) refuses a call without a
+        # thread_id; each call assay makes is a conversation of its own, on a new thread, so
+        # that no example's answer depends on the ones run before it
+        saver = getattr(runnable, "checkpointer", None)
+        self.checkpointed = saver is not None and saver is not False
 
     def __repr__(self) -> str:
         return f"LangChainAdapter({self.name})"
@@ -246,6 +252,9 @@ class LangChainAdapter:
         return query
 
     async def arun(self, query: Any) -> Any:
+        if self.checkpointed:
+            config = {"configurable": {"thread_id": f"assay-{uuid.uuid4()}"}}
+            return await self.runnable.ainvoke(self.prepare(query), config)
         return await self.runnable.ainvoke(self.prepare(query))
 
     def output_text(self, result: Any) -> str:
