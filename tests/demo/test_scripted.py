@@ -103,6 +103,36 @@ def test_verdicts_compare_expected_and_generated(client: openai.OpenAI) -> None:
     assert wrong["score"] == 3 and wrong["is_met"] is False
 
 
+def test_an_output_schema_gets_an_instance_after_the_tools(client: openai.OpenAI) -> None:
+    """A json_schema that is no verdict (an agent's own output type, nested through $defs):
+    tools first, then an instance of the schema from the question and the tool results; a
+    schema with a ``score`` is still a judge's and gets a verdict."""
+    city = {"type": "object", "properties": {
+        "name": {"type": "string"}, "population": {"type": "integer"},
+        "country": {"anyOf": [{"$ref": "#/$defs/Country"}, {"type": "null"}]}},
+        "required": ["name", "population", "country"],
+        "$defs": {"Country": {"type": "object", "properties": {"code": {"type": "string"},
+                                                                "eu": {"type": "boolean"}}}}}
+    fmt = {"type": "json_schema", "json_schema": {"name": "City", "schema": city}}
+    msgs: list[dict] = [{"role": "user", "content": "How many people live in Paris?"}]
+    first = client.chat.completions.create(model="m", messages=msgs, tools=TOOLS[:1],
+                                           response_format=fmt)  # type: ignore[arg-type]
+    call = first.choices[0].message.tool_calls[0]
+    assert call.function.name == "lookup_city"
+    msgs += [first.choices[0].message.model_dump(exclude_none=True),
+             {"role": "tool", "tool_call_id": call.id, "content": "2102650"}]
+    final = client.chat.completions.create(model="m", messages=msgs, tools=TOOLS[:1],
+                                           response_format=fmt)  # type: ignore[arg-type]
+    assert json.loads(final.choices[0].message.content) == {
+        "name": "Paris", "population": 2102650, "country": {"code": "Paris", "eu": True}}
+    judge = {"type": "json_schema", "json_schema": {"name": "Verdict", "schema": {
+        "type": "object", "properties": {"score": {"type": "integer"}}}}}
+    data = json.dumps({"expected_output": "Paris", "generated_output": "Paris"})
+    verdict = client.chat.completions.create(model="m", response_format=judge,  # type: ignore[arg-type]
+                                             messages=[{"role": "user", "content": data}])
+    assert json.loads(verdict.choices[0].message.content)["score"] == 9
+
+
 def test_faults_and_scripted_replies_come_first(srv: ScriptedModelServer,
                                                 client: openai.OpenAI) -> None:
     srv.fail_next(429, retry_after=0.5)

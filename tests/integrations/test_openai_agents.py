@@ -23,7 +23,7 @@ from openai import AsyncOpenAI
 
 from assay._sync import run_sync
 from assay.client import Client
-from assay.demo import ScriptedModelServer
+from assay.demo import ScriptedModelServer, ScriptedReply
 from assay.evals import (
     AccuracyEvaluator,
     PerformanceEvaluator,
@@ -306,6 +306,26 @@ def test_readme_handoff_on_the_default_model_answers_with_the_tool(
     calls = [item["name"] for body in srv.requests for item in body.get("input") or []
              if isinstance(item, dict) and item.get("type") == "function_call"]
     assert calls[:1] == ["transfer_to_geo"] and "lookup_city" in calls
+
+
+def test_an_output_type_is_stored_as_text_and_as_its_fields(srv: ScriptedModelServer,
+                                                             db: Client) -> None:
+    """An agent with an ``output_type`` (a pydantic model): the run's outputs hold its JSON
+    text and its fields (``structured_output``, as pydantic-ai's runs do)."""
+    from pydantic import BaseModel
+
+    class City(BaseModel):
+        city: str
+        population: int
+
+    srv.reset()
+    srv.script(ScriptedReply(content='{"city": "Paris", "population": 2102650}'))
+    agent = Agent(name="geo", instructions="Answer as a City.", output_type=City,
+                  model=_model(srv))
+    (row,) = list(evaluate(agent, data=_dataset(db, ["Paris"], "typed"), client=db))
+    outputs = row["run"].outputs
+    assert outputs["structured_output"] == {"city": "Paris", "population": 2102650}
+    assert City.model_validate_json(outputs["output"]) == City(city="Paris", population=2102650)
 
 
 def test_responses_api_streamed_run_is_traced(srv: ScriptedModelServer, db: Client) -> None:

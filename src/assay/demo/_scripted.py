@@ -18,9 +18,13 @@ It plays a tool-using model, deterministically:
   starts afresh: the handoff's result counts as no tool result, so it calls its own tool;
 * then a final answer that quotes the tool results (``"Answer: <result>; <result>"``); with no
   tools, an entry of ``answers`` whose key the question contains, else ``"You asked: <text>"``;
-* a request for structured output (``response_format`` json_schema/json_object) or one about
-  ``evaluation_data`` gets a judge verdict: score 9 when the expected output's words all appear
-  in the generated output, else 3;
+* a request for a judge's verdict (``response_format`` json_object, a json_schema with a
+  ``score``, or a prompt about ``evaluation_data``) gets one: score 9 when the expected
+  output's words all appear in the generated output, else 3;
+* any other json_schema (an agent's own output type: the Agents SDK's ``output_type``, a
+  provider-native structured output) gets, once the tools are done, an instance of the schema
+  made from the user's text and the tool results as tool arguments are (strings: the last
+  capitalised word; numbers: the first number);
 * usage: prompt tokens = words in the messages, completion tokens = words in the reply; streams
   send a usage chunk when ``stream_options.include_usage`` is set (as OpenAI does) and wait
   ``first_token_delay`` before the first content chunk, so first-token time is measurable.
@@ -114,6 +118,40 @@ def _value_for(schema: Mapping[str, Any], name: str, text: str) -> Any:
     return capitalised[-1] if capitalised else text.strip() or name
 
 
+def _requested_schema(fmt: Any) -> Mapping[str, Any] | None:
+    """The JSON schema a structured-output request asks for: under ``json_schema.schema`` in a
+    chat completion's ``response_format``, under ``schema`` in the Responses API's
+    ``text.format``; None for any other request."""
+    if not isinstance(fmt, Mapping) or fmt.get("type") != "json_schema":
+        return None
+    inner = fmt.get("json_schema")
+    schema = (inner if isinstance(inner, Mapping) else fmt).get("schema")
+    return schema if isinstance(schema, Mapping) else None
+
+
+def _instance(schema: Mapping[str, Any], text: str, root: Mapping[str, Any],
+              depth: int = 0) -> Any:
+    """A value of ``schema`` made from ``text`` as a tool's arguments are (``$ref`` to the
+    root's ``$defs`` followed, ``anyOf`` its first choice that is not null)."""
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/") and depth < 16:
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target.get(part) if isinstance(target, Mapping) else None
+        if isinstance(target, Mapping):
+            return _instance(target, text, root, depth + 1)
+    choices = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(choices, list) and depth < 16:
+        for choice in choices:
+            if isinstance(choice, Mapping) and choice.get("type") != "null":
+                return _instance(choice, text, root, depth + 1)
+    props = schema.get("properties")
+    if schema.get("type") == "object" and isinstance(props, Mapping) and depth < 16:
+        return {name: _instance(sub, text, root, depth + 1) if isinstance(sub, Mapping)
+                else None for name, sub in props.items()}
+    return _value_for(schema, "", text)
+
+
 def tool_arguments(tool: Mapping[str, Any], text: str) -> dict[str, Any]:
     """Arguments for ``tool`` made from its JSON schema and the user's text."""
     inner = tool.get("function")
@@ -151,6 +189,9 @@ class _Brain:
             if todo:
                 tool = todo[0]
                 return None, [{"name": _tool_name(tool), "arguments": tool_arguments(tool, text)}]
+        schema = _requested_schema(body.get("response_format"))
+        if schema is not None:  # the agent's own output type: an instance of its schema
+            return json.dumps(_instance(schema, " ".join([text, *results]), schema)), []
         if results:
             return "Answer: " + "; ".join(results), []
         for key, answer in self.answers.items():
@@ -161,8 +202,11 @@ class _Brain:
     @staticmethod
     def _wants_verdict(body: Mapping[str, Any], messages: list[dict[str, Any]]) -> bool:
         fmt = body.get("response_format")
-        if isinstance(fmt, Mapping) and fmt.get("type") in ("json_schema", "json_object"):
+        if isinstance(fmt, Mapping) and fmt.get("type") == "json_object":
             return True
+        schema = _requested_schema(fmt)
+        if schema is not None and "score" in (schema.get("properties") or {}):
+            return True  # a judge's verdict schema (score, reasoning, ...)
         return any("evaluation_data" in _text(m.get("content")) for m in messages)
 
     @staticmethod

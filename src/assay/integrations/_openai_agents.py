@@ -81,6 +81,11 @@ class AgentsSDKAdapter:
 
     def outputs(self, result: Any) -> dict[str, Any]:
         out: dict[str, Any] = {"output": self.output_text(result)}
+        final = getattr(result, "final_output", result)
+        if final is not None and not isinstance(final, str):  # an agent's output_type
+            structured = _jsonable(final)
+            if isinstance(structured, (dict, list)):
+                out["structured_output"] = structured  # its fields, as pydantic-ai's are
         last = getattr(result, "last_agent", None)
         if last is not None:
             out["last_agent"] = getattr(last, "name", None)
