@@ -328,6 +328,25 @@ def test_an_output_type_is_stored_as_text_and_as_its_fields(srv: ScriptedModelSe
     assert City.model_validate_json(outputs["output"]) == City(city="Paris", population=2102650)
 
 
+def test_chat_inputs_are_the_conversation(srv: ScriptedModelServer, db: Client) -> None:
+    """An example in the chat format of LangSmith's chat datasets (``messages`` of role and
+    content): the SDK gets the conversation as input items, the last user message the one the
+    agent answers (before, the dict went in as JSON text and the tool got the wrong city)."""
+    srv.reset()
+    ds = db.create_dataset("chat-inputs")
+    db.create_examples(dataset_id=ds.id, examples=[{"inputs": {"messages": [
+        {"role": "user", "content": "Hello."},
+        {"role": "assistant", "content": "Hi! Ask me about a city."},
+        {"role": "user", "content": "How many people live in Lima?"}]}}])
+    (row,) = list(evaluate(geo_agent(srv), data=ds.name, client=db))
+    assert row["run"].error is None
+    assert row["run"].outputs["output"] == f"Answer: Lima has {CITIES['Lima']} people"
+    sent = srv.requests[0]["messages"]
+    assert [(m["role"], m["content"]) for m in sent if m["role"] != "system"] == [
+        ("user", "Hello."), ("assistant", "Hi! Ask me about a city."),
+        ("user", "How many people live in Lima?")]
+
+
 def test_responses_api_streamed_run_is_traced(srv: ScriptedModelServer, db: Client) -> None:
     """``Runner.run_streamed`` over the Responses API's SSE stream: the same runs. (The SDK's
     spans carry no first-token time and no hook sees its chunks, so no first token is

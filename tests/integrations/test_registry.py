@@ -205,3 +205,30 @@ def test_query_text() -> None:
     assert query_text({"anything": "only value"}) == "only value"
     assert query_text({"question": "q", "context": "c"}) == "q"
     assert query_text({"a": 1, "b": 2}) == '{"a": 1, "b": 2}'
+
+
+def test_one_prompt_rule_for_every_adapter() -> None:
+    """``query_text``: what every framework's adapter sends as the prompt of an inputs dict.
+    A chat (LangSmith's chat datasets: ``messages`` of role/content dicts or pairs) gives its
+    last user message (content blocks joined); then the usual keys; then the only string
+    value; else the dict as JSON."""
+    from assay.integrations import chat_messages, query_text
+
+    chat = {"messages": [{"role": "system", "content": "Be brief."},
+                         {"role": "user", "content": "Population of Paris?"},
+                         {"role": "assistant", "content": "Which Paris?"},
+                         {"role": "user", "content": [{"type": "text", "text": "The French "},
+                                                      "one."]}]}
+    assert query_text(chat) == "The French one."
+    assert query_text({"messages": [("human", "Hi there")]}) == "Hi there"
+    assert chat_messages(chat) == chat["messages"]
+    assert chat_messages({"messages": [("user", "x")]}) == [{"role": "user", "content": "x"}]
+    assert chat_messages({"messages": "not a chat"}) is None
+    assert chat_messages({"messages": [{"text": "no role"}]}) is None
+    assert query_text({"question": "Q?", "context": "C"}) == "Q?"
+    assert query_text({"description": "Write a haiku"}) == "Write a haiku"
+    assert query_text({"city": "Lima", "n": 3}) == "Lima"  # the only string value
+    assert query_text({"a": "x", "b": "y"}) == '{"a": "x", "b": "y"}'
+    assert query_text("plain") == "plain"
+    assert query_text({"messages": [{"role": "assistant", "content": "only the model"}],
+                       "input": "fallback"}) == "fallback"

@@ -33,7 +33,7 @@ from ..errors import require
 from ..evals._models import ToolCall
 from ..evals._toolcalls import extract_tool_calls
 from ..tracing._run_tree import SPEEDUPS
-from ._registry import framework_parent, once
+from ._registry import framework_parent, once, query_text
 
 __all__ = [
     "LangChainAdapter",
@@ -47,7 +47,6 @@ __all__ = [
 
 _ROLES = {"human": "user", "ai": "assistant", "AIMessageChunk": "assistant", "system": "system",
           "tool": "tool", "function": "function", "chat": "user"}
-_QUERY_KEYS = ("query", "question", "input", "prompt", "text", "message")
 
 
 # -- JSON-safe values ------------------------------------------------------------------------------
@@ -246,7 +245,7 @@ class LangChainAdapter:
         if isinstance(query, Mapping):
             if any(k in self.channels for k in query):
                 return dict(query)
-            return {"messages": [("user", _query_text(query))]}
+            return {"messages": [("user", query_text(query))]}
         if isinstance(query, (list, tuple)):
             return {"messages": list(query)}
         return query
@@ -282,18 +281,6 @@ class LangChainAdapter:
 
     def tool_calls(self, result: Any) -> list[ToolCall] | None:
         return tool_calls(result)
-
-
-def _query_text(query: Mapping[str, Any]) -> str:
-    for key in _QUERY_KEYS:
-        if isinstance(query.get(key), str):
-            return str(query[key])
-    strings = [v for v in query.values() if isinstance(v, str)]
-    if len(strings) == 1:
-        return strings[0]
-    import json
-
-    return json.dumps(to_json(query), ensure_ascii=False)
 
 
 def adapt(obj: Any) -> LangChainAdapter | None:

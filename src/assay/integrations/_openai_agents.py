@@ -24,12 +24,9 @@ from .._json import jsonable as _jsonable
 from ..errors import require
 from ..evals._models import ToolCall
 from ..tracing._run_tree import RunTree, fast_child
-from ._registry import framework_parent, once
+from ._registry import chat_messages, framework_parent, once, query_text
 
 __all__ = ["AgentsSDKAdapter", "adapt", "instrument", "processor", "tool_calls"]
-
-_QUERY_KEYS = ("query", "question", "input", "prompt", "text", "message")
-
 
 def _parse(value: Any) -> Any:
     if isinstance(value, str) and value[:1] in ("{", "["):
@@ -56,12 +53,11 @@ class AgentsSDKAdapter:
 
     @staticmethod
     def prepare(query: Any) -> Any:
+        """``Runner.run``'s input: a string or a list of input items as they are; of an inputs
+        dict, its chat (``messages``) as input items, the whole conversation, else its prompt
+        text (``query_text``)."""
         if isinstance(query, Mapping):
-            for key in _QUERY_KEYS:
-                if isinstance(query.get(key), str):
-                    return query[key]
-            strings = [v for v in query.values() if isinstance(v, str)]
-            return strings[0] if len(strings) == 1 else json.dumps(_jsonable(query))
+            return chat_messages(query) or query_text(query)
         if isinstance(query, (str, list)):
             return query
         return str(query)

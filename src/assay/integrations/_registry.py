@@ -23,7 +23,7 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 from ..errors import InvalidInputError
@@ -37,6 +37,7 @@ __all__ = [
     "AgentAdapter",
     "Integration",
     "adapter_for",
+    "chat_messages",
     "framework_of",
     "framework_parent",
     "framework_tracing_enabled",
@@ -181,26 +182,65 @@ def framework_parent() -> RunTree | None:
 
 
 # -- shared by the adapters --------------------------------------------------------------------
-_QUERY_KEYS = ("query", "question", "input", "prompt", "message", "text", "task", "user_input")
+_QUERY_KEYS = ("query", "question", "input", "prompt", "message", "text", "task", "user_input",
+               "description")
+_USER_ROLES = ("user", "human")
+
+
+def chat_messages(query: Any) -> list[dict[str, Any]] | None:
+    """The conversation of an inputs dict in the chat format LangSmith's chat datasets use
+    (``{"messages": [{"role": "user", "content": "..."}, ...]}``, or ``(role, content)``
+    pairs) as role/content dicts, or None when it is not one."""
+    messages = query.get("messages") if isinstance(query, Mapping) else None
+    if not isinstance(messages, (list, tuple)) or not messages:
+        return None
+    out = []
+    for m in messages:
+        if isinstance(m, Mapping) and isinstance(m.get("role"), str) and "content" in m:
+            out.append({"role": m["role"], "content": m["content"]})
+        elif isinstance(m, (list, tuple)) and len(m) == 2 and isinstance(m[0], str):
+            out.append({"role": m[0], "content": m[1]})
+        else:
+            return None
+    return out
+
+
+def _content_text(content: Any) -> str | None:
+    """A chat message's text: a string, or the text blocks of a content list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [b if isinstance(b, str) else b.get("text") for b in content
+                 if isinstance(b, str) or isinstance(b, Mapping)]
+        return "".join(p for p in parts if isinstance(p, str))
+    return None
 
 
 def query_text(query: Any) -> str:
-    """The prompt text of a query: a string as is; of an evaluate() inputs dict, its only value
-    or its ``query``/``question``/``input``/``prompt``/... key, else the dict as JSON."""
+    """The prompt text of a query, for an agent that takes one: a string as is; of an evaluate()
+    inputs dict, its last user message when it holds a chat (``messages``), else its
+    ``query``/``question``/``input``/``prompt``/... value, else its only string value, else
+    the dict as JSON. One rule for every framework's adapter."""
     if isinstance(query, str):
         return query
-    if isinstance(query, dict):
-        if len(query) == 1:
-            (value,) = query.values()
-            if isinstance(value, str):
-                return value
+    if isinstance(query, Mapping):
+        chat = chat_messages(query)
+        users = [m for m in chat or () if m["role"] in _USER_ROLES]
+        text = _content_text(users[-1]["content"]) if users else None
+        if text is not None:
+            return text
         for key in _QUERY_KEYS:
             value = query.get(key)
             if isinstance(value, str):
                 return value
+        strings = [v for v in query.values() if isinstance(v, str)]
+        if len(strings) == 1:
+            return strings[0]
         import json
 
-        return json.dumps(query, default=str, ensure_ascii=False)
+        from .._json import jsonable
+
+        return json.dumps(jsonable(dict(query)), ensure_ascii=False)
     return str(query)
 
 

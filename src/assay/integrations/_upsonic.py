@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInputError, require
 from ..llm._base import BaseJudge
+from ._registry import query_text as _query_text
 
 if TYPE_CHECKING:
     from ..evals._models import ToolCall
@@ -252,21 +253,11 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-_QUERY_KEYS = ("query", "question", "input", "prompt", "task", "description")
-
-
 def query_text(query: Any) -> str:
-    """The task description for a query: a string as is, a one-field dict's value, a usual key
-    (query/question/input/prompt/task), else the dict as JSON."""
-    if isinstance(query, str):
-        return query
-    if isinstance(query, Mapping):
-        if len(query) == 1:
-            return _text(next(iter(query.values())))
-        for key in _QUERY_KEYS:
-            if key in query:
-                return _text(query[key])
-        return json.dumps(dict(query), default=str, ensure_ascii=False)
+    """The task description for a query: a string, or an inputs dict's prompt (the rule every
+    adapter follows: ``_registry.query_text``)."""
+    if isinstance(query, (str, Mapping)):
+        return _query_text(query)
     raise InvalidInputError(f"an Upsonic agent takes a string, an inputs dict or a Task as "
                             f"query, got {type(query).__name__}")
 
