@@ -185,6 +185,45 @@ def test_a_graph_with_a_checkpointer_runs_each_call_on_a_thread_of_its_own(
     assert len(threads) == 6 and all(t.startswith("assay-") for t in threads)
 
 
+def test_a_graph_of_its_own_state_takes_a_string_on_its_question_channel() -> None:
+    """A graph whose state has no ``messages`` but a question-like channel: a plain string
+    query goes to that channel (LangGraph refused a bare string: "Expected dict"); a dict is
+    passed as it is, and a graph with no such channel gets the string unchanged."""
+    from typing import TypedDict
+
+    from assay.evals import AgentUnderTest
+
+    class QA(TypedDict):
+        question: str
+        answer: str
+
+    def respond(state: QA) -> dict[str, str]:
+        return {"answer": state["question"].upper()}
+
+    g = StateGraph(QA)
+    g.add_node("respond", respond)
+    g.add_edge(START, "respond")
+    g.add_edge("respond", END)
+    graph = g.compile()
+    adapter = adapter_for(graph)
+    assert adapter is not None
+    assert adapter.prepare("how big is Lima?") == {"question": "how big is Lima?"}
+    assert adapter.prepare({"question": "q", "answer": ""}) == {"question": "q", "answer": ""}
+    assert AgentUnderTest(graph).call("how big is Lima?")["answer"] == "HOW BIG IS LIMA?"
+    perf = PerformanceEvaluator(graph, "how big is Lima?", num_iterations=2, warmup_runs=0).run()
+    assert perf.latency_stats["average"] > 0
+
+    class Other(TypedDict):
+        payload: str
+
+    h = StateGraph(Other)
+    h.add_node("echo", lambda state: state)
+    h.add_edge(START, "echo")
+    h.add_edge("echo", END)
+    other = adapter_for(h.compile())
+    assert other is not None and other.prepare("as is") == "as is"
+
+
 def test_state_graph_streams_first_token_and_tool_calls_from_state(
         srv: ScriptedModelServer, db: Client) -> None:
     graph = state_graph(srv)

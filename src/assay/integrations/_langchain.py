@@ -33,7 +33,7 @@ from ..errors import require
 from ..evals._models import ToolCall
 from ..evals._toolcalls import extract_tool_calls
 from ..tracing._run_tree import SPEEDUPS
-from ._registry import framework_parent, once, query_text
+from ._registry import QUERY_KEYS, framework_parent, once, query_text
 
 __all__ = [
     "LangChainAdapter",
@@ -239,7 +239,10 @@ class LangChainAdapter:
     def prepare(self, query: Any) -> Any:
         """What the runnable is invoked with (see the module docstring)."""
         if "messages" not in self.channels:
-            return query
+            # a graph of its own state: a string goes to its question-like channel, if any
+            key = next((k for k in QUERY_KEYS if k in self.channels), None) \
+                if isinstance(query, str) else None
+            return query if key is None else {key: query}
         if isinstance(query, str):
             return {"messages": [("user", query)]}
         if isinstance(query, Mapping):

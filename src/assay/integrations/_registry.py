@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "INTEGRATIONS",
+    "QUERY_KEYS",
     "AgentAdapter",
     "Integration",
     "adapter_for",
@@ -182,8 +183,9 @@ def framework_parent() -> RunTree | None:
 
 
 # -- shared by the adapters --------------------------------------------------------------------
-_QUERY_KEYS = ("query", "question", "input", "prompt", "message", "text", "task", "user_input",
-               "description")
+# the keys of an inputs dict that hold the prompt, in the order they are looked for
+QUERY_KEYS = ("query", "question", "input", "prompt", "message", "text", "task", "user_input",
+              "description")
 _USER_ROLES = ("user", "human")
 
 
@@ -229,7 +231,7 @@ def query_text(query: Any) -> str:
         text = _content_text(users[-1]["content"]) if users else None
         if text is not None:
             return text
-        for key in _QUERY_KEYS:
+        for key in QUERY_KEYS:
             value = query.get(key)
             if isinstance(value, str):
                 return value
