@@ -23,6 +23,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 
 from assay.client import Client
 from assay.demo import ScriptedModelServer
+from assay.errors import InvalidInputError
 from assay.evals import (
     AccuracyEvaluator,
     PerformanceEvaluator,
@@ -183,6 +184,17 @@ def test_a_graph_with_a_checkpointer_runs_each_call_on_a_thread_of_its_own(
     assert accuracy.average_score == 9.0
     threads = set(saver.storage)  # the saver's checkpoints, by thread id
     assert len(threads) == 6 and all(t.startswith("assay-") for t in threads)
+    # a thread of the caller's own (with_run_args' config): the conversation goes on there
+    from assay.evals import AgentUnderTest
+    from assay.integrations import with_run_args
+
+    mine = with_run_args(agent, config={"configurable": {"thread_id": "mine"}})
+    first = AgentUnderTest(mine).call("How many people live in Osaka?")
+    second = AgentUnderTest(mine).call("How many people live in Sydney?")
+    assert len(first["messages"]) == 4 and len(second["messages"]) == 8
+    assert "mine" in saver.storage
+    with pytest.raises(InvalidInputError, match="takes a config"):
+        with_run_args(agent, deps=1)
 
 
 def test_a_graph_of_its_own_state_takes_a_string_on_its_question_channel() -> None:

@@ -15,6 +15,7 @@ from agents import (
     Agent,
     OpenAIChatCompletionsModel,
     OpenAIResponsesModel,
+    RunContextWrapper,
     Runner,
     function_tool,
     set_trace_processors,
@@ -345,6 +346,31 @@ def test_chat_inputs_are_the_conversation(srv: ScriptedModelServer, db: Client) 
     assert [(m["role"], m["content"]) for m in sent if m["role"] != "system"] == [
         ("user", "Hello."), ("assistant", "Hi! Ask me about a city."),
         ("user", "How many people live in Lima?")]
+
+
+@function_tool(name_override="lookup_city")
+def lookup_city_in_context(ctx: RunContextWrapper[dict[str, int]], city: str) -> str:
+    """The population of a city, from the run's context."""
+    return f"{city} has {ctx.context[city]} people"
+
+
+def test_a_context_reaches_the_tools_through_with_run_args(srv: ScriptedModelServer,
+                                                           db: Client) -> None:
+    """``with_run_args(agent, context=..., max_turns=...)``: ``Runner.run`` gets them, the
+    tools read the context, the runs are traced as the agent's are."""
+    from assay.integrations import with_run_args
+
+    srv.reset()
+    agent = Agent(name="geo", instructions="Answer with the tool's figure.",
+                  tools=[lookup_city_in_context], model=_model(srv))
+    bound = with_run_args(agent, context={"Quito": 2800000}, max_turns=4)
+    (row,) = list(evaluate(bound, data=_dataset(db, ["Quito"], "context"), client=db,
+                           evaluators=[ReliabilityEvaluator(None)]))
+    assert row["run"].outputs["output"] == "Answer: Quito has 2800000 people"
+    assert [r.name for r in _tree(db, row) if r.run_type == "tool"] == ["lookup_city"]
+    assert {r.key: r.score for r in row["evaluation_results"]["results"]} == {"reliability": 1.0}
+    assert with_run_args(bound, max_turns=2).run_kwargs == {  # type: ignore[attr-defined]
+        "context": {"Quito": 2800000}, "max_turns": 2}
 
 
 def test_responses_api_streamed_run_is_traced(srv: ScriptedModelServer, db: Client) -> None:

@@ -8,6 +8,7 @@ instrumentation (which assay installs) when a plain function does; no set-up by 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -482,3 +483,44 @@ def test_an_unnamed_agent_keeps_no_name_of_assays_making(model: ScriptedModelSer
         (agent_run,) = _tree(db, row["run"]).child_runs or []
         assert agent_run.name == "invoke_agent agent"
         assert [r.run_type for r in _walk(agent_run)] == ["chain", "llm", "tool", "llm"]
+
+
+@dataclass
+class Atlas:
+    """A pydantic-ai agent's deps (module level: pydantic-ai resolves the tool's annotation)."""
+
+    weather: dict[str, str]
+
+
+def test_an_agent_that_needs_deps_runs_with_them(model: ScriptedModelServer, db: Client) -> None:
+    """An agent with ``deps_type``: ``with_run_args(agent, deps=...)`` runs it with them under
+    evaluate() and the evaluators, traced as the agent itself is (the tool run reads the deps);
+    the agent alone runs with none, and its tool fails on them, as pydantic-ai's own run does."""
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    from assay.integrations import with_run_args
+
+    agent = Agent(OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(
+        base_url=model.base_url, api_key="scripted")), name="atlas", deps_type=Atlas)
+
+    @agent.tool
+    def get_weather(ctx: RunContext[Atlas], city: str) -> str:
+        """The weather of a city."""
+        return ctx.deps.weather[city]
+
+    bound = with_run_args(agent, deps=Atlas({"Oslo": "snow in Oslo"}))
+    results = evaluate(bound, data=_data(["Oslo"]), client=db,
+                       evaluators=[ReliabilityEvaluator(["get_weather"])])
+    (row,) = list(results)
+    assert row["run"].error is None and "snow in Oslo" in row["run"].outputs["output"]
+    runs = _walk(_tree(db, row["run"]))
+    (tool,) = [r for r in runs if r.run_type == "tool"]
+    assert tool.outputs and "snow in Oslo" in str(tool.outputs)
+    assert [r for r in runs if r.run_type == "llm"]
+    judge = OpenAIJudge("gpt-4o-mini", base_url=model.base_url, api_key="scripted")
+    assert AccuracyEvaluator(judge, bound, "get_weather for Oslo", "snow").run() \
+        .average_score == 9.0
+    alone = AccuracyEvaluator(judge, agent, "get_weather for Oslo", "snow").run()
+    assert "'NoneType' object has no attribute 'weather'" in str(alone.iterations[0].error)

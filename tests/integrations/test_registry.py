@@ -232,3 +232,15 @@ def test_one_prompt_rule_for_every_adapter() -> None:
     assert query_text("plain") == "plain"
     assert query_text({"messages": [{"role": "assistant", "content": "only the model"}],
                        "input": "fallback"}) == "fallback"
+
+
+def test_run_args_for_a_framework_that_takes_none_are_refused(fake_framework: Any) -> None:
+    """``with_run_args`` on an agent whose adapter takes no run arguments: a clear error
+    naming the framework and the arguments; an unknown object: the usual error."""
+    from assay.integrations import with_run_args
+
+    fw, _ = fake_framework
+    with pytest.raises(InvalidInputError, match=r"fake agents take no run arguments.*deps"):
+        with_run_args(fw.Agent(), deps=1)
+    with pytest.raises(InvalidInputError, match="assay does not know how to run"):
+        with_run_args(object(), deps=1)

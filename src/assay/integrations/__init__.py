@@ -25,6 +25,7 @@ from ._registry import (
     set_framework_tracing,
     supported_kinds,
     tool_calls_from,
+    with_run_args,
 )
 
 __all__ = [
@@ -45,4 +46,5 @@ __all__ = [
     "set_framework_tracing",
     "supported_kinds",
     "tool_calls_from",
+    "with_run_args",
 ]

@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 
 from .._json import jsonable
-from ..errors import require
+from ..errors import InvalidInputError, require
 from ..evals._models import ToolCall
 from ..evals._toolcalls import extract_tool_calls
 from ..tracing._run_tree import SPEEDUPS
@@ -221,8 +221,9 @@ class LangChainAdapter:
 
     framework = "langchain"
 
-    def __init__(self, runnable: Any) -> None:
+    def __init__(self, runnable: Any, config: Mapping[str, Any] | None = None) -> None:
         self.runnable = runnable
+        self.config = dict(config or {})  # ainvoke's config (with_run_args)
         self.name = getattr(runnable, "name", None) or type(runnable).__name__
         channels = getattr(runnable, "channels", None)
         self.channels: frozenset[str] = frozenset(channels) if isinstance(channels, Mapping) \
@@ -253,9 +254,20 @@ class LangChainAdapter:
             return {"messages": list(query)}
         return query
 
+    def with_run_args(self, *, config: Mapping[str, Any] | None = None,
+                      **other: Any) -> LangChainAdapter:
+        """This runnable, ``ainvoke`` given ``config`` too (``integrations.with_run_args``)."""
+        if other:
+            raise InvalidInputError(f"a LangChain runnable takes a config as its run argument, "
+                                    f"not {', '.join(sorted(other))}")
+        return LangChainAdapter(self.runnable, {**self.config, **(config or {})})
+
     async def arun(self, query: Any) -> Any:
-        if self.checkpointed:
-            config = {"configurable": {"thread_id": f"assay-{uuid.uuid4()}"}}
+        config = self.config
+        if self.checkpointed and "thread_id" not in (config.get("configurable") or {}):
+            config = {**config, "configurable": {**(config.get("configurable") or {}),
+                                                 "thread_id": f"assay-{uuid.uuid4()}"}}
+        if config:
             return await self.runnable.ainvoke(self.prepare(query), config)
         return await self.runnable.ainvoke(self.prepare(query))
 

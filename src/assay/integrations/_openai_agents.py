@@ -51,6 +51,10 @@ class AgentsSDKAdapter:
     def __repr__(self) -> str:
         return f"AgentsSDKAdapter({self.name})"
 
+    def with_run_args(self, **run_args: Any) -> AgentsSDKAdapter:
+        """This agent, ``Runner.run`` given ``run_args`` too (``context``, ``max_turns``...)."""
+        return AgentsSDKAdapter(self.agent, **{**self.run_kwargs, **run_args})
+
     @staticmethod
     def prepare(query: Any) -> Any:
         """``Runner.run``'s input: a string or a list of input items as they are; of an inputs

@@ -155,13 +155,18 @@ class PydanticAIAdapter:
 
     framework = FRAMEWORK
 
-    def __init__(self, agent: Any) -> None:
+    def __init__(self, agent: Any, **run_args: Any) -> None:
         self.agent = agent
         self.name = getattr(agent, "name", None) or type(agent).__name__
+        self.run_args = run_args  # agent.run's own arguments (deps, model_settings...)
         self._direct: Any = None  # _pydantic_ai_direct.Direct, once asked for (False: none)
 
     def __repr__(self) -> str:
         return f"PydanticAIAdapter({self.name!r})"
+
+    def with_run_args(self, **run_args: Any) -> PydanticAIAdapter:
+        """This agent, each run given ``run_args`` too (``integrations.with_run_args``)."""
+        return PydanticAIAdapter(self.agent, **{**self.run_args, **run_args})
 
     async def arun(self, query: Any) -> Any:
         # a list is pydantic-ai's own prompt form (text and binary parts): passed as is
@@ -169,20 +174,24 @@ class PydanticAIAdapter:
         from ._native_runs import parent_in
         from ._pydantic_ai_native import _OPEN, capture_for
 
+        args = self.run_args
         capture = capture_for(self.agent, _settings)  # no OpenTelemetry work for this run
         if capture is None:
-            return await self.agent.run(prompt)
+            return await self.agent.run(prompt, **args)
         parent = parent_in(_OPEN)
         if parent is None:  # nothing to record (and assay's default instruments nothing)
-            return await self.agent.run(prompt)
+            return await self.agent.run(prompt, **args)
+        captured = [*args.get("capabilities", ()), capture]
         if self._direct is None:
             from ._pydantic_ai_direct import direct_for
 
-            self._direct = direct_for(self.agent) or False
+            # the direct path sets the run's model and tools itself: not with the caller's
+            self._direct = (not {"model", "capabilities", "toolsets"} & set(args)
+                            and direct_for(self.agent)) or False
         if self._direct is False:
-            return await self.agent.run(prompt, capabilities=[capture])
+            return await self.agent.run(prompt, **{**args, "capabilities": captured})
         return await self._direct.run(prompt, parent, lambda: self.agent.run(
-            prompt, capabilities=[capture]))
+            prompt, **{**args, "capabilities": captured}), args)
 
     def output_text(self, result: Any) -> str:
         return _text(getattr(result, "output", result))

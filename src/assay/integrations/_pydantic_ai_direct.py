@@ -25,7 +25,7 @@ the capability path.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from copy import copy
 from typing import Any
@@ -194,9 +194,11 @@ class Direct:
             self._toolsets = toolsets = (sources, [toolset_cls(s) for s in sources])
         return models[1], wrapped[1], toolsets[1]
 
-    async def run(self, prompt: Any, parent: Any, fallback: Any) -> Any:
+    async def run(self, prompt: Any, parent: Any, fallback: Any,
+                  run_args: Mapping[str, Any] | None = None) -> Any:
         """The agent run as an assay run under ``parent``; ``fallback()`` (the capability path)
-        for an agent this path does not reproduce."""
+        for an agent this path does not reproduce. ``run_args``: ``agent.run``'s own (deps,
+        model_settings...), neither ``model`` nor ``toolsets``, which this path sets."""
         wrappers = self._wrappers()
         if wrappers is None:
             return await fallback()
@@ -209,7 +211,7 @@ class Direct:
             with ended_on_error(run), (
                     self.agent.override(tools=tools, toolsets=toolsets) if toolsets
                     else self.agent.override(tools=tools)):
-                result = await self.agent.run(prompt, model=model)
+                result = await self.agent.run(prompt, **(run_args or {}), model=model)
         finally:
             running.reset(ours)
             _OPEN.reset(opened)

@@ -51,6 +51,7 @@ __all__ = [
     "set_framework_tracing",
     "supported_kinds",
     "tool_calls_from",
+    "with_run_args",
 ]
 
 log = logging.getLogger(__name__)
@@ -343,6 +344,23 @@ def require_adapter(obj: Any) -> AgentAdapter:
             f"assay does not know how to run a {kind.__module__}.{kind.__qualname__}: pass "
             f"a function taking the query or {supported_kinds()}")
     return adapter
+
+
+def with_run_args(agent: Any, **run_args: Any) -> AgentAdapter:
+    """``agent`` as assay runs it, each run given ``run_args``: what a framework's own run call
+    takes besides the prompt, for an agent that needs it (pydantic-ai's ``agent.run``: ``deps``,
+    ``model_settings``, ``usage_limits``...; the Agents SDK's ``Runner.run``: ``context``,
+    ``max_turns``, ``run_config``...; a LangGraph graph's ``ainvoke``: ``config``). Pass what it
+    returns to ``evaluate()`` or an evaluator in place of the agent; its runs are traced as the
+    agent's are. A framework that takes none here is refused, naming it."""
+    adapter = require_adapter(agent)
+    bind = getattr(adapter, "with_run_args", None)
+    if bind is None:
+        raise InvalidInputError(
+            f"{adapter.framework} agents take no run arguments in assay (got "
+            f"{', '.join(sorted(run_args))}): pass a function that runs the agent with them")
+    bound: AgentAdapter = bind(**run_args)
+    return bound
 
 
 def tool_calls_from(obj: Any) -> list[ToolCall] | None:
