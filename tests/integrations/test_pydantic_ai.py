@@ -524,3 +524,21 @@ def test_an_agent_that_needs_deps_runs_with_them(model: ScriptedModelServer, db:
         .average_score == 9.0
     alone = AccuracyEvaluator(judge, agent, "get_weather for Oslo", "snow").run()
     assert "'NoneType' object has no attribute 'weather'" in str(alone.iterations[0].error)
+
+
+def test_a_chat_dataset_gives_the_earlier_turns_as_history(model: ScriptedModelServer,
+                                                            db: Client,
+                                                            pydantic_agent: Any) -> None:
+    """An example in LangSmith's chat format: the last user message is the prompt and the
+    turns before it pydantic-ai's message history, so the model sees the whole conversation."""
+    ds = db.create_dataset("chat-history")
+    db.create_examples(dataset_id=ds.id, examples=[{"inputs": {"messages": [
+        {"role": "system", "content": "You know the weather."},
+        {"role": "user", "content": "Hello."},
+        {"role": "assistant", "content": "Hi! Which city?"},
+        {"role": "user", "content": "get_weather for Quito"}]}}])
+    (row,) = list(evaluate(pydantic_agent, data=ds.name, client=db))
+    assert row["run"].error is None and "sunny in Quito" in row["run"].outputs["output"]
+    sent = [(m["role"], m.get("content")) for m in model.requests[0]["messages"]]
+    assert ("user", "Hello.") in sent and ("assistant", "Hi! Which city?") in sent
+    assert sent[-1] == ("user", "get_weather for Quito")

@@ -29,7 +29,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from ..errors import require
-from ._registry import framework_parent, query_text
+from ._registry import chat_messages, framework_parent, query_text
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -150,6 +150,37 @@ def instrument() -> None:
         # settings of the user's own: theirs to route (e.g. add AssaySpanProcessor to them)
 
 
+def _history(query: Any) -> list[Any] | None:
+    """The turns of a chat-format inputs dict (``chat_messages``) before its last user
+    message, as pydantic-ai's message history (system and user turns as requests, assistant
+    turns as responses), or None."""
+    chat = chat_messages(query)
+    if not chat:
+        return None
+    last = max((i for i, m in enumerate(chat) if m["role"] in ("user", "human")), default=None)
+    if not last:
+        return None
+    from pydantic_ai.messages import (
+        ModelRequest,
+        ModelResponse,
+        SystemPromptPart,
+        TextPart,
+        UserPromptPart,
+    )
+
+    out: list[Any] = []
+    for m in chat[:last]:
+        text = m["content"] if isinstance(m["content"], str) else query_text(
+            {"messages": [{"role": "user", "content": m["content"]}]})
+        if m["role"] == "system":
+            out.append(ModelRequest(parts=[SystemPromptPart(content=text)]))
+        elif m["role"] in ("assistant", "ai"):
+            out.append(ModelResponse(parts=[TextPart(content=text)]))
+        else:
+            out.append(ModelRequest(parts=[UserPromptPart(content=text)]))
+    return out
+
+
 class PydanticAIAdapter:
     """A pydantic-ai agent called with the query text; its result read for assay."""
 
@@ -175,6 +206,9 @@ class PydanticAIAdapter:
         from ._pydantic_ai_native import _OPEN, capture_for
 
         args = self.run_args
+        history = _history(query) if "message_history" not in args else None
+        if history:  # a chat's earlier turns, before the last user message (the prompt)
+            args = {**args, "message_history": history}
         capture = capture_for(self.agent, _settings)  # no OpenTelemetry work for this run
         if capture is None:
             return await self.agent.run(prompt, **args)
