@@ -189,10 +189,15 @@ _step_json: Callable[..., Any] = (  # (value[, depth]: the depth where C is buil
 # ``orjson.Fragment`` of its text, made once per dict and kept in its ``_CONVERTED`` entry
 # (``_cstep.c``'s ``fragment_of``), where a ReAct answer's states put their messages' dicts
 # through orjson ~45 times; the text a column gets is the same. None where C is not built.
+def _fragment(d: dict[str, Any]) -> Any:
+    """A message dict's JSON text as the writer's columns write it, as an orjson.Fragment."""
+    return orjson.Fragment(orjson.dumps(d, default=jsonable))
+
+
 _STEP_FRAGMENTS: Callable[..., Any] | None = getattr(SPEEDUPS, "step_fragments", None)
 _step_fragments: Callable[[Any], Any] | None = (
     partial(_STEP_FRAGMENTS, _MESSAGE_CLASSES, _message_json, partial(_other, memo=True),
-            _CONVERTED, partial(orjson.dumps, default=jsonable))
+            _CONVERTED, _fragment)
     if _STEP_FRAGMENTS is not None else None)
 
 

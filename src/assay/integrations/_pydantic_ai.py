@@ -29,7 +29,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from ..errors import require
-from ._registry import chat_messages, framework_parent, query_text
+from ._registry import chat_messages, content_text, framework_parent, query_text
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -170,8 +170,7 @@ def _history(query: Any) -> list[Any] | None:
 
     out: list[Any] = []
     for m in chat[:last]:
-        text = m["content"] if isinstance(m["content"], str) else query_text(
-            {"messages": [{"role": "user", "content": m["content"]}]})
+        text = content_text(m["content"]) or ""
         if m["role"] == "system":
             out.append(ModelRequest(parts=[SystemPromptPart(content=text)]))
         elif m["role"] in ("assistant", "ai"):

@@ -39,6 +39,7 @@ __all__ = [
     "Integration",
     "adapter_for",
     "chat_messages",
+    "content_text",
     "framework_of",
     "framework_parent",
     "framework_tracing_enabled",
@@ -208,7 +209,7 @@ def chat_messages(query: Any) -> list[dict[str, Any]] | None:
     return out
 
 
-def _content_text(content: Any) -> str | None:
+def content_text(content: Any) -> str | None:
     """A chat message's text: a string, or the text blocks of a content list."""
     if isinstance(content, str):
         return content
@@ -229,7 +230,7 @@ def query_text(query: Any) -> str:
     if isinstance(query, Mapping):
         chat = chat_messages(query)
         users = [m for m in chat or () if m["role"] in _USER_ROLES]
-        text = _content_text(users[-1]["content"]) if users else None
+        text = content_text(users[-1]["content"]) if users else None
         if text is not None:
             return text
         for key in QUERY_KEYS:

@@ -69,37 +69,23 @@ static PyObject *convert(PyObject *v, int depth, const Step *s);
 
 /* step_fragments: the memo entry `entry`'s message dict as its JSON text, an orjson.Fragment
  * that orjson writes in place of the dict (a new reference). A message's dict is shared by every
- * run whose state holds the message, and nothing changes it once made, so its text is made
- * once, by `encode` (orjson.dumps with the writer's default: the bytes the dict gives inside
- * the run's value), and kept in the entry's last slot (the entry replaced by one holding it,
- * under `key`). A dict `encode` refuses is given back as it is: the run's own encoding then
+ * run whose state holds the message, and nothing changes it once made, so its fragment is made
+ * once, by `encode` (the writer's orjson.dumps, as an orjson.Fragment: the bytes the dict gives
+ * inside the run's value), and kept in the entry's last slot (the entry replaced by one holding
+ * it, under `key`). A dict `encode` refuses is given back as it is: the run's own encoding then
  * fails as it did, and takes its slow path. */
 static PyObject *fragment_of(PyObject *entry, PyObject *key, const Step *s) {
-    static PyObject *fragment_type = NULL;
     PyObject *kept = PyTuple_GET_ITEM(entry, ENTRY_FRAGMENT);
     PyObject *d = PyTuple_GET_ITEM(entry, ENTRY_DICT);
     if (kept != Py_None)
         return Py_NewRef(kept);
-    if (fragment_type == NULL) {
-        PyObject *orjson = PyImport_ImportModule("orjson");
-        if (orjson == NULL)
-            return NULL;
-        fragment_type = PyObject_GetAttrString(orjson, "Fragment");
-        Py_DECREF(orjson);
-        if (fragment_type == NULL)
-            return NULL;
-    }
-    PyObject *text = PyObject_CallOneArg(s->encode, d);
-    if (text == NULL) {
+    PyObject *fragment = PyObject_CallOneArg(s->encode, d);
+    if (fragment == NULL) {
         if (!PyErr_ExceptionMatches(PyExc_TypeError)) /* orjson.JSONEncodeError is one */
             return NULL;
         PyErr_Clear();
         return Py_NewRef(d);
     }
-    PyObject *fragment = PyObject_CallOneArg(fragment_type, text);
-    Py_DECREF(text);
-    if (fragment == NULL)
-        return NULL;
     PyObject *with = PyTuple_New(ENTRY_SIZE);
     if (with == NULL) {
         Py_DECREF(fragment);
