@@ -33,7 +33,7 @@ from ..errors import InvalidInputError, require
 from ..evals._models import ToolCall
 from ..evals._toolcalls import extract_tool_calls
 from ..tracing._run_tree import SPEEDUPS
-from ._registry import QUERY_KEYS, framework_parent, once, query_text
+from ._registry import QUERY_KEYS, content_text, framework_parent, once, query_text
 
 __all__ = [
     "LangChainAdapter",
@@ -211,12 +211,11 @@ def _walk(value: Any, depth: int, memo: bool) -> Any:
 
 
 def _text(value: Any) -> str:
-    """The text of a message's content (a string, or a list of content blocks)."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        return "".join(b if isinstance(b, str) else str(b.get("text", "")) if isinstance(b, Mapping)
-                       else "" for b in value)
+    """The text of a message's content (a string, or a list of content blocks:
+    ``_registry.content_text``), else the value as text."""
+    text = content_text(value)
+    if text is not None:
+        return text
     return "" if value is None else str(value)
 
 
