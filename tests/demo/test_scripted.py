@@ -133,6 +133,43 @@ def test_an_output_schema_gets_an_instance_after_the_tools(client: openai.OpenAI
     assert json.loads(verdict.choices[0].message.content)["score"] == 9
 
 
+def test_an_output_tool_is_called_with_an_instance_after_the_tools(client: openai.OpenAI
+                                                                    ) -> None:
+    """An output tool on offer (pydantic-ai's and Upsonic's ``final_result``): the agent's own
+    tools first (never the output tool first, though offered first), then the output tool
+    with an instance of its schema, strings from the question and numbers from the results."""
+    final = {"type": "function", "function": {"name": "final_result", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"},
+                                         "population": {"type": "integer"}},
+        "required": ["city", "population"]}}}
+    tools = [final, TOOLS[0]]
+    msgs: list[dict] = [{"role": "user", "content": "How many people live in 'Paris'?"}]
+    first = client.chat.completions.create(model="m", messages=msgs, tools=tools,  # type: ignore[arg-type]
+                                           tool_choice="required")
+    call = first.choices[0].message.tool_calls[0]
+    assert call.function.name == "lookup_city"
+    msgs += [first.choices[0].message.model_dump(exclude_none=True),
+             {"role": "tool", "tool_call_id": call.id, "content": '{"func": "2102650"}'}]
+    done = client.chat.completions.create(model="m", messages=msgs, tools=tools,  # type: ignore[arg-type]
+                                          tool_choice="required")
+    answer = done.choices[0].message
+    assert answer.content is None and answer.tool_calls[0].function.name == "final_result"
+    assert json.loads(answer.tool_calls[0].function.arguments) == {
+        "city": "Paris", "population": 2102650}
+
+
+def test_tool_arguments_come_from_the_prose_not_a_json_schema(client: openai.OpenAI) -> None:
+    """A prompt that carries a JSON schema (CrewAI's ``output_pydantic`` asks for its format
+    that way): the argument is the question's city, not a quoted key of the schema."""
+    schema = json.dumps({"properties": {"city": {"title": "City", "type": "string"}},
+                         "additionalProperties": False}, indent=2)
+    text = f"Use lookup_city for 'Cairo'. Format your answer by this schema: {schema}"
+    reply = client.chat.completions.create(model="m", tools=TOOLS[:1],  # type: ignore[arg-type]
+                                           messages=[{"role": "user", "content": text}])
+    call = reply.choices[0].message.tool_calls[0]
+    assert json.loads(call.function.arguments) == {"city": "Cairo"}
+
+
 def test_faults_and_scripted_replies_come_first(srv: ScriptedModelServer,
                                                 client: openai.OpenAI) -> None:
     srv.fail_next(429, retry_after=0.5)

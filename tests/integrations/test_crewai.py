@@ -17,10 +17,12 @@ os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
 
 from crewai import LLM, Agent, Crew, Process, Task
 from crewai.tools import tool
+from pydantic import BaseModel
 
 from assay._sync import run_sync
 from assay.client import Client
 from assay.demo import ScriptedModelServer
+from assay.errors import InvalidInputError
 from assay.evals import (
     AccuracyEvaluator,
     PerformanceEvaluator,
@@ -28,7 +30,7 @@ from assay.evals import (
     extract_tool_calls,
 )
 from assay.evaluation import evaluate
-from assay.integrations import adapter_for
+from assay.integrations import adapter_for, with_run_args
 from assay.llm import JudgeOptions, OpenAIJudge
 
 from .conftest import CITIES, population
@@ -164,3 +166,83 @@ def test_streamed_llm_calls_get_their_first_token(srv: ScriptedModelServer, db: 
     llms = [r for r in _tree(db, row) if r.run_type == "llm"]
     assert llms and all(r.first_token_time is not None for r in llms)
     assert all(r.start_time <= r.first_token_time <= r.end_time for r in llms)
+
+
+class CityFigure(BaseModel):
+    city: str
+    population: int
+
+
+def _researcher(srv: ScriptedModelServer) -> Agent:
+    llm = LLM(model="openai/gpt-4o-mini", base_url=srv.base_url, api_key="scripted")
+    return Agent(role="researcher", goal="Find city figures with lookup_city",
+                 backstory="A careful researcher.", tools=[lookup_city], llm=llm, max_iter=3,
+                 verbose=False)
+
+
+def test_structured_output_of_a_task_and_of_an_agent(srv: ScriptedModelServer,
+                                                      db: Client) -> None:
+    """A task's ``output_pydantic`` and an agent's ``response_format`` (given with
+    ``with_run_args``): the run's outputs hold the answer's fields (``structured_output``, as
+    the other frameworks' runs do), the crew's per task too; the tool call is still judged."""
+    researcher = _researcher(srv)
+    typed = Crew(agents=[researcher], tasks=[Task(
+        description="{question} Use lookup_city for '{city}'.", expected_output="a figure",
+        agent=researcher, output_pydantic=CityFigure)], verbose=False)
+    (row,) = list(evaluate(typed, data=_dataset(db, ["Cairo"], "typed"), client=db,
+                           evaluators=[ReliabilityEvaluator(None)]))
+    figure = {"city": "Cairo", "population": CITIES["Cairo"]}
+    assert row["run"].outputs["structured_output"] == figure
+    assert row["run"].outputs["tasks"][0]["structured_output"] == figure
+    assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]
+
+    bound = with_run_args(_researcher(srv), response_format=CityFigure)
+    (row,) = list(evaluate(bound, data=_dataset(db, ["Osaka"], "agent-typed"), client=db,
+                           evaluators=[ReliabilityEvaluator(None)]))
+    assert row["run"].outputs["structured_output"] == {"city": "Osaka",
+                                                       "population": CITIES["Osaka"]}
+    assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]
+    plain = run_sync(adapter_for(_researcher(srv)).arun("How many people live in 'Osaka'?"))
+    assert "structured_output" not in adapter_for(researcher).outputs(plain)
+
+
+def test_a_chat_dataset_is_an_agents_conversation_and_a_crews_question(
+        srv: ScriptedModelServer, db: Client) -> None:
+    """An example in LangSmith's chat format: an Agent is kicked off with the whole
+    conversation (CrewAI's message list); a Crew's ``{question}`` gets its last user message
+    (an inputs dict without one is the same rule's, ``_registry.query_text``)."""
+    ds = db.create_dataset("crew-chat")
+    db.create_examples(dataset_id=ds.id, examples=[{"inputs": {"messages": [
+        {"role": "user", "content": "Hello."},
+        {"role": "assistant", "content": "Hi! Which city?"},
+        {"role": "user", "content": "How many people live in 'Sydney'?"}]}}])
+    first = len(srv.requests)
+    (row,) = list(evaluate(_researcher(srv), data=ds.name, client=db))
+    assert row["run"].error is None and str(CITIES["Sydney"]) in row["run"].outputs["output"]
+    sent = [(m["role"], m.get("content")) for m in srv.requests[first]["messages"]]
+    assert ("user", "Hello.") in sent and ("assistant", "Hi! Which city?") in sent
+    assert "How many people live in 'Sydney'?" in str(sent[-1][1])
+    researcher = _researcher(srv)
+    asks = Crew(agents=[researcher], tasks=[Task(description="{question}",
+                                                  expected_output="a figure", agent=researcher)])
+    (row,) = list(evaluate(asks, data=ds.name, client=db))
+    assert [r.inputs for r in _tree(db, row) if r.run_type == "tool"] == [{"city": "Sydney"}]
+
+
+def test_run_args_of_a_crew_and_of_an_agent(srv: ScriptedModelServer) -> None:
+    """A Crew's ``inputs`` fill its templates for every query (a query's own inputs win); what
+    a kickoff does not take is refused by name before anything runs."""
+    bound = with_run_args(crew(srv), inputs={"city": "Lima"})
+    output = run_sync(bound.arun("How many people live in Lima?"))
+    assert [(c.name, c.args) for c in extract_tool_calls(output)] == [
+        ("lookup_city", {"city": "Lima"})]
+    output = run_sync(bound.arun({"question": "How many people live in Cairo?", "city": "Cairo"}))
+    assert [c.args for c in extract_tool_calls(output)] == [{"city": "Cairo"}]
+    with pytest.raises(InvalidInputError, match=r"CrewAI Crew: max_turns \(it takes inputs, "
+                                                 r"input_files\)"):
+        with_run_args(crew(srv), max_turns=3)
+    with pytest.raises(InvalidInputError, match=r"CrewAI Agent: inputs \(it takes "
+                                                 r"response_format, input_files\)"):
+        with_run_args(_researcher(srv), inputs={"city": "Lima"})
+    with pytest.raises(InvalidInputError, match="a Crew's inputs must be a dict, got str"):
+        with_run_args(crew(srv), inputs="Lima")

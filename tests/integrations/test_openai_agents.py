@@ -25,6 +25,7 @@ from openai import AsyncOpenAI
 from assay._sync import run_sync
 from assay.client import Client
 from assay.demo import ScriptedModelServer, ScriptedReply
+from assay.errors import InvalidInputError
 from assay.evals import (
     AccuracyEvaluator,
     PerformanceEvaluator,
@@ -371,6 +372,9 @@ def test_a_context_reaches_the_tools_through_with_run_args(srv: ScriptedModelSer
     assert {r.key: r.score for r in row["evaluation_results"]["results"]} == {"reliability": 1.0}
     assert with_run_args(bound, max_turns=2).run_kwargs == {  # type: ignore[attr-defined]
         "context": {"Quito": 2800000}, "max_turns": 2}
+    with pytest.raises(InvalidInputError, match=r"Runner.run: deps \(it takes context, "
+                                                 r"max_turns, "):
+        with_run_args(bound, deps=1)  # refused by name, before anything runs
 
 
 def test_responses_api_streamed_run_is_traced(srv: ScriptedModelServer, db: Client) -> None:

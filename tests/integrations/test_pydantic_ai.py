@@ -8,6 +8,7 @@ instrumentation (which assay installs) when a plain function does; no set-up by 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,7 @@ from pydantic_ai import RunContext  # noqa: E402 - after the skip
 
 from assay.client import Client
 from assay.demo import ScriptedModelServer, ScriptedReply
+from assay.errors import InvalidInputError
 from assay.evals import (
     AccuracyEvaluator,
     AgentUnderTest,
@@ -524,6 +526,9 @@ def test_an_agent_that_needs_deps_runs_with_them(model: ScriptedModelServer, db:
         .average_score == 9.0
     alone = AccuracyEvaluator(judge, agent, "get_weather for Oslo", "snow").run()
     assert "'NoneType' object has no attribute 'weather'" in str(alone.iterations[0].error)
+    with pytest.raises(InvalidInputError, match=r"pydantic-ai agent's run: context, max_turns "
+                                                 r"\(it takes output_type, "):
+        with_run_args(agent, context=1, max_turns=2)  # refused by name, before anything runs
 
 
 def test_a_chat_dataset_gives_the_earlier_turns_as_history(model: ScriptedModelServer,
@@ -542,3 +547,36 @@ def test_a_chat_dataset_gives_the_earlier_turns_as_history(model: ScriptedModelS
     sent = [(m["role"], m.get("content")) for m in model.requests[0]["messages"]]
     assert ("user", "Hello.") in sent and ("assistant", "Hi! Which city?") in sent
     assert sent[-1] == ("user", "get_weather for Quito")
+
+
+def test_an_output_type_through_its_output_tool_is_stored_as_its_fields(
+        model: ScriptedModelServer, db: Client) -> None:
+    """An agent with a pydantic ``output_type`` in pydantic-ai's default mode (the model calls
+    its ``final_result`` tool): the run's outputs hold the answer's JSON text and its fields,
+    the agent's own tool call is judged and the output tool is no tool run."""
+    from pydantic import BaseModel
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    class Weather(BaseModel):
+        city: str
+        summary: str
+
+    agent = Agent(OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(
+        base_url=model.base_url, api_key="scripted")), name="typed", output_type=Weather)
+
+    @agent.tool_plain
+    def get_weather(city: str) -> str:
+        """The weather of a city."""
+        return f"sunny in {city}"
+
+    (row,) = list(evaluate(agent, data=_data(["Quito"]), client=db,
+                           evaluators=[ReliabilityEvaluator(["get_weather"])]))
+    assert row["run"].error is None
+    structured = row["run"].outputs["structured_output"]
+    assert structured["city"] == "Quito" and set(structured) == {"city", "summary"}
+    assert json.loads(row["run"].outputs["output"]) == structured
+    assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]
+    tools = [r.name for r in _walk(_tree(db, row["run"])) if r.run_type == "tool"]
+    assert tools == ["get_weather"], tools

@@ -26,6 +26,7 @@ pytest.importorskip("upsonic", reason="needs assay[upsonic]")
 import upsonic.eval as upsonic_eval
 import upsonic.eval.models as upsonic_models
 from openai import AsyncOpenAI
+from pydantic import BaseModel
 from upsonic import Agent, Graph, Task, Team
 from upsonic.models.openai import OpenAIChatModel
 from upsonic.providers.openai import OpenAIProvider
@@ -42,6 +43,7 @@ from assay.integrations import (
     require_adapter,
     set_framework_tracing,
     tool_calls_from,
+    with_run_args,
 )
 
 from .conftest import CITIES, flat_runs, population
@@ -295,6 +297,46 @@ def test_evaluate_agent_stores_llm_and_tool_runs(agent: Agent, db: Client) -> No
         assert order == ["llm", "tool", "llm"]  # as the agent did it
         scores = {r.key: r.score for r in row["evaluation_results"]["results"]}
         assert scores == {"reliability": 1.0}
+
+
+class CityFigure(BaseModel):
+    city: str
+    population: int
+
+
+def test_run_args_give_each_task_a_response_format(agent: Agent, db: Client) -> None:
+    """``with_run_args(agent, response_format=..., retry=...)``: each Task made from an example
+    gets the Task fields, ``do_async`` the rest; the answer is stored as its JSON text and its
+    fields (``structured_output``), and the tool call is still judged."""
+    bound = with_run_args(agent, response_format=CityFigure, retry=2)
+    rows = list(evaluate(bound, data=_dataset(db, ["Paris", "Lima"]), client=db,
+                         evaluators=[assay_evals.ReliabilityEvaluator(None).as_evaluator(
+                             client=db)]))
+    assert len(rows) == 2
+    for row in rows:
+        city = row["example"].inputs["question"].split()[-1].rstrip("?")
+        figure = {"city": city, "population": int(CITIES[city])}
+        assert row["run"].outputs["structured_output"] == figure
+        assert json.loads(row["run"].outputs["output"]) == figure
+        assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]
+    plain = list(evaluate(agent, data=_dataset(db, ["Paris"]), client=db))
+    assert "structured_output" not in plain[0]["run"].outputs  # the agent itself unchanged
+
+
+def test_run_args_that_upsonic_does_not_take_are_refused_by_name(srv: ScriptedModelServer,
+                                                                 agent: Agent) -> None:
+    with pytest.raises(InvalidInputError, match=r"Upsonic agent \(a Task's fields or do_async "
+                                                 r"model/retry/timeout\): deps, max_turns \(it "
+                                                 r"takes model, retry, timeout, attachments, "):
+        with_run_args(agent, deps=1, max_turns=2, response_format=CityFigure)
+    team = Team(entities=[agent], model=_model(srv))
+    with pytest.raises(InvalidInputError, match=r"Upsonic team \(a Task's fields\): retry "
+                                                 r"\(it takes attachments, "):
+        with_run_args(team, retry=2)  # a Team's do_async takes the Task only
+    with_run_args(team, response_format=CityFigure)
+    graph = Graph(default_agent=agent)
+    with pytest.raises(InvalidInputError, match="Graph takes no run arguments"):
+        with_run_args(graph, response_format=CityFigure)
 
 
 def test_concurrency_8_keeps_examples_apart(agent: Agent, db: Client) -> None:

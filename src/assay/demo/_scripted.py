@@ -11,9 +11,9 @@ It plays a tool-using model, deterministically:
 
 * tools offered and no tool result yet for the last user turn: it calls a tool (the first tool
   whose name appears in the user's text, else the first tool offered), with arguments made from
-  the tool's JSON schema (a string from the user's text: its last capitalised word or quoted
-  phrase; numbers from the text; booleans true). Tools named in the text are called in the
-  order they appear there, one per turn, each once;
+  the tool's JSON schema (a string from the user's text outside any ``{...}`` block: its last
+  capitalised word or quoted phrase; numbers from the text; booleans true). Tools named in the
+  text are called in the order they appear there, one per turn, each once;
 * after a handoff (the OpenAI Agents SDK's ``transfer_to_<agent>`` call), the agent handed to
   starts afresh: the handoff's result counts as no tool result, so it calls its own tool;
 * then a final answer that quotes the tool results (``"Answer: <result>; <result>"``); with no
@@ -23,8 +23,10 @@ It plays a tool-using model, deterministically:
   output's words all appear in the generated output, else 3;
 * any other json_schema (an agent's own output type: the Agents SDK's ``output_type``, a
   provider-native structured output) gets, once the tools are done, an instance of the schema
-  made from the user's text and the tool results as tool arguments are (strings: the last
-  capitalised word; numbers: the first number);
+  made as tool arguments are (strings: the user's last quoted phrase or capitalised word;
+  numbers: the tool results' first number, else the user's); an
+  output tool on offer (pydantic-ai's and Upsonic's ``final_result``) is called with such an
+  instance instead of a text answer;
 * usage: prompt tokens = words in the messages, completion tokens = words in the reply; streams
   send a usage chunk when ``stream_options.include_usage`` is set (as OpenAI does) and wait
   ``first_token_delay`` before the first content chunk, so first-token time is measurable.
@@ -94,14 +96,37 @@ def _handoff(name: str, offered: set[str]) -> bool:
     return name.startswith("transfer_to_") and name not in offered
 
 
-def _value_for(schema: Mapping[str, Any], name: str, text: str) -> Any:
+_NUMBER = r"-?\d+(?:\.\d+)?"
+_BRACES = re.compile(r"\{[^{}]*\}")
+
+
+def _output_tool(name: str) -> bool:
+    """Whether ``name`` is an agent's output tool (pydantic-ai's and Upsonic's ``final_result``,
+    ``final_result_<Type>`` for a union), called to end the run with a structured answer."""
+    return name.startswith("final_result")
+
+
+def _prose(text: str) -> str:
+    """``text`` without its ``{...}`` blocks: a JSON schema a framework puts in the prompt
+    (CrewAI's ``output_pydantic``) is no place to take a tool's arguments from."""
+    while True:
+        stripped = _BRACES.sub(" ", text)
+        if stripped == text:
+            return text
+        text = stripped
+
+
+def _value_for(schema: Mapping[str, Any], name: str, text: str, facts: str = "") -> Any:
+    """A value of ``schema`` from the user's ``text`` (its prose); numbers from ``facts``
+    (tool results) first."""
+    text = _prose(text)
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "string")
     if "enum" in schema and schema["enum"]:
         return schema["enum"][0]
     if kind in ("number", "integer"):
-        found = re.findall(r"-?\d+(?:\.\d+)?", text)
+        found = re.findall(_NUMBER, facts) or re.findall(_NUMBER, text)
         value = float(found[0]) if found else 2.0
         return int(value) if kind == "integer" else value
     if kind == "boolean":
@@ -129,7 +154,7 @@ def _requested_schema(fmt: Any) -> Mapping[str, Any] | None:
     return schema if isinstance(schema, Mapping) else None
 
 
-def _instance(schema: Mapping[str, Any], text: str, root: Mapping[str, Any],
+def _instance(schema: Mapping[str, Any], text: str, facts: str, root: Mapping[str, Any],
               depth: int = 0) -> Any:
     """A value of ``schema`` made from ``text`` as a tool's arguments are (``$ref`` to the
     root's ``$defs`` followed, ``anyOf`` its first choice that is not null)."""
@@ -139,17 +164,17 @@ def _instance(schema: Mapping[str, Any], text: str, root: Mapping[str, Any],
         for part in ref[2:].split("/"):
             target = target.get(part) if isinstance(target, Mapping) else None
         if isinstance(target, Mapping):
-            return _instance(target, text, root, depth + 1)
+            return _instance(target, text, facts, root, depth + 1)
     choices = schema.get("anyOf") or schema.get("oneOf")
     if isinstance(choices, list) and depth < 16:
         for choice in choices:
             if isinstance(choice, Mapping) and choice.get("type") != "null":
-                return _instance(choice, text, root, depth + 1)
+                return _instance(choice, text, facts, root, depth + 1)
     props = schema.get("properties")
     if schema.get("type") == "object" and isinstance(props, Mapping) and depth < 16:
-        return {name: _instance(sub, text, root, depth + 1) if isinstance(sub, Mapping)
+        return {name: _instance(sub, text, facts, root, depth + 1) if isinstance(sub, Mapping)
                 else None for name, sub in props.items()}
-    return _value_for(schema, "", text)
+    return _value_for(schema, "", text, facts)
 
 
 def tool_arguments(tool: Mapping[str, Any], text: str) -> dict[str, Any]:
@@ -181,6 +206,8 @@ class _Brain:
         # a handoff's result ({"assistant": "geo"}) is no tool result of the agent handed to
         results = [_text(m.get("content")) for m in after if m.get("role") == "tool"
                    and not _handoff(names.get(str(m.get("tool_call_id")), ""), offered)]
+        finals = [t for t in tools if _output_tool(_tool_name(t))]
+        tools = [t for t in tools if not _output_tool(_tool_name(t))]
         if tools:
             named = sorted((text.find(_tool_name(t)), i, t) for i, t in enumerate(tools)
                            if _tool_name(t) and _tool_name(t) in text)
@@ -189,9 +216,13 @@ class _Brain:
             if todo:
                 tool = todo[0]
                 return None, [{"name": _tool_name(tool), "arguments": tool_arguments(tool, text)}]
+        if finals:  # the tools are done: the structured answer, through the output tool
+            params = (finals[0].get("function") or finals[0]).get("parameters") or {}
+            return None, [{"name": _tool_name(finals[0]),
+                           "arguments": _instance(params, text, " ".join(results), params)}]
         schema = _requested_schema(body.get("response_format"))
         if schema is not None:  # the agent's own output type: an instance of its schema
-            return json.dumps(_instance(schema, " ".join([text, *results]), schema)), []
+            return json.dumps(_instance(schema, text, " ".join(results), schema)), []
         if results:
             return "Answer: " + "; ".join(results), []
         for key, answer in self.answers.items():

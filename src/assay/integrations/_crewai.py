@@ -1,9 +1,12 @@
 """CrewAI: a ``Crew`` (or a single ``Agent``) as an agent under test, its events as assay runs.
 
 Adapter: ``crew.copy().akickoff(inputs=...)`` (a copy per call, as ``kickoff_for_each`` makes,
-since a kickoff writes its inputs into the crew's tasks); a string query is
-given to the crew's task templates as ``{query}``, ``{question}`` and ``{input}``, an evaluate()
-inputs dict as is. The ``CrewOutput`` is read back as text (``raw``), a JSON-safe dict (each
+since a kickoff writes its inputs into the crew's tasks); an evaluate() inputs dict goes as is,
+and the query's prompt (``_registry.query_text``: a string, the dict's question, a chat's last
+user message) fills the task templates' ``{query}``, ``{question}`` and ``{input}`` where the
+dict has none. An ``Agent`` is kicked off with the prompt, or a chat's whole conversation as its
+messages. The ``CrewOutput`` is read back as text (``raw``), structured output (a task's
+``output_pydantic``/``output_json``, an agent's ``response_format``), a JSON-safe dict (each
 task's output) and its tool calls (the tasks' message histories).
 
 Capture: listeners on CrewAI's event bus (``crewai_event_bus.on``, its documented extension
@@ -27,11 +30,17 @@ from datetime import datetime
 from typing import Any
 
 from .._json import jsonable as _jsonable
-from ..errors import require
+from ..errors import InvalidInputError, require
 from ..evals._models import ToolCall
 from ..evals._toolcalls import extract_tool_calls
 from ..tracing._run_tree import RunTree, fast_child
-from ._registry import framework_parent
+from ._registry import (
+    chat_messages,
+    check_run_args,
+    framework_parent,
+    query_text,
+    structured_output,
+)
 
 __all__ = ["CrewAIAdapter", "adapt", "instrument", "tool_calls"]
 
@@ -50,34 +59,60 @@ class CrewAIAdapter:
 
     framework = "crewai"
 
-    def __init__(self, target: Any) -> None:
+    def __init__(self, target: Any, **run_args: Any) -> None:
         self.target = target
         self.is_crew = hasattr(target, "tasks") and hasattr(target, "agents")
         self.name = (getattr(target, "name", None) or getattr(target, "role", None)
                      or type(target).__name__)
+        self.run_args = self._checked(run_args)
 
     def __repr__(self) -> str:
         return f"CrewAIAdapter({self.name})"
 
+    def with_run_args(self, **run_args: Any) -> CrewAIAdapter:
+        """This crew or agent, each kickoff given ``run_args`` too (``integrations.
+        with_run_args``): an Agent's ``response_format``/``input_files``; a Crew's
+        ``input_files``, and ``inputs`` its task templates take from every example (an
+        example's own inputs win)."""
+        return CrewAIAdapter(self.target, **{**self.run_args, **run_args})
+
+    def _checked(self, run_args: dict[str, Any]) -> dict[str, Any]:
+        takes = ("inputs", "input_files") if self.is_crew else ("response_format", "input_files")
+        check_run_args(run_args, takes, f"a CrewAI {'Crew' if self.is_crew else 'Agent'}")
+        inputs = run_args.get("inputs")
+        if inputs is not None and not isinstance(inputs, Mapping):
+            raise InvalidInputError(f"a Crew's inputs must be a dict, got "
+                                    f"{type(inputs).__name__}")
+        return run_args
+
     def prepare(self, query: Any) -> Any:
+        """The kickoff's input: an Agent's messages (the prompt, a chat's conversation or a
+        message list as is), a Crew's inputs (see the module's doc)."""
         if not self.is_crew:
-            return query if isinstance(query, (str, list)) else json.dumps(_jsonable(query))
+            if isinstance(query, (str, list)):
+                return query
+            return chat_messages(query) or query_text(query)
+        inputs = dict(self.run_args.get("inputs") or {})
         if isinstance(query, Mapping):
-            return dict(query)
-        return {name: query for name in _QUERY_NAMES}
+            inputs.update(query)
+        prompt = query_text(query) if isinstance(query, (str, Mapping)) else str(query)
+        for name in _QUERY_NAMES:
+            inputs.setdefault(name, prompt)
+        return inputs
 
     async def arun(self, query: Any) -> Any:
         args = self.prepare(query)
         target = self.target
+        extra = {k: v for k, v in self.run_args.items() if k != "inputs"}
         try:
             if self.is_crew:
                 # a kickoff writes the inputs into the crew's own tasks: concurrent examples
                 # each get a copy, as CrewAI's kickoff_for_each does
                 crew = target.copy() if callable(getattr(target, "copy", None)) else target
                 run = getattr(crew, "akickoff", None) or crew.kickoff_async
-                return await run(inputs=args)
+                return await run(inputs=args, **extra)
             run = getattr(target, "kickoff_async", None)
-            return await run(args) if run is not None else target.kickoff(args)
+            return await run(args, **extra) if run is not None else target.kickoff(args, **extra)
         finally:
             _flush_bus()  # the listeners run on the bus's threads: wait for the whole trace
 
@@ -89,9 +124,14 @@ class CrewAIAdapter:
 
     def outputs(self, result: Any) -> dict[str, Any]:
         out: dict[str, Any] = {"output": self.output_text(result)}
+        structured = _structured(result)
+        if structured is not None:
+            out["structured_output"] = structured
         tasks = getattr(result, "tasks_output", None)
         if tasks:
-            out["tasks"] = [{"agent": getattr(t, "agent", None), "output": getattr(t, "raw", None)}
+            out["tasks"] = [{"agent": getattr(t, "agent", None), "output": getattr(t, "raw", None),
+                             **({"structured_output": s} if (s := _structured(t)) is not None
+                                else {})}
                             for t in tasks]
         usage = getattr(result, "token_usage", None)
         if usage is not None:
@@ -100,6 +140,13 @@ class CrewAIAdapter:
 
     def tool_calls(self, result: Any) -> list[ToolCall] | None:
         return tool_calls(result)
+
+
+def _structured(output: Any) -> Any:
+    """A crew's, task's or agent's structured answer: its ``pydantic`` model, else its
+    ``json_dict`` (``output_json``), as JSON; None for a text answer."""
+    return structured_output(getattr(output, "pydantic", None)) \
+        or structured_output(getattr(output, "json_dict", None))
 
 
 def adapt(obj: Any) -> CrewAIAdapter | None:

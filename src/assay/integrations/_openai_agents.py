@@ -24,7 +24,15 @@ from .._json import jsonable as _jsonable
 from ..errors import require
 from ..evals._models import ToolCall
 from ..tracing._run_tree import RunTree, fast_child
-from ._registry import chat_messages, framework_parent, once, query_text
+from ._registry import (
+    chat_messages,
+    check_run_args,
+    framework_parent,
+    keyword_names,
+    once,
+    query_text,
+    structured_output,
+)
 
 __all__ = ["AgentsSDKAdapter", "adapt", "instrument", "processor", "tool_calls"]
 
@@ -46,6 +54,11 @@ class AgentsSDKAdapter:
     def __init__(self, agent: Any, **run_kwargs: Any) -> None:
         self.agent = agent
         self.name = getattr(agent, "name", None) or type(agent).__name__
+        if run_kwargs:
+            from agents import Runner
+
+            check_run_args(run_kwargs, keyword_names(Runner.run, skip=("starting_agent", "input")),
+                           "the Agents SDK's Runner.run")
         self.run_kwargs = run_kwargs
 
     def __repr__(self) -> str:
@@ -82,10 +95,9 @@ class AgentsSDKAdapter:
     def outputs(self, result: Any) -> dict[str, Any]:
         out: dict[str, Any] = {"output": self.output_text(result)}
         final = getattr(result, "final_output", result)
-        if final is not None and not isinstance(final, str):  # an agent's output_type
-            structured = _jsonable(final)
-            if isinstance(structured, (dict, list)):
-                out["structured_output"] = structured  # its fields, as pydantic-ai's are
+        structured = structured_output(final)  # an agent's output_type
+        if structured is not None:
+            out["structured_output"] = structured
         last = getattr(result, "last_agent", None)
         if last is not None:
             out["last_agent"] = getattr(last, "name", None)

@@ -29,7 +29,15 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from ..errors import require
-from ._registry import chat_messages, content_text, framework_parent, query_text
+from ._registry import (
+    chat_messages,
+    check_run_args,
+    content_text,
+    framework_parent,
+    keyword_names,
+    query_text,
+    structured_output,
+)
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -188,6 +196,8 @@ class PydanticAIAdapter:
     def __init__(self, agent: Any, **run_args: Any) -> None:
         self.agent = agent
         self.name = getattr(agent, "name", None) or type(agent).__name__
+        check_run_args(run_args, keyword_names(agent.run, skip=("user_prompt",)),
+                       "a pydantic-ai agent's run")
         self.run_args = run_args  # agent.run's own arguments (deps, model_settings...)
         self._direct: Any = None  # _pydantic_ai_direct.Direct, once asked for (False: none)
 
@@ -232,23 +242,13 @@ class PydanticAIAdapter:
     def outputs(self, result: Any) -> dict[str, Any]:
         output = getattr(result, "output", result)
         out: dict[str, Any] = {"output": _text(output)}
-        if not isinstance(output, str):
-            structured = _jsonable(output)
-            if isinstance(structured, (dict, list)):
-                out["structured_output"] = structured
+        structured = structured_output(output)
+        if structured is not None:
+            out["structured_output"] = structured
         return out
 
     def tool_calls(self, result: Any) -> list[ToolCall] | None:
         return tool_calls(result)
-
-
-def _jsonable(value: Any) -> Any:
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
-    try:
-        return json.loads(json.dumps(value, default=str))
-    except (TypeError, ValueError):
-        return str(value)
 
 
 def _text(output: Any) -> str:

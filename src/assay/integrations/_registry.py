@@ -248,6 +248,17 @@ def query_text(query: Any) -> str:
     return str(query)
 
 
+def structured_output(value: Any) -> dict[str, Any] | list[Any] | None:
+    """An agent's structured answer (an output type's model, a dict, a list) as JSON, for
+    ``outputs["structured_output"]``; None for a text answer or anything else."""
+    if value is None or isinstance(value, str):
+        return None
+    from .._json import jsonable
+
+    data = jsonable(value)
+    return data if isinstance(data, (dict, list)) else None
+
+
 # -- matching -------------------------------------------------------------------------------------
 def framework_of(obj: Any) -> str | None:
     """The INTEGRATIONS name whose modules define ``type(obj)`` or one of its bases."""
@@ -362,6 +373,27 @@ def with_run_args(agent: Any, **run_args: Any) -> AgentAdapter:
             f"{', '.join(sorted(run_args))}): pass a function that runs the agent with them")
     bound: AgentAdapter = bind(**run_args)
     return bound
+
+
+def keyword_names(fn: Any, skip: tuple[str, ...] = ()) -> tuple[str, ...] | None:
+    """The keyword arguments ``fn`` takes (None: any, it has ``**kwargs``), less ``skip``."""
+    import inspect
+
+    params = inspect.signature(fn).parameters.values()
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    return tuple(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                 and p.name not in skip and p.name != "self")
+
+
+def check_run_args(run_args: Mapping[str, Any], takes: tuple[str, ...] | None,
+                   what: str) -> None:
+    """Refuse, naming them, the run arguments that ``what`` does not take (``takes`` None:
+    any), before anything runs (``with_run_args``)."""
+    unknown = sorted(set(run_args) - set(takes)) if takes is not None else []
+    if unknown:
+        raise InvalidInputError(f"not a run argument of {what}: {', '.join(unknown)} (it "
+                                f"takes {', '.join(takes or ()) or 'none'})")
 
 
 def tool_calls_from(obj: Any) -> list[ToolCall] | None:

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInputError, require
 from ..llm._base import BaseJudge
+from ._registry import check_run_args, structured_output
 from ._registry import query_text as _query_text
 
 if TYPE_CHECKING:
@@ -266,6 +267,7 @@ def query_text(query: Any) -> str:
 # graph id -> (loop, lock); a Graph is a pydantic model (unhashable), so keyed by id and dropped
 # when the graph is collected
 _graph_locks: dict[int, tuple[Any, asyncio.Lock]] = {}
+_DO_ARGS = ("model", "retry", "timeout")  # an Agent's do_async arguments besides the Task
 _graph_locks_guard = threading.Lock()
 
 
@@ -287,7 +289,7 @@ class UpsonicAdapter:
 
     framework = "upsonic"
 
-    def __init__(self, obj: Any) -> None:
+    def __init__(self, obj: Any, **run_args: Any) -> None:
         agent_cls, team_cls, graph_cls, task_cls = _classes()
         self.obj = obj
         self._task_cls = task_cls
@@ -302,17 +304,36 @@ class UpsonicAdapter:
                                     f"{type(obj).__name__}")
         self.name = (getattr(obj, "name", None) if self.kind != "graph" else None) \
             or type(obj).__name__
+        self.task_args, self.do_args = self._split(run_args)
         for agent in _agents_in(obj):
             _ensure_traced(agent)
 
     def __repr__(self) -> str:
         return f"UpsonicAdapter({self.kind} {self.name!r})"
 
+    def with_run_args(self, **run_args: Any) -> UpsonicAdapter:
+        """This agent, each run given ``run_args`` too (``integrations.with_run_args``): a
+        ``Task``'s own fields (``response_format``, ``context``, ``tools``...) for the Task made
+        from each query (a Task passed as the query keeps its own), and an Agent's
+        ``do_async`` arguments (``model``, ``retry``, ``timeout``)."""
+        return UpsonicAdapter(self.obj, **{**self.task_args, **self.do_args, **run_args})
+
+    def _split(self, run_args: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        if run_args and self.kind == "graph":
+            raise InvalidInputError(f"an Upsonic Graph takes no run arguments (got "
+                                    f"{', '.join(sorted(run_args))}): its nodes' Tasks hold them")
+        fields = tuple(f for f in self._task_cls.model_fields if f != "description")
+        calls = _DO_ARGS if self.kind == "agent" else ()
+        check_run_args(run_args, (*calls, *fields), f"an Upsonic {self.kind} (a Task's fields"
+                       f"{' or do_async ' + '/'.join(calls) if calls else ''})")
+        return ({k: v for k, v in run_args.items() if k in fields},
+                {k: v for k, v in run_args.items() if k not in fields})
+
     def _task(self, query: Any) -> Any:
         if isinstance(query, self._task_cls):
             return copy.deepcopy(query)  # a Task keeps its response: one copy per run, as
             # Upsonic's PerformanceEvaluator does
-        return self._task_cls(description=query_text(query))
+        return self._task_cls(description=query_text(query), **self.task_args)
 
     async def arun(self, query: Any) -> Any:
         """``_arun`` on Upsonic's own loop when called from assay's sync entry points (see
@@ -337,13 +358,13 @@ class UpsonicAdapter:
                                                      for t in query):
             tasks = [copy.deepcopy(t) for t in query]
             if self.kind == "agent":
-                await obj.do_async(tasks[0])  # as Upsonic's PerformanceEvaluator does
-                return tasks[0]
+                await obj.do_async(tasks[0], **self.do_args)  # as Upsonic's
+                return tasks[0]  # PerformanceEvaluator does
             await obj.multi_agent_async(obj.entities, tasks)
             return tasks
         task = self._task(query)
-        await obj.do_async(task)  # a Team sets the task's response to its combined answer
-        return task
+        await obj.do_async(task, **self.do_args)  # a Team sets the task's response to its
+        return task  # combined answer
 
     def output_text(self, result: Any) -> str:
         if isinstance(result, UpsonicGraphRun):
@@ -355,7 +376,12 @@ class UpsonicAdapter:
         return _text(result)
 
     def outputs(self, result: Any) -> dict[str, Any]:
-        return {"output": self.output_text(result)}
+        out: dict[str, Any] = {"output": self.output_text(result)}
+        structured = structured_output(result.response) if isinstance(
+            result, self._task_cls) else None  # a Task's response_format
+        if structured is not None:
+            out["structured_output"] = structured
+        return out
 
     def tool_calls(self, result: Any) -> list[ToolCall] | None:
         return tool_calls(result)
