@@ -160,7 +160,8 @@ def test_an_output_tool_is_called_with_an_instance_after_the_tools(client: opena
 
 def test_tool_arguments_come_from_the_prose_not_a_json_schema(client: openai.OpenAI) -> None:
     """A prompt that carries a JSON schema (CrewAI's ``output_pydantic`` asks for its format
-    that way): the argument is the question's city, not a quoted key of the schema."""
+    that way) or instructions after the question (CrewAI's task prompt): the argument is the
+    question's city, not a quoted key of the schema nor an instruction's word."""
     schema = json.dumps({"properties": {"city": {"title": "City", "type": "string"}},
                          "additionalProperties": False}, indent=2)
     text = f"Use lookup_city for 'Cairo'. Format your answer by this schema: {schema}"
@@ -168,6 +169,12 @@ def test_tool_arguments_come_from_the_prose_not_a_json_schema(client: openai.Ope
                                            messages=[{"role": "user", "content": text}])
     call = reply.choices[0].message.tool_calls[0]
     assert json.loads(call.function.arguments) == {"city": "Cairo"}
+    # unquoted: a name inside the question, not the words of the instructions after it
+    text = "How many people live in Lima?\n\nThis is the criteria: you MUST return a figure."
+    reply = client.chat.completions.create(model="m", tools=TOOLS[:1],  # type: ignore[arg-type]
+                                           messages=[{"role": "user", "content": text}])
+    call = reply.choices[0].message.tool_calls[0]
+    assert json.loads(call.function.arguments) == {"city": "Lima"}
 
 
 def test_faults_and_scripted_replies_come_first(srv: ScriptedModelServer,

@@ -15,7 +15,8 @@ pytest.importorskip("crewai", reason="needs assay[crewai] (a venv of its own: .c
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
 
-from crewai import LLM, Agent, Crew, Process, Task
+from crewai import LLM, Agent, Crew, Flow, Process, Task
+from crewai.flow.flow import listen, start
 from crewai.tools import tool
 from pydantic import BaseModel
 
@@ -246,3 +247,54 @@ def test_run_args_of_a_crew_and_of_an_agent(srv: ScriptedModelServer) -> None:
         with_run_args(_researcher(srv), inputs={"city": "Lima"})
     with pytest.raises(InvalidInputError, match="a Crew's inputs must be a dict, got str"):
         with_run_args(crew(srv), inputs="Lima")
+
+
+class CityState(BaseModel):
+    question: str = ""
+    figure: str = ""
+
+
+def test_a_flow_as_it_is(srv: ScriptedModelServer, db: Client) -> None:
+    """A ``Flow`` whose step kicks off a crew: evaluate() runs a new flow per example (a flow
+    keeps its state), its state model gets a chat's last user message in its ``question``
+    field, the crew's llm and tool runs are under each example's root, and the last step's
+    answer is the output; concurrent examples never mix."""
+    llm = LLM(model="openai/gpt-4o-mini", base_url=srv.base_url, api_key="scripted")
+    seen: list[str] = []
+
+    class CityFlow(Flow[CityState]):
+        @start()
+        def research(self) -> str:
+            seen.append(self.state.question)
+            agent = Agent(role="researcher", goal="Find city figures with lookup_city",
+                          backstory="A careful researcher.", tools=[lookup_city], llm=llm,
+                          max_iter=3, verbose=False)
+            out = Crew(agents=[agent], tasks=[Task(description=self.state.question,
+                                                    expected_output="a figure", agent=agent)]
+                       ).kickoff()
+            self.state.figure = out.raw
+            return out.raw
+
+        @listen(research)
+        def finish(self, figure: str) -> str:
+            return f"Final: {figure}"
+
+    ds = db.create_dataset("flow")
+    cities = ["Paris", "Lima", "Cairo", "Tokyo"]
+    db.create_examples(dataset_id=ds.id, examples=[
+        {"inputs": {"messages": [{"role": "user", "content": f"How many people live in {c}?"}]},
+         "outputs": {"expected_tool_calls": [{"name": "lookup_city", "args": {"city": c}}]}}
+        for c in cities])
+    flow = CityFlow()
+    rows = list(evaluate(flow, data=ds.name, client=db, max_concurrency=4,
+                         evaluators=[ReliabilityEvaluator(None)]))
+    assert len(rows) == 4 and flow.state.question == ""  # the flow given is left as it was
+    assert sorted(seen) == sorted(f"How many people live in {c}?" for c in cities)
+    for row in rows:
+        city = row["example"].inputs["messages"][0]["content"].split()[-1].rstrip("?")
+        assert row["run"].error is None
+        assert row["run"].outputs["output"] == f"Final: Answer: {population(city)}"
+        runs = _tree(db, row)
+        assert [t.inputs for t in runs if t.run_type == "tool"] == [{"city": city}]
+        assert [r for r in runs if r.run_type == "llm"]
+        assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]

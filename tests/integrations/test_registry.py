@@ -128,7 +128,7 @@ def test_an_unknown_object_gets_an_error_naming_its_type_and_the_supported_kinds
         message = str(info.value)
         assert "Gadget" in message, message
         for kind in ("a pydantic-ai Agent", "an Upsonic Agent", "a LangGraph graph",
-                     "an OpenAI Agents SDK Agent", "a CrewAI Crew"):
+                     "an OpenAI Agents SDK Agent", "a CrewAI Crew, Flow or Agent"):
             assert kind in message, message
 
 

@@ -12,8 +12,9 @@ It plays a tool-using model, deterministically:
 * tools offered and no tool result yet for the last user turn: it calls a tool (the first tool
   whose name appears in the user's text, else the first tool offered), with arguments made from
   the tool's JSON schema (a string from the user's text outside any ``{...}`` block: its last
-  capitalised word or quoted phrase; numbers from the text; booleans true). Tools named in the
-  text are called in the order they appear there, one per turn, each once;
+  quoted phrase, else its last capitalised word inside a sentence, not in capitals; numbers
+  from the text; booleans true). Tools named in the text are called in the order they appear
+  there, one per turn, each once;
 * after a handoff (the OpenAI Agents SDK's ``transfer_to_<agent>`` call), the agent handed to
   starts afresh: the handoff's result counts as no tool result, so it calls its own tool;
 * then a final answer that quotes the tool results (``"Answer: <result>; <result>"``); with no
@@ -98,6 +99,7 @@ def _handoff(name: str, offered: set[str]) -> bool:
 
 _NUMBER = r"-?\d+(?:\.\d+)?"
 _BRACES = re.compile(r"\{[^{}]*\}")
+_NAME_INSIDE = re.compile(r"(?<![.!?:\n])(?<![.!?:\n] )\b(?<!^)([A-Z][\w-]*)\b")
 
 
 def _output_tool(name: str) -> bool:
@@ -138,9 +140,14 @@ def _value_for(schema: Mapping[str, Any], name: str, text: str, facts: str = "")
     quoted = re.findall(r"['\"]([^'\"]+)['\"]", text)
     if quoted:
         return quoted[-1]
-    capitalised = re.findall(r"\b([A-Z][\w-]*)\b", text)
-    capitalised = [w for w in capitalised if w.lower() not in ("what", "use", "the", "is", "how")]
-    return capitalised[-1] if capitalised else text.strip() or name
+    capitalised = [w for w in re.findall(r"\b([A-Z][\w-]*)\b", text)
+                   if w.lower() not in ("what", "use", "the", "is", "how")]
+    # a name inside a sentence, not a sentence's first word ("This is the expected ...") nor an
+    # instruction's MUST, which frameworks' prompts put after the question
+    names = [m.group(1) for m in _NAME_INSIDE.finditer(text)
+             if not (len(m.group(1)) > 1 and m.group(1).isupper())]
+    found = names or capitalised
+    return found[-1] if found else text.strip() or name
 
 
 def _requested_schema(fmt: Any) -> Mapping[str, Any] | None:

@@ -1,13 +1,16 @@
-"""CrewAI: a ``Crew`` (or a single ``Agent``) as an agent under test, its events as assay runs.
+"""CrewAI: a ``Crew``, a ``Flow`` or a single ``Agent`` as an agent under test, its events as
+assay runs.
 
 Adapter: ``crew.copy().akickoff(inputs=...)`` (a copy per call, as ``kickoff_for_each`` makes,
 since a kickoff writes its inputs into the crew's tasks); an evaluate() inputs dict goes as is,
 and the query's prompt (``_registry.query_text``: a string, the dict's question, a chat's last
 user message) fills the task templates' ``{query}``, ``{question}`` and ``{input}`` where the
-dict has none. An ``Agent`` is kicked off with the prompt, or a chat's whole conversation as its
-messages. The ``CrewOutput`` is read back as text (``raw``), structured output (a task's
-``output_pydantic``/``output_json``, an agent's ``response_format``), a JSON-safe dict (each
-task's output) and its tool calls (the tasks' message histories).
+dict has none. A ``Flow`` keeps its state: each call kicks off a new one (``_fresh_flow``),
+given the inputs the same way (its state model's fields only). An ``Agent`` is kicked off
+with the prompt, or a chat's whole conversation as its messages. The ``CrewOutput`` is read
+back as text (``raw``), structured output (a task's ``output_pydantic``/``output_json``, an
+agent's ``response_format``), a JSON-safe dict (each task's output) and its tool calls (the
+tasks' message histories).
 
 Capture: listeners on CrewAI's event bus (``crewai_event_bus.on``, its documented extension
 point). Crew kickoff, task and agent execution -> chain runs; LLM calls -> llm runs (model,
@@ -55,13 +58,16 @@ def _us(ts: Any) -> int | None:
 
 # -- the adapter -----------------------------------------------------------------------------------
 class CrewAIAdapter:
-    """A CrewAI ``Crew`` (kicked off with inputs) or ``Agent`` (kicked off with the query)."""
+    """A CrewAI ``Crew`` or ``Flow`` (kicked off with inputs) or ``Agent`` (kicked off with the
+    query)."""
 
     framework = "crewai"
 
     def __init__(self, target: Any, **run_args: Any) -> None:
         self.target = target
-        self.is_crew = hasattr(target, "tasks") and hasattr(target, "agents")
+        self.kind = ("Crew" if hasattr(target, "tasks") and hasattr(target, "agents")
+                     else "Flow" if hasattr(target, "kickoff") and hasattr(target, "state")
+                     else "Agent")
         self.name = (getattr(target, "name", None) or getattr(target, "role", None)
                      or type(target).__name__)
         self.run_args = self._checked(run_args)
@@ -71,24 +77,25 @@ class CrewAIAdapter:
 
     def with_run_args(self, **run_args: Any) -> CrewAIAdapter:
         """This crew or agent, each kickoff given ``run_args`` too (``integrations.
-        with_run_args``): an Agent's ``response_format``/``input_files``; a Crew's
-        ``input_files``, and ``inputs`` its task templates take from every example (an
-        example's own inputs win)."""
+        with_run_args``): an Agent's ``response_format``/``input_files``; a Crew's or Flow's
+        ``input_files``, and ``inputs`` its task templates (a Flow's state) take from every
+        example (an example's own inputs win)."""
         return CrewAIAdapter(self.target, **{**self.run_args, **run_args})
 
     def _checked(self, run_args: dict[str, Any]) -> dict[str, Any]:
-        takes = ("inputs", "input_files") if self.is_crew else ("response_format", "input_files")
-        check_run_args(run_args, takes, f"a CrewAI {'Crew' if self.is_crew else 'Agent'}")
+        takes = ("response_format", "input_files") if self.kind == "Agent" \
+            else ("inputs", "input_files")
+        check_run_args(run_args, takes, f"a CrewAI {self.kind}")
         inputs = run_args.get("inputs")
         if inputs is not None and not isinstance(inputs, Mapping):
-            raise InvalidInputError(f"a Crew's inputs must be a dict, got "
+            raise InvalidInputError(f"a {self.kind}'s inputs must be a dict, got "
                                     f"{type(inputs).__name__}")
         return run_args
 
     def prepare(self, query: Any) -> Any:
         """The kickoff's input: an Agent's messages (the prompt, a chat's conversation or a
-        message list as is), a Crew's inputs (see the module's doc)."""
-        if not self.is_crew:
+        message list as is), a Crew's or Flow's inputs (see the module's doc)."""
+        if self.kind == "Agent":
             if isinstance(query, (str, list)):
                 return query
             return chat_messages(query) or query_text(query)
@@ -96,7 +103,8 @@ class CrewAIAdapter:
         if isinstance(query, Mapping):
             inputs.update(query)
         prompt = query_text(query) if isinstance(query, (str, Mapping)) else str(query)
-        for name in _QUERY_NAMES:
+        names = _QUERY_NAMES if self.kind == "Crew" else _state_names(self.target)
+        for name in names:
             inputs.setdefault(name, prompt)
         return inputs
 
@@ -105,12 +113,14 @@ class CrewAIAdapter:
         target = self.target
         extra = {k: v for k, v in self.run_args.items() if k != "inputs"}
         try:
-            if self.is_crew:
+            if self.kind == "Crew":
                 # a kickoff writes the inputs into the crew's own tasks: concurrent examples
                 # each get a copy, as CrewAI's kickoff_for_each does
                 crew = target.copy() if callable(getattr(target, "copy", None)) else target
                 run = getattr(crew, "akickoff", None) or crew.kickoff_async
                 return await run(inputs=args, **extra)
+            if self.kind == "Flow":  # a flow keeps its state: a new one per call
+                return await _fresh_flow(target).kickoff_async(inputs=args, **extra)
             run = getattr(target, "kickoff_async", None)
             return await run(args, **extra) if run is not None else target.kickoff(args, **extra)
         finally:
@@ -120,7 +130,10 @@ class CrewAIAdapter:
         raw = getattr(result, "raw", None)
         if isinstance(raw, str):
             return raw
-        return result if isinstance(result, str) else str(result)
+        if isinstance(result, str):
+            return result
+        structured = structured_output(result)  # a flow's last method's model or dict
+        return str(result) if structured is None else json.dumps(structured, ensure_ascii=False)
 
     def outputs(self, result: Any) -> dict[str, Any]:
         out: dict[str, Any] = {"output": self.output_text(result)}
@@ -144,17 +157,34 @@ class CrewAIAdapter:
 
 def _structured(output: Any) -> Any:
     """A crew's, task's or agent's structured answer: its ``pydantic`` model, else its
-    ``json_dict`` (``output_json``), as JSON; None for a text answer."""
+    ``json_dict`` (``output_json``), as JSON; a flow's answer when a model or dict; None for a
+    text answer."""
+    if not hasattr(output, "raw"):
+        return structured_output(output)
     return structured_output(getattr(output, "pydantic", None)) \
         or structured_output(getattr(output, "json_dict", None))
 
 
+def _fresh_flow(flow: Any) -> Any:
+    """A new Flow of ``flow``'s class, made with the fields it was made with: a kickoff writes
+    the inputs into a flow's state, so each call (and concurrent examples) gets its own."""
+    return type(flow)(**{name: getattr(flow, name) for name in flow.model_fields_set})
+
+
+def _state_names(flow: Any) -> tuple[str, ...]:
+    """The query names a Flow's state takes (every one for a dict state, a model's fields
+    else), so a prompt never adds a key a strict state model refuses."""
+    state = getattr(flow, "state", None)
+    fields = getattr(type(state), "model_fields", None)
+    return _QUERY_NAMES if fields is None else tuple(n for n in _QUERY_NAMES if n in fields)
+
+
 def adapt(obj: Any) -> CrewAIAdapter | None:
-    """A CrewAI ``Crew`` or ``Agent``, else None."""
+    """A CrewAI ``Crew``, ``Flow`` or ``Agent``, else None."""
     if isinstance(obj, CrewAIAdapter):
         return obj
     crewai = require("crewai", "crewai", "CrewAI crews")
-    if isinstance(obj, (crewai.Crew, crewai.Agent)):
+    if isinstance(obj, (crewai.Crew, crewai.Agent, crewai.Flow)):
         return CrewAIAdapter(obj)
     return None
 

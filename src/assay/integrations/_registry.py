@@ -103,7 +103,8 @@ INTEGRATIONS: dict[str, Integration] = {
                              "LangGraph graph or LangChain runnable"),
     "openai-agents": Integration("openai-agents", ("agents",),
                                  "assay.integrations._openai_agents", "OpenAI Agents SDK Agent"),
-    "crewai": Integration("crewai", ("crewai",), "assay.integrations._crewai", "CrewAI Crew"),
+    "crewai": Integration("crewai", ("crewai",), "assay.integrations._crewai",
+                          "CrewAI Crew, Flow or Agent"),
 }
 
 _T = TypeVar("_T")
