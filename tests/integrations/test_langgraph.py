@@ -197,6 +197,29 @@ def test_a_graph_with_a_checkpointer_runs_each_call_on_a_thread_of_its_own(
         with_run_args(agent, deps=1)
 
 
+def test_a_response_format_is_stored_under_the_key_every_adapter_uses(
+        srv: ScriptedModelServer, db: Client) -> None:
+    """``create_agent(..., response_format=Model)``: the state's ``structured_response`` is
+    kept, and its fields are ``outputs["structured_output"]`` too, as pydantic-ai's, the
+    Agents SDK's, Upsonic's and CrewAI's structured answers are; the tool call is judged."""
+    from langchain.agents import create_agent
+    from pydantic import BaseModel
+
+    class CityFigure(BaseModel):
+        city: str
+        population: int
+
+    agent = create_agent(_model(srv), [lookup_city], response_format=CityFigure)
+    data = _dataset(db, ["Lima"])
+    (row,) = list(evaluate(agent, data=data, client=db, evaluators=[ReliabilityEvaluator(None)]))
+    figure = {"city": "Lima", "population": CITIES["Lima"]}
+    assert row["run"].outputs["structured_output"] == figure
+    assert row["run"].outputs["structured_response"] == figure
+    assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]
+    plain = list(evaluate(create_agent(_model(srv), [lookup_city]), data=data, client=db))
+    assert "structured_output" not in plain[0]["run"].outputs
+
+
 def test_a_graph_of_its_own_state_takes_a_string_on_its_question_channel() -> None:
     """A graph whose state has no ``messages`` but a question-like channel: a plain string
     query goes to that channel (LangGraph refused a bare string: "Expected dict"); a dict is

@@ -33,7 +33,14 @@ from ..errors import InvalidInputError, require
 from ..evals._models import ToolCall
 from ..evals._toolcalls import extract_tool_calls
 from ..tracing._run_tree import SPEEDUPS
-from ._registry import QUERY_KEYS, content_text, framework_parent, once, query_text
+from ._registry import (
+    QUERY_KEYS,
+    content_text,
+    framework_parent,
+    once,
+    query_text,
+    structured_output,
+)
 
 __all__ = [
     "LangChainAdapter",
@@ -296,6 +303,12 @@ class LangChainAdapter:
             for key, value in result.items():
                 if key != "output":
                     out[str(key)] = to_json(value)
+        # a structured answer under the key every adapter uses: create_agent's response_format
+        # (its state's structured_response), a runnable's model (with_structured_output)
+        answer = result.get("structured_response") if isinstance(result, Mapping) else result
+        structured = None if _is_message(answer) else structured_output(answer)
+        if structured is not None and "structured_output" not in out:
+            out["structured_output"] = structured
         return out
 
     def tool_calls(self, result: Any) -> list[ToolCall] | None:
