@@ -177,6 +177,21 @@ def test_tool_arguments_come_from_the_prose_not_a_json_schema(client: openai.Ope
     assert json.loads(call.function.arguments) == {"city": "Lima"}
 
 
+def test_parallel_tool_calls_come_in_one_reply_in_the_texts_order() -> None:
+    """``parallel_tool_calls=True``: the tools named in the text are called in one reply, in
+    the order the text names them; a request with ``parallel_tool_calls: false`` gets one."""
+    with ScriptedModelServer(parallel_tool_calls=True) as par:
+        client = openai.OpenAI(base_url=par.base_url, api_key="scripted", max_retries=0)
+        msgs = [{"role": "user", "content": "Use calculator, then lookup_city for 'Oslo'"}]
+        reply = client.chat.completions.create(model="m", messages=msgs,  # type: ignore[arg-type]
+                                               tools=TOOLS)  # type: ignore[arg-type]
+        assert [c.function.name for c in reply.choices[0].message.tool_calls] == [
+            "calculator", "lookup_city"]
+        one = client.chat.completions.create(model="m", messages=msgs,  # type: ignore[arg-type]
+                                             tools=TOOLS, parallel_tool_calls=False)  # type: ignore[arg-type]
+        assert [c.function.name for c in one.choices[0].message.tool_calls] == ["calculator"]
+
+
 def test_faults_and_scripted_replies_come_first(srv: ScriptedModelServer,
                                                 client: openai.OpenAI) -> None:
     srv.fail_next(429, retry_after=0.5)

@@ -7,6 +7,8 @@ to that server through pydantic-ai's own OpenAI provider (its own AsyncOpenAI + 
 
 from __future__ import annotations
 
+import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -92,3 +94,55 @@ def make_pydantic_agent(base_url: str, *, name: str = "weather", failing_tool: b
 @pytest.fixture
 def pydantic_agent(model: ScriptedModelServer) -> Any:
     return make_pydantic_agent(model.base_url)
+
+
+# -- parallel tool calls ---------------------------------------------------------------------------
+# The model calls both tools in one reply (ScriptedModelServer(parallel_tool_calls=True), as
+# OpenAI's models do); the first sleeps, so where the framework runs them at once the second
+# ends first: the order judged must still be the model's.
+PARALLEL_QUESTION = "Use get_time and then get_weather for 'Paris'"
+
+
+def get_time(city: str) -> str:
+    """The local time of a city."""
+    time.sleep(0.2)
+    return f"noon in {city}"
+
+
+def get_weather(city: str) -> str:
+    """The weather of a city."""
+    return f"sunny in {city}"
+
+
+def check_parallel_calls(db: Client, srv: ScriptedModelServer, target: Any,
+                         examples: int = 4, one_parent: bool = True) -> None:
+    """``target`` (an agent whose tools are ``get_time`` and ``get_weather``) under evaluate()
+    at ``max_concurrency=examples``: one model reply with both calls, then the answer; each
+    example's two tool runs in the order the model gave them, judged so, under one parent
+    (``one_parent``) or under runs of their own that share one."""
+    from assay.evals import ReliabilityEvaluator
+    from assay.evaluation import evaluate
+
+    ds = db.create_dataset(f"parallel-{uuid.uuid4().hex[:8]}")
+    db.create_examples(dataset_id=ds.id, examples=[
+        {"inputs": {"question": f"{PARALLEL_QUESTION} ({i})"}} for i in range(examples)])
+    first = len(srv.requests)
+    judge = ReliabilityEvaluator(["get_time", "get_weather"], order_matters=True,
+                                 exact_match=True)
+    rows = list(evaluate(target, data=ds.name, client=db, max_concurrency=examples,
+                         evaluators=[judge]))
+    assert len(rows) == examples
+    replies = [b for b in srv.requests[first:] if any(
+        len(m.get("tool_calls") or ()) == 2 for m in b.get("messages") or ())]
+    assert len(replies) == examples  # each answer asked after one reply of two calls
+    for row in rows:
+        assert row["run"].error is None, row["run"].error
+        tools = [r for r in run_tree(db, row) if r.run_type == "tool"]
+        assert [t.name for t in tools] == ["get_time", "get_weather"]
+        assert tools[0].outputs and "noon in Paris" in str(tools[0].outputs)
+        parents = {t.parent_run_id for t in tools}
+        if not one_parent:
+            by_id = {r.id: r for r in run_tree(db, row)}
+            parents = {by_id[p].parent_run_id for p in parents}
+        assert len(parents) == 1
+        assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]

@@ -34,7 +34,7 @@ from assay.evaluation import evaluate
 from assay.integrations import adapter_for, with_run_args
 from assay.llm import JudgeOptions, OpenAIJudge
 
-from .conftest import CITIES, population
+from .conftest import CITIES, check_parallel_calls, get_time, get_weather, population
 from .conftest import run_tree as _tree
 
 
@@ -137,6 +137,23 @@ def test_concurrency_8_keeps_examples_apart(srv: ScriptedModelServer, db: Client
         runs = _tree(db, row)
         assert [t.inputs for t in runs if t.run_type == "tool"] == [{"city": _city(row)}]
         assert {r.trace_id for r in runs} == {row["run"].id}
+
+
+def test_one_agent_at_concurrency_8_never_fails_or_mixes(srv: ScriptedModelServer,
+                                                          db: Client) -> None:
+    """A single ``Agent`` under evaluate() at ``max_concurrency=8``: CrewAI's Agent keeps its
+    executor's state between kickoffs (concurrent kickoffs on one Agent failed with
+    PydanticUserError, about half of them), so each call kicks off a copy, as a Crew's does."""
+    researcher = _researcher(srv)
+    rows = list(evaluate(researcher, data=_dataset(db, list(CITIES), "agents"), client=db,
+                         max_concurrency=8, evaluators=[ReliabilityEvaluator(None)]))
+    assert len(rows) == 8
+    for row in rows:
+        assert row["run"].error is None, row["run"].error
+        runs = _tree(db, row)
+        assert [t.inputs for t in runs if t.run_type == "tool"] == [{"city": _city(row)}]
+        assert {r.trace_id for r in runs} == {row["run"].id}
+        assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]
 
 
 def test_each_evaluator_runs_many_times_on_one_crew(srv: ScriptedModelServer) -> None:
@@ -298,3 +315,14 @@ def test_a_flow_as_it_is(srv: ScriptedModelServer, db: Client) -> None:
         assert [t.inputs for t in runs if t.run_type == "tool"] == [{"city": city}]
         assert [r for r in runs if r.run_type == "llm"]
         assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]
+
+
+def test_parallel_tool_calls_keep_the_models_order(db: Client) -> None:
+    """Both tools called in one model reply (the first slower): the trace and the reliability
+    verdict keep the model's order (``check_parallel_calls``)."""
+    with ScriptedModelServer(parallel_tool_calls=True) as par:
+        llm = LLM(model="openai/gpt-4o-mini", base_url=par.base_url, api_key="scripted")
+        agent = Agent(role="clock", goal="Tell the time and weather", backstory="Precise.",
+                      tools=[tool("get_time")(get_time), tool("get_weather")(get_weather)],
+                      llm=llm, max_iter=3, verbose=False)
+        check_parallel_calls(db, par, agent)

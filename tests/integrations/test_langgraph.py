@@ -33,7 +33,7 @@ from assay.evaluation import evaluate
 from assay.integrations import adapter_for, set_framework_tracing
 from assay.llm import JudgeOptions, OpenAIJudge
 
-from .conftest import CITIES, population
+from .conftest import CITIES, check_parallel_calls, get_time, get_weather, population
 from .conftest import run_tree as _tree
 
 with warnings.catch_warnings():
@@ -763,3 +763,14 @@ def test_a_ray_workers_batch_takes_the_logged_steps() -> None:
     assert h._log
     runs = {w["name"]: w for w in client.writer.take()}
     assert set(runs) == {"root", "node"} and runs["node"]["parent_run_id"] == runs["root"]["id"]
+
+
+def test_parallel_tool_calls_keep_the_models_order(db: Client) -> None:
+    """Both tools called in one model reply (ToolNode runs them at once, the first slower):
+    the trace and the reliability verdict keep the model's order (``check_parallel_calls``)."""
+    from langchain.agents import create_agent
+
+    with ScriptedModelServer(parallel_tool_calls=True) as par:
+        agent = create_agent(_model(par), [tool(get_time), tool(get_weather)])
+        # each call is a Send of its own: a tools node run each (as LangSmith shows them)
+        check_parallel_calls(db, par, agent, one_parent=False)

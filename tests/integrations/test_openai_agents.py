@@ -36,7 +36,7 @@ from assay.evaluation import evaluate
 from assay.integrations import _openai_agents, adapter_for, instrument
 from assay.llm import JudgeOptions, OpenAIJudge
 
-from .conftest import CITIES, population
+from .conftest import CITIES, check_parallel_calls, get_time, get_weather, population
 from .conftest import flat_runs as _flat
 from .conftest import run_tree as _tree
 
@@ -404,3 +404,12 @@ def test_responses_api_streamed_run_is_traced(srv: ScriptedModelServer, db: Clie
     llms = [r for r in runs if r.run_type == "llm"]
     assert len(llms) == 2 and all(r.total_tokens and r.total_tokens > 0 for r in llms)
     assert [r.inputs for r in runs if r.run_type == "tool"] == [{"city": "Osaka"}]
+
+
+def test_parallel_tool_calls_keep_the_models_order(db: Client) -> None:
+    """Both tools called in one model reply (the SDK runs them at once, the first slower):
+    the trace and the reliability verdict keep the model's order (``check_parallel_calls``)."""
+    with ScriptedModelServer(parallel_tool_calls=True) as par:
+        agent = Agent(name="clock", tools=[function_tool(get_time), function_tool(get_weather)],
+                      model=_model(par))
+        check_parallel_calls(db, par, agent)

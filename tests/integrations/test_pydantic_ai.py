@@ -34,7 +34,7 @@ from assay.llm import OpenAIJudge
 from assay.schemas import Run
 from assay.tracing import trace
 
-from .conftest import make_pydantic_agent
+from .conftest import check_parallel_calls, get_time, get_weather, make_pydantic_agent
 
 CITIES = ["Paris", "Rome", "Oslo", "Lima", "Cairo", "Quito", "Dakar", "Hanoi"]
 
@@ -580,3 +580,17 @@ def test_an_output_type_through_its_output_tool_is_stored_as_its_fields(
     assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]
     tools = [r.name for r in _walk(_tree(db, row["run"])) if r.run_type == "tool"]
     assert tools == ["get_weather"], tools
+
+
+def test_parallel_tool_calls_keep_the_models_order(db: Client) -> None:
+    """Both tools called in one model reply (pydantic-ai runs them at once, the first slower):
+    the trace and the reliability verdict keep the model's order (``check_parallel_calls``)."""
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    with ScriptedModelServer(parallel_tool_calls=True) as par:
+        agent = Agent(OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(
+            base_url=par.base_url, api_key="scripted")), name="clock",
+            tools=[get_time, get_weather])
+        check_parallel_calls(db, par, agent)

@@ -46,7 +46,7 @@ from assay.integrations import (
     with_run_args,
 )
 
-from .conftest import CITIES, flat_runs, population
+from .conftest import CITIES, check_parallel_calls, flat_runs, get_time, get_weather, population
 from .conftest import run_tree as _tree
 
 
@@ -730,3 +730,12 @@ def test_tracer_makes_only_the_spans_that_can_become_runs(db: Client) -> None:
                     assert chat.parent is not None
                     assert chat.parent.span_id == agent_span.get_span_context().span_id
             assert otel.get_current_span() is agent_span
+
+
+def test_parallel_tool_calls_keep_the_models_order(db: Client) -> None:
+    """Both tools called in one model reply (the first slower): the trace and the reliability
+    verdict keep the model's order (``check_parallel_calls``)."""
+    with ScriptedModelServer(parallel_tool_calls=True) as par:
+        agent = Agent(_model(par), name="clock", tools=[tool(max_retries=0)(get_time),
+                                                        tool(max_retries=0)(get_weather)])
+        check_parallel_calls(db, par, agent)

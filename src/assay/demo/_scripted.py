@@ -14,7 +14,8 @@ It plays a tool-using model, deterministically:
   the tool's JSON schema (a string from the user's text outside any ``{...}`` block: its last
   quoted phrase, else its last capitalised word inside a sentence, not in capitals; numbers
   from the text; booleans true). Tools named in the text are called in the order they appear
-  there, one per turn, each once;
+  there, one per turn, each once (all in one turn, in that order, with
+  ``parallel_tool_calls=True``, as OpenAI's models call tools);
 * after a handoff (the OpenAI Agents SDK's ``transfer_to_<agent>`` call), the agent handed to
   starts afresh: the handoff's result counts as no tool result, so it calls its own tool;
 * then a final answer that quotes the tool results (``"Answer: <result>; <result>"``); with no
@@ -197,8 +198,9 @@ def tool_arguments(tool: Mapping[str, Any], text: str) -> dict[str, Any]:
 class _Brain:
     """What the model answers: a pure function of the request (plus the queued faults)."""
 
-    def __init__(self, answers: Mapping[str, str]) -> None:
+    def __init__(self, answers: Mapping[str, str], parallel_tool_calls: bool = False) -> None:
         self.answers = dict(answers)
+        self.parallel = parallel_tool_calls
 
     def reply(self, body: Mapping[str, Any]) -> tuple[str | None, list[dict[str, Any]]]:
         messages = list(body.get("messages") or [])
@@ -220,9 +222,11 @@ class _Brain:
                            if _tool_name(t) and _tool_name(t) in text)
             order = [t for _, _, t in named] or ([tools[0]] if not results else [])
             todo = [t for t in order if _tool_name(t) not in called]
-            if todo:
-                tool = todo[0]
-                return None, [{"name": _tool_name(tool), "arguments": tool_arguments(tool, text)}]
+            if todo:  # one a turn, or all at once (parallel tool calls, unless the request
+                # turns them off, as OpenAI's parallel_tool_calls=false does)
+                both = self.parallel and body.get("parallel_tool_calls") is not False
+                return None, [{"name": _tool_name(t), "arguments": tool_arguments(t, text)}
+                              for t in (todo if both else todo[:1])]
         if finals:  # the tools are done: the structured answer, through the output tool
             params = (finals[0].get("function") or finals[0]).get("parameters") or {}
             return None, [{"name": _tool_name(finals[0]),
@@ -276,11 +280,12 @@ class ScriptedModelServer:
     """
 
     def __init__(self, *, answers: Mapping[str, str] | None = None, model: str = "gpt-4o-mini",
-                 first_token_delay: float = 0.01, host: str = "127.0.0.1", port: int = 0) -> None:
+                 first_token_delay: float = 0.01, host: str = "127.0.0.1", port: int = 0,
+                 parallel_tool_calls: bool = False) -> None:
         self.model = model
         self.first_token_delay = first_token_delay
         self.requests: list[dict[str, Any]] = []
-        self._brain = _Brain(answers or {})
+        self._brain = _Brain(answers or {}, parallel_tool_calls)
         self._queue: deque[ScriptedReply] = deque()
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer((host, port), _handler(self))

@@ -6,11 +6,11 @@ since a kickoff writes its inputs into the crew's tasks); an evaluate() inputs d
 and the query's prompt (``_registry.query_text``: a string, the dict's question, a chat's last
 user message) fills the task templates' ``{query}``, ``{question}`` and ``{input}`` where the
 dict has none. A ``Flow`` keeps its state: each call kicks off a new one (``_fresh_flow``),
-given the inputs the same way (its state model's fields only). An ``Agent`` is kicked off
-with the prompt, or a chat's whole conversation as its messages. The ``CrewOutput`` is read
-back as text (``raw``), structured output (a task's ``output_pydantic``/``output_json``, an
-agent's ``response_format``), a JSON-safe dict (each task's output) and its tool calls (the
-tasks' message histories).
+given the inputs the same way (its state model's fields only). An ``Agent`` (a copy per
+call too) is kicked off with the prompt, or a chat's whole conversation as its messages. The
+``CrewOutput`` is read back as text (``raw``), structured output (a task's
+``output_pydantic``/``output_json``, an agent's ``response_format``), a JSON-safe dict (each
+task's output) and its tool calls (the tasks' message histories).
 
 Capture: listeners on CrewAI's event bus (``crewai_event_bus.on``, its documented extension
 point). Crew kickoff, task and agent execution -> chain runs; LLM calls -> llm runs (model,
@@ -121,8 +121,11 @@ class CrewAIAdapter:
                 return await run(inputs=args, **extra)
             if self.kind == "Flow":  # a flow keeps its state: a new one per call
                 return await _fresh_flow(target).kickoff_async(inputs=args, **extra)
-            run = getattr(target, "kickoff_async", None)
-            return await run(args, **extra) if run is not None else target.kickoff(args, **extra)
+            # an Agent keeps its executor's state between kickoffs (concurrent examples on one
+            # Agent failed, ~half at max_concurrency=6): a copy per call too, as a Crew's
+            agent = target.copy() if callable(getattr(target, "copy", None)) else target
+            run = getattr(agent, "kickoff_async", None)
+            return await run(args, **extra) if run is not None else agent.kickoff(args, **extra)
         finally:
             _flush_bus()  # the listeners run on the bus's threads: wait for the whole trace
 
