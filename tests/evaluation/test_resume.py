@@ -70,6 +70,23 @@ def _counts(client: Client) -> tuple[int, int]:
     return roots, fb
 
 
+def _settle(client: Client) -> None:
+    """Wait until what the killed child wrote stops changing: a COMMIT it sent just before the
+    kill can still land on a PostgreSQL server after the process is gone (seen under load:
+    two rows more at resume than at the first read)."""
+    last = None
+    for _ in range(100):
+        exp = client.read_project(project_name="resume-exp")
+        now = (sorted((str(r.id), r.end_time is not None)
+                      for r in client.list_runs(project_id=exp.id, is_root=True)),
+               len(list(client.list_feedback(project_ids=[exp.id]))))
+        if now == last:
+            return
+        last = now
+        time.sleep(0.1)
+    raise AssertionError("the killed experiment's rows kept changing")
+
+
 def test_sigkill_halfway_then_resume(client: Client, store: Store, tenant_env: dict[str, str],
                                      tmp_path: Path) -> None:
     make_dataset(client, "resume-data", N)
@@ -87,6 +104,7 @@ def test_sigkill_halfway_then_resume(client: Client, store: Store, tenant_env: d
     finally:
         proc.wait(30)
     assert proc.returncode == -signal.SIGKILL, "the experiment finished before it was killed"
+    _settle(client)
 
     exp = client.read_project(project_name="resume-exp")
     at_kill = list(client.list_runs(project_id=exp.id, is_root=True))

@@ -379,8 +379,8 @@ def test_a_context_reaches_the_tools_through_with_run_args(srv: ScriptedModelSer
 
 def test_responses_api_streamed_run_is_traced(srv: ScriptedModelServer, db: Client) -> None:
     """``Runner.run_streamed`` over the Responses API's SSE stream: the same runs. (The SDK's
-    spans carry no first-token time and no hook sees its chunks, so no first token is
-    recorded for the Agents SDK; ``Runner.run`` does not stream at all.)"""
+    spans carry no first-token time and no hook sees its chunks, so a run streamed by the
+    caller gets none; ``with_run_args(agent, stream=True)`` below has assay stream it.)"""
     import asyncio
 
     from assay.tracing import trace
@@ -404,6 +404,39 @@ def test_responses_api_streamed_run_is_traced(srv: ScriptedModelServer, db: Clie
     llms = [r for r in runs if r.run_type == "llm"]
     assert len(llms) == 2 and all(r.total_tokens and r.total_tokens > 0 for r in llms)
     assert [r.inputs for r in runs if r.run_type == "tool"] == [{"city": "Osaka"}]
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_stream_true_gives_each_llm_run_its_first_token(api: str, db: Client) -> None:
+    """``with_run_args(agent, stream=True)``: assay runs it with ``Runner.run_streamed`` and
+    reads its events, so each llm run (the tool call's, the answer's) gets the time of its
+    first chunk, after the model's first-token delay and within the call; same answer and
+    tool runs as ``Runner.run``; ``stream`` beside ``Runner.run``'s own arguments."""
+    from assay.integrations import with_run_args
+
+    with ScriptedModelServer(first_token_delay=0.05) as slow:
+        client = AsyncOpenAI(base_url=slow.base_url, api_key="scripted", max_retries=0)
+        model = (OpenAIChatCompletionsModel(model="gpt-4o-mini", openai_client=client)
+                 if api == "chat" else OpenAIResponsesModel(model="gpt-4o-mini",
+                                                              openai_client=client))
+        agent = Agent(name="geo", tools=[lookup_city], model=model)
+        rows = list(evaluate(with_run_args(agent, stream=True, max_turns=4),
+                             data=_dataset(db, ["Lima", "Cairo"], f"stream-{api}"), client=db,
+                             max_concurrency=2, evaluators=[ReliabilityEvaluator(None)]))
+        assert all(body.get("stream") for body in slow.requests)
+    assert len(rows) == 2
+    for row in rows:
+        city = _city(row)
+        assert row["run"].outputs["output"] == f"Answer: {population(city)}"
+        runs = _tree(db, row)
+        llms = [r for r in runs if r.run_type == "llm"]
+        assert len(llms) == 2
+        for llm in llms:
+            assert llm.first_token_time is not None
+            assert llm.start_time <= llm.first_token_time <= llm.end_time
+            assert (llm.first_token_time - llm.start_time).total_seconds() >= 0.04
+        assert [r.inputs for r in runs if r.run_type == "tool"] == [{"city": city}]
+        assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]
 
 
 def test_parallel_tool_calls_keep_the_models_order(db: Client) -> None:

@@ -57,7 +57,8 @@ class AgentsSDKAdapter:
         if run_kwargs:
             from agents import Runner
 
-            check_run_args(run_kwargs, keyword_names(Runner.run, skip=("starting_agent", "input")),
+            takes = keyword_names(Runner.run, skip=("starting_agent", "input"))
+            check_run_args(run_kwargs, None if takes is None else (*takes, "stream"),
                            "the Agents SDK's Runner.run")
         self.run_kwargs = run_kwargs
 
@@ -80,9 +81,23 @@ class AgentsSDKAdapter:
         return str(query)
 
     async def arun(self, query: Any) -> Any:
+        """``Runner.run``; with the run argument ``stream=True``, ``Runner.run_streamed`` with its
+        events read here, so that each llm run gets its first token (the SDK's spans carry
+        none, and no hook of its sees the chunks)."""
         from agents import Runner
 
-        return await Runner.run(self.agent, self.prepare(query), **self.run_kwargs)
+        kwargs = self.run_kwargs
+        if not kwargs.get("stream"):
+            return await Runner.run(self.agent, self.prepare(query), **kwargs)
+        kwargs = {k: v for k, v in kwargs.items() if k != "stream"}
+        result = Runner.run_streamed(self.agent, self.prepare(query), **kwargs)
+        trace_id = getattr(getattr(result, "trace", None), "trace_id", None)
+        tracker = processor()
+        async for event in result.stream_events():
+            if trace_id and event.type == "raw_response_event" \
+                    and str(getattr(event.data, "type", "")).endswith(".delta"):
+                tracker.first_token(trace_id)  # the first text or tool-call chunk of a call
+        return result
 
     def output_text(self, result: Any) -> str:
         final = getattr(result, "final_output", result)
@@ -238,6 +253,8 @@ def _make_processor() -> Any:
         def __init__(self) -> None:
             self._runs: dict[str, RunTree] = {}  # span id -> its run
             self._traces: dict[str, RunTree] = {}  # trace id -> the assay run it started under
+            self._unstreamed: dict[str, RunTree] = {}  # trace id -> its open llm run, until a
+            # streamed run's first chunk (first_token)
             self._lock = threading.Lock()
 
         def on_trace_start(self, trace: Any) -> None:
@@ -249,6 +266,7 @@ def _make_processor() -> Any:
 
         def on_trace_end(self, trace: Any) -> None:
             self._traces.pop(trace.trace_id, None)
+            self._unstreamed.pop(trace.trace_id, None)
 
         def on_span_start(self, span: Any) -> None:
             runs = self._runs
@@ -258,7 +276,10 @@ def _make_processor() -> Any:
                 if parent is None:
                     return
             data = span.span_data
-            run = fast_child(parent, _span_name(data), _RUN_TYPES.get(data.type, "chain"), {})
+            kind = _RUN_TYPES.get(data.type, "chain")
+            run = fast_child(parent, _span_name(data), kind, {})
+            if kind == "llm":
+                self._unstreamed[span.trace_id] = run
             if len(runs) >= _MAX_OPEN:  # spans whose end never came (cancelled runs)
                 for key in list(runs)[: len(runs) // 2]:
                     runs.pop(key, None)
@@ -268,12 +289,21 @@ def _make_processor() -> Any:
             run = self._runs.pop(span.span_id, None)
             if run is None:
                 return
+            if self._unstreamed.get(span.trace_id) is run:
+                del self._unstreamed[span.trace_id]
             try:
                 _fill(run, span.span_data, span)
             except Exception as exc:  # noqa: BLE001 - an SDK version we misread: keep the run
                 run.metadata["assay_capture_error"] = repr(exc)
             run.end()
             run.patch()
+
+        def first_token(self, trace_id: str) -> None:
+            """A chunk of a streamed run of ``trace_id``: its open llm run's first token, if
+            it has none yet."""
+            run = self._unstreamed.pop(trace_id, None)
+            if run is not None:
+                run._mark_first_token()
 
         def shutdown(self) -> None:
             pass
