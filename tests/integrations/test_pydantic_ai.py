@@ -594,3 +594,36 @@ def test_parallel_tool_calls_keep_the_models_order(db: Client) -> None:
             base_url=par.base_url, api_key="scripted")), name="clock",
             tools=[get_time, get_weather])
         check_parallel_calls(db, par, agent)
+
+
+@pytest.mark.parametrize("how", ["stream", "handler"])
+def test_a_streamed_run_gives_each_llm_run_its_first_token(how: str, db: Client) -> None:
+    """``with_run_args(agent, stream=True)``, or an ``event_stream_handler`` of the user's
+    (which makes pydantic-ai stream each model request, and still gets every event): each llm
+    run gets the time of its first chunk (pydantic-ai's own ``time_to_first_chunk``), after
+    the model's first-token delay and within the call."""
+    from assay.integrations import with_run_args
+
+    seen: list[Any] = []
+
+    async def handler(ctx: Any, events: Any) -> None:
+        async for event in events:
+            seen.append(event)
+
+    with ScriptedModelServer(first_token_delay=0.05) as slow:
+        agent = make_pydantic_agent(slow.base_url)
+        bound = with_run_args(agent, **({"stream": True} if how == "stream"
+                                         else {"event_stream_handler": handler}))
+        rows = list(evaluate(bound, data=_data(["Lima", "Cairo"]), client=db,
+                             max_concurrency=2, evaluators=[ReliabilityEvaluator(None)]))
+        assert all(body.get("stream") for body in slow.requests)
+    assert bool(seen) == (how == "handler")
+    for row in rows:
+        assert row["run"].error is None and "sunny in" in row["run"].outputs["output"]
+        llms = [r for r in _walk(_tree(db, row["run"])) if r.run_type == "llm"]
+        assert len(llms) == 2
+        for llm in llms:
+            assert llm.first_token_time is not None
+            assert llm.start_time <= llm.first_token_time <= llm.end_time
+            assert (llm.first_token_time - llm.start_time).total_seconds() >= 0.04
+        assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]

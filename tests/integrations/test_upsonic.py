@@ -325,9 +325,10 @@ def test_run_args_give_each_task_a_response_format(agent: Agent, db: Client) -> 
 
 def test_run_args_that_upsonic_does_not_take_are_refused_by_name(srv: ScriptedModelServer,
                                                                  agent: Agent) -> None:
-    with pytest.raises(InvalidInputError, match=r"Upsonic agent \(a Task's fields or do_async "
-                                                 r"model/retry/timeout\): deps, max_turns \(it "
-                                                 r"takes model, retry, timeout, attachments, "):
+    with pytest.raises(InvalidInputError, match=r"Upsonic agent \(a Task's fields, do_async "
+                                                 r"model/retry/timeout or stream\): deps, "
+                                                 r"max_turns \(it takes model, retry, timeout, "
+                                                 r"stream, attachments, "):
         with_run_args(agent, deps=1, max_turns=2, response_format=CityFigure)
     team = Team(entities=[agent], model=_model(srv))
     with pytest.raises(InvalidInputError, match=r"Upsonic team \(a Task's fields\): retry "
@@ -739,3 +740,27 @@ def test_parallel_tool_calls_keep_the_models_order(db: Client) -> None:
         agent = Agent(_model(par), name="clock", tools=[tool(max_retries=0)(get_time),
                                                         tool(max_retries=0)(get_weather)])
         check_parallel_calls(db, par, agent)
+
+
+def test_stream_true_runs_astream_and_the_answer_gets_its_first_token(agent: Agent,
+                                                                      db: Client) -> None:
+    """``with_run_args(agent, stream=True)``: assay runs the agent with ``astream`` (its text
+    chunks drained), so the answer's llm run gets its first token (the tool-calling call
+    streams no text: none); the Task's response and tool calls are read as after
+    ``do_async``. ``astream`` has no timeout: refused with ``stream=True``."""
+    bound = with_run_args(agent, stream=True, retry=1)
+    rows = list(evaluate(bound, data=_dataset(db, ["Tokyo", "Lima"]), client=db,
+                         max_concurrency=2, evaluators=[
+                             assay_evals.ReliabilityEvaluator(None).as_evaluator(client=db)]))
+    assert len(rows) == 2
+    for row in rows:
+        city = row["example"].inputs["question"].split()[-1].rstrip("?")
+        assert f"{city} has {CITIES[city]} people" in row["run"].outputs["output"]
+        llms = sorted((r for r in _tree(db, row) if r.run_type == "llm"),
+                      key=lambda r: r.start_time)
+        assert len(llms) == 2 and llms[0].first_token_time is None
+        assert llms[1].first_token_time is not None
+        assert llms[1].start_time <= llms[1].first_token_time <= llms[1].end_time
+        assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]
+    with pytest.raises(InvalidInputError, match="stream=True takes no timeout"):
+        with_run_args(agent, stream=True, timeout=5)

@@ -196,7 +196,8 @@ class PydanticAIAdapter:
     def __init__(self, agent: Any, **run_args: Any) -> None:
         self.agent = agent
         self.name = getattr(agent, "name", None) or type(agent).__name__
-        check_run_args(run_args, keyword_names(agent.run, skip=("user_prompt",)),
+        takes = keyword_names(agent.run, skip=("user_prompt",))
+        check_run_args(run_args, None if takes is None else (*takes, "stream"),
                        "a pydantic-ai agent's run")
         self.run_args = run_args  # agent.run's own arguments (deps, model_settings...)
         self._direct: Any = None  # _pydantic_ai_direct.Direct, once asked for (False: none)
@@ -215,6 +216,10 @@ class PydanticAIAdapter:
         from ._pydantic_ai_native import _OPEN, capture_for
 
         args = self.run_args
+        if "stream" in args:  # stream=True: each model request streamed (a first token each),
+            args = {k: v for k, v in args.items() if k != "stream"}  # as with a handler of
+            if self.run_args["stream"] and "event_stream_handler" not in args:  # the user's
+                args["event_stream_handler"] = _drain
         history = _history(query) if "message_history" not in args else None
         if history:  # a chat's earlier turns, before the last user message (the prompt)
             args = {**args, "message_history": history}
@@ -249,6 +254,13 @@ class PydanticAIAdapter:
 
     def tool_calls(self, result: Any) -> list[ToolCall] | None:
         return tool_calls(result)
+
+
+async def _drain(ctx: Any, events: Any) -> None:
+    """The event stream handler of ``stream=True``: pydantic-ai streams each model request to
+    a run given one; the events themselves are not needed here."""
+    async for _ in events:
+        pass
 
 
 def _text(output: Any) -> str:

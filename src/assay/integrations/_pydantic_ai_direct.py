@@ -25,13 +25,14 @@ the capability path.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from copy import copy
 from typing import Any
 
 from ..tracing._context import _RUN
-from ..tracing._run_tree import fast_child
+from ..tracing._run_tree import _now_us, fast_child
 from ._native_runs import ended_on_error, finish_agent, parent_in
 from ._pydantic_ai import running
 from ._pydantic_ai_native import _OPEN, end_llm_run, end_tool_run, llm_run, tool_run
@@ -78,10 +79,15 @@ def _make() -> tuple[Any, ...] | None:
                     yield s
                 return
             run = llm_run(parent, wrapped, messages, model_request_parameters)
+            start = time.perf_counter()
             with ended_on_error(run):
                 async with wrapped.request_stream(messages, model_settings,
                                                   model_request_parameters, run_context) as s:
                     yield s
+            first = s.time_to_first_chunk(start) if hasattr(s, "time_to_first_chunk") else None
+            if first is not None:  # (pydantic-ai's own stamp of the first chunk pulled)
+                run._mark_first_token(_now_us() - int((time.perf_counter() - start - first)
+                                                      * 1_000_000))
             end_llm_run(run, wrapped, s.get())
 
     def call_args(ctx: Any, tool_args: Any) -> Any:

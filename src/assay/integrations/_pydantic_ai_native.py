@@ -137,7 +137,8 @@ def _make() -> tuple[Any, Any] | None:
             model = request_context.model
             run = llm_run(parent, model, request_context.messages,
                           request_context.model_request_parameters)
-            with ended_on_error(run):  # (the adapter's runs do not stream: no first token)
+            with ended_on_error(run):  # (no first token on this path: the handler gives the
+                # whole response; a stream=True run on the direct path gets one)
                 response = await handler(request_context)
             end_llm_run(run, model, response)
             return response

@@ -305,6 +305,7 @@ class UpsonicAdapter:
         self.name = (getattr(obj, "name", None) if self.kind != "graph" else None) \
             or type(obj).__name__
         self.task_args, self.do_args = self._split(run_args)
+        self.stream = bool(self.do_args.pop("stream", False))
         for agent in _agents_in(obj):
             _ensure_traced(agent)
 
@@ -315,17 +316,22 @@ class UpsonicAdapter:
         """This agent, each run given ``run_args`` too (``integrations.with_run_args``): a
         ``Task``'s own fields (``response_format``, ``context``, ``tools``...) for the Task made
         from each query (a Task passed as the query keeps its own), and an Agent's
-        ``do_async`` arguments (``model``, ``retry``, ``timeout``)."""
-        return UpsonicAdapter(self.obj, **{**self.task_args, **self.do_args, **run_args})
+        ``do_async`` arguments (``model``, ``retry``, ``timeout``), and ``stream=True``: run
+        with ``astream``, so the answer's llm run gets its first token."""
+        kept = {**self.task_args, **self.do_args, **({"stream": True} if self.stream else {})}
+        return UpsonicAdapter(self.obj, **{**kept, **run_args})
 
     def _split(self, run_args: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         if run_args and self.kind == "graph":
             raise InvalidInputError(f"an Upsonic Graph takes no run arguments (got "
                                     f"{', '.join(sorted(run_args))}): its nodes' Tasks hold them")
         fields = tuple(f for f in self._task_cls.model_fields if f != "description")
-        calls = _DO_ARGS if self.kind == "agent" else ()
+        calls = (*_DO_ARGS, "stream") if self.kind == "agent" else ()
         check_run_args(run_args, (*calls, *fields), f"an Upsonic {self.kind} (a Task's fields"
-                       f"{' or do_async ' + '/'.join(calls) if calls else ''})")
+                       f"{', do_async ' + '/'.join(_DO_ARGS) + ' or stream' if calls else ''})")
+        if run_args.get("stream") and "timeout" in run_args:
+            raise InvalidInputError("an Upsonic agent run with stream=True takes no timeout "
+                                    "(Upsonic's astream has none)")
         return ({k: v for k, v in run_args.items() if k in fields},
                 {k: v for k, v in run_args.items() if k not in fields})
 
@@ -363,6 +369,10 @@ class UpsonicAdapter:
             await obj.multi_agent_async(obj.entities, tasks)
             return tasks
         task = self._task(query)
+        if self.stream:  # astream: the answer's llm call gets its first token
+            async for _ in obj.astream(task, **self.do_args):
+                pass
+            return task  # (the Task holds the response and tool calls, as after do_async)
         await obj.do_async(task, **self.do_args)  # a Team sets the task's response to its
         return task  # combined answer
 
