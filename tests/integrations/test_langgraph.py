@@ -193,7 +193,8 @@ def test_a_graph_with_a_checkpointer_runs_each_call_on_a_thread_of_its_own(
     second = AgentUnderTest(mine).call("How many people live in Sydney?")
     assert len(first["messages"]) == 4 and len(second["messages"]) == 8
     assert "mine" in saver.storage
-    with pytest.raises(InvalidInputError, match="takes a config"):
+    with pytest.raises(InvalidInputError, match=r"LangChain runnable: deps \(it takes config, "
+                                                 r"stream\)"):
         with_run_args(agent, deps=1)
 
 
@@ -774,3 +775,37 @@ def test_parallel_tool_calls_keep_the_models_order(db: Client) -> None:
         agent = create_agent(_model(par), [tool(get_time), tool(get_weather)])
         # each call is a Send of its own: a tools node run each (as LangSmith shows them)
         check_parallel_calls(db, par, agent, one_parent=False)
+
+
+def test_stream_true_streams_the_graphs_models_and_marks_their_first_tokens(
+        srv: ScriptedModelServer, db: Client) -> None:
+    """``with_run_args(graph, stream=True)``: the graph runs with ``astream(stream_mode=
+    ["messages", "values"])``, so its chat model streams though built without
+    ``streaming=True``; each llm run gets its first token (and, with ``stream_usage=True``, its
+    tokens), the last values are the answer. Only a graph streams so: a plain runnable is
+    refused by name."""
+    from langchain.agents import create_agent
+
+    from assay.integrations import with_run_args
+
+    srv.reset()
+    model = ChatOpenAI(model="gpt-4o-mini", base_url=srv.base_url, api_key="scripted",
+                       max_retries=0, stream_usage=True)
+    bound = with_run_args(create_agent(model, [lookup_city]), stream=True)
+    rows = list(evaluate(bound, data=_dataset(db, ["Lima", "Cairo"]), client=db,
+                         max_concurrency=2, evaluators=[ReliabilityEvaluator(None)]))
+    assert srv.requests and all(body.get("stream") for body in srv.requests)
+    assert len(rows) == 2
+    for row in rows:
+        city = row["example"].inputs["question"].split()[-1].rstrip("?")
+        assert row["run"].outputs["output"] == f"Answer: {population(city)}"
+        llms = [r for r in _tree(db, row) if r.run_type == "llm"]
+        assert len(llms) == 2
+        for llm in llms:
+            assert llm.first_token_time is not None
+            assert llm.start_time <= llm.first_token_time <= llm.end_time
+            assert llm.prompt_tokens and llm.completion_tokens
+        assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]
+    with pytest.raises(InvalidInputError, match="stream=True runs a LangGraph graph streamed; "
+                                                "ChatOpenAI is none"):
+        with_run_args(model, stream=True)

@@ -235,6 +235,7 @@ class LangChainAdapter:
     def __init__(self, runnable: Any, config: Mapping[str, Any] | None = None) -> None:
         self.runnable = runnable
         self.config = dict(config or {})  # ainvoke's config (with_run_args)
+        self.stream = False  # with_run_args(stream=True): a graph run with astream
         self.name = getattr(runnable, "name", None) or type(runnable).__name__
         channels = getattr(runnable, "channels", None)
         self.channels: frozenset[str] = frozenset(channels) if isinstance(channels, Mapping) \
@@ -266,18 +267,33 @@ class LangChainAdapter:
         return query
 
     def with_run_args(self, *, config: Mapping[str, Any] | None = None,
-                      **other: Any) -> LangChainAdapter:
-        """This runnable, ``ainvoke`` given ``config`` too (``integrations.with_run_args``)."""
+                      stream: bool | None = None, **other: Any) -> LangChainAdapter:
+        """This runnable, ``ainvoke`` given ``config`` too (``integrations.with_run_args``);
+        ``stream=True``: a LangGraph graph run with ``astream(stream_mode=["messages",
+        "values"])``, which makes its chat models stream (each llm run gets its first token,
+        the model needing no ``streaming=True``), the last values being the answer."""
         if other:
-            raise InvalidInputError(f"a LangChain runnable takes a config as its run argument, "
-                                    f"not {', '.join(sorted(other))}")
-        return LangChainAdapter(self.runnable, {**self.config, **(config or {})})
+            raise InvalidInputError(f"not a run argument of a LangChain runnable: "
+                                    f"{', '.join(sorted(other))} (it takes config, stream)")
+        if stream and not self.channels:
+            raise InvalidInputError(f"stream=True runs a LangGraph graph streamed; "
+                                    f"{type(self.runnable).__name__} is none")
+        bound = LangChainAdapter(self.runnable, {**self.config, **(config or {})})
+        bound.stream = self.stream if stream is None else bool(stream)
+        return bound
 
     async def arun(self, query: Any) -> Any:
         config = self.config
         if self.checkpointed and "thread_id" not in (config.get("configurable") or {}):
             config = {**config, "configurable": {**(config.get("configurable") or {}),
                                                  "thread_id": f"assay-{uuid.uuid4()}"}}
+        if self.stream:
+            final = None
+            async for mode, chunk in self.runnable.astream(
+                    self.prepare(query), config or None, stream_mode=["messages", "values"]):
+                if mode == "values":
+                    final = chunk
+            return final
         if config:
             return await self.runnable.ainvoke(self.prepare(query), config)
         return await self.runnable.ainvoke(self.prepare(query))
