@@ -326,3 +326,32 @@ def test_parallel_tool_calls_keep_the_models_order(db: Client) -> None:
                       tools=[tool("get_time")(get_time), tool("get_weather")(get_weather)],
                       llm=llm, max_iter=3, verbose=False)
         check_parallel_calls(db, par, agent)
+
+
+def test_a_crew_and_a_flow_made_with_stream_true_are_read_to_their_end(
+        srv: ScriptedModelServer, db: Client) -> None:
+    """``Crew(stream=True)`` / ``Flow(stream=True)``: a kickoff returns a streaming output
+    that runs nothing until read. assay reads it to its end and judges its final result (it
+    stored the streaming output's repr, with no runs, and reliability 0); the crew's llm calls
+    stream, so each llm run gets its first token."""
+    researcher = _researcher(srv)
+    streamed = Crew(agents=[researcher], tasks=[Task(
+        description="{question} Use lookup_city for '{city}'.", expected_output="a figure",
+        agent=researcher)], stream=True)
+    rows = list(evaluate(streamed, data=_dataset(db, ["Lima", "Tokyo"], "streamed"), client=db,
+                         max_concurrency=2, evaluators=[ReliabilityEvaluator(None)]))
+    assert len(rows) == 2
+    for row in rows:
+        assert row["run"].outputs["output"] == f"Answer: {population(_city(row))}"
+        llms = [r for r in _tree(db, row) if r.run_type == "llm"]
+        assert llms and all(r.first_token_time is not None for r in llms)
+        assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]
+
+    class Echo(Flow[CityState]):
+        @start()
+        def answer(self) -> str:
+            return f"asked: {self.state.question}"
+
+    (row,) = list(evaluate(Echo(stream=True), data=_dataset(db, ["Oslo"], "flow-stream"),
+                           client=db))
+    assert row["run"].outputs["output"] == "asked: How many people live in Oslo?"

@@ -24,6 +24,7 @@ evaluate() reads it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib
 import json
@@ -118,9 +119,10 @@ class CrewAIAdapter:
                 # each get a copy, as CrewAI's kickoff_for_each does
                 crew = target.copy() if callable(getattr(target, "copy", None)) else target
                 run = getattr(crew, "akickoff", None) or crew.kickoff_async
-                return await run(inputs=args, **extra)
+                return await _drained(await run(inputs=args, **extra))
             if self.kind == "Flow":  # a flow keeps its state: a new one per call
-                return await _fresh_flow(target).kickoff_async(inputs=args, **extra)
+                return await _drained(await _fresh_flow(target).kickoff_async(inputs=args,
+                                                                              **extra))
             # an Agent keeps its executor's state between kickoffs (concurrent examples on one
             # Agent failed, ~half at max_concurrency=6): a copy per call too, as a Crew's
             agent = target.copy() if callable(getattr(target, "copy", None)) else target
@@ -166,6 +168,23 @@ def _structured(output: Any) -> Any:
         return structured_output(output)
     return structured_output(getattr(output, "pydantic", None)) \
         or structured_output(getattr(output, "json_dict", None))
+
+
+async def _drained(out: Any) -> Any:
+    """A kickoff's result; of a Crew or Flow made with ``stream=True`` (a streaming output,
+    which runs nothing until read), the final result once its chunks are read."""
+    cls = type(out)  # (a streaming output's ``result`` raises until it is read)
+    if not (hasattr(cls, "result") and hasattr(cls, "is_completed")):
+        return out
+    try:
+        chunks = out.__aiter__()
+        async for _ in chunks:
+            pass
+    except RuntimeError as exc:  # only a sync iterator: read on a worker thread
+        if "not available" not in str(exc):
+            raise
+        await asyncio.to_thread(lambda: [None for _ in out])
+    return out.result
 
 
 def _fresh_flow(flow: Any) -> Any:
