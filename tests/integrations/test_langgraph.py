@@ -219,6 +219,17 @@ def test_a_response_format_is_stored_under_the_key_every_adapter_uses(
     assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]
     plain = list(evaluate(create_agent(_model(srv), [lookup_city]), data=data, client=db))
     assert "structured_output" not in plain[0]["run"].outputs
+    # a runnable's own model answer (with_structured_output's) is one; a message list is not
+    from langchain_core.messages import AIMessage
+    from langchain_core.runnables import RunnableLambda
+
+    from assay.evals import AgentUnderTest
+
+    typed = AgentUnderTest(RunnableLambda(lambda q: CityFigure(city="Lima", population=1)))
+    assert typed.adapter.outputs(typed.call("q"))["structured_output"] == {"city": "Lima",
+                                                                   "population": 1}
+    chat = AgentUnderTest(RunnableLambda(lambda q: [AIMessage("one"), AIMessage("two")]))
+    assert "structured_output" not in chat.adapter.outputs(chat.call("q"))
 
 
 def test_a_graph_of_its_own_state_takes_a_string_on_its_question_channel() -> None:

@@ -375,6 +375,11 @@ def test_a_context_reaches_the_tools_through_with_run_args(srv: ScriptedModelSer
     with pytest.raises(InvalidInputError, match=r"Runner.run: deps \(it takes context, "
                                                  r"max_turns, "):
         with_run_args(bound, deps=1)  # refused by name, before anything runs
+    from assay.evals import AgentUnderTest
+
+    unstreamed = with_run_args(bound, stream=False)  # Runner.run, given no stream argument
+    result = AgentUnderTest(unstreamed).call("How many people live in Quito? Use lookup_city.")
+    assert result.final_output == "Answer: Quito has 2800000 people"
 
 
 def test_responses_api_streamed_run_is_traced(srv: ScriptedModelServer, db: Client) -> None:

@@ -26,9 +26,9 @@ It plays a tool-using model, deterministically:
 * any other json_schema (an agent's own output type: the Agents SDK's ``output_type``, a
   provider-native structured output) gets, once the tools are done, an instance of the schema
   made as tool arguments are (strings: the user's last quoted phrase or capitalised word;
-  numbers: the tool results' first number, else the user's); an
-  output tool on offer (pydantic-ai's and Upsonic's ``final_result``) is called with such an
-  instance instead of a text answer;
+  numbers: the tool results' first number, else the user's); an output tool on offer
+  (pydantic-ai's and Upsonic's ``final_result``) is called with such an instance instead of a
+  text answer;
 * usage: prompt tokens = words in the messages, completion tokens = words in the reply; streams
   send a usage chunk when ``stream_options.include_usage`` is set (as OpenAI does) and wait
   ``first_token_delay`` before the first content chunk, so first-token time is measurable.

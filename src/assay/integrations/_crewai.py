@@ -66,9 +66,9 @@ class CrewAIAdapter:
 
     def __init__(self, target: Any, **run_args: Any) -> None:
         self.target = target
-        self.kind = ("Crew" if hasattr(target, "tasks") and hasattr(target, "agents")
-                     else "Flow" if hasattr(target, "kickoff") and hasattr(target, "state")
-                     else "Agent")
+        crewai = require("crewai", "crewai", "CrewAI crews")
+        self.kind = ("Crew" if isinstance(target, crewai.Crew)
+                     else "Flow" if isinstance(target, crewai.Flow) else "Agent")
         self.name = (getattr(target, "name", None) or getattr(target, "role", None)
                      or type(target).__name__)
         self.run_args = self._checked(run_args)

@@ -321,8 +321,9 @@ class LangChainAdapter:
                     out[str(key)] = to_json(value)
         # a structured answer under the key every adapter uses: create_agent's response_format
         # (its state's structured_response), a runnable's model (with_structured_output)
-        answer = result.get("structured_response") if isinstance(result, Mapping) else result
-        structured = None if _is_message(answer) else structured_output(answer)
+        answer = result.get("structured_response") if isinstance(result, Mapping) \
+            else result if hasattr(result, "model_dump") and not _is_message(result) else None
+        structured = structured_output(answer)
         if structured is not None and "structured_output" not in out:
             out["structured_output"] = structured
         return out

@@ -87,9 +87,11 @@ class AgentsSDKAdapter:
         from agents import Runner
 
         kwargs = self.run_kwargs
-        if not kwargs.get("stream"):
+        stream = kwargs.get("stream")
+        if "stream" in kwargs:
+            kwargs = {k: v for k, v in kwargs.items() if k != "stream"}
+        if not stream:
             return await Runner.run(self.agent, self.prepare(query), **kwargs)
-        kwargs = {k: v for k, v in kwargs.items() if k != "stream"}
         result = Runner.run_streamed(self.agent, self.prepare(query), **kwargs)
         trace_id = getattr(getattr(result, "trace", None), "trace_id", None)
         tracker = processor()
@@ -290,7 +292,7 @@ def _make_processor() -> Any:
             if run is None:
                 return
             if self._unstreamed.get(span.trace_id) is run:
-                del self._unstreamed[span.trace_id]
+                self._unstreamed.pop(span.trace_id, None)
             try:
                 _fill(run, span.span_data, span)
             except Exception as exc:  # noqa: BLE001 - an SDK version we misread: keep the run
