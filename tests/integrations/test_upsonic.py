@@ -764,3 +764,23 @@ def test_stream_true_runs_astream_and_the_answer_gets_its_first_token(agent: Age
         assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]
     with pytest.raises(InvalidInputError, match="stream=True takes no timeout"):
         with_run_args(agent, stream=True, timeout=5)
+
+
+def test_a_graphs_and_a_task_lists_typed_answer_is_their_structured_output(
+        srv: ScriptedModelServer) -> None:
+    """A Graph whose last Task has a ``response_format``, and a list of Tasks given to an
+    agent: the answer's fields are ``structured_output`` too, as a single Task's are."""
+    graph = Graph(default_agent=make_agent(srv, "grapher"), show_progress=False)
+    graph.add(Task("How many people live in 'Lima'? Use lookup_city",
+                   response_format=CityFigure))
+    adapter = require_adapter(graph)
+    figure = {"city": "Lima", "population": CITIES["Lima"]}
+    run = assay_evals.AgentUnderTest(graph).call("ignored: the graph has its tasks")
+    outputs = adapter.outputs(run)
+    assert outputs["structured_output"] == figure
+    assert json.loads(outputs["output"]) == figure
+    agent = make_agent(srv)
+    typed = [Task("How many people live in 'Lima'? Use lookup_city",
+                  response_format=CityFigure)]
+    assert require_adapter(agent).outputs(assay_evals.AgentUnderTest(agent).call(typed))[
+        "structured_output"] == figure

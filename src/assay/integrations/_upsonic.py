@@ -376,19 +376,23 @@ class UpsonicAdapter:
         await obj.do_async(task, **self.do_args)  # a Team sets the task's response to its
         return task  # combined answer
 
-    def output_text(self, result: Any) -> str:
+    def _answer(self, result: Any) -> Any:
+        """The answer of a run's result: a graph's latest output, the last Task's response."""
         if isinstance(result, UpsonicGraphRun):
-            return _text(result.output)
+            return result.output
         if isinstance(result, list):
-            return _text(result[-1].response) if result else ""
+            return result[-1].response if result else None
         if isinstance(result, self._task_cls):
-            return _text(result.response)
-        return _text(result)
+            return result.response
+        return result
+
+    def output_text(self, result: Any) -> str:
+        return _text(self._answer(result))
 
     def outputs(self, result: Any) -> dict[str, Any]:
-        out: dict[str, Any] = {"output": self.output_text(result)}
-        structured = structured_output(result.response) if isinstance(
-            result, self._task_cls) else None  # a Task's response_format
+        answer = self._answer(result)
+        out: dict[str, Any] = {"output": _text(answer)}
+        structured = structured_output(answer)  # a Task's response_format
         if structured is not None:
             out["structured_output"] = structured
         return out
