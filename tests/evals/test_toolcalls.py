@@ -172,3 +172,36 @@ def test_tool_names_and_objects_with_tool_calls() -> None:
 def test_unreadable_sources_are_named(bad: Any, match: str) -> None:
     with pytest.raises(InvalidInputError, match=match):
         extract_tool_calls(bad)
+
+
+def _call(name: str, **args: Any) -> dict[str, Any]:
+    return {"id": f"call-{name}-{len(args)}", "type": "function",
+            "function": {"name": name, "arguments": json.dumps(args)}}
+
+
+def test_parallel_calls_of_one_answer_come_in_the_models_order() -> None:
+    """Tools that one llm answer asked for at once start in whatever order the framework's
+    threads reach them (CrewAI swaps them about one time in four): the calls come back in the
+    answer's order (by name and arguments, in either output shape), each batch on its own; a
+    tool run that no answer listed keeps its place."""
+    root = make_run("agent", "chain", 0)
+    first = make_run("model", "llm", 1, root)
+    first.outputs = {"output": [_call("get_time", city="Paris"), _call("get_weather",
+                                                                       city="Paris")]}
+    make_run("get_weather", "tool", 5, root, {"city": "Paris"})  # started first
+    make_run("get_time", "tool", 6, root, {"city": "Paris"})
+    second = make_run("model", "llm", 10, root)
+    second.outputs = {"messages": [{"role": "assistant", "content": None, "tool_calls": [
+        _call("search", q="a"), _call("search", q="b")]}]}
+    make_run("search", "tool", 12, root, {"q": "b"})
+    make_run("search", "tool", 13, root, {"q": "a"})
+    make_run("summarize", "tool", 20, root, {"text": "x"})
+    calls = extract_tool_calls(root)
+    assert [(c.name, c.args) for c in calls] == [
+        ("get_time", {"city": "Paris"}), ("get_weather", {"city": "Paris"}),
+        ("search", {"q": "a"}), ("search", {"q": "b"}), ("summarize", {"text": "x"})]
+    flat = [root, *(root.child_runs or [])]
+    for r in flat:
+        r.child_runs = None  # a flat list, as list_runs returns it, in any order
+    assert [c.name for c in extract_tool_calls(list(reversed(flat)))] == [
+        "get_time", "get_weather", "search", "search", "summarize"]

@@ -85,18 +85,83 @@ def _tool_args(inputs: Any) -> Any:
     return dict(inputs) if isinstance(inputs, Mapping) else inputs
 
 
+def _ordered(runs: list[Any]) -> list[Any]:
+    """``runs`` in execution order: by dotted order, else by start time, else as given."""
+    if all(_get(r, "dotted_order") for r in runs):
+        return sorted(runs, key=lambda r: str(_get(r, "dotted_order")))
+    if all(isinstance(_get(r, "start_time"), datetime) for r in runs):
+        return sorted(runs, key=lambda r: _get(r, "start_time"))
+    return runs
+
+
 def _from_runs(runs: Iterable[Any]) -> list[ToolCall]:
     flat: list[Any] = []
     seen: set[str] = set()
     for run in runs:
         _flatten(run, flat, seen)
-    tools = [r for r in flat if _get(r, "run_type") == "tool"]
-    if all(_get(r, "dotted_order") for r in tools):
-        tools.sort(key=lambda r: str(_get(r, "dotted_order")))
-    elif all(isinstance(_get(r, "start_time"), datetime) for r in tools):
-        tools.sort(key=lambda r: _get(r, "start_time"))
+    tools = _in_model_order(_ordered(flat),
+                            _ordered([r for r in flat if _get(r, "run_type") == "tool"]))
     return [ToolCall(name=str(_get(r, "name")), args=_tool_args(_get(r, "inputs")),
                      id=str(_get(r, "id")) if _get(r, "id") is not None else None) for r in tools]
+
+
+def _asked(run: Any) -> list[ToolCall]:
+    """The tool calls an llm run's answer asked for, in the model's order ([]: none read)."""
+    outputs = _get(run, "outputs")
+    if not isinstance(outputs, Mapping):
+        return []
+    for value in outputs.values():
+        if value is None or isinstance(value, (str, bytes)):
+            continue
+        try:
+            calls = extract_tool_calls(value)
+        except Exception:  # noqa: BLE001 - an output of another shape: no order to take from it
+            continue
+        if calls:
+            return calls
+    return []
+
+
+def _match(run: Any, asked: list[ToolCall], used: set[int]) -> int | None:
+    """The index in ``asked`` of the call a tool run made (same name and arguments, else the
+    same name), one run to a call."""
+    name, args = str(_get(run, "name")), _tool_args(_get(run, "inputs"))
+    free = [i for i in range(len(asked)) if i not in used]
+    return next((i for i in free if asked[i].name == name and asked[i].args == args),
+                next((i for i in free if asked[i].name == name), None))
+
+
+def _in_model_order(flat: list[Any], tools: list[Any]) -> list[Any]:
+    """``tools`` (in start order) with each batch of sibling tool runs that one llm answer asked
+    for at once put in the order the answer listed them: parallel calls start in whatever order
+    the framework's threads or tasks reach them (CrewAI's swap about one time in four)."""
+    asked: list[ToolCall] = []
+    used: set[int] = set()
+    answer = 0
+    batch: dict[int, tuple[int, str]] = {}
+    rank: dict[int, int] = {}
+    for run in flat:
+        kind = _get(run, "run_type")
+        if kind == "llm":
+            asked, used, answer = _asked(run), set(), answer + 1
+        elif kind == "tool" and asked:
+            i = _match(run, asked, used)
+            if i is not None:
+                used.add(i)
+                batch[id(run)] = (answer, str(_get(run, "parent_run_id")))
+                rank[id(run)] = i
+    groups: dict[tuple[int, str], list[int]] = {}
+    for pos, run in enumerate(tools):
+        key = batch.get(id(run))
+        if key is not None:
+            groups.setdefault(key, []).append(pos)
+    out = list(tools)
+    for positions in groups.values():
+        if len(positions) > 1:
+            members = sorted((tools[p] for p in positions), key=lambda r: rank[id(r)])
+            for pos, run in zip(positions, members, strict=True):
+                out[pos] = run
+    return out
 
 
 # --- messages and call records ----------------------------------------------------------------

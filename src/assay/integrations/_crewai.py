@@ -50,6 +50,13 @@ __all__ = ["CrewAIAdapter", "adapt", "instrument", "tool_calls"]
 
 _QUERY_NAMES = ("query", "question", "input")
 
+# The process's first CrewAI LLM calls build the openai client's pydantic types, and threads
+# doing so at once race: about one cold start in five failed an example ("PydanticUserError:
+# Pydantic models should inherit from BaseModel"; none of ten once warm). So the first kickoff
+# assay makes runs alone and the others start when it has ended.
+_FIRST = threading.Lock()
+_WARM = threading.Event()
+
 
 def _us(ts: Any) -> int | None:
     if isinstance(ts, datetime):
@@ -110,6 +117,18 @@ class CrewAIAdapter:
         return inputs
 
     async def arun(self, query: Any) -> Any:
+        """One kickoff; the process's first runs alone (see ``_WARM``)."""
+        if not _WARM.is_set():
+            if _FIRST.acquire(blocking=False):
+                try:
+                    return await self._kickoff(query)
+                finally:
+                    _WARM.set()
+            while not _WARM.is_set():
+                await asyncio.sleep(0.005)
+        return await self._kickoff(query)
+
+    async def _kickoff(self, query: Any) -> Any:
         args = self.prepare(query)
         target = self.target
         extra = {k: v for k, v in self.run_args.items() if k != "inputs"}
