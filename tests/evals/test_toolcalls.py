@@ -200,8 +200,18 @@ def test_parallel_calls_of_one_answer_come_in_the_models_order() -> None:
     assert [(c.name, c.args) for c in calls] == [
         ("get_time", {"city": "Paris"}), ("get_weather", {"city": "Paris"}),
         ("search", {"q": "a"}), ("search", {"q": "b"}), ("summarize", {"text": "x"})]
+    third = make_run("model", "llm", 30, root)  # the GenAI conventions' message parts
+    third.outputs = {"messages": [{"role": "assistant", "parts": [
+        {"type": "tool_call", "id": "c5", "name": "get_time", "arguments": '{"city": "Oslo"}'},
+        {"type": "tool_call", "id": "c6", "name": "get_weather", "arguments": {"city": "Oslo"}},
+    ]}]}
+    make_run("get_weather", "tool", 31, root, {"city": "Oslo"})
+    make_run("get_time", "tool", 32, root, {"city": "Oslo"})
+    assert [(c.name, c.args) for c in extract_tool_calls(root)][-2:] == [
+        ("get_time", {"city": "Oslo"}), ("get_weather", {"city": "Oslo"})]
+    assert [c.id for c in extract_tool_calls(third.outputs["messages"])] == ["c5", "c6"]
     flat = [root, *(root.child_runs or [])]
     for r in flat:
         r.child_runs = None  # a flat list, as list_runs returns it, in any order
     assert [c.name for c in extract_tool_calls(list(reversed(flat)))] == [
-        "get_time", "get_weather", "search", "search", "summarize"]
+        "get_time", "get_weather", "search", "search", "summarize", "get_time", "get_weather"]

@@ -200,9 +200,11 @@ def _from_message(item: Any) -> list[ToolCall]:
     if isinstance(role, str) and role in _NON_CALL_ROLES:
         return []
     parts = _get(item, "parts")
-    if isinstance(parts, (list, tuple)):  # pydantic-ai ModelRequest/ModelResponse
+    if isinstance(parts, (list, tuple)):  # pydantic-ai ModelRequest/ModelResponse, and the
+        # OpenTelemetry GenAI conventions' message parts ({"type": "tool_call", ...})
         return [call for part in parts
-                if _get(part, "part_kind") in ("tool-call", "builtin-tool-call")
+                if (_get(part, "part_kind") in ("tool-call", "builtin-tool-call")
+                    or _get(part, "type") == "tool_call")
                 and (call := _one_call(part)) is not None]
     calls: list[ToolCall] = []
     for tc in _get(item, "tool_calls") or []:
