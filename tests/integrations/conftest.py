@@ -140,14 +140,14 @@ def check_parallel_calls(db: Client, srv: ScriptedModelServer, target: Any,
 
     for row in rows:
         assert row["run"].error is None, row["run"].error
-        tools = [r for r in run_tree(db, row) if r.run_type == "tool"]
+        runs = run_tree(db, row)  # (read once: the tree, its tool runs, their parents)
+        tools = [r for r in runs if r.run_type == "tool"]
         assert sorted(t.name for t in tools) == ["get_time", "get_weather"]  # (as they ran)
         assert any("noon in Paris" in str(t.outputs) for t in tools)
-        tree = db.read_run(row["run"].id, load_child_runs=True)
-        assert [c.name for c in extract_tool_calls(tree)] == ["get_time", "get_weather"]
+        assert [c.name for c in extract_tool_calls(runs)] == ["get_time", "get_weather"]
         parents = {t.parent_run_id for t in tools}
         if not one_parent:
-            by_id = {r.id: r for r in run_tree(db, row)}
+            by_id = {r.id: r for r in runs}
             parents = {by_id[p].parent_run_id for p in parents}
         assert len(parents) == 1
         assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]

@@ -138,13 +138,18 @@ def _in_model_order(flat: list[Any], tools: list[Any]) -> list[Any]:
     asked: list[ToolCall] = []
     used: set[int] = set()
     answer = 0
+    unread: Any = None  # the last llm run, its answer read once a tool run follows it
     batch: dict[int, tuple[int, str]] = {}
     rank: dict[int, int] = {}
     for run in flat:
         kind = _get(run, "run_type")
         if kind == "llm":
-            asked, used, answer = _asked(run), set(), answer + 1
-        elif kind == "tool" and asked:
+            asked, used, answer, unread = [], set(), answer + 1, run
+        elif kind == "tool":
+            if unread is not None:
+                asked, unread = _asked(unread), None
+            if not asked:
+                continue
             i = _match(run, asked, used)
             if i is not None:
                 used.add(i)

@@ -151,17 +151,11 @@ class CrewAIAdapter:
             _flush_bus()  # the listeners run on the bus's threads: wait for the whole trace
 
     def output_text(self, result: Any) -> str:
-        raw = getattr(result, "raw", None)
-        if isinstance(raw, str):
-            return raw
-        if isinstance(result, str):
-            return result
-        structured = structured_output(result)  # a flow's last method's model or dict
-        return str(result) if structured is None else json.dumps(structured, ensure_ascii=False)
+        return _text(result, _structured(result))
 
     def outputs(self, result: Any) -> dict[str, Any]:
-        out: dict[str, Any] = {"output": self.output_text(result)}
-        structured = _structured(result)
+        structured = _structured(result)  # (made once: the text of a flow's model is its JSON)
+        out: dict[str, Any] = {"output": _text(result, structured)}
         if structured is not None:
             out["structured_output"] = structured
         tasks = getattr(result, "tasks_output", None)
@@ -177,6 +171,17 @@ class CrewAIAdapter:
 
     def tool_calls(self, result: Any) -> list[ToolCall] | None:
         return tool_calls(result)
+
+
+def _text(result: Any, structured: Any) -> str:
+    """A result's text: its ``raw`` text, a string as is, else its structured answer's JSON (a
+    flow's last method's model or dict), else its ``str``."""
+    raw = getattr(result, "raw", None)
+    if isinstance(raw, str):
+        return raw
+    if isinstance(result, str):
+        return result
+    return str(result) if structured is None else json.dumps(structured, ensure_ascii=False)
 
 
 def _structured(output: Any) -> Any:

@@ -232,10 +232,11 @@ class LangChainAdapter:
 
     framework = "langchain"
 
-    def __init__(self, runnable: Any, config: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, runnable: Any, config: Mapping[str, Any] | None = None,
+                 stream: bool = False) -> None:
         self.runnable = runnable
         self.config = dict(config or {})  # ainvoke's config (with_run_args)
-        self.stream = False  # with_run_args(stream=True): a graph run with astream
+        self.stream = stream  # with_run_args(stream=True): a graph run with astream
         self.name = getattr(runnable, "name", None) or type(runnable).__name__
         channels = getattr(runnable, "channels", None)
         self.channels: frozenset[str] = frozenset(channels) if isinstance(channels, Mapping) \
@@ -278,9 +279,8 @@ class LangChainAdapter:
         if stream and not self.channels:
             raise InvalidInputError(f"stream=True runs a LangGraph graph streamed; "
                                     f"{type(self.runnable).__name__} is none")
-        bound = LangChainAdapter(self.runnable, {**self.config, **(config or {})})
-        bound.stream = self.stream if stream is None else bool(stream)
-        return bound
+        return LangChainAdapter(self.runnable, {**self.config, **(config or {})},
+                                self.stream if stream is None else bool(stream))
 
     async def arun(self, query: Any) -> Any:
         config = self.config

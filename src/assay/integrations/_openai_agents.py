@@ -60,6 +60,7 @@ class AgentsSDKAdapter:
             takes = keyword_names(Runner.run, skip=("starting_agent", "input"))
             check_run_args(run_kwargs, None if takes is None else (*takes, "stream"),
                            "the Agents SDK's Runner.run")
+        self.stream = bool(run_kwargs.pop("stream", False))  # Runner.run_streamed (arun)
         self.run_kwargs = run_kwargs
 
     def __repr__(self) -> str:
@@ -67,7 +68,8 @@ class AgentsSDKAdapter:
 
     def with_run_args(self, **run_args: Any) -> AgentsSDKAdapter:
         """This agent, ``Runner.run`` given ``run_args`` too (``context``, ``max_turns``...)."""
-        return AgentsSDKAdapter(self.agent, **{**self.run_kwargs, **run_args})
+        kept = {**self.run_kwargs, **({"stream": True} if self.stream else {})}
+        return AgentsSDKAdapter(self.agent, **{**kept, **run_args})
 
     @staticmethod
     def prepare(query: Any) -> Any:
@@ -87,10 +89,7 @@ class AgentsSDKAdapter:
         from agents import Runner
 
         kwargs = self.run_kwargs
-        stream = kwargs.get("stream")
-        if "stream" in kwargs:
-            kwargs = {k: v for k, v in kwargs.items() if k != "stream"}
-        if not stream:
+        if not self.stream:
             return await Runner.run(self.agent, self.prepare(query), **kwargs)
         result = Runner.run_streamed(self.agent, self.prepare(query), **kwargs)
         trace_id = getattr(getattr(result, "trace", None), "trace_id", None)

@@ -199,7 +199,13 @@ class PydanticAIAdapter:
         takes = keyword_names(agent.run, skip=("user_prompt",))
         check_run_args(run_args, None if takes is None else (*takes, "stream"),
                        "a pydantic-ai agent's run")
+        # stream=True: each model request streamed (a first token each), as with an
+        # event_stream_handler of the user's; settled here, once, not on every run
+        self.stream = bool(run_args.pop("stream", False))
         self.run_args = run_args  # agent.run's own arguments (deps, model_settings...)
+        self._call_args = ({**run_args, "event_stream_handler": _drain}
+                           if self.stream and "event_stream_handler" not in run_args
+                           else run_args)
         self._direct: Any = None  # _pydantic_ai_direct.Direct, once asked for (False: none)
 
     def __repr__(self) -> str:
@@ -207,7 +213,8 @@ class PydanticAIAdapter:
 
     def with_run_args(self, **run_args: Any) -> PydanticAIAdapter:
         """This agent, each run given ``run_args`` too (``integrations.with_run_args``)."""
-        return PydanticAIAdapter(self.agent, **{**self.run_args, **run_args})
+        kept = {**self.run_args, **({"stream": True} if self.stream else {})}
+        return PydanticAIAdapter(self.agent, **{**kept, **run_args})
 
     async def arun(self, query: Any) -> Any:
         # a list is pydantic-ai's own prompt form (text and binary parts): passed as is
@@ -215,11 +222,7 @@ class PydanticAIAdapter:
         from ._native_runs import parent_in
         from ._pydantic_ai_native import _OPEN, capture_for
 
-        args = self.run_args
-        if "stream" in args:  # stream=True: each model request streamed (a first token each),
-            args = {k: v for k, v in args.items() if k != "stream"}  # as with a handler of
-            if self.run_args["stream"] and "event_stream_handler" not in args:  # the user's
-                args["event_stream_handler"] = _drain
+        args = self._call_args
         history = _history(query) if "message_history" not in args else None
         if history:  # a chat's earlier turns, before the last user message (the prompt)
             args = {**args, "message_history": history}
