@@ -29,18 +29,31 @@ from assay._usage import price
 SEED = 20261125
 
 
-def _counts(rng: random.Random, tier_starts: list[int], n: int) -> list[tuple[int, int, int]]:
-    """(input, output, cache read) token counts: zeros, the edges of the model's own tiers and
-    of the cache read (equal to the input, one past it), and ``n`` random ones up to 10^12."""
-    out = [(0, 0, 0), (1, 0, 0), (0, 1, 0), (1, 1, 1), (1000, 500, 1000), (1000, 500, 1001),
-           (10**12, 10**9, 10**11)]
+Counts = tuple[int, int, int, int, int]
+
+
+def _counts(rng: random.Random, tier_starts: list[int], n: int) -> list[Counts]:
+    """(input, output, cache read, cache write, hour-long cache write) token counts: zeros, the
+    edges of the model's own tiers and of the cache counts (reads and writes filling the input,
+    one past it; hour-long writes all the writes, one past them), and ``n`` random ones up to
+    10^12."""
+    out: list[Counts] = [
+        (0, 0, 0, 0, 0), (1, 0, 0, 0, 0), (0, 1, 0, 0, 0), (1, 1, 1, 0, 0), (1, 1, 0, 1, 0),
+        (1, 1, 0, 1, 1), (1000, 500, 1000, 0, 0), (1000, 500, 1001, 0, 0),
+        (1000, 500, 400, 600, 0), (1000, 500, 400, 601, 0), (1000, 500, 0, 600, 600),
+        (1000, 500, 0, 600, 601), (1000, 500, 0, 0, 1), (10**12, 10**9, 10**11, 10**10, 10**9)]
     for start in tier_starts:
-        out += [(start, 7, 0), (start + 1, 7, 0), (start + 1, 7, start + 1), (start - 1, 3, 5)]
+        out += [(start, 7, 0, 0, 0), (start + 1, 7, 0, 0, 0), (start + 1, 7, start + 1, 0, 0),
+                (start - 1, 3, 5, 0, 0), (start + 1, 7, 0, start + 1, 9)]
     for _ in range(n):
         inp = rng.choice([rng.randint(0, 5_000), rng.randint(0, 400_000),
                           rng.randint(0, 10**7), rng.randint(0, 10**12)])
         cached = rng.choice([0, 0, rng.randint(0, inp), inp, inp + rng.randint(1, 100)])
-        out.append((inp, rng.choice([0, rng.randint(0, 4_000), rng.randint(0, 10**8)]), cached))
+        room = max(inp - cached, 0)
+        written = rng.choice([0, 0, rng.randint(0, room), room, room + rng.randint(1, 100)])
+        hour = rng.choice([0, 0, rng.randint(0, written), written, written + 1])
+        out.append((inp, rng.choice([0, rng.randint(0, 4_000), rng.randint(0, 10**8)]), cached,
+                    written, hour))
     return out
 
 
@@ -86,13 +99,13 @@ def test_recipe_equals_calc_price_for_every_model() -> None:
                 kinds["slow"] += 1
                 continue
             kinds["recipe"] += 1
-            for inp, out, cached in counts:
-                fast = plan.price(inp, out, cached)
+            for usage in counts:
+                fast = plan.price(*usage)
                 if fast is None:
                     declined += 1
                     continue
-                slow = _prices.price_slow(provider.id, info.id, inp, out, cached)
-                assert fast == slow, (provider.id, info.id, inp, out, cached)
+                slow = _prices.price_slow(provider.id, info.id, *usage)
+                assert fast == slow, (provider.id, info.id, usage)
                 compared += 1
     total = sum(kinds.values())
     print(f"{total} models: {kinds}; {compared} usages compared, {declined} left to the "
@@ -115,21 +128,22 @@ def test_the_integer_path_gives_the_decimals_floats() -> None:
             if not isinstance(plan, _prices._Plan) or plan.exact is None:
                 continue
             integral += 1
-            for inp, out, cached in _counts(rng, _tier_starts(info), 20) + [
-                    (10**25, 10**25, 0), (10**30, 1, 10**29), (3, 10**31, 0)]:
-                assert plan.price(inp, out, cached) == plan.decimal_price(inp, out, cached), (
-                    provider.id, info.id, inp, out, cached)
+            for usage in _counts(rng, _tier_starts(info), 20) + [
+                    (10**25, 10**25, 0, 0, 0), (10**30, 1, 10**29, 0, 0), (3, 10**31, 0, 0, 0),
+                    (10**30, 1, 0, 10**29, 10**28)]:
+                assert plan.price(*usage) == plan.decimal_price(*usage), (
+                    provider.id, info.id, usage)
     assert integral > 1000  # nearly every model's prices are integers over a power of ten
 
 
 def test_prices_the_integer_path_does_not_take() -> None:
     """A negative price and a per that is not a power of ten stay with the Decimals."""
-    assert _prices._integral(((Decimal("0.15"), 1_000_000, 1, 0, 0, True),)) is not None
-    assert _prices._integral(((Decimal("-0.15"), 1_000_000, 1, 0, 0, True),)) is None
-    assert _prices._integral(((Decimal("0.15"), 3_600, 1, 0, 0, True),)) is None
-    assert _prices._integral(((Decimal("NaN"), 1_000_000, 1, 0, 0, True),)) is None
-    den, terms = _prices._integral(((Decimal("1E+2"), 1, 1, 0, 0, True),
-                                    (Decimal("0.075"), 1_000, 0, 1, 0, False)))  # type: ignore[misc]
+    assert _prices._integral(((Decimal("0.15"), 1_000_000, 1, 0, 0, 0, 0, True),)) is not None
+    assert _prices._integral(((Decimal("-0.15"), 1_000_000, 1, 0, 0, 0, 0, True),)) is None
+    assert _prices._integral(((Decimal("0.15"), 3_600, 1, 0, 0, 0, 0, True),)) is None
+    assert _prices._integral(((Decimal("NaN"), 1_000_000, 1, 0, 0, 0, 0, True),)) is None
+    den, terms = _prices._integral(((Decimal("1E+2"), 1, 1, 0, 0, 0, 0, True),
+                                    (Decimal("0.075"), 1_000, 0, 1, 0, 0, 0, False)))  # type: ignore[misc]
     assert den == 10**6 and [t[0] for t in terms] == [100 * 10**6, 75]
 
 

@@ -48,6 +48,44 @@ def test_cache_reads_priced_at_their_rate() -> None:
                                                    "output_tokens": 10}))["prompt_cost"]
 
 
+def test_cache_writes_priced_at_their_rate_whichever_way_they_are_itemised() -> None:
+    """Anthropic's prompt caching: writes cost more than input (hour-long ones more still).
+    assay's wrappers and pydantic-ai give the writes as ``cache_creation`` (and the hour-long
+    part), LangChain's ChatAnthropic by lifetime with a ``cache_creation`` of 0: all priced as
+    genai-prices prices the writes, not as plain input."""
+    model = "claude-sonnet-4-6"
+
+    def calc(**counts: int) -> tuple[float, float]:
+        got = calc_price(Usage(input_tokens=5000, output_tokens=10, **counts), model,
+                         provider_id="anthropic")
+        return float(got.input_price), float(got.output_price)
+
+    def priced(details: dict[str, int]) -> tuple[float, float]:
+        got = derive_usage(_llm({"input_tokens": 5000, "output_tokens": 10,
+                                 "input_token_details": details},
+                                ls_provider="anthropic", ls_model_name=model))
+        return got["prompt_cost"], got["completion_cost"]
+
+    plain = priced({})
+    five = calc(cache_write_tokens=4000)
+    assert priced({"cache_creation": 4000}) == five
+    assert priced({"cache_creation": 0, "ephemeral_5m_input_tokens": 4000,
+                   "ephemeral_1h_input_tokens": 0}) == five
+    assert five[0] > plain[0]  # (a write costs 1.25 input tokens)
+    hour = calc(cache_write_tokens=4000, cache_write_1h_tokens=3000)
+    assert priced({"cache_creation": 4000, "ephemeral_1h_input_tokens": 3000}) == hour
+    assert priced({"cache_creation": 0, "ephemeral_5m_input_tokens": 1000,
+                   "ephemeral_1h_input_tokens": 3000}) == hour
+    assert hour[0] > five[0]
+    both = calc(cache_read_tokens=2000, cache_write_tokens=1000)
+    assert priced({"cache_read": 2000, "cache_creation": 1000}) == both
+    # counts past the input the library refuses: no price rather than a wrong one
+    over = derive_usage(_llm({"input_tokens": 5000, "output_tokens": 10,
+                              "input_token_details": {"cache_creation": 6000}},
+                             ls_provider="anthropic", ls_model_name=model))
+    assert over["prompt_cost"] is None and over["prompt_tokens"] == 5000
+
+
 def test_explicit_top_level_fields_win() -> None:
     run = {**_llm({"input_tokens": 1, "output_tokens": 2, "total_tokens": 3,
                    "input_cost": 9.0}),

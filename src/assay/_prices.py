@@ -3,10 +3,11 @@
 ``calc_price`` resolves the model's prices, validates them, decomposes the usage into leaf
 counts and sums Decimals on every call; the fold prices every llm run it stores (and the server
 every OTLP llm span), with token counts that rarely repeat. For the usages assay prices (input,
-output and cache-read tokens) the answer is, per (provider, model), a fixed recipe: which price
-each unit pays (flat or tiered) and which token counts it is charged for. A ``_Plan`` is that
-recipe, read once from the library's own data for the ``ModelPrice`` it selects now, and applied
-with the same Decimal operations in the same order, so its floats are exactly ``calc_price``'s;
+output, cache-read and cache-write tokens) the answer is, per (provider, model), a fixed
+recipe: which price each unit pays (flat or tiered) and which token counts it is charged for.
+A ``_Plan`` is that recipe, read once from the library's own data for the ``ModelPrice`` it
+selects now, and applied with the same Decimal operations in the same order, so its floats are
+exactly ``calc_price``'s;
 or, where those operations are all exact (prices >= 0, a per that is a power of ten, sums below
 10^27), in integers over one power of ten, whose division rounds to the same float (~1 us a
 call, against ~3 for the Decimals).
@@ -33,9 +34,16 @@ from typing import Any, TypeVar
 
 __all__ = ["price", "price_slow"]
 
-# The usage keys assay reports, and the count (input, output, cache read) each one stands for.
-_REPORTED = {"input_tokens": (1, 0, 0), "output_tokens": (0, 1, 0),
-             "cache_read_tokens": (0, 0, 1)}
+# The usage keys assay reports, and the count (input, output, cache read, cache write, cache
+# write for an hour) each one stands for. Input counts every input token, cached or not (the
+# library's convention, and OpenAI's); the cache writes are Anthropic's prompt caching, whose
+# hour-long writes (a subset of the writes) cost more than the five-minute ones.
+_Counts = tuple[int, int, int, int, int]
+_REPORTED: dict[str, _Counts] = {
+    "input_tokens": (1, 0, 0, 0, 0), "output_tokens": (0, 1, 0, 0, 0),
+    "cache_read_tokens": (0, 0, 1, 0, 0), "cache_write_tokens": (0, 0, 0, 1, 0),
+    "cache_write_1h_tokens": (0, 0, 0, 0, 1)}
+_NO_COUNT: _Counts = (0, 0, 0, 0, 0)
 # What a (provider, model) resolves to besides a Plan: no price at all (no provider knows the
 # model), or "ask calc_price every time".
 _UNKNOWN = "unknown"
@@ -44,14 +52,15 @@ _SLOW = "slow"
 
 # One priced unit with a direction: its price (a Decimal, or ``(base, ((start, price), ...))``
 # tiers, highest start first), its ``per``, the token counts it is charged for as coefficients
-# of (input, output, cache read), and whether it is an input price. A plain tuple: read in the
-# loop below for every llm run priced.
-_Term = tuple[Decimal | tuple[Decimal, tuple[tuple[int, Decimal], ...]], int, int, int, int, bool]
+# of the five counts of ``_REPORTED``, and whether it is an input price. A plain tuple: read in
+# the loop below for every llm run priced.
+_Term = tuple[Decimal | tuple[Decimal, tuple[tuple[int, Decimal], ...]], int,
+              int, int, int, int, int, bool]
 
 
 # A term as integers: the price per token (a flat one, or tiers as in ``_Term``) as a multiple
 # of the plan's common power of ten, the count's coefficients, and whether it is an input price.
-_IntTerm = tuple[int | tuple[int, tuple[tuple[int, int], ...]], int, int, int, bool]
+_IntTerm = tuple[int | tuple[int, tuple[tuple[int, int], ...]], int, int, int, int, int, bool]
 # Below this, every Decimal operation of ``_Plan.decimal_price`` is exact (28 digits of precision)
 _EXACT_BELOW = 10**27
 
@@ -79,7 +88,8 @@ class _Plan:
     expires: float
     exact: tuple[int, tuple[_IntTerm, ...]] | None = None
 
-    def price(self, inp: int, out: int, cached: int) -> tuple[float, float] | None:
+    def price(self, inp: int, out: int, cached: int, written: int = 0, written_1h: int = 0
+              ) -> tuple[float, float] | None:
         """(input_price, output_price) as ``calc_price`` gives them, or None when this usage is
         one the library would refuse (the caller then asks the library).
 
@@ -87,14 +97,16 @@ class _Plan:
         every Decimal step of the library's sum is exact while the sum stays below 10^27, and
         its float is then the correctly rounded value of the same rational as ``int / int``
         (Python rounds both correctly). ~4x faster than the Decimals."""
-        if inp < 0 or out < 0 or cached < 0:
-            return None
+        if inp < 0 or out < 0 or cached < 0 or written_1h < 0 or written_1h > written:
+            return None  # (hour-long writes past the writes: refused even where unpriced)
         if self.exact is None:
-            return self.decimal_price(inp, out, cached)
+            return self.decimal_price(inp, out, cached, written, written_1h)
         den, terms = self.exact
         input_num = output_num = 0
-        for m, ci, co, cc, is_input in terms:
-            count = ci * inp + co * out + cc * cached
+        for m, ci, co, cr, cw, ch, is_input in terms:
+            count = ci * inp + co * out + cr * cached
+            if written:  # (most calls write no cache)
+                count += cw * written + ch * written_1h
             if count < 0:  # the library raises: e.g. a cache read larger than the input
                 return None
             rate = _tier_rate(m, inp) if isinstance(m, tuple) else m
@@ -103,17 +115,18 @@ class _Plan:
             else:
                 output_num += rate * count
         if input_num >= _EXACT_BELOW or output_num >= _EXACT_BELOW:
-            return self.decimal_price(inp, out, cached)
+            return self.decimal_price(inp, out, cached, written, written_1h)
         return input_num / den, output_num / den
 
-    def decimal_price(self, inp: int, out: int, cached: int) -> tuple[float, float] | None:
+    def decimal_price(self, inp: int, out: int, cached: int, written: int = 0,
+                      written_1h: int = 0) -> tuple[float, float] | None:
         """``price`` with the library's Decimal operations, in its order."""
-        if inp < 0 or out < 0 or cached < 0:
+        if inp < 0 or out < 0 or cached < 0 or written_1h < 0 or written_1h > written:
             return None
         input_price = Decimal(0)
         output_price = Decimal(0)
-        for p, per, ci, co, cc, is_input in self.terms:
-            count = ci * inp + co * out + cc * cached
+        for p, per, ci, co, cr, cw, ch, is_input in self.terms:
+            count = ci * inp + co * out + cr * cached + cw * written + ch * written_1h
             if count < 0:  # the library raises: e.g. a cache read larger than the input
                 return None
             if isinstance(p, tuple):
@@ -140,7 +153,7 @@ def _integral(terms: tuple[_Term, ...]) -> tuple[int, tuple[_IntTerm, ...]] | No
 
     shapes = []
     try:
-        for p, per, ci, co, cc, is_input in terms:
+        for p, per, ci, co, cr, cw, ch, is_input in terms:
             digits = len(str(per)) - 1
             if per != 10**digits:
                 return None
@@ -149,16 +162,16 @@ def _integral(terms: tuple[_Term, ...]) -> tuple[int, tuple[_IntTerm, ...]] | No
                               tuple((start, per_token(tp, digits)) for start, tp in p[1]))
             else:
                 shape = per_token(p, digits)
-            shapes.append((shape, ci, co, cc, is_input))
+            shapes.append((shape, (ci, co, cr, cw, ch), is_input))
     except ValueError:
         return None
     low = min([0, *(e for _, e in scaled)])
     ints = [c * 10 ** (e - low) for c, e in scaled]
     out: list[_IntTerm] = []
-    for shape, ci, co, cc, is_input in shapes:
+    for shape, (ci, co, cr, cw, ch), is_input in shapes:
         m = (ints[shape[0]], tuple((start, ints[i]) for start, i in shape[1])) \
             if isinstance(shape, tuple) else ints[shape]
-        out.append((m, ci, co, cc, is_input))
+        out.append((m, ci, co, cr, cw, ch, is_input))
     return 10**-low, tuple(out)
 
 
@@ -167,18 +180,18 @@ _MAX_PLANS = 4096
 _snapshot: list[Any] = [None]  # the snapshot _plans were read from
 
 
-def price(provider: str | None, model: str, inp: int, out: int,
-          cached: int) -> tuple[float, float] | None:
+def price(provider: str | None, model: str, inp: int, out: int, cached: int,
+          written: int = 0, written_1h: int = 0) -> tuple[float, float] | None:
     """(input_price, output_price) in USD exactly as :func:`price_slow` gives them, or None when
     no provider knows the model; from the model's recipe when it has one."""
     plan = _plan(provider, model)
     if isinstance(plan, _Plan):
-        got = plan.price(inp, out, cached)
+        got = plan.price(inp, out, cached, written, written_1h)
         if got is not None:
             return got
     elif plan is _UNKNOWN:
         return None
-    return price_slow(provider, model, inp, out, cached)
+    return price_slow(provider, model, inp, out, cached, written, written_1h)
 
 
 def _get_snapshot() -> Any:
@@ -204,14 +217,15 @@ def _plan(provider: str | None, model: str) -> _Plan | str:
     return plan
 
 
-def price_slow(provider: str | None, model: str, inp: int, out: int,
-               cached: int) -> tuple[float, float] | None:
+def price_slow(provider: str | None, model: str, inp: int, out: int, cached: int,
+               written: int = 0, written_1h: int = 0) -> tuple[float, float] | None:
     """genai-prices' ``calc_price``: the named provider first, then whichever provider the
     library matches the model to; None when neither knows it (no price rather than a wrong
     one)."""
     from genai_prices import Usage, calc_price
 
-    usage = Usage(input_tokens=inp, output_tokens=out, cache_read_tokens=cached or None)
+    usage = Usage(input_tokens=inp, output_tokens=out, cache_read_tokens=cached or None,
+                  cache_write_tokens=written or None, cache_write_1h_tokens=written_1h or None)
     for provider_id in ([provider] if provider else []) + [None]:
         try:
             pr = calc_price(usage, model_ref=model, provider_id=provider_id)
@@ -301,15 +315,16 @@ def _build(prov: Any, info: Any) -> _Plan | None:
         if any(descends(unit, r) for r in reported):
             return None
     # leaf counts as decompose.compute_leaf_values: a unit's count less its priced descendants'
-    leaves: dict[str, tuple[int, int, int]] = {}
+    leaves: dict[str, _Counts] = {}
     token_units = [u for u in units if u.usage_key != "requests"]
     for unit in sorted(token_units, key=lambda u: (-len(u.dimensions), u.usage_key)):
-        ci, co, cc = _REPORTED.get(unit.usage_key, (0, 0, 0))
+        leaf = _REPORTED.get(unit.usage_key, _NO_COUNT)
         for other in token_units:
             if other is not unit and descends(unit, other):
-                oi, oo, oc = leaves[other.usage_key]
-                ci, co, cc = ci - oi, co - oo, cc - oc
-        leaves[unit.usage_key] = (ci, co, cc)
+                o = leaves[other.usage_key]
+                leaf = (leaf[0] - o[0], leaf[1] - o[1], leaf[2] - o[2], leaf[3] - o[3],
+                        leaf[4] - o[4])
+        leaves[unit.usage_key] = leaf
     terms: list[_Term] = []
     for unit, value in resolved:
         direction = unit.dimensions.get("direction")
@@ -318,7 +333,7 @@ def _build(prov: Any, info: Any) -> _Plan | None:
                 return None
             continue
         if direction not in ("input", "output"):
-            if leaves[unit.usage_key] != (0, 0, 0):  # a count the library could find negative
+            if leaves[unit.usage_key] != _NO_COUNT:  # a count the library could find negative
                 return None
             continue  # counted in the total only, which assay does not use
         if isinstance(value, gp_types.TieredPrices):

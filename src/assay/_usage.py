@@ -17,7 +17,8 @@ from typing import Any, TypeGuard
 from . import _prices
 from ._time import checked_micros
 
-__all__ = ["usage_of", "first_token_time", "price", "derive_usage", "derive_usage_us"]
+__all__ = ["usage_of", "first_token_time", "price", "cache_counts", "derive_usage",
+           "derive_usage_us"]
 
 
 def _is_map(value: Any) -> TypeGuard[Mapping[str, Any]]:
@@ -130,14 +131,32 @@ _PROVIDER_ALIASES = {"azure_openai": "azure", "google_genai": "google", "google_
 
 
 def price(provider: str | None, model: str | None, input_tokens: int, output_tokens: int,
-          cache_read_tokens: int = 0) -> tuple[float, float] | None:
+          cache_read_tokens: int = 0, cache_write_tokens: int = 0,
+          cache_write_1h_tokens: int = 0) -> tuple[float, float] | None:
     """(prompt_cost, completion_cost) in USD from genai-prices, or None when the model is
-    unknown (exactly ``calc_price``'s figures, at a few us a call: see ``_prices``)."""
+    unknown (exactly ``calc_price``'s figures, at a few us a call: see ``_prices``).
+    ``input_tokens`` counts the cached ones too (read and written)."""
     if not model:
         return None
     prov = _PROVIDER_ALIASES.get(provider or "", provider) if provider else None
     return _prices.price(prov, model, int(input_tokens), int(output_tokens),
-                         int(cache_read_tokens))
+                         int(cache_read_tokens), int(cache_write_tokens),
+                         int(cache_write_1h_tokens))
+
+
+def cache_counts(details: Mapping[str, Any]) -> tuple[int, int, int]:
+    """(read, written, written for an hour) from a usage's ``input_token_details``.
+
+    LangSmith's convention names the reads ``cache_read`` and the writes ``cache_creation``;
+    LangChain's ``ChatAnthropic`` gives Anthropic's split of the writes by lifetime
+    (``ephemeral_5m_input_tokens``, ``ephemeral_1h_input_tokens``) and then a ``cache_creation``
+    of 0, assay's own wrappers both (the total and the hour-long part): the writes are the
+    larger of the total and the split's sum."""
+    read = _int(details.get("cache_read")) or 0
+    total = _int(details.get("cache_creation")) or 0
+    hour = _int(details.get("ephemeral_1h_input_tokens")) or 0
+    split = (_int(details.get("ephemeral_5m_input_tokens")) or 0) + hour
+    return read, max(total, split), hour
 
 
 _NONE = {"prompt_tokens": None, "completion_tokens": None, "total_tokens": None,
@@ -238,11 +257,9 @@ def derive_usage_us(run: Mapping[str, Any]) -> tuple[dict[str, Any], int | None]
         model = (_text(meta.get("ls_model_name")) or _text(invocation.get("model"))
                  or _text(invocation.get("model_name")))
         provider = _text(meta.get("ls_provider"))
-        cached = 0
         details = (usage or _EMPTY).get("input_token_details") or _EMPTY
-        if _is_map(details):
-            cached = _int(details.get("cache_read")) or 0
-        priced = price(provider, model, p or 0, c or 0, cached)
+        cached = cache_counts(details) if _is_map(details) else (0, 0, 0)
+        priced = price(provider, model, p or 0, c or 0, *cached)
         if priced is not None:
             prompt_cost, completion_cost = priced
     if total_cost is None and (prompt_cost is not None or completion_cost is not None):

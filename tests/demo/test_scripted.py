@@ -192,6 +192,35 @@ def test_parallel_tool_calls_come_in_one_reply_in_the_texts_order() -> None:
         assert [c.function.name for c in one.choices[0].message.tool_calls] == ["calculator"]
 
 
+def test_prompt_caching_reports_the_longest_prefix_seen_as_cached() -> None:
+    """``prompt_caching=True`` plays OpenAI's automatic caching: a request that begins with
+    an earlier request's messages has their words as ``cached_tokens`` (chat completions and
+    the Responses API); off by default, where no usage has details."""
+    system = {"role": "system", "content": "You look cities up for the user"}
+    with ScriptedModelServer(prompt_caching=True) as cached:
+        client = openai.OpenAI(base_url=cached.base_url, api_key="scripted", max_retries=0)
+        first = client.chat.completions.create(model="m", messages=[  # type: ignore[arg-type]
+            system, {"role": "user", "content": QUESTION}], tools=TOOLS)  # type: ignore[arg-type]
+        assert first.usage is not None and first.usage.prompt_tokens_details is not None
+        assert first.usage.prompt_tokens_details.cached_tokens == 0
+        msgs: list[Any] = [system, {"role": "user", "content": QUESTION},
+                           first.choices[0].message.model_dump(exclude_none=True),
+                           {"role": "tool", "tool_call_id": "x", "content": "Paris: 2102650"}]
+        second = client.chat.completions.create(model="m", messages=msgs, tools=TOOLS)  # type: ignore[arg-type]
+        assert second.usage is not None and second.usage.prompt_tokens_details is not None
+        assert second.usage.prompt_tokens_details.cached_tokens == len(
+            f"{system['content']} {QUESTION}".split())
+        other = client.responses.create(model="m", instructions=system["content"],
+                                        input="How many people live in 'Lima'?")
+        assert other.usage is not None
+        assert other.usage.input_tokens_details.cached_tokens == len(system["content"].split())
+    with ScriptedModelServer() as plain:
+        client = openai.OpenAI(base_url=plain.base_url, api_key="scripted", max_retries=0)
+        for _ in range(2):
+            reply = client.chat.completions.create(model="m", messages=[system])  # type: ignore[list-item]
+            assert reply.usage is not None and reply.usage.prompt_tokens_details is None
+
+
 def test_faults_and_scripted_replies_come_first(srv: ScriptedModelServer,
                                                 client: openai.OpenAI) -> None:
     srv.fail_next(429, retry_after=0.5)

@@ -151,3 +151,31 @@ def check_parallel_calls(db: Client, srv: ScriptedModelServer, target: Any,
             parents = {by_id[p].parent_run_id for p in parents}
         assert len(parents) == 1
         assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]
+
+
+# -- prices ---------------------------------------------------------------------------------------
+CLAUDE = "claude-sonnet-4-6"  # (an Anthropic model genai-prices knows, cache writes included)
+
+
+def check_priced(llm: Any, provider: str, model: str) -> dict[str, int]:
+    """An llm run names its provider and model, has tokens, and costs what genai-prices asks
+    for its usage as stored, cache reads and writes (and the hour-long writes) at their own
+    rates; returns the run's cache counts (``cache_read``, ``cache_creation``...)."""
+    from genai_prices import Usage, calc_price
+
+    meta = llm.extra["metadata"]
+    assert (meta["ls_provider"], meta["ls_model_name"]) == (provider, model)
+    usage = meta["usage_metadata"]
+    details = dict(usage.get("input_token_details") or {})
+    assert llm.prompt_tokens == usage["input_tokens"] > 0 and llm.completion_tokens > 0
+    hour = details.get("ephemeral_1h_input_tokens", 0)
+    writes = max(details.get("cache_creation", 0),
+                 details.get("ephemeral_5m_input_tokens", 0) + hour)
+    want = calc_price(Usage(input_tokens=llm.prompt_tokens, output_tokens=llm.completion_tokens,
+                            cache_read_tokens=details.get("cache_read") or None,
+                            cache_write_tokens=writes or None,
+                            cache_write_1h_tokens=hour or None),
+                      model_ref=model, provider_id=provider)
+    assert (llm.prompt_cost, llm.completion_cost) == (float(want.input_price),
+                                                      float(want.output_price))
+    return details

@@ -34,7 +34,15 @@ from assay.evaluation import evaluate
 from assay.integrations import adapter_for, with_run_args
 from assay.llm import JudgeOptions, OpenAIJudge
 
-from .conftest import CITIES, check_parallel_calls, get_time, get_weather, population
+from .conftest import (
+    CITIES,
+    CLAUDE,
+    check_parallel_calls,
+    check_priced,
+    get_time,
+    get_weather,
+    population,
+)
 from .conftest import run_tree as _tree
 
 
@@ -184,6 +192,41 @@ def test_streamed_llm_calls_get_their_first_token(srv: ScriptedModelServer, db: 
     llms = [r for r in _tree(db, row) if r.run_type == "llm"]
     assert llms and all(r.first_token_time is not None for r in llms)
     assert all(r.start_time <= r.first_token_time <= r.end_time for r in llms)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_claude_llm_calls_name_anthropic_and_price_its_cache(stream: bool, db: Client) -> None:
+    """CrewAI's native Anthropic LLM (``crewai[anthropic]``) against the scripted Messages
+    API: its events name the bare model, so the provider comes from the LLM object; CrewAI
+    marks its prompts for caching, so the first call writes the cache and the next reads it,
+    each priced at its own rate."""
+    with ScriptedModelServer() as claude:
+        llm = LLM(model=f"anthropic/{CLAUDE}", base_url=claude.url, api_key="scripted",
+                  stream=stream)
+        agent = Agent(role="researcher", goal="Find city figures with lookup_city",
+                      backstory="A careful researcher.", tools=[lookup_city], llm=llm,
+                      max_iter=3, verbose=False)
+        rows = list(evaluate(agent, data=_dataset(db, ["Paris"], f"claude{stream}"), client=db,
+                             evaluators=[ReliabilityEvaluator(None)]))
+    (row,) = rows
+    assert row["run"].error is None and "2102650" in str(row["run"].outputs)
+    llms = [r for r in _tree(db, row) if r.run_type == "llm"]
+    assert len(llms) == 2
+    first, second = (check_priced(r, "anthropic", CLAUDE) for r in llms)
+    assert first.get("cache_creation", 0) > 0 and second.get("cache_read", 0) > 0
+    assert all((r.first_token_time is not None) == stream for r in llms)
+    assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]
+
+
+def test_openai_cached_prompt_tokens_are_priced_as_cache_reads(db: Client) -> None:
+    """OpenAI's automatic prompt caching (played by the scripted model): CrewAI reports the
+    cached tokens of each call; its second call reads the first's prompt from the cache."""
+    with ScriptedModelServer(prompt_caching=True) as cached:
+        agent = _researcher(cached)
+        (row,) = list(evaluate(agent, data=_dataset(db, ["Lima"], "cached"), client=db))
+    llms = [r for r in _tree(db, row) if r.run_type == "llm"]
+    details = [check_priced(r, "openai", "gpt-4o-mini") for r in llms]
+    assert len(details) == 2 and details[0] == {} and details[1]["cache_read"] > 0
 
 
 class CityFigure(BaseModel):

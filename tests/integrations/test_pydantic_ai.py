@@ -34,7 +34,14 @@ from assay.llm import OpenAIJudge
 from assay.schemas import Run
 from assay.tracing import trace
 
-from .conftest import check_parallel_calls, get_time, get_weather, make_pydantic_agent
+from .conftest import (
+    CLAUDE,
+    check_parallel_calls,
+    check_priced,
+    get_time,
+    get_weather,
+    make_pydantic_agent,
+)
 
 CITIES = ["Paris", "Rome", "Oslo", "Lima", "Cairo", "Quito", "Dakar", "Hanoi"]
 
@@ -627,3 +634,40 @@ def test_a_streamed_run_gives_each_llm_run_its_first_token(how: str, db: Client)
             assert llm.start_time <= llm.first_token_time <= llm.end_time
             assert (llm.first_token_time - llm.start_time).total_seconds() >= 0.04
         assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_agent_on_claude_with_cached_instructions(stream: bool, db: Client) -> None:
+    """pydantic-ai's ``AnthropicModel`` against the scripted Messages API, its instructions
+    cached for an hour (``anthropic_cache_instructions="1h"``): each llm run names Anthropic
+    and the model, the first writes the cache and the second reads it, each priced at its own
+    rate (an hour-long write at twice the input price); streamed, each gets its first token."""
+    from pydantic_ai import Agent
+    from pydantic_ai.models.anthropic import AnthropicModel, AnthropicModelSettings
+    from pydantic_ai.providers.anthropic import AnthropicProvider
+
+    from assay.integrations import with_run_args
+
+    with ScriptedModelServer() as claude:
+        agent = Agent(AnthropicModel(CLAUDE, provider=AnthropicProvider(
+            base_url=claude.url, api_key="scripted")), name="weather",
+            instructions="Answer with the weather tool's result and nothing else.",
+            model_settings=AnthropicModelSettings(anthropic_cache_instructions="1h"))
+
+        @agent.tool_plain
+        def get_weather(city: str) -> str:
+            """The weather of a city."""
+            return f"sunny in {city}"
+
+        target = with_run_args(agent, stream=True) if stream else agent
+        (row,) = list(evaluate(target, data=_data(["Lima"]), client=db,
+                               evaluators=[ReliabilityEvaluator(None)]))
+    assert row["run"].error is None and "sunny in Lima" in row["run"].outputs["output"]
+    runs = _walk(_tree(db, row["run"]))
+    llms = [r for r in runs if r.run_type == "llm"]
+    first, second = (check_priced(r, "anthropic", CLAUDE) for r in llms)
+    assert first["cache_creation"] == first["ephemeral_1h_input_tokens"] > 0
+    assert second["cache_read"] == first["cache_creation"]
+    assert all((r.first_token_time is not None) == stream for r in llms)
+    assert [r.inputs for r in runs if r.run_type == "tool"] == [{"city": "Lima"}]
+    assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]

@@ -647,6 +647,31 @@ def test_an_agent_moved_mid_run_ends_that_run_through_its_spans(srv: ScriptedMod
         assert all(r.parent_run_id == runs[1].id for r in runs[2:])
 
 
+def test_an_agent_built_after_assay_came_in_keeps_its_model_settings(
+        srv: ScriptedModelServer, db: Client) -> None:
+    """Built after ``instrument()``, an agent's model is wrapped in Upsonic's
+    ``InstrumentedModel`` before its ``settings=`` are set, so they sit on that wrapper; moved
+    onto its own objects, the agent keeps them (the wrapper was dropped with them, and its
+    requests went out without temperature, max_tokens, cache or thinking settings)."""
+    from upsonic.models.settings import ModelSettings
+
+    from assay.integrations import _upsonic
+    from assay.integrations._upsonic_native import is_captured
+
+    _upsonic.instrument()
+    tuned = Agent(_model(srv), name="tuned", tools=[lookup_city],
+                  settings=ModelSettings(temperature=0.25, max_tokens=77))
+    assert not is_captured(tuned)
+    first = len(srv.requests)
+    (row,) = list(evaluate(tuned, data=_dataset(db, ["Osaka"]), client=db))
+    assert is_captured(tuned) and row["run"].error is None
+    sent = srv.requests[first:]
+    assert len(sent) == 2
+    assert all((b.get("temperature"), b.get("max_tokens") or b.get("max_completion_tokens"))
+               == (0.25, 77) for b in sent), [(b.get("temperature"), b.get("max_tokens"))
+                                              for b in sent]
+
+
 def test_upsonic_judge_inside_evaluate(agent: Agent, judge: Agent, db: Client) -> None:
     # the judge agent is called from evaluate()'s evaluator threads and loops, example after
     # example: its HTTP client must stay on one loop (Upsonic's) throughout

@@ -24,7 +24,8 @@ _TIMES = ["2026-11-29T21:00:00.080000+00:00", "2026-11-29T21:00:00.08Z", "2026-1
           -1e300, "2026-02-30T00:00:00Z"]
 _COUNTS = [120, 0, 40, None, 10**12, 10**12 - 1, -5, 12.7, float("nan"), float("inf"), True,
            "33", 2**70, -(2**70)]
-_MODELS = ["gpt-4o-mini", "gpt-4o", "claude-3-5-sonnet-latest", "no-such-model", "", None, 7]
+_MODELS = ["gpt-4o-mini", "gpt-4o", "claude-3-5-sonnet-latest", "claude-sonnet-4-6",
+           "no-such-model", "", None, 7]
 _PROVIDERS = ["openai", "anthropic", "azure_openai", None, "", 3]
 
 
@@ -43,7 +44,12 @@ def _usage(rng: random.Random) -> Any:
         usage["total_tokens"] = _pick(rng, _COUNTS)
     if rng.random() < 0.2:
         usage["input_token_details"] = _pick(rng, [
-            {"cache_read": _pick(rng, _COUNTS)}, {}, None, "x", {"audio": 1}])
+            {"cache_read": _pick(rng, _COUNTS)}, {}, None, "x", {"audio": 1},
+            {"cache_read": _pick(rng, _COUNTS), "cache_creation": _pick(rng, _COUNTS)},
+            {"cache_creation": 0, "ephemeral_5m_input_tokens": _pick(rng, _COUNTS),
+             "ephemeral_1h_input_tokens": _pick(rng, _COUNTS)},
+            {"cache_creation": _pick(rng, _COUNTS),
+             "ephemeral_1h_input_tokens": _pick(rng, _COUNTS)}])
     if rng.random() < 0.05:
         usage[_pick(rng, ["input_cost", "output_cost", "total_cost"])] = _pick(rng, [0.5, None])
     return usage

@@ -42,6 +42,32 @@ def test_openinference_llm_with_indexed_messages_and_tool_calls() -> None:
     assert meta["otel_attributes"] == {"session.id": "s1"}
 
 
+def test_cached_tokens_are_itemised_in_either_convention() -> None:
+    """Cache reads and writes (Anthropic's prompt caching) as the GenAI conventions and
+    OpenInference name them: itemised for the store to price at their own rates, not copied
+    into the leftover attributes."""
+    from assay._usage import derive_usage
+
+    for attrs in ({"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 5000,
+                   "gen_ai.usage.cache_read.input_tokens": 1000,
+                   "gen_ai.usage.cache_creation.input_tokens": 3000},
+                  {"openinference.span.kind": "LLM", "llm.token_count.prompt": 5000,
+                   "llm.token_count.prompt_details.cache_read": 1000,
+                   "llm.token_count.prompt_details.cache_write": 3000}):
+        out = span_fields(view({**attrs, "gen_ai.request.model": "claude-sonnet-4-6",
+                                "llm.model_name": "claude-sonnet-4-6",
+                                "gen_ai.system": "anthropic", "llm.provider": "anthropic",
+                                "gen_ai.usage.output_tokens": 10,
+                                "llm.token_count.completion": 10}))
+        usage = out["metadata"]["usage_metadata"]
+        assert usage["input_token_details"] == {"cache_read": 1000, "cache_creation": 3000}
+        assert not any("cache" in k for k in out["metadata"].get("otel_attributes", {}))
+        priced = derive_usage({"run_type": "llm", "extra": {"metadata": out["metadata"]}})
+        plain = derive_usage({"run_type": "llm", "extra": {"metadata": {
+            **out["metadata"], "usage_metadata": {"input_tokens": 5000, "output_tokens": 10}}}})
+        assert priced["prompt_cost"] != plain["prompt_cost"] and priced["prompt_cost"] > 0
+
+
 def test_openllmetry_workflow_tool_and_chat() -> None:
     chat = span_fields(view({
         "llm.request.type": "chat", "gen_ai.system": "Anthropic",

@@ -196,6 +196,44 @@ def test_anthropic_sync_and_stream(tclient: Client, llm_server: FakeLLMServer) -
     assert run.outputs["stop_reason"] == "end_turn"
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_anthropic_cache_writes_priced_by_lifetime(tclient: Client, stream: bool) -> None:
+    """Prompt caching on the scripted model (a real Messages API on loopback): the first call
+    writes the system prompt to the cache for an hour, the second reads it; each llm run has
+    the writes (and their hour-long part) itemised and the price genai-prices gives them."""
+    from assay.demo import ScriptedModelServer
+
+    system: Any = [{"type": "text", "text": "You tell short jokes about cities and nothing else",
+                    "cache_control": {"type": "ephemeral", "ttl": "1h"}}]
+    cached = 9
+    with ScriptedModelServer() as srv:
+        an = wrap_anthropic(anthropic.Anthropic(base_url=srv.url, api_key="x"))
+        for i in range(2):
+            with tracing_context(enabled=True, client=tclient, project_name=f"c{stream}{i}"):
+                if stream:
+                    with an.messages.stream(model=ANTHROPIC_MODEL, max_tokens=50,
+                                            system=system, messages=A_MSG) as s:
+                        s.get_final_message()
+                else:
+                    an.messages.create(model=ANTHROPIC_MODEL, max_tokens=50, system=system,
+                                       messages=A_MSG)
+    write, read = (only_llm_run(tclient, f"c{stream}{i}") for i in range(2))
+    inp = cached + len(A_MSG[0]["content"].split())
+    assert write.metadata["usage_metadata"]["input_token_details"] == {
+        "cache_creation": cached, "ephemeral_1h_input_tokens": cached}
+    assert read.metadata["usage_metadata"]["input_token_details"] == {"cache_read": cached}
+    for run, counts in ((write, {"cache_write_tokens": cached, "cache_write_1h_tokens": cached}),
+                        (read, {"cache_read_tokens": cached})):
+        assert run.prompt_tokens == inp
+        want = calc_price(Usage(input_tokens=inp, output_tokens=run.completion_tokens, **counts),
+                          model_ref=ANTHROPIC_MODEL, provider_id="anthropic")
+        assert (run.prompt_cost, run.completion_cost) == (float(want.input_price),
+                                                          float(want.output_price))
+    plain = calc_price(Usage(input_tokens=inp, output_tokens=1), model_ref=ANTHROPIC_MODEL,
+                       provider_id="anthropic").input_price  # all of it as uncached input
+    assert write.prompt_cost > float(plain) > read.prompt_cost
+
+
 def test_anthropic_stream_helper_and_tool_use(tclient: Client, llm_server: FakeLLMServer) -> None:
     an = wrap_anthropic(anthropic.Anthropic(base_url=llm_server.base_url, api_key="x"))
     with tracing_context(enabled=True, client=tclient, project_name="a3"):

@@ -67,10 +67,11 @@ def chat_request(body: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _usage(usage: Mapping[str, int]) -> dict[str, Any]:
+def _usage(usage: Mapping[str, Any]) -> dict[str, Any]:
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0)
     return {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"],
             "total_tokens": usage["total_tokens"],
-            "input_tokens_details": {"cached_tokens": 0},
+            "input_tokens_details": {"cached_tokens": cached},
             "output_tokens_details": {"reasoning_tokens": 0}}
 
 
@@ -90,7 +91,7 @@ def _items(content: str | None, calls: list[dict[str, Any]]) -> list[dict[str, A
 
 
 def response_body(body: Mapping[str, Any], model: str, content: str | None,
-                  calls: list[dict[str, Any]], usage: Mapping[str, int] | None,
+                  calls: list[dict[str, Any]], usage: Mapping[str, Any] | None,
                   *, rid: str | None = None, items: list[dict[str, Any]] | None = None,
                   status: str = "completed") -> dict[str, Any]:
     """The ``response`` object of a finished (or, with ``status``, a starting) reply."""
@@ -107,7 +108,7 @@ def response_body(body: Mapping[str, Any], model: str, content: str | None,
 
 
 def stream_events(body: Mapping[str, Any], model: str, content: str | None,
-                  calls: list[dict[str, Any]], usage: Mapping[str, int],
+                  calls: list[dict[str, Any]], usage: Mapping[str, Any],
                   wait_first: Callable[[], None]) -> Iterator[tuple[str, dict[str, Any]]]:
     """The SSE events of a streamed reply, as (event type, data); ``wait_first`` is called
     before the first text or argument delta."""

@@ -5,7 +5,9 @@ the OpenAI Agents SDK, pydantic-ai, Upsonic, ...) against this server through th
 ``openai`` clients, so what assay traces is what those frameworks really send and receive.
 It is the standard library's threading HTTP server (no extra needed for the demo) speaking
 ``POST /v1/chat/completions`` (JSON and SSE streams), ``POST /v1/responses`` (the Responses
-API, JSON and SSE: see ``_responses.py``) and ``GET /v1/models``.
+API, JSON and SSE: see ``_responses.py``), ``POST /v1/messages`` (Anthropic's Messages API, for
+agents on Claude: see ``_messages.py``; an Anthropic client takes ``url`` as its ``base_url``)
+and ``GET /v1/models``.
 
 It plays a tool-using model, deterministically:
 
@@ -29,9 +31,15 @@ It plays a tool-using model, deterministically:
   numbers: the tool results' first number, else the user's); an output tool on offer
   (pydantic-ai's and Upsonic's ``final_result``) is called with such an instance instead of a
   text answer;
+* a tool the request names in ``tool_choice`` (a structured answer through a forced tool, as
+  LangChain's and pydantic-ai's Anthropic models ask for one) is called with such an instance;
 * usage: prompt tokens = words in the messages, completion tokens = words in the reply; streams
   send a usage chunk when ``stream_options.include_usage`` is set (as OpenAI does) and wait
-  ``first_token_delay`` before the first content chunk, so first-token time is measurable.
+  ``first_token_delay`` before the first content chunk, so first-token time is measurable;
+* prompt caching: Anthropic's by its ``cache_control`` breakpoints (always: see
+  ``_messages.py``), OpenAI's automatic one with ``prompt_caching=True``: the words of the
+  longest run of leading messages an earlier request began with are reported as
+  ``cached_tokens``.
 
 Faults on demand: ``fail_next(status, times=, retry_after=)``; ``script(reply)`` queues a reply of
 your own (malformed tool arguments, an unknown tool, empty ``choices``, a slow reply). Every
@@ -40,17 +48,19 @@ request body is kept in ``requests``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from . import _messages
 from ._responses import chat_request, response_body, stream_events
 from ._responses import content_text as _text
 
@@ -215,7 +225,13 @@ class _Brain:
         # a handoff's result ({"assistant": "geo"}) is no tool result of the agent handed to
         results = [_text(m.get("content")) for m in after if m.get("role") == "tool"
                    and not _handoff(names.get(str(m.get("tool_call_id")), ""), offered)]
-        finals = [t for t in tools if _output_tool(_tool_name(t))]
+        chosen = body.get("tool_choice")
+        forced = ((chosen.get("function") or {}).get("name")
+                  if isinstance(chosen, Mapping) else None)
+        finals = [t for t in tools if _tool_name(t) == forced] or [
+            t for t in tools if _output_tool(_tool_name(t))]
+        if forced and finals:  # a tool the request forces (a structured answer through a tool)
+            tools = []
         tools = [t for t in tools if not _output_tool(_tool_name(t))]
         if tools:
             named = sorted((text.find(_tool_name(t)), i, t) for i, t in enumerate(tools)
@@ -281,12 +297,14 @@ class ScriptedModelServer:
 
     def __init__(self, *, answers: Mapping[str, str] | None = None, model: str = "gpt-4o-mini",
                  first_token_delay: float = 0.01, host: str = "127.0.0.1", port: int = 0,
-                 parallel_tool_calls: bool = False) -> None:
+                 parallel_tool_calls: bool = False, prompt_caching: bool = False) -> None:
         self.model = model
+        self.prompt_caching = prompt_caching
         self.first_token_delay = first_token_delay
         self.requests: list[dict[str, Any]] = []
         self._brain = _Brain(answers or {}, parallel_tool_calls)
         self._queue: deque[ScriptedReply] = deque()
+        self._cached: set[str] = set()  # the prompt prefixes cached (prompt caching)
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer((host, port), _handler(self))
         self._httpd.daemon_threads = True
@@ -340,23 +358,42 @@ class ScriptedModelServer:
         with self._lock:
             self._queue.clear()
             self.requests.clear()
+            self._cached.clear()
 
     def _next_scripted(self) -> ScriptedReply | None:
         with self._lock:
             return self._queue.popleft() if self._queue else None
 
     # -- answers ------------------------------------------------------------------------------
-    def completion(self, body: Mapping[str, Any], scripted: ScriptedReply | None
-                   ) -> tuple[str | None, list[dict[str, Any]], dict[str, int]]:
+    def completion(self, body: Mapping[str, Any], scripted: ScriptedReply | None,
+                   cache: bool = True) -> tuple[str | None, list[dict[str, Any]], dict[str, Any]]:
         if scripted is not None and (scripted.content is not None or scripted.tool_calls):
             content, calls = scripted.content, list(scripted.tool_calls or [])
         else:
             content, calls = self._brain.reply(body)
-        prompt = sum(_words(_text(m.get("content"))) for m in body.get("messages") or [])
+        messages = [m for m in body.get("messages") or [] if isinstance(m, Mapping)]
+        prompt = sum(_words(_text(m.get("content"))) for m in messages)
         out = _words(content or "") + sum(_words(json.dumps(c.get("arguments"))) for c in calls)
-        usage = {"prompt_tokens": max(prompt, 1), "completion_tokens": max(out, 1)}
+        usage: dict[str, Any] = {"prompt_tokens": max(prompt, 1), "completion_tokens": max(out, 1)}
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        if self.prompt_caching and cache:
+            usage["prompt_tokens_details"] = {"cached_tokens": self._cached_tokens(messages)}
         return content, calls, usage
+
+    def _cached_tokens(self, messages: list[Mapping[str, Any]]) -> int:
+        """OpenAI's automatic prompt caching, played: the words of the longest run of leading
+        messages an earlier request began with (OpenAI's 1,024-token minimum left out)."""
+        keys: list[str] = []
+        words: list[int] = []
+        digest = hashlib.sha256()
+        for m in messages:
+            digest.update(json.dumps(m, sort_keys=True, default=str).encode() + b"\0")
+            keys.append(digest.hexdigest())
+            words.append(_words(_text(m.get("content"))))
+        with self._lock:
+            hit = next((i + 1 for i in range(len(keys) - 1, -1, -1) if keys[i] in self._cached), 0)
+            self._cached.update(keys)
+        return sum(words[:hit])
 
 
 def _wire_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -414,9 +451,10 @@ def _handler(srv: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
                 return
             with srv._lock:
                 srv.requests.append(body)
-            path = self.path.rstrip("/")
+            path = self.path.split("?", 1)[0].rstrip("/")  # (?beta=true: Anthropic beta calls)
             responses = path.endswith("/responses")  # the Responses API (see _responses.py)
-            if not (responses or path.endswith("/chat/completions")):
+            anthropic = path.endswith("/v1/messages")  # Anthropic's API (see _messages.py)
+            if not (responses or anthropic or path.endswith("/chat/completions")):
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
                 return
             scripted = srv._next_scripted()
@@ -429,6 +467,9 @@ def _handler(srv: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
             model = str(body.get("model") or srv.model)
             if responses:
                 self._responses(body, scripted, model)
+                return
+            if anthropic:
+                self._messages(body, scripted, model)
                 return
             content, calls, usage = srv.completion(body, scripted)
             cid = f"chatcmpl-{uuid.uuid4().hex[:16]}"
@@ -452,9 +493,28 @@ def _handler(srv: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
             if not body.get("stream"):
                 self._send(200, response_body(body, model, content, calls, usage))
                 return
+            self._events(stream_events(body, model, content, calls, usage, self._wait_first))
+
+        def _messages(self, body: dict[str, Any], scripted: ScriptedReply | None,
+                      model: str) -> None:
+            content, calls, counts = srv.completion(_messages.chat_request(body), scripted,
+                                                    cache=False)  # (cache_control decides)
+            with srv._lock:
+                usage = _messages.usage_of(body, counts, srv._cached)
+            if not body.get("stream"):
+                self._send(200, _messages.message_body(model, content, calls, usage))
+                return
+            self._events(_messages.stream_events(model, content, calls, usage,
+                                                 self._wait_first))
+
+        @staticmethod
+        def _wait_first() -> None:
+            time.sleep(srv.first_token_delay)
+
+        def _events(self, events: Iterable[tuple[str, dict[str, Any]]]) -> None:
+            """An SSE stream of named events (the Responses and the Messages APIs)."""
             self._open_stream()
-            for kind, data in stream_events(body, model, content, calls, usage,
-                                            lambda: time.sleep(srv.first_token_delay)):
+            for kind, data in events:
                 self.wfile.write(f"event: {kind}\ndata: ".encode() + json.dumps(data).encode()
                                  + b"\n\n")
                 self.wfile.flush()

@@ -253,11 +253,15 @@ def tool_calls(obj: Any) -> list[ToolCall] | None:
 
 
 # -- capture ---------------------------------------------------------------------------------------
-def _provider(model: str | None) -> tuple[str | None, str | None]:
+def _provider(model: str | None, llm_provider: Any) -> tuple[str | None, str | None]:
+    """(provider, model) of an llm call: a ``provider/model`` name split, else the provider the
+    LLM object names (CrewAI's native Anthropic, Gemini... LLMs give the bare model)."""
     if not model:
         return None, None
     provider, sep, name = model.partition("/")
-    return (provider, name) if sep else ("openai", model)
+    if sep:
+        return provider, name
+    return (llm_provider if isinstance(llm_provider, str) and llm_provider else "openai"), model
 
 
 class _Listener:
@@ -269,21 +273,27 @@ class _Listener:
         self.ended: dict[str, Any] = {}  # end events whose start is not in yet
         self.first_chunk: dict[str, int | None] = {}  # llm call id -> its first chunk's time
         self.aliases: set[str] = set()  # started ids that stand for the run above them
+        self.providers: dict[str, Any] = {}  # llm call start id -> its LLM's provider
         self.lock = threading.Lock()
 
     # -- starts --
-    def start(self, event: Any) -> None:
+    def start(self, event: Any, source: Any = None) -> None:
         parent_id = event.parent_event_id
         assay_parent = framework_parent()  # the emitter's context, copied by the bus
+        llm = event.type == "llm_call_started"  # (source: the LLM object)
         with self.lock:
             if parent_id is not None and parent_id not in self.runs:
                 if assay_parent is None and not self.runs:
                     return  # nothing of this crew is traced
+                if llm:
+                    self.providers[event.event_id] = getattr(source, "provider", None)
                 self.waiting.setdefault(parent_id, []).append((event, assay_parent))
                 return
             parent = self.runs.get(parent_id) if parent_id else assay_parent
             if parent is None:
                 return
+            if llm:
+                self.providers[event.event_id] = getattr(source, "provider", None)
             self._create(event, parent)
 
     def _create(self, event: Any, parent: RunTree) -> None:
@@ -300,7 +310,8 @@ class _Listener:
         if us is not None:
             run._start_us = us
         if run_type == "llm":
-            provider, model = _provider(getattr(event, "model", None))
+            provider, model = _provider(getattr(event, "model", None),
+                                        self.providers.pop(event.event_id, None))
             if provider:
                 run.metadata["ls_provider"] = provider
             if model:
@@ -401,7 +412,13 @@ def _record_end(run: RunTree, event: Any) -> None:
         inp = usage.get("prompt_tokens", usage.get("input_tokens"))
         out = usage.get("completion_tokens", usage.get("output_tokens"))
         if inp is not None or out is not None:
-            run.set_usage(int(inp or 0), int(out or 0), usage.get("total_tokens"))
+            # CrewAI flattens every provider's cache counts to these two (its input tokens
+            # count them too): itemised, so they are priced at their own rates
+            details = {key: int(n) for key, n in (
+                ("cache_read", usage.get("cached_prompt_tokens")),
+                ("cache_creation", usage.get("cache_creation_tokens"))) if n}
+            run.set_usage(int(inp or 0), int(out or 0), usage.get("total_tokens"),
+                          input_token_details=details or None)
     elif kind == "tool_usage_finished":
         run.outputs = {"output": _jsonable(event.output)}
         if getattr(event, "failure", None) is not None:
@@ -459,7 +476,7 @@ def instrument() -> None:
         listener = _Listener()
 
         def on_start(source: Any, event: Any) -> None:
-            listener.start(event)
+            listener.start(event, source)
 
         def on_end(source: Any, event: Any) -> None:
             listener.end(event)

@@ -43,14 +43,17 @@ def llm_inputs(convert: Callable[[list[Any]], Any], system: str | None,
 def finish_llm(run: RunTree, convert: Callable[[list[Any]], Any], response: Any,
                provider: str, model: str) -> None:
     """Record a model response on its llm run: the answer as message parts, the tokens (cache
-    reads itemised), the provider and model the store prices it by."""
+    reads and writes itemised, as the store prices them: pydantic-ai's and Upsonic's input
+    tokens count them too), the provider and model the store prices it by."""
     (out,) = convert([response])
     run.outputs = {"messages": [jsonable(out)]}
     usage = response.usage
-    cached = getattr(usage, "cache_read_tokens", 0)
+    details = {key: n for key, n in (
+        ("cache_read", getattr(usage, "cache_read_tokens", 0)),
+        ("cache_creation", getattr(usage, "cache_write_tokens", 0)),
+        ("ephemeral_1h_input_tokens", getattr(usage, "cache_write_1h_tokens", 0))) if n}
     run.set_usage(int(usage.input_tokens or 0), int(usage.output_tokens or 0),
-                  provider=provider.lower(), model=model,
-                  input_token_details={"cache_read": cached} if cached else None)
+                  provider=provider.lower(), model=model, input_token_details=details or None)
 
 
 @contextmanager

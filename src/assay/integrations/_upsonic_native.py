@@ -120,6 +120,14 @@ def _make_classes() -> tuple[Any, Any]:
     class AssayModel(WrapperModel):
         """The agent's model, each request an llm run under the agent's run."""
 
+        @property
+        def settings(self) -> Any:
+            """Settings set on this wrapper (carried over from the ``InstrumentedModel`` it
+            replaces, where an agent built on the span path keeps its ``settings=``), else
+            the wrapped model's."""
+            own = self._settings
+            return own if own is not None else self.wrapped.settings
+
         def _start(self, messages: Any, settings: Any, parameters: Any) -> RunTree | None:
             parent = parent_in(_KEPT)
             if parent is None:
@@ -277,13 +285,17 @@ def _capture(agent: Any, ours: Any, model_cls: Any, spans_cls: Any) -> bool:
     if not hasattr(agent, "_otel") or not hasattr(agent, "model"):
         return False
     model = agent.model
+    kept = None  # settings=/reasoning settings Upsonic set on the instrumented wrapper
     if settings is not None:
         from upsonic.models.instrumented import InstrumentedModel
 
         while isinstance(model, InstrumentedModel):
+            kept = kept if kept is not None else getattr(model, "_settings", None)
             model = model.wrapped
     if not isinstance(model, model_cls):
         model = model_cls(model)
+        if kept is not None:
+            model._settings = kept
     agent.model = model
     agent._tracing_provider = None
     agent._instrument_settings = None

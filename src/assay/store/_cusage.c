@@ -29,14 +29,15 @@ enum {
     K_INPUT_TOKENS, K_PROMPT_TOKENS, K_OUTPUT_TOKENS, K_COMPLETION_TOKENS, K_TOTAL_TOKENS,
     K_INPUT_COST, K_OUTPUT_COST, K_TOTAL_COST, K_PROMPT_COST, K_COMPLETION_COST,
     K_INVOCATION, K_LS_MODEL, K_MODEL, K_MODEL_NAME, K_LS_PROVIDER, K_DETAILS, K_CACHE_READ,
-    K_NAME, K_TIME, K_ALL
+    K_CACHE_CREATION, K_EPHEMERAL_5M, K_EPHEMERAL_1H, K_NAME, K_TIME, K_ALL
 };
 static const char *key_names[K_ALL] = {
     "run_type", "events", "outputs", "extra", "metadata", "usage_metadata", "llm_output",
     "token_usage", "input_tokens", "prompt_tokens", "output_tokens", "completion_tokens",
     "total_tokens", "input_cost", "output_cost", "total_cost", "prompt_cost", "completion_cost",
     "invocation_params", "ls_model_name", "model", "model_name", "ls_provider",
-    "input_token_details", "cache_read", "name", "time"};
+    "input_token_details", "cache_read", "cache_creation", "ephemeral_5m_input_tokens",
+    "ephemeral_1h_input_tokens", "name", "time"};
 static PyObject *keys[K_ALL];
 static PyObject *q_usage = NULL, *q_llm_output = NULL; /* the keys as JSON text names them */
 
@@ -316,7 +317,9 @@ static PyObject *derive(PyObject *run, PyObject *outputs, PyObject *extra, PyObj
         PyObject *provider = PyErr_Occurred() ? NULL : text(get(m2, K_LS_PROVIDER));
         if (PyErr_Occurred())
             return NULL;
-        long long cached = 0;
+        /* _usage.cache_counts: reads, writes (the larger of the total and the split by
+         * lifetime), the hour-long writes */
+        long long cache[4] = {0, 0, 0, 0}; /* read, creation, 5m, 1h */
         PyObject *details = usage != NULL ? get(usage, K_DETAILS) : NULL;
         if (details == NULL && PyErr_Occurred())
             return NULL;
@@ -327,17 +330,18 @@ static PyObject *derive(PyObject *run, PyObject *outputs, PyObject *extra, PyObj
             int dm = truth ? is_map(details) : 0;
             if (dm == DECLINE)
                 Py_RETURN_NONE;
-            if (dm) {
-                int got = count(get(details, K_CACHE_READ), &cached);
+            for (int i = 0; dm && i < 4; i++) {
+                int got = count(get(details, K_CACHE_READ + i), &cache[i]);
                 if (got == DECLINE || PyErr_Occurred())
                     return NULL;
                 if (!got)
-                    cached = 0;
+                    cache[i] = 0;
             }
         }
-        priced = PyObject_CallFunction(price_fn, "OOLLL", provider ? provider : Py_None,
+        long long split = cache[2] + cache[3];
+        priced = PyObject_CallFunction(price_fn, "OOLLLLL", provider ? provider : Py_None,
                                        model ? model : Py_None, hp ? p : 0LL, hc ? c : 0LL,
-                                       cached);
+                                       cache[0], cache[1] > split ? cache[1] : split, cache[3]);
         if (priced == NULL)
             return NULL;
         if (priced != Py_None) {

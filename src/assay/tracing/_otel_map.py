@@ -92,8 +92,9 @@ _CONSUMED = frozenset({
     "model_request_parameters", "pydantic_ai.all_messages", "gen_ai.prompt", "gen_ai.completion",
     "input.value", "output.value", "input.mime_type", "output.mime_type",
     "openinference.span.kind", "llm.token_count.prompt", "llm.token_count.completion",
-    "llm.token_count.total", "llm.model_name", "llm.provider", "llm.system", "tool.name",
-    "tool.parameters", "tool.description", "metadata", "tag.tags",
+    "llm.token_count.total", "llm.token_count.prompt_details.cache_read",
+    "llm.token_count.prompt_details.cache_write", "llm.model_name", "llm.provider",
+    "llm.system", "tool.name", "tool.parameters", "tool.description", "metadata", "tag.tags",
     "traceloop.span.kind", "traceloop.entity.name", "traceloop.entity.input",
     "traceloop.entity.output", "llm.request.type", "llm.usage.total_tokens",
     "langsmith.span.kind", "langsmith.trace.name", "langsmith.span.tags",
@@ -244,7 +245,9 @@ def _usage(attrs: Mapping[str, Any]) -> dict[str, Any] | None:
                              "total_tokens": total}
     details = {k: _int(attrs[a]) for k, a in (
         ("cache_read", "gen_ai.usage.cache_read.input_tokens"),
-        ("cache_creation", "gen_ai.usage.cache_creation.input_tokens")) if attrs.get(a)}
+        ("cache_read", "llm.token_count.prompt_details.cache_read"),  # (OpenInference)
+        ("cache_creation", "gen_ai.usage.cache_creation.input_tokens"),
+        ("cache_creation", "llm.token_count.prompt_details.cache_write")) if attrs.get(a)}
     if details:
         usage["input_token_details"] = details
     if attrs.get("operation.cost") is not None:

@@ -27,10 +27,13 @@ def anthropic_usage(usage: Any) -> dict[str, Any] | None:
     base = field(usage, "input_tokens") or 0
     read = field(usage, "cache_read_input_tokens") or 0
     write = field(usage, "cache_creation_input_tokens") or 0
+    # the writes by lifetime (hour-long ones cost more), where the API splits them
+    hour = field(field(usage, "cache_creation"), "ephemeral_1h_input_tokens") or 0
     out = field(usage, "output_tokens") or 0
     result: dict[str, Any] = {"input_tokens": base + read + write, "output_tokens": out,
                               "total_tokens": base + read + write + out}
-    details = {k: v for k, v in (("cache_read", read), ("cache_creation", write)) if v}
+    details = {k: v for k, v in (("cache_read", read), ("cache_creation", write),
+                                 ("ephemeral_1h_input_tokens", hour)) if v}
     if details:
         result["input_token_details"] = details
     return result

@@ -1,0 +1,105 @@
+"""LangChain agents on Claude: ``create_agent("anthropic:...")`` and ``ChatAnthropic`` (the real
+``langchain-anthropic``) against the scripted model's Messages API on 127.0.0.1, with
+LangChain's own prompt-caching middleware: llm runs that name Anthropic, their tokens (the
+cached ones itemised) and costs at each cache rate, first tokens when streamed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain_anthropic", reason="needs langchain-anthropic (assay[dev])")
+
+from langchain.agents import create_agent
+from langchain_anthropic import ChatAnthropic
+from langchain_anthropic.middleware import AnthropicPromptCachingMiddleware
+from langchain_core.tools import tool
+
+from assay.client import Client
+from assay.demo import ScriptedModelServer
+from assay.evals import ReliabilityEvaluator
+from assay.evaluation import evaluate
+from assay.integrations import with_run_args
+
+from .conftest import CLAUDE, check_priced, population
+from .conftest import run_tree as _tree
+
+SYSTEM = "You answer questions about cities with the lookup_city tool and nothing else."
+
+
+@tool
+def lookup_city(city: str) -> str:
+    """The population of a city."""
+    return population(city)
+
+
+@pytest.fixture(scope="module")
+def claude() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer(first_token_delay=0.002) as srv:
+        yield srv
+
+
+def _dataset(client: Client, cities: list[str]) -> str:
+    ds = client.create_dataset(f"claude-{'-'.join(cities)}")
+    client.create_examples(dataset_id=ds.id, examples=[
+        {"inputs": {"question": f"How many people live in {c}?"},
+         "outputs": {"expected_tool_calls": [{"name": "lookup_city", "args": {"city": c}}]}}
+        for c in cities])
+    return ds.name
+
+
+def _check(db: Client, rows: list[Any], *, streamed: bool) -> list[dict[str, int]]:
+    """Each row answered with its tool's result, two priced llm runs and one tool run;
+    returns the llm runs' cache counts in order."""
+    counts = []
+    for row in rows:
+        city = row["example"].inputs["question"].split()[-1].rstrip("?")
+        assert row["run"].outputs["output"] == f"Answer: {population(city)}"
+        runs = _tree(db, row)
+        llms = [r for r in runs if r.run_type == "llm"]
+        assert [r.name for r in llms] == ["ChatAnthropic", "ChatAnthropic"]
+        counts += [check_priced(r, "anthropic", CLAUDE) for r in llms]
+        assert all((r.first_token_time is not None) == streamed for r in llms)
+        assert [r.inputs.get("city") for r in runs if r.run_type == "tool"] == [city]
+        assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]
+    return counts
+
+
+def test_create_agent_with_a_model_string_and_prompt_caching(
+        claude: ScriptedModelServer, db: Client, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``create_agent("anthropic:<model>", ...)`` (LangChain's own example), its system prompt
+    cached for an hour by ``AnthropicPromptCachingMiddleware``: the first call of the run
+    writes the cache, every later one reads it (LangChain reports hour-long writes by their
+    lifetime, which are priced at twice the input rate)."""
+    claude.reset()
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", claude.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "scripted")
+    agent = create_agent(f"anthropic:{CLAUDE}", tools=[lookup_city], system_prompt=SYSTEM,
+                         middleware=[AnthropicPromptCachingMiddleware(ttl="1h")])
+    rows = list(evaluate(agent, data=_dataset(db, ["Paris", "Lima"]), client=db,
+                         evaluators=[ReliabilityEvaluator(None)]))
+    counts = _check(db, rows, streamed=False)
+    assert counts[0].get("ephemeral_1h_input_tokens", 0) > 0
+    assert all(c.get("cache_read", 0) > 0 for c in counts[1:])
+
+
+@pytest.mark.parametrize("how", ["streaming model", "stream=True"])
+def test_a_streamed_chat_anthropic_has_first_tokens_and_all_its_tokens(
+        claude: ScriptedModelServer, db: Client, how: str) -> None:
+    """Streamed two ways (the model's own ``streaming=True``, or ``with_run_args(graph,
+    stream=True)``): each llm run gets its first token, and its input tokens too (Anthropic
+    sends the whole usage in its last event, where LangChain reads it), two examples at once."""
+    claude.reset()
+    # (streaming=False given would keep LangChain from streaming it under a graph's stream)
+    streaming: dict[str, Any] = {"streaming": True} if how == "streaming model" else {}
+    model = ChatAnthropic(model=CLAUDE, base_url=claude.url, api_key="scripted",
+                          max_retries=0, **streaming)
+    agent = create_agent(model, tools=[lookup_city], system_prompt=SYSTEM)
+    target = with_run_args(agent, stream=True) if how == "stream=True" else agent
+    rows = list(evaluate(target, data=_dataset(db, ["Cairo", "Tokyo"]), client=db,
+                         max_concurrency=2, evaluators=[ReliabilityEvaluator(None)]))
+    assert len(rows) == 2 and all(body.get("stream") for body in claude.requests)
+    counts = _check(db, rows, streamed=True)
+    assert counts == [{}] * 4  # (nothing marked for caching)
