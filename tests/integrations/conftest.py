@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -56,6 +56,25 @@ def run_tree(client: Client, row: Any) -> list[Any]:
     """Every run of an evaluate() row's trace, as stored."""
     client.flush()
     return flat_runs(client.read_run(row["run"].id, load_child_runs=True))
+
+
+def city_dataset(client: Client, cities: list[str], name: str = "cities", *,
+                 question: str = "How many people live in {city}?", city_input: bool = False,
+                 answer: Callable[[str], str] | None = None) -> str:
+    """A dataset of one population question per city, each expecting one ``lookup_city`` call
+    with that city (``city_input``: the city as an input of its own too, for a Crew's task
+    templates; ``answer``: a reference answer made from the city); returns its (new) name."""
+    ds = client.create_dataset(f"{name}-{'-'.join(cities[:3])}-{uuid.uuid4().hex[:8]}")
+    examples = []
+    for city in cities:
+        inputs = {"question": question.format(city=city), **({"city": city} if city_input else {})}
+        outputs: dict[str, Any] = {
+            "expected_tool_calls": [{"name": "lookup_city", "args": {"city": city}}]}
+        if answer is not None:
+            outputs["answer"] = answer(city)
+        examples.append({"inputs": inputs, "outputs": outputs})
+    client.create_examples(dataset_id=ds.id, examples=examples)
+    return ds.name
 
 
 @pytest.fixture(scope="module")
@@ -155,6 +174,7 @@ def check_parallel_calls(db: Client, srv: ScriptedModelServer, target: Any,
 
 # -- prices ---------------------------------------------------------------------------------------
 CLAUDE = "claude-sonnet-4-6"  # (an Anthropic model genai-prices knows, cache writes included)
+GEMINI = "gemini-2.5-flash"  # (a Google model genai-prices knows, cache reads included)
 
 
 def check_priced(llm: Any, provider: str, model: str) -> dict[str, int]:

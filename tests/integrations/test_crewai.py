@@ -37,8 +37,10 @@ from assay.llm import JudgeOptions, OpenAIJudge
 from .conftest import (
     CITIES,
     CLAUDE,
+    GEMINI,
     check_parallel_calls,
     check_priced,
+    city_dataset,
     get_time,
     get_weather,
     population,
@@ -70,12 +72,7 @@ def crew(srv: ScriptedModelServer) -> Crew:
 
 
 def _dataset(client: Client, cities: list[str], name: str = "cities") -> str:
-    ds = client.create_dataset(f"{name}-{len(cities)}")
-    client.create_examples(dataset_id=ds.id, examples=[
-        {"inputs": {"question": f"How many people live in {c}?", "city": c},
-         "outputs": {"expected_tool_calls": [{"name": "lookup_city", "args": {"city": c}}]}}
-        for c in cities])
-    return ds.name
+    return city_dataset(client, cities, name, city_input=True)  # (the crew's {city})
 
 
 def _city(row: Any) -> str:
@@ -214,6 +211,33 @@ def test_claude_llm_calls_name_anthropic_and_price_its_cache(stream: bool, db: C
     assert len(llms) == 2
     first, second = (check_priced(r, "anthropic", CLAUDE) for r in llms)
     assert first.get("cache_creation", 0) > 0 and second.get("cache_read", 0) > 0
+    assert all((r.first_token_time is not None) == stream for r in llms)
+    assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_gemini_llm_calls_have_their_input_tokens_and_thinking(stream: bool, db: Client) -> None:
+    """CrewAI's native Gemini LLM (``crewai[google-genai]``) against the scripted Gemini API:
+    CrewAI names its input tokens ``prompt_token_count`` (they were stored as 0 and their cost
+    left out) and counts the thinking tokens in its completion tokens; implicit caching
+    played, so the second call's cached tokens are priced as cache reads."""
+    from assay.demo._gemini import THOUGHTS
+
+    with ScriptedModelServer(prompt_caching=True) as gemini:
+        llm = LLM(model=f"gemini/{GEMINI}", api_key="scripted", stream=stream,
+                  thinking_config={"thinking_budget": 64},
+                  client_params={"http_options": {"base_url": gemini.url}})
+        agent = Agent(role="researcher", goal="Find city figures with lookup_city",
+                      backstory="A careful researcher.", tools=[lookup_city], llm=llm,
+                      max_iter=3, verbose=False)
+        (row,) = list(evaluate(agent, data=_dataset(db, ["Sydney"], f"gemini{stream}"),
+                               client=db, evaluators=[ReliabilityEvaluator(None)]))
+    assert row["run"].error is None and str(CITIES["Sydney"]) in str(row["run"].outputs)
+    llms = [r for r in _tree(db, row) if r.run_type == "llm"]
+    assert len(llms) == 2
+    first, second = (check_priced(r, "gemini", GEMINI) for r in llms)
+    assert "cache_read" not in first and second["cache_read"] > 0
+    assert all(r.prompt_tokens > 0 and r.completion_tokens > THOUGHTS for r in llms)
     assert all((r.first_token_time is not None) == stream for r in llms)
     assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]
 

@@ -33,7 +33,14 @@ from assay.evaluation import evaluate
 from assay.integrations import adapter_for, set_framework_tracing
 from assay.llm import JudgeOptions, OpenAIJudge
 
-from .conftest import CITIES, check_parallel_calls, get_time, get_weather, population
+from .conftest import (
+    CITIES,
+    check_parallel_calls,
+    city_dataset,
+    get_time,
+    get_weather,
+    population,
+)
 from .conftest import run_tree as _tree
 
 with warnings.catch_warnings():
@@ -75,13 +82,7 @@ def state_graph(srv: ScriptedModelServer) -> Any:
 
 
 def _dataset(client: Client, cities: list[str]) -> str:
-    ds = client.create_dataset(f"cities-{len(cities)}")
-    client.create_examples(dataset_id=ds.id, examples=[
-        {"inputs": {"question": f"How many people live in {c}?"},
-         "outputs": {"answer": str(CITIES.get(c, "")),
-                     "expected_tool_calls": [{"name": "lookup_city", "args": {"city": c}}]}}
-        for c in cities])
-    return ds.name
+    return city_dataset(client, cities, answer=lambda c: str(CITIES.get(c, "")))
 
 
 def test_react_agent_in_evaluate_stores_llm_and_tool_runs(srv: ScriptedModelServer,

@@ -36,7 +36,14 @@ from assay.evaluation import evaluate
 from assay.integrations import _openai_agents, adapter_for, instrument
 from assay.llm import JudgeOptions, OpenAIJudge
 
-from .conftest import CITIES, check_parallel_calls, get_time, get_weather, population
+from .conftest import (
+    CITIES,
+    check_parallel_calls,
+    city_dataset,
+    get_time,
+    get_weather,
+    population,
+)
 from .conftest import flat_runs as _flat
 from .conftest import run_tree as _tree
 
@@ -80,12 +87,8 @@ def triage_agent(srv: ScriptedModelServer) -> Agent:
 
 
 def _dataset(client: Client, cities: list[str], name: str = "cities") -> str:
-    ds = client.create_dataset(f"{name}-{len(cities)}")
-    client.create_examples(dataset_id=ds.id, examples=[
-        {"inputs": {"question": f"How many people live in {c}? Use lookup_city."},
-         "outputs": {"expected_tool_calls": [{"name": "lookup_city", "args": {"city": c}}]}}
-        for c in cities])
-    return ds.name
+    return city_dataset(client, cities, name,
+                        question="How many people live in {city}? Use lookup_city.")
 
 
 def _city(row: Any) -> str:

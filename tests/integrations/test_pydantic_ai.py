@@ -36,6 +36,7 @@ from assay.tracing import trace
 
 from .conftest import (
     CLAUDE,
+    GEMINI,
     check_parallel_calls,
     check_priced,
     get_time,
@@ -636,38 +637,72 @@ def test_a_streamed_run_gives_each_llm_run_its_first_token(how: str, db: Client)
         assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]
 
 
+def _weather_run(db: Client, model: Any, settings: Any, stream: bool) -> list[Run]:
+    """An agent on ``model`` with a weather tool, one example under evaluate() (streamed or
+    not): answered with the tool's result, its tool run, reliability 1.0, each llm run's
+    first token exactly when streamed; returns its llm runs."""
+    from pydantic_ai import Agent
+
+    from assay.integrations import with_run_args
+
+    agent = Agent(model, name="weather", model_settings=settings,
+                  instructions="Answer with the weather tool's result and nothing else.")
+
+    @agent.tool_plain
+    def get_weather(city: str) -> str:
+        """The weather of a city."""
+        return f"sunny in {city}"
+
+    target = with_run_args(agent, stream=True) if stream else agent
+    (row,) = list(evaluate(target, data=_data(["Lima"]), client=db,
+                           evaluators=[ReliabilityEvaluator(None)]))
+    assert row["run"].error is None and "sunny in Lima" in row["run"].outputs["output"]
+    runs = _walk(_tree(db, row["run"]))
+    llms = [r for r in runs if r.run_type == "llm"]
+    assert len(llms) == 2
+    assert all((r.first_token_time is not None) == stream for r in llms)
+    assert [r.inputs for r in runs if r.run_type == "tool"] == [{"city": "Lima"}]
+    assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]
+    return llms
+
+
 @pytest.mark.parametrize("stream", [False, True])
 def test_an_agent_on_claude_with_cached_instructions(stream: bool, db: Client) -> None:
     """pydantic-ai's ``AnthropicModel`` against the scripted Messages API, its instructions
     cached for an hour (``anthropic_cache_instructions="1h"``): each llm run names Anthropic
     and the model, the first writes the cache and the second reads it, each priced at its own
     rate (an hour-long write at twice the input price); streamed, each gets its first token."""
-    from pydantic_ai import Agent
     from pydantic_ai.models.anthropic import AnthropicModel, AnthropicModelSettings
     from pydantic_ai.providers.anthropic import AnthropicProvider
 
-    from assay.integrations import with_run_args
-
     with ScriptedModelServer() as claude:
-        agent = Agent(AnthropicModel(CLAUDE, provider=AnthropicProvider(
-            base_url=claude.url, api_key="scripted")), name="weather",
-            instructions="Answer with the weather tool's result and nothing else.",
-            model_settings=AnthropicModelSettings(anthropic_cache_instructions="1h"))
-
-        @agent.tool_plain
-        def get_weather(city: str) -> str:
-            """The weather of a city."""
-            return f"sunny in {city}"
-
-        target = with_run_args(agent, stream=True) if stream else agent
-        (row,) = list(evaluate(target, data=_data(["Lima"]), client=db,
-                               evaluators=[ReliabilityEvaluator(None)]))
-    assert row["run"].error is None and "sunny in Lima" in row["run"].outputs["output"]
-    runs = _walk(_tree(db, row["run"]))
-    llms = [r for r in runs if r.run_type == "llm"]
+        llms = _weather_run(db, AnthropicModel(CLAUDE, provider=AnthropicProvider(
+            base_url=claude.url, api_key="scripted")),
+            AnthropicModelSettings(anthropic_cache_instructions="1h"), stream)
     first, second = (check_priced(r, "anthropic", CLAUDE) for r in llms)
     assert first["cache_creation"] == first["ephemeral_1h_input_tokens"] > 0
     assert second["cache_read"] == first["cache_creation"]
-    assert all((r.first_token_time is not None) == stream for r in llms)
-    assert [r.inputs for r in runs if r.run_type == "tool"] == [{"city": "Lima"}]
-    assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_agent_on_gemini_with_thinking_and_implicit_caching(stream: bool, db: Client) -> None:
+    """pydantic-ai's ``GoogleModel`` against the scripted Gemini API with a thinking budget:
+    each llm run names Google and the model, its output tokens hold the thinking tokens
+    (billed as output), the second call's cached tokens are priced as cache reads;
+    streamed, each gets its first token."""
+    from google import genai
+    from google.genai import types
+    from pydantic_ai.models.google import GoogleModel, GoogleModelSettings
+    from pydantic_ai.providers.google import GoogleProvider
+
+    from assay.demo._gemini import THOUGHTS
+
+    with ScriptedModelServer(prompt_caching=True) as gemini:
+        client = genai.Client(api_key="scripted", http_options=types.HttpOptions(
+            base_url=gemini.url))
+        llms = _weather_run(db, GoogleModel(GEMINI, provider=GoogleProvider(client=client)),
+                            GoogleModelSettings(google_thinking_config={"thinking_budget": 64}),
+                            stream)
+    first, second = (check_priced(r, "google", GEMINI) for r in llms)
+    assert "cache_read" not in first and second["cache_read"] > 0
+    assert all(r.completion_tokens > THOUGHTS for r in llms)

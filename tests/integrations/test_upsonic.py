@@ -15,7 +15,6 @@ import inspect
 import json
 import re
 import typing
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -46,7 +45,17 @@ from assay.integrations import (
     with_run_args,
 )
 
-from .conftest import CITIES, check_parallel_calls, flat_runs, get_time, get_weather, population
+from .conftest import (
+    CITIES,
+    GEMINI,
+    check_parallel_calls,
+    check_priced,
+    city_dataset,
+    flat_runs,
+    get_time,
+    get_weather,
+    population,
+)
 from .conftest import run_tree as _tree
 
 
@@ -98,13 +107,8 @@ def make_team(srv: ScriptedModelServer) -> Team:
 
 
 def _dataset(client: Client, cities: list[str]) -> str:
-    ds = client.create_dataset(f"upsonic-{'-'.join(cities[:3])}-{uuid.uuid4().hex[:8]}")
-    client.create_examples(dataset_id=ds.id, examples=[
-        {"inputs": {"question": f"How many people live in {c}?"},
-         "outputs": {"answer": f"{c} has {CITIES.get(c, 0)} people",
-                     "expected_tool_calls": [{"name": "lookup_city", "args": {"city": c}}]}}
-        for c in cities])
-    return ds.name
+    return city_dataset(client, cities, "upsonic",
+                        answer=lambda c: f"{c} has {CITIES.get(c, 0)} people")
 
 
 # -- the drop-in: same models, same signatures ---------------------------------------------------
@@ -809,3 +813,31 @@ def test_a_graphs_and_a_task_lists_typed_answer_is_their_structured_output(
                   response_format=CityFigure)]
     assert require_adapter(agent).outputs(assay_evals.AgentUnderTest(agent).call(typed))[
         "structured_output"] == figure
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_agent_on_gemini_priced_with_its_implicit_cache(stream: bool, db: Client) -> None:
+    """Upsonic's ``GoogleModel`` against the scripted Gemini API (implicit caching played):
+    each llm run names Google's API and the model, the second call's cached tokens are priced
+    as cache reads; ``stream=True`` gives the answer's call its first token."""
+    from google import genai
+    from google.genai import types
+    from upsonic.models.google import GoogleModel
+    from upsonic.providers.google import GoogleProvider
+
+    with ScriptedModelServer(prompt_caching=True) as gemini:
+        client = genai.Client(api_key="scripted", http_options=types.HttpOptions(
+            base_url=gemini.url))
+        agent = Agent(GoogleModel(GEMINI, provider=GoogleProvider(client=client)),
+                      name="atlas", tools=[lookup_city])
+        target: Any = with_run_args(agent, stream=True) if stream else agent
+        (row,) = list(evaluate(target, data=_dataset(db, ["Cairo"]), client=db,
+                               evaluators=[assay_evals.ReliabilityEvaluator(None)]))
+    assert row["run"].error is None and str(CITIES["Cairo"]) in row["run"].outputs["output"]
+    runs = _tree(db, row)
+    llms = [r for r in runs if r.run_type == "llm"]
+    first, second = (check_priced(r, "google-gla", GEMINI) for r in llms)
+    assert "cache_read" not in first and second["cache_read"] > 0
+    assert (llms[-1].first_token_time is not None) == stream
+    assert [r.inputs for r in runs if r.run_type == "tool"] == [{"city": "Cairo"}]
+    assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]

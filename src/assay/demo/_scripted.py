@@ -6,8 +6,10 @@ the OpenAI Agents SDK, pydantic-ai, Upsonic, ...) against this server through th
 It is the standard library's threading HTTP server (no extra needed for the demo) speaking
 ``POST /v1/chat/completions`` (JSON and SSE streams), ``POST /v1/responses`` (the Responses
 API, JSON and SSE: see ``_responses.py``), ``POST /v1/messages`` (Anthropic's Messages API, for
-agents on Claude: see ``_messages.py``; an Anthropic client takes ``url`` as its ``base_url``)
-and ``GET /v1/models``.
+agents on Claude: see ``_messages.py``; an Anthropic client takes ``url`` as its ``base_url``),
+``POST /v1beta/models/<model>:generateContent`` and ``:streamGenerateContent`` (Gemini's, for
+agents on Google's models: see ``_gemini.py``; a ``google-genai`` client takes ``url`` as its
+``base_url``) and ``GET /v1/models``.
 
 It plays a tool-using model, deterministically:
 
@@ -60,7 +62,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from . import _messages
+from . import _gemini, _messages
 from ._responses import chat_request, response_body, stream_events
 from ._responses import content_text as _text
 
@@ -454,7 +456,8 @@ def _handler(srv: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
             path = self.path.split("?", 1)[0].rstrip("/")  # (?beta=true: Anthropic beta calls)
             responses = path.endswith("/responses")  # the Responses API (see _responses.py)
             anthropic = path.endswith("/v1/messages")  # Anthropic's API (see _messages.py)
-            if not (responses or anthropic or path.endswith("/chat/completions")):
+            gemini = _gemini.is_gemini(path)  # Google's (see _gemini.py)
+            if not (responses or anthropic or gemini or path.endswith("/chat/completions")):
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
                 return
             scripted = srv._next_scripted()
@@ -470,6 +473,10 @@ def _handler(srv: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
                 return
             if anthropic:
                 self._messages(body, scripted, model)
+                return
+            if gemini:
+                self._gemini(body, scripted, _gemini.model_of(path),
+                             ":streamGenerateContent" in path)
                 return
             content, calls, usage = srv.completion(body, scripted)
             cid = f"chatcmpl-{uuid.uuid4().hex[:16]}"
@@ -506,6 +513,18 @@ def _handler(srv: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
                 return
             self._events(_messages.stream_events(model, content, calls, usage,
                                                  self._wait_first))
+
+        def _gemini(self, body: dict[str, Any], scripted: ScriptedReply | None, model: str,
+                    stream: bool) -> None:
+            content, calls, counts = srv.completion(_gemini.chat_request(body), scripted)
+            usage = _gemini.usage_of(body, counts)
+            if not stream:
+                self._send(200, _gemini.reply(model, content, calls, usage))
+                return
+            self._open_stream()
+            for chunk in _gemini.stream_chunks(model, content, calls, usage, self._wait_first):
+                self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\r\n\r\n")
+                self.wfile.flush()
 
         @staticmethod
         def _wait_first() -> None:

@@ -253,6 +253,11 @@ def tool_calls(obj: Any) -> list[ToolCall] | None:
 
 
 # -- capture ---------------------------------------------------------------------------------------
+def _first(usage: Mapping[str, Any], *keys: str) -> Any:
+    """The first of ``keys`` that ``usage`` has a value for."""
+    return next((usage[k] for k in keys if usage.get(k) is not None), None)
+
+
 def _provider(model: str | None, llm_provider: Any) -> tuple[str | None, str | None]:
     """(provider, model) of an llm call: a ``provider/model`` name split, else the provider the
     LLM object names (CrewAI's native Anthropic, Gemini... LLMs give the bare model)."""
@@ -409,8 +414,10 @@ def _record_end(run: RunTree, event: Any) -> None:
     if kind == "llm_call_completed":
         run.outputs = {"output": _jsonable(event.response)}
         usage = event.usage or {}
-        inp = usage.get("prompt_tokens", usage.get("input_tokens"))
-        out = usage.get("completion_tokens", usage.get("output_tokens"))
+        # each native provider names them its way (Gemini: prompt_token_count, and
+        # completion_tokens with its thinking tokens)
+        inp = _first(usage, "prompt_tokens", "input_tokens", "prompt_token_count")
+        out = _first(usage, "completion_tokens", "output_tokens", "candidates_token_count")
         if inp is not None or out is not None:
             # CrewAI flattens every provider's cache counts to these two (its input tokens
             # count them too): itemised, so they are priced at their own rates
