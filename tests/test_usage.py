@@ -86,6 +86,25 @@ def test_cache_writes_priced_at_their_rate_whichever_way_they_are_itemised() -> 
     assert over["prompt_cost"] is None and over["prompt_tokens"] == 5000
 
 
+def test_a_gateways_provider_slash_model_name_is_priced_as_that_providers() -> None:
+    """OpenRouter's or LiteLLM's name for another provider's model, through an OpenAI client
+    (``ls_provider`` openai, ``anthropic/claude-...``): that provider's price, not none; a
+    prefix genai-prices knows no provider by stays unpriced."""
+    for model, provider, bare in (("anthropic/claude-sonnet-4-6", "anthropic",
+                                   "claude-sonnet-4-6"),
+                                  ("gemini/gemini-2.5-flash", "google", "gemini-2.5-flash")):
+        got = derive_usage(_llm({"input_tokens": 5000, "output_tokens": 10,
+                                 "input_token_details": {"cache_read": 1000}},
+                                ls_model_name=model))
+        want = calc_price(Usage(input_tokens=5000, output_tokens=10, cache_read_tokens=1000),
+                          bare, provider_id=provider)
+        assert (got["prompt_cost"], got["completion_cost"]) == (float(want.input_price),
+                                                                float(want.output_price))
+    none = derive_usage(_llm({"input_tokens": 5000, "output_tokens": 10},
+                             ls_model_name="no-such-org/no-such-model-xyz"))
+    assert none["prompt_cost"] is None and none["prompt_tokens"] == 5000
+
+
 def test_explicit_top_level_fields_win() -> None:
     run = {**_llm({"input_tokens": 1, "output_tokens": 2, "total_tokens": 3,
                    "input_cost": 9.0}),

@@ -23,6 +23,7 @@ against ``calc_price`` for every model of every provider in the installed snapsh
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 import warnings
@@ -32,7 +33,7 @@ from datetime import time as dtime
 from decimal import Decimal
 from typing import Any, TypeVar
 
-__all__ = ["price", "price_slow"]
+__all__ = ["known_provider", "price", "price_slow"]
 
 # The usage keys assay reports, and the count (input, output, cache read, cache write, cache
 # write for an hour) each one stands for. Input counts every input token, cached or not (the
@@ -192,6 +193,17 @@ def price(provider: str | None, model: str, inp: int, out: int, cached: int,
     elif plan is _UNKNOWN:
         return None
     return price_slow(provider, model, inp, out, cached, written, written_1h)
+
+
+@functools.lru_cache(maxsize=256)
+def known_provider(name: str) -> bool:
+    """Whether genai-prices knows a provider by this name (an id of its, or a name its rules
+    match: ``gemini``, ``vertex_ai`` and ``bedrock`` are Google's and AWS's)."""
+    try:
+        _get_snapshot().find_provider(None, name, None)
+    except Exception:  # noqa: BLE001 - LookupError, or data of a shape it cannot read
+        return False
+    return True
 
 
 def _get_snapshot() -> Any:

@@ -139,9 +139,16 @@ def price(provider: str | None, model: str | None, input_tokens: int, output_tok
     if not model:
         return None
     prov = _PROVIDER_ALIASES.get(provider or "", provider) if provider else None
-    return _prices.price(prov, model, int(input_tokens), int(output_tokens),
-                         int(cache_read_tokens), int(cache_write_tokens),
-                         int(cache_write_1h_tokens))
+    counts = (int(input_tokens), int(output_tokens), int(cache_read_tokens),
+              int(cache_write_tokens), int(cache_write_1h_tokens))
+    got = _prices.price(prov, model, *counts)
+    if got is None and "/" in model:
+        # a gateway's name for another provider's model (OpenRouter's, LiteLLM's
+        # "anthropic/claude-..." through an OpenAI-compatible client): that provider's price
+        head, _, rest = model.partition("/")
+        if rest and _prices.known_provider(head):
+            got = _prices.price(head, rest, *counts)
+    return got
 
 
 def cache_counts(details: Mapping[str, Any]) -> tuple[int, int, int]:

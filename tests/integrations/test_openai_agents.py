@@ -38,7 +38,10 @@ from assay.llm import JudgeOptions, OpenAIJudge
 
 from .conftest import (
     CITIES,
+    CLAUDE,
+    GEMINI,
     check_parallel_calls,
+    check_priced,
     city_dataset,
     get_time,
     get_weather,
@@ -454,3 +457,34 @@ def test_parallel_tool_calls_keep_the_models_order(db: Client) -> None:
         agent = Agent(name="clock", tools=[function_tool(get_time), function_tool(get_weather)],
                       model=_model(par))
         check_parallel_calls(db, par, agent)
+
+
+def test_a_model_named_by_its_provider_is_priced_as_that_providers(srv: ScriptedModelServer,
+                                                                   db: Client) -> None:
+    """A model named ``<provider>/<model>`` (a ``LitellmModel``'s spans carry that name, as a
+    gateway's such as OpenRouter's do; here an OpenAI-compatible gateway on loopback): its llm
+    runs name that provider and model and cost what genai-prices asks for them (they were
+    'openai' and unpriced); a served model's organisation (``meta-llama/...``) is no
+    provider, and ``litellm/<provider>/<model>`` drops its prefix."""
+    from assay.integrations._openai_agents import _provider
+
+    client = AsyncOpenAI(base_url=srv.base_url, api_key="scripted", max_retries=0)
+    for name, provider, model in ((f"anthropic/{CLAUDE}", "anthropic", CLAUDE),
+                                  ("meta-llama/Llama-3.1-8B-Instruct", "openai",
+                                   "meta-llama/Llama-3.1-8B-Instruct")):
+        agent = Agent(name="geo", instructions="Answer with the tool's figure.",
+                      tools=[lookup_city],
+                      model=OpenAIChatCompletionsModel(model=name, openai_client=client))
+        (row,) = list(evaluate(agent, data=_dataset(db, ["Lima"], "gateway"), client=db))
+        llms = [r for r in _tree(db, row) if r.run_type == "llm"]
+        assert len(llms) == 2
+        for llm in llms:
+            meta = llm.extra["metadata"]
+            assert (meta["ls_provider"], meta["ls_model_name"]) == (provider, model)
+            if provider == "anthropic":
+                check_priced(llm, provider, model)
+            else:
+                assert llm.prompt_tokens > 0
+    assert _provider(f"litellm/gemini/{GEMINI}") == ("gemini", GEMINI)
+    assert _provider("litellm/gpt-4o") == ("openai", "gpt-4o")
+    assert _provider("gpt-4o-mini") == ("openai", "gpt-4o-mini")

@@ -25,6 +25,7 @@ _TIMES = ["2026-11-29T21:00:00.080000+00:00", "2026-11-29T21:00:00.08Z", "2026-1
 _COUNTS = [120, 0, 40, None, 10**12, 10**12 - 1, -5, 12.7, float("nan"), float("inf"), True,
            "33", 2**70, -(2**70)]
 _MODELS = ["gpt-4o-mini", "gpt-4o", "claude-3-5-sonnet-latest", "claude-sonnet-4-6",
+           "anthropic/claude-sonnet-4-6",
            "no-such-model", "", None, 7]
 _PROVIDERS = ["openai", "anthropic", "azure_openai", None, "", 3]
 

@@ -14,9 +14,8 @@ streamed, one such chunk a word (the first after ``first_token_delay``) with the
 last. Usage as Gemini counts it: ``promptTokenCount`` holds every input token,
 ``cachedContentTokenCount`` the ones its implicit cache served (with ``prompt_caching=True``:
 the longest run of leading contents an earlier request began with, as OpenAI's caching is
-played), and with a
-``thinkingConfig`` budget ``thoughtsTokenCount`` thinking tokens billed beside
-``candidatesTokenCount``.
+played), and with a ``thinkingConfig`` budget ``thoughtsTokenCount`` thinking tokens, billed
+as output beside ``candidatesTokenCount``.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .._json import jsonable as _jsonable
+from .._prices import known_provider
 from ..errors import require
 from ..evals._models import ToolCall
 from ..tracing._run_tree import RunTree, fast_child
@@ -159,13 +160,18 @@ def tool_calls(obj: Any) -> list[ToolCall] | None:
 
 # -- capture ---------------------------------------------------------------------------------------
 def _provider(model: str | None) -> tuple[str, str | None]:
-    """("openai", model) unless the model names its provider (``litellm/anthropic/...``)."""
+    """("openai", model) unless the model names a provider genai-prices knows:
+    ``anthropic/claude-...`` (a ``LitellmModel``'s spans carry that name, as do a gateway's
+    such as OpenRouter's; the string ``litellm/anthropic/...`` the same, prefix dropped).
+    A served model's organisation (``meta-llama/...`` on vLLM) stays the model's name."""
     if not model:
         return "openai", None
     parts = model.split("/")
-    if len(parts) >= 3 and parts[0] in ("litellm", "any-llm"):
-        return parts[1], "/".join(parts[2:])
-    return "openai", model
+    if len(parts) >= 2 and parts[0] in ("litellm", "any-llm"):
+        parts = parts[1:]
+    if len(parts) >= 2 and parts[1] and known_provider(parts[0]):
+        return parts[0], "/".join(parts[1:])
+    return "openai", "/".join(parts)
 
 
 def _usage(run: RunTree, usage: Any, model: str | None) -> None:
