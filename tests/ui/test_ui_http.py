@@ -143,6 +143,25 @@ def test_tracing_project_and_a_lone_llm_run(local: Any) -> None:
     assert "10 tokens" in run.text and "2.00 s" in run.text
 
 
+def test_an_llm_runs_prompt_cache_counts_are_shown(local: Any) -> None:
+    """Reads and writes of the prompt cache (Anthropic's as LangChain itemises them, by
+    lifetime) beside the tokens; nothing about a cache for a run that used none."""
+    store, http = local
+    usage = {"input_tokens": 5000, "output_tokens": 10, "input_token_details": {
+        "cache_read": 1200, "cache_creation": 0, "ephemeral_5m_input_tokens": 3000,
+        "ephemeral_1h_input_tokens": 500}}
+    for rid, meta in (("ab", {"usage_metadata": usage, "ls_provider": "anthropic",
+                              "ls_model_name": "claude-sonnet-4-6"}),
+                      ("ac", {"usage_metadata": {"input_tokens": 7, "output_tokens": 3}})):
+        store.runs.upsert(posts=[{
+            "id": f"00000000-0000-4000-8000-0000000000{rid}", "name": "chat",
+            "run_type": "llm", "session_name": "cached", "start_time": "2025-01-01T00:00:00Z",
+            "end_time": "2025-01-01T00:00:02Z", "extra": {"metadata": meta}}])
+    page = http.get("/ui/runs/00000000-0000-4000-8000-0000000000ab").text
+    assert "(prompt cache: 1,200 read, 3,500 written)" in page
+    assert "prompt cache" not in http.get("/ui/runs/00000000-0000-4000-8000-0000000000ac").text
+
+
 def test_custom_store_dependency(sqlite_url: str) -> None:
     """Any dependency returning a Store works; the login form then accepts a key as is."""
     store = Store.open(sqlite_url)

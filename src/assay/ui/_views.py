@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from .._usage import cache_counts
 from ..analysis import CompareOptions, ExampleResult, compare_experiments, side_by_side
 from ..errors import InvalidInputError
 from ..schemas import Run, TracerSessionResult
@@ -92,6 +93,17 @@ class Node:
         if self.run.first_token_time is None:
             return None
         return (self.run.first_token_time - self.run.start_time).total_seconds()
+
+    @property
+    def cache(self) -> tuple[int, int]:
+        """(tokens read from the prompt cache, tokens written to it) of an llm run, from its
+        usage's details as the store prices them."""
+        usage = self.run.metadata.get("usage_metadata")
+        details = usage.get("input_token_details") if isinstance(usage, dict) else None
+        if not isinstance(details, dict):
+            return 0, 0
+        read, written, _ = cache_counts(details)
+        return read, written
 
     @property
     def chat(self) -> Any:
