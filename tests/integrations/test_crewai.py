@@ -341,8 +341,9 @@ class CityState(BaseModel):
 def test_a_flow_as_it_is(srv: ScriptedModelServer, db: Client) -> None:
     """A ``Flow`` whose step kicks off a crew: evaluate() runs a new flow per example (a flow
     keeps its state), its state model gets a chat's last user message in its ``question``
-    field, the crew's llm and tool runs are under each example's root, and the last step's
-    answer is the output; concurrent examples never mix."""
+    field, each step is a chain run (its state in, its result out) with the crew's runs under
+    the step that kicked it off (CrewAI's own flows, its agent executor's, add none), and the
+    last step's answer is the output; concurrent examples never mix."""
     llm = LLM(model="openai/gpt-4o-mini", base_url=srv.base_url, api_key="scripted")
     seen: list[str] = []
 
@@ -382,6 +383,50 @@ def test_a_flow_as_it_is(srv: ScriptedModelServer, db: Client) -> None:
         assert [t.inputs for t in runs if t.run_type == "tool"] == [{"city": city}]
         assert [r for r in runs if r.run_type == "llm"]
         assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]
+        by_id = {r.id: r for r in runs}
+        flow_run = runs[1]  # the flow's own run under the example's root
+        assert flow_run.name == "CityFlow" and flow_run.parent_run_id == runs[0].id
+        steps = [r for r in runs if r.parent_run_id == flow_run.id]
+        assert [r.name for r in steps] == ["research", "finish"]
+        assert steps[0].inputs["state"]["question"] == f"How many people live in {city}?"
+        assert steps[1].outputs == {"output": f"Final: Answer: {population(city)}"}
+        (tool,) = [r for r in runs if r.run_type == "tool"]
+        above = []
+        while tool.parent_run_id in by_id:
+            tool = by_id[tool.parent_run_id]
+            above.append(tool.name)
+        assert above[-3:] == ["research", "CityFlow", row["run"].name]
+        assert "researcher" in above  # (the agent's own run, not its executor's flow steps)
+
+
+def test_a_failing_flow_step_carries_its_error(srv: ScriptedModelServer, db: Client) -> None:
+    """A step that raises: its chain run has the error, so do the flow's and the example's
+    runs, the step before it keeps its result, and the experiment goes on."""
+
+    class Fragile(Flow[CityState]):
+        @start()
+        def first(self) -> str:
+            return self.state.question.upper()
+
+        @listen(first)
+        def second(self, shout: str) -> str:
+            if "ATLANTIS" in shout:
+                raise LookupError("no such city: Atlantis")
+            return shout
+
+    ds = db.create_dataset("fragile")
+    db.create_examples(dataset_id=ds.id, examples=[
+        {"inputs": {"question": f"Where is {c}?"}} for c in ("Atlantis", "Lima")])
+    rows = {r["example"].inputs["question"]: r
+            for r in evaluate(Fragile(), data=ds.name, client=db)}
+    bad = _tree(db, rows["Where is Atlantis?"])
+    steps = {r.name: r for r in bad if r.name in ("first", "second")}
+    assert steps["first"].error is None and steps["first"].outputs == {
+        "output": "WHERE IS ATLANTIS?"}
+    assert "no such city: Atlantis" in (steps["second"].error or "")
+    assert "no such city: Atlantis" in (bad[0].error or "")
+    good = _tree(db, rows["Where is Lima?"])
+    assert good[0].error is None and good[0].outputs["output"] == "WHERE IS LIMA?"
 
 
 def test_parallel_tool_calls_keep_the_models_order(db: Client) -> None:

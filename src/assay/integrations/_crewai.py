@@ -13,9 +13,11 @@ call too) is kicked off with the prompt, or a chat's whole conversation as its m
 task's output) and its tool calls (the tasks' message histories).
 
 Capture: listeners on CrewAI's event bus (``crewai_event_bus.on``, its documented extension
-point). Crew kickoff, task and agent execution -> chain runs; LLM calls -> llm runs (model,
-provider, messages, usage tokens, first streamed chunk); tool usage -> tool runs (arguments,
-result, error), nested by the events' own ``parent_event_id`` and timed by their timestamps.
+point). Crew kickoff, task and agent execution, a user's flow and each of its steps
+(state in, result out) -> chain runs; CrewAI's own flows (its agent executor runs as one) add
+none; LLM calls -> llm runs (model, provider, messages, usage tokens with cache counts, first
+streamed chunk); tool usage -> tool runs (arguments, result, error), nested by the events' own
+``parent_event_id`` and timed by their timestamps.
 The bus calls listeners on worker threads with the emitter's context, so the assay run current
 where the crew started is the parent of the top run, and events arriving out of order wait for
 their parent. ``arun`` flushes the bus before returning, so the trace is complete when
@@ -279,6 +281,7 @@ class _Listener:
         self.first_chunk: dict[str, int | None] = {}  # llm call id -> its first chunk's time
         self.aliases: set[str] = set()  # started ids that stand for the run above them
         self.providers: dict[str, Any] = {}  # llm call start id -> its LLM's provider
+        self.shown: set[str] = set()  # start ids of a user flow's (and its steps') runs
         self.lock = threading.Lock()
 
     # -- starts --
@@ -286,29 +289,40 @@ class _Listener:
         parent_id = event.parent_event_id
         assay_parent = framework_parent()  # the emitter's context, copied by the bus
         llm = event.type == "llm_call_started"  # (source: the LLM object)
+        # a flow of the user's (source: the flow) shows its steps; CrewAI's own (its agent
+        # executor runs as one) pass their children to the run above
+        shown = event.type in _PASS_THROUGH and _users_flow(source)
         with self.lock:
             if parent_id is not None and parent_id not in self.runs:
                 if assay_parent is None and not self.runs:
                     return  # nothing of this crew is traced
-                if llm:
-                    self.providers[event.event_id] = getattr(source, "provider", None)
+                self._note(event, source, llm, shown)
                 self.waiting.setdefault(parent_id, []).append((event, assay_parent))
                 return
             parent = self.runs.get(parent_id) if parent_id else assay_parent
             if parent is None:
                 return
-            if llm:
-                self.providers[event.event_id] = getattr(source, "provider", None)
+            self._note(event, source, llm, shown)
             self._create(event, parent)
 
+    def _note(self, event: Any, source: Any, llm: bool, shown: bool) -> None:
+        """What ``_create`` needs of the emitter: an LLM's provider, a user flow's steps."""
+        if llm:
+            self.providers[event.event_id] = getattr(source, "provider", None)
+        elif shown:
+            self.shown.add(event.event_id)
+
     def _create(self, event: Any, parent: RunTree) -> None:
-        if event.type in _PASS_THROUGH:  # e.g. the Flow an agent executor runs as: its steps
-            self.runs[event.event_id] = parent  # go to the run above it
+        if event.type in _PASS_THROUGH and event.event_id not in self.shown:
+            # CrewAI's own flow (its agent executor runs as one): its steps' children go to
+            # the run above it
+            self.runs[event.event_id] = parent
             self.aliases.add(event.event_id)
             for child, _ in self.waiting.pop(event.event_id, ()):
                 self._create(child, parent)
             self.ended.pop(event.event_id, None)
             return
+        self.shown.discard(event.event_id)
         name, run_type, inputs = _describe(event)
         run = fast_child(parent, name, run_type, inputs)
         us = _us(getattr(event, "timestamp", None))
@@ -376,8 +390,22 @@ class _Listener:
                         self._create(event, assay_parent)
 
 
+def _users_flow(source: Any) -> bool:
+    """Whether an event's emitter is a flow of the user's, not one of CrewAI's own."""
+    module = type(source).__module__ or ""
+    return module != "crewai" and not module.startswith("crewai.")
+
+
 def _describe(event: Any) -> tuple[str, str, dict[str, Any]]:
     kind = event.type
+    inputs: dict[str, Any]
+    if kind == "flow_started":
+        return event.flow_name or "Flow", "chain", {"inputs": _jsonable(event.inputs)}
+    if kind == "method_execution_started":
+        inputs = {"state": _jsonable(event.state)}
+        if event.params:
+            inputs["params"] = _jsonable(event.params)
+        return event.method_name, "chain", inputs
     if kind == "crew_kickoff_started":
         return event.crew_name or "Crew", "chain", {"inputs": _jsonable(event.inputs)}
     if kind == "task_started":
@@ -389,7 +417,7 @@ def _describe(event: Any) -> tuple[str, str, dict[str, Any]]:
         return (getattr(event.agent, "role", None) or "Agent", "chain",
                 {"task_prompt": event.task_prompt})
     if kind == "llm_call_started":
-        inputs: dict[str, Any] = {"messages": _jsonable(event.messages)}
+        inputs = {"messages": _jsonable(event.messages)}
         if event.tools:
             inputs["tools"] = _jsonable(event.tools)
         return event.model or "llm", "llm", inputs
@@ -432,6 +460,8 @@ def _record_end(run: RunTree, event: Any) -> None:
             run.error = str(_jsonable(event.failure))
     elif kind == "task_completed":
         run.outputs = {"output": getattr(event.output, "raw", None)}
+    elif kind in ("method_execution_finished", "flow_finished"):
+        run.outputs = {"output": _jsonable(event.result)}
     elif kind in ("agent_execution_completed", "crew_kickoff_completed"):
         out = event.output
         run.outputs = {"output": getattr(out, "raw", out) if not isinstance(out, str) else out}
