@@ -39,9 +39,9 @@ It plays a tool-using model, deterministically:
   send a usage chunk when ``stream_options.include_usage`` is set (as OpenAI does) and wait
   ``first_token_delay`` before the first content chunk, so first-token time is measurable;
 * prompt caching: Anthropic's by its ``cache_control`` breakpoints (always: see
-  ``_messages.py``), OpenAI's automatic one with ``prompt_caching=True``: the words of the
-  longest run of leading messages an earlier request began with are reported as
-  ``cached_tokens``.
+  ``_messages.py``), OpenAI's automatic one and Gemini's implicit one with
+  ``prompt_caching=True``: the words of the longest run of leading messages an earlier request
+  began with are reported as cached tokens.
 
 Faults on demand: ``fail_next(status, times=, retry_after=)``; ``script(reply)`` queues a reply of
 your own (malformed tool arguments, an unknown tool, empty ``choices``, a slow reply). Every
