@@ -275,3 +275,17 @@ def test_assay_tests_move_fixture_built_upsonic_agents_off_upsonics_instrumentat
     pytest.importorskip("upsonic", reason="needs assay[upsonic]")
     pytester.makepyfile(test_upsonic_suite=UPSONIC_SUITE)
     run(pytester).assert_outcomes(passed=2)
+
+
+def test_the_summary_line_shows_a_small_cost_to_the_micro_dollar() -> None:
+    """A suite on a cheap model costs fractions of a cent: shown as $0.000020, not $0.0000."""
+    from types import SimpleNamespace
+
+    from assay.testing._summary import _stats_line
+
+    def line(cost: float) -> str:
+        return _stats_line(SimpleNamespace(run_count=3, latency_p50=None, latency_p99=None,
+                                           total_tokens=69, total_cost=cost, feedback_stats={}))
+
+    assert "| cost $0.000020" in line(0.0000198)
+    assert "| cost $1.2346" in line(1.23456)

@@ -42,6 +42,8 @@ def _secs(value: Any) -> float:
 
 
 def _stats_line(stats: Any) -> str:
+    from ..analysis._format import usd  # (here: the plugin loads in every pytest session)
+
     parts = [f"{stats.run_count} test runs"]
     if stats.latency_p50 is not None:
         parts.append(f"latency p50 {_secs(stats.latency_p50):.3f}s "
@@ -49,7 +51,7 @@ def _stats_line(stats: Any) -> str:
     if stats.total_tokens:
         parts.append(f"tokens {stats.total_tokens:,}")
     if stats.total_cost is not None:
-        parts.append(f"cost ${float(stats.total_cost):.4f}")
+        parts.append(f"cost {usd(float(stats.total_cost))}")  # ($0.000013, not $0.0000)
     for key, fb in sorted((stats.feedback_stats or {}).items()):
         avg = fb.get("avg") if isinstance(fb, dict) else getattr(fb, "avg", None)
         if avg is not None:
