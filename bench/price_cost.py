@@ -12,7 +12,8 @@ every OTLP llm span. Alternates, ``--rounds`` times, ``--n`` calls of each way (
 
 Each way is timed with varied token counts (every call a miss: real traffic) and with one
 count repeated (every call a cache hit: what benchmarks with a scripted model see), for a flat
-price (openai gpt-4o-mini), one with cache reads (anthropic claude-sonnet-4-5) and a tiered one
+price (openai gpt-4o-mini), one with cache reads and writes (anthropic claude-sonnet-4-6: a
+third of the varied calls write the cache, as prompt caching's first calls do) and a tiered one
 (google gemini-2.5-pro). Also ``derive_usage`` of a fold-shaped llm run. Prints figures and
 ratios, asserts that both ways give the same prices.
 """
@@ -33,24 +34,25 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from assay import _prices, _usage  # noqa: E402 - after the sys.path set-up
 from assay._usage import derive_usage, price  # noqa: E402
 
-MODELS = [("openai", "gpt-4o-mini"), ("anthropic", "claude-sonnet-4-5"),
+MODELS = [("openai", "gpt-4o-mini"), ("anthropic", "claude-sonnet-4-6"),
           ("google", "gemini-2.5-pro")]
 
 
-def _before(provider: str, model: str, inp: int, out: int,
-            cached: int = 0) -> tuple[float, float] | None:
+def _before(provider: str, model: str, inp: int, out: int, cached: int = 0,
+            written: int = 0) -> tuple[float, float] | None:
     """``_usage.price`` as it was: aliases, then calc_price behind an lru_cache."""
     prov = _usage._PROVIDER_ALIASES.get(provider or "", provider) if provider else None
-    return _calc_cached(prov, model, int(inp), int(out), int(cached))
+    return _calc_cached(prov, model, int(inp), int(out), int(cached), int(written))
 
 
 @lru_cache(maxsize=1024)
-def _calc_cached(provider: str | None, model: str, inp: int, out: int,
-                 cached: int) -> tuple[float, float] | None:
-    return _prices.price_slow(provider, model, inp, out, cached)
+def _calc_cached(provider: str | None, model: str, inp: int, out: int, cached: int,
+                 written: int) -> tuple[float, float] | None:
+    return _prices.price_slow(provider, model, inp, out, cached, written)
 
 
-def _per_call(fn: Callable[..., object], calls: list[tuple[str, str, int, int, int]]) -> float:
+def _per_call(fn: Callable[..., object], calls: list[tuple[str, str, int, int, int, int]]
+              ) -> float:
     start = time.perf_counter()
     for c in calls:
         fn(*c)
@@ -71,9 +73,11 @@ def main() -> None:
             for _ in range(args.rounds):
                 if label == "varied":  # fresh counts each batch: misses for both caches
                     calls = [(provider, model, rng.randint(50, 400_000), rng.randint(1, 4000),
-                              rng.choice([0, rng.randint(0, 40)])) for _ in range(args.n)]
+                              rng.choice([0, rng.randint(0, 40)]),
+                              rng.choice([0, 0, rng.randint(0, 40)]) if provider == "anthropic"
+                              else 0) for _ in range(args.n)]
                 else:
-                    calls = [(provider, model, 1234, 56, 0)] * args.n
+                    calls = [(provider, model, 1234, 56, 0, 0)] * args.n
                 for c in calls[:50]:
                     assert price(*c) == _before(*c), c
                 for way, fn in (("calc", _before), ("recipe", price)):

@@ -138,16 +138,18 @@ def price(provider: str | None, model: str | None, input_tokens: int, output_tok
     ``input_tokens`` counts the cached ones too (read and written)."""
     if not model:
         return None
-    prov = _PROVIDER_ALIASES.get(provider or "", provider) if provider else None
-    counts = (int(input_tokens), int(output_tokens), int(cache_read_tokens),
-              int(cache_write_tokens), int(cache_write_1h_tokens))
-    got = _prices.price(prov, model, *counts)
+    prov = _PROVIDER_ALIASES.get(provider, provider) if provider else None
+    got = _prices.price(prov, model, int(input_tokens), int(output_tokens),
+                        int(cache_read_tokens), int(cache_write_tokens),
+                        int(cache_write_1h_tokens))
     if got is None and "/" in model:
         # a gateway's name for another provider's model (OpenRouter's, LiteLLM's
         # "anthropic/claude-..." through an OpenAI-compatible client): that provider's price
         head, _, rest = model.partition("/")
         if rest and _prices.known_provider(head):
-            got = _prices.price(head, rest, *counts)
+            got = _prices.price(head, rest, int(input_tokens), int(output_tokens),
+                                int(cache_read_tokens), int(cache_write_tokens),
+                                int(cache_write_1h_tokens))
     return got
 
 
@@ -159,10 +161,16 @@ def cache_counts(details: Mapping[str, Any]) -> tuple[int, int, int]:
     (``ephemeral_5m_input_tokens``, ``ephemeral_1h_input_tokens``) and then a ``cache_creation``
     of 0, assay's own wrappers both (the total and the hour-long part): the writes are the
     larger of the total and the split's sum."""
-    read = _int(details.get("cache_read")) or 0
-    total = _int(details.get("cache_creation")) or 0
-    hour = _int(details.get("ephemeral_1h_input_tokens")) or 0
-    split = (_int(details.get("ephemeral_5m_input_tokens")) or 0) + hour
+    get = details.get
+    read, total, five, hour = (get("cache_read"), get("cache_creation"),
+                               get("ephemeral_5m_input_tokens"),
+                               get("ephemeral_1h_input_tokens"))
+    read = 0 if read is None else (_int(read) or 0)
+    if total is None and five is None and hour is None:  # (reads only: the usual details)
+        return read, 0, 0
+    total = 0 if total is None else (_int(total) or 0)
+    hour = 0 if hour is None else (_int(hour) or 0)
+    split = (0 if five is None else (_int(five) or 0)) + hour
     return read, max(total, split), hour
 
 
@@ -264,9 +272,12 @@ def derive_usage_us(run: Mapping[str, Any]) -> tuple[dict[str, Any], int | None]
         model = (_text(meta.get("ls_model_name")) or _text(invocation.get("model"))
                  or _text(invocation.get("model_name")))
         provider = _text(meta.get("ls_provider"))
-        details = (usage or _EMPTY).get("input_token_details") or _EMPTY
-        cached = cache_counts(details) if _is_map(details) else (0, 0, 0)
-        priced = price(provider, model, p or 0, c or 0, *cached)
+        details = (usage or _EMPTY).get("input_token_details")
+        if details and _is_map(details):
+            read, written, written_1h = cache_counts(details)
+        else:
+            read = written = written_1h = 0
+        priced = price(provider, model, p or 0, c or 0, read, written, written_1h)
         if priced is not None:
             prompt_cost, completion_cost = priced
     if total_cost is None and (prompt_cost is not None or completion_cost is not None):
