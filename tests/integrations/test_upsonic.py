@@ -651,29 +651,50 @@ def test_an_agent_moved_mid_run_ends_that_run_through_its_spans(srv: ScriptedMod
         assert all(r.parent_run_id == runs[1].id for r in runs[2:])
 
 
+@pytest.mark.parametrize("built", ["after instrument()", "inside the target"])
 def test_an_agent_built_after_assay_came_in_keeps_its_model_settings(
-        srv: ScriptedModelServer, db: Client) -> None:
+        srv: ScriptedModelServer, db: Client, built: str) -> None:
     """Built after ``instrument()``, an agent's model is wrapped in Upsonic's
-    ``InstrumentedModel`` before its ``settings=`` are set, so they sit on that wrapper; moved
-    onto its own objects, the agent keeps them (the wrapper was dropped with them, and its
-    requests went out without temperature, max_tokens, cache or thinking settings)."""
+    ``InstrumentedModel`` before its ``settings=`` are set, so they sit on that wrapper, whose
+    ``settings`` reads the model under it: its requests went out without temperature or max
+    tokens, on the span path (an agent built inside the target) and once moved onto its own
+    objects (the wrapper was dropped with them). Both send them now."""
     from upsonic.models.settings import ModelSettings
 
     from assay.integrations import _upsonic
     from assay.integrations._upsonic_native import is_captured
 
     _upsonic.instrument()
-    tuned = Agent(_model(srv), name="tuned", tools=[lookup_city],
-                  settings=ModelSettings(temperature=0.25, max_tokens=77))
-    assert not is_captured(tuned)
+
+    def tuned() -> Agent:
+        return Agent(_model(srv), name="tuned", tools=[lookup_city],
+                     settings=ModelSettings(temperature=0.25, max_tokens=77))
+
+    made: list[Agent] = []
+
+    async def target(inputs: dict[str, Any]) -> dict[str, Any]:
+        made.append(tuned())
+        assert not is_captured(made[-1])  # (the span path, for this experiment)
+        task = Task(inputs["question"])
+        await made[-1].do_async(task)
+        return {"answer": task.response}
+
+    subject: Any = target
+    if built == "after instrument()":
+        subject = tuned()
+        assert not is_captured(subject)  # (moved when the experiment starts)
     first = len(srv.requests)
-    (row,) = list(evaluate(tuned, data=_dataset(db, ["Osaka"]), client=db))
-    assert is_captured(tuned) and row["run"].error is None
+    (row,) = list(evaluate(subject, data=_dataset(db, ["Osaka"]), client=db))
+    assert row["run"].error is None and str(CITIES["Osaka"]) in str(row["run"].outputs)
+    assert is_captured(subject) is (built == "after instrument()")  # (the target: a function)
     sent = srv.requests[first:]
     assert len(sent) == 2
     assert all((b.get("temperature"), b.get("max_tokens") or b.get("max_completion_tokens"))
                == (0.25, 77) for b in sent), [(b.get("temperature"), b.get("max_tokens"))
                                               for b in sent]
+    runs = _tree(db, row)  # (the span path's runs as before)
+    assert sum(r.run_type == "llm" and r.prompt_tokens > 0 for r in runs) == 2
+    assert [r.inputs for r in runs if r.run_type == "tool"] == [{"city": "Osaka"}]
 
 
 def test_upsonic_judge_inside_evaluate(agent: Agent, judge: Agent, db: Client) -> None:

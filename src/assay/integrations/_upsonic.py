@@ -135,6 +135,9 @@ class _NewAgents:
                 _born[key] = weakref.ref(agent, functools.partial(_forget, key))
             except TypeError:  # pragma: no cover - an Agent subclass without weak references
                 pass
+            from ._upsonic_native import bridge_settings
+
+            bridge_settings(agent)  # (its settings= are set after, on Upsonic's wrapper)
         return self.settings
 
 

@@ -262,6 +262,43 @@ def _make_classes() -> tuple[Any, Any]:
 _classes = once(_make_classes)
 
 
+def _make_bridge() -> Any:
+    from upsonic.models.wrapper import WrapperModel
+
+    class SettingsBridge(WrapperModel):
+        """The model under the ``InstrumentedModel`` of an agent built on the span path.
+        Upsonic sets the agent's ``settings=`` on that wrapper, whose ``settings`` reads the
+        model it wraps, so they were never sent (Upsonic's own instrumentation drops them the
+        same way): this reads them from the wrapper above it. Records nothing."""
+
+        def __init__(self, wrapped: Any, agent: Any) -> None:
+            super().__init__(wrapped)
+            self._agent = weakref.ref(agent)
+
+        @property
+        def settings(self) -> Any:
+            agent = self._agent()
+            above = getattr(agent, "model", None) if agent is not None else None
+            own = getattr(above, "_settings", None) if above is not self else None
+            return own if own is not None else self.wrapped.settings
+
+    return SettingsBridge
+
+
+_bridge = once(_make_bridge)
+
+
+def bridge_settings(agent: Any) -> None:
+    """Put a ``SettingsBridge`` under ``agent``'s model, as the agent is being built onto the
+    span path (its model made, not yet wrapped by Upsonic's instrumentation)."""
+    from upsonic.models.instrumented import InstrumentedModel
+
+    model = getattr(agent, "model", None)
+    if model is None or isinstance(model, (InstrumentedModel, _bridge(), _classes()[0])):
+        return
+    agent.model = _bridge()(model, agent)
+
+
 def is_captured(agent: Any) -> bool:
     """Whether ``agent`` is traced this way already."""
     return isinstance(getattr(agent, "_otel", None), _classes()[1])
@@ -292,6 +329,8 @@ def _capture(agent: Any, ours: Any, model_cls: Any, spans_cls: Any) -> bool:
         while isinstance(model, InstrumentedModel):
             kept = kept if kept is not None else getattr(model, "_settings", None)
             model = model.wrapped
+    if isinstance(model, _bridge()):  # (its settings are kept above)
+        model = model.wrapped
     if not isinstance(model, model_cls):
         model = model_cls(model)
         if kept is not None:
