@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import copy
 import functools
@@ -137,7 +138,10 @@ class _NewAgents:
                 pass
             from ._upsonic_native import bridge_settings
 
-            bridge_settings(agent)  # (its settings= are set after, on Upsonic's wrapper)
+            # (its settings= are set after this, on Upsonic's wrapper; inside the user's
+            # constructor: an agent of a shape this cannot bridge is built as it would be)
+            with contextlib.suppress(Exception):
+                bridge_settings(agent)
         return self.settings
 
 
