@@ -183,17 +183,16 @@ def check_priced(llm: Any, provider: str, model: str) -> dict[str, int]:
     rates; returns the run's cache counts (``cache_read``, ``cache_creation``...)."""
     from genai_prices import Usage, calc_price
 
+    from assay._usage import cache_counts
+
     meta = llm.extra["metadata"]
     assert (meta["ls_provider"], meta["ls_model_name"]) == (provider, model)
     usage = meta["usage_metadata"]
     details = dict(usage.get("input_token_details") or {})
     assert llm.prompt_tokens == usage["input_tokens"] > 0 and llm.completion_tokens > 0
-    hour = details.get("ephemeral_1h_input_tokens", 0)
-    writes = max(details.get("cache_creation", 0),
-                 details.get("ephemeral_5m_input_tokens", 0) + hour)
+    read, writes, hour = cache_counts(details)  # (its reading of details: tests/test_usage.py)
     want = calc_price(Usage(input_tokens=llm.prompt_tokens, output_tokens=llm.completion_tokens,
-                            cache_read_tokens=details.get("cache_read") or None,
-                            cache_write_tokens=writes or None,
+                            cache_read_tokens=read or None, cache_write_tokens=writes or None,
                             cache_write_1h_tokens=hour or None),
                       model_ref=model, provider_id=provider)
     assert (llm.prompt_cost, llm.completion_cost) == (float(want.input_price),

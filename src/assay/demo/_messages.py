@@ -27,13 +27,6 @@ from ._responses import content_text
 __all__ = ["chat_request", "message_body", "stream_events", "usage_of"]
 
 
-def _result_text(content: Any) -> str:
-    if isinstance(content, list):  # a tool_result's content blocks
-        return " ".join(str(b.get("text", "")) for b in content
-                        if isinstance(b, Mapping) and b.get("type", "text") == "text")
-    return content_text(content)
-
-
 def _turns(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One Anthropic message as chat messages: its tool results each a ``tool`` message."""
     role = str(message.get("role") or "user")
@@ -46,7 +39,7 @@ def _turns(message: Mapping[str, Any]) -> list[dict[str, Any]]:
               "function": {"name": b.get("name"), "arguments": json.dumps(b.get("input") or {})}}
              for b in content if isinstance(b, Mapping) and b.get("type") == "tool_use"]
     out = [{"role": "tool", "tool_call_id": b.get("tool_use_id"),
-            "content": _result_text(b.get("content"))}
+            "content": content_text(b.get("content"))}
            for b in content if isinstance(b, Mapping) and b.get("type") == "tool_result"]
     if role == "assistant":
         turn: dict[str, Any] = {"role": "assistant", "content": text or None}
@@ -62,7 +55,7 @@ def chat_request(body: Mapping[str, Any]) -> dict[str, Any]:
     """A Messages API request as the chat-completions request the scripted brain reads."""
     messages: list[dict[str, Any]] = []
     if body.get("system"):
-        messages.append({"role": "system", "content": _result_text(body["system"])})
+        messages.append({"role": "system", "content": content_text(body["system"])})
     for message in body.get("messages") or []:
         if isinstance(message, Mapping):
             messages.extend(_turns(message))
@@ -99,7 +92,7 @@ def _cached_prefix(body: Mapping[str, Any]) -> tuple[str, str, int] | None:
     if not marks:
         return None
     prefix = blocks[:marks[-1] + 1]
-    words = sum(len(content_text(b.get("text") or _result_text(b.get("content"))).split())
+    words = sum(len(content_text(b.get("text") or b.get("content")).split())
                 for b in prefix if isinstance(b, Mapping))
     ttl = str(blocks[marks[-1]]["cache_control"].get("ttl") or "5m")
     return json.dumps(prefix, sort_keys=True, default=str), ttl, words

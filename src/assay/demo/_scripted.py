@@ -521,22 +521,26 @@ def _handler(srv: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
             if not stream:
                 self._send(200, _gemini.reply(model, content, calls, usage))
                 return
-            self._open_stream()
-            for chunk in _gemini.stream_chunks(model, content, calls, usage, self._wait_first):
-                self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\r\n\r\n")
-                self.wfile.flush()
+            self._events((None, chunk) for chunk in _gemini.stream_chunks(
+                model, content, calls, usage, self._wait_first))
 
         @staticmethod
         def _wait_first() -> None:
             time.sleep(srv.first_token_delay)
 
-        def _events(self, events: Iterable[tuple[str, dict[str, Any]]]) -> None:
-            """An SSE stream of named events (the Responses and the Messages APIs)."""
+        def _events(self, events: Iterable[tuple[str | None, Any]]) -> None:
+            """An SSE stream: named events (the Responses and the Messages APIs) or bare data
+            (Gemini's chunks)."""
             self._open_stream()
             for kind, data in events:
-                self.wfile.write(f"event: {kind}\ndata: ".encode() + json.dumps(data).encode()
-                                 + b"\n\n")
-                self.wfile.flush()
+                self._sse(kind, data)
+
+        def _sse(self, kind: str | None, data: Any) -> None:
+            """One server-sent event (``event:`` line when named), flushed at once."""
+            head = f"event: {kind}\n".encode() if kind else b""
+            body = data if isinstance(data, bytes) else json.dumps(data).encode()
+            self.wfile.write(head + b"data: " + body + b"\n\n")
+            self.wfile.flush()
 
         def _open_stream(self) -> None:
             self.send_response(200)
@@ -558,11 +562,10 @@ def _handler(srv: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
                              {"index": 0, "delta": delta, "finish_reason": finish}]}
                 if extra:
                     event.update(extra)
-                self.wfile.write(b"data: " + json.dumps(event).encode() + b"\n\n")
-                self.wfile.flush()
+                self._sse(None, event)
 
             chunk({"role": "assistant", "content": ""})
-            time.sleep(srv.first_token_delay)
+            self._wait_first()
             if content:
                 words = content.split(" ")
                 for i, word in enumerate(words):
@@ -579,7 +582,6 @@ def _handler(srv: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
             chunk({}, "tool_calls" if calls else "stop")
             if usage is not None:
                 chunk(None, extra={"usage": usage})
-            self.wfile.write(b"data: [DONE]\n\n")
-            self.wfile.flush()
+            self._sse(None, b"[DONE]")
 
     return Handler
