@@ -1,12 +1,13 @@
 # Sourced by .ci/run: tools some tests need beyond Python and PostgreSQL.
 
-# --- Node.js + npm for tests/server/test_js_sdk.py (the official `langsmith` npm package) ------
+# --- Node.js + npm for tests/server/test_js_*.py (the `langsmith` and `ai` npm packages) -------
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   log "node/npm missing: installing them"
   apt_install nodejs npm
 fi
-if [ ! -f tests/server/js/node_modules/langsmith/package.json ]; then
-  log "installing the JS SDK for the server tests (tests/server/js)"
+if [ ! -f tests/server/js/node_modules/langsmith/package.json ] \
+   || [ ! -f tests/server/js/node_modules/ai/package.json ]; then
+  log "installing the JS SDK and the AI SDK for the server tests (tests/server/js)"
   (cd tests/server/js && npm install --no-audit --no-fund)
 fi
 

@@ -1,6 +1,6 @@
 """The official ``langsmith`` npm package (pinned in js/package.json) against a real assay server.
 
-``npm install`` runs once per test session when ``js/node_modules`` is missing. In CI
+``npm install`` runs once per test session when a package of ``js/package.json`` is missing. In CI
 (``CI=true``) a missing node/npm or a failed install fails the run; elsewhere the tests skip
 with the reason.
 """
@@ -20,6 +20,8 @@ from .conftest import Workspace, sdk_env
 from .test_python_sdk import SEED
 
 JS = Path(__file__).parent / "js"
+# js/package.json's packages the tests import (installed again when one is missing)
+PACKAGES = ("langsmith", "ai", "@ai-sdk/openai", "@opentelemetry/exporter-trace-otlp-proto")
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
@@ -34,7 +36,7 @@ def node() -> str:
     node_bin, npm_bin = shutil.which("node"), shutil.which("npm")
     if node_bin is None or npm_bin is None:
         _unavailable("node and npm are needed for the JS SDK tests (install Node.js 20+)")
-    if not (JS / "node_modules" / "langsmith" / "package.json").exists():
+    if not all((JS / "node_modules" / name / "package.json").exists() for name in PACKAGES):
         proc = subprocess.run([npm_bin, "install", "--no-audit", "--no-fund"], cwd=JS,
                               capture_output=True, text=True, timeout=300, check=False)
         if proc.returncode != 0:

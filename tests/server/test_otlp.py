@@ -19,6 +19,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -224,18 +225,118 @@ def test_openinference_instrumented_openai_client(server: Server, model: Scripte
                 "openinference.span.kind": "CHAIN", "input.value": "capital?"}):
             client.chat.completions.create(
                 model="gpt-4o-mini", messages=[{"role": "user", "content": "capital of Peru?"}])
+            _streamed_call(client, "capital of Chile?")
     finally:
         instrumentor.uninstrument()
         provider.shutdown()
     runs = _check_tree(store, "oi-app")
-    [llm] = [r for r in runs if r.run_type == "llm"]
+    llm, streamed = sorted((r for r in runs if r.run_type == "llm"), key=lambda r: r.start_time)
     [chain] = [r for r in runs if r.run_type == "chain"]
     assert llm.parent_run_id == chain.id and chain.inputs == {"input": "capital?"}
+    # its "First Token Stream Event", on the streamed call only
+    assert llm.first_token_time is None
+    _check_first_token(streamed)
     assert llm.extra["metadata"]["ls_model_name"].startswith("gpt-4o-mini")
     assert llm.prompt_tokens == 3 and llm.completion_tokens == 5  # the scripted usage
     assert llm.inputs["messages"][0]["content"] == "capital of Peru?"
     assert "You asked" in json.dumps(llm.outputs)
     assert llm.total_cost and llm.total_cost > 0
+
+
+def _streamed_call(client: Any, question: str) -> None:
+    """A streamed chat completion through ``client``, read to its end (with its usage)."""
+    for _ in client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": question}],
+            stream=True, stream_options={"include_usage": True}):
+        pass
+
+
+def _check_first_token(run: Any) -> None:
+    """A streamed llm run: priced, with a first token inside the call, after the scripted
+    model's delay before its first chunk."""
+    assert run.prompt_tokens == 3 and run.completion_tokens == 5 and run.total_cost
+    assert run.first_token_time is not None
+    assert run.start_time < run.first_token_time <= run.end_time
+
+
+def test_openllmetry_instrumented_openai_client(server: Server, model: ScriptedModelServer
+                                                ) -> None:
+    """Traceloop's OpenLLMetry (``opentelemetry-instrumentation-openai``): the GenAI
+    conventions' messages as parts, and an event per streamed chunk, whose first is the
+    first token."""
+    import openai
+    from opentelemetry.instrumentation.openai import OpenAIInstrumentor
+
+    key, store = server.new_key()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(_exporter(server, key, "ol-app")))
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    tool = {"type": "function", "function": {
+        "name": "lookup_city", "description": "A city's population.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
+    try:
+        client = openai.OpenAI(base_url=model.base_url, api_key="scripted", max_retries=0)
+        with provider.get_tracer("app").start_as_current_span("answer"):
+            client.chat.completions.create(model="gpt-4o-mini", tools=[tool], messages=[
+                {"role": "user", "content": "How many people live in Paris?"}])
+            _streamed_call(client, "capital of Chile?")
+    finally:
+        instrumentor.uninstrument()
+        provider.shutdown()
+    runs = _check_tree(store, "ol-app")
+    [chain] = [r for r in runs if r.run_type == "chain"]
+    called, streamed = sorted((r for r in runs if r.run_type == "llm"),
+                              key=lambda r: r.start_time)
+    assert called.parent_run_id == chain.id == streamed.parent_run_id
+    assert called.extra["metadata"]["ls_model_name"] == "gpt-4o-mini"
+    assert called.prompt_tokens == 6 and called.completion_tokens == 2 and called.total_cost
+    assert called.first_token_time is None  # not streamed
+    [asked] = called.inputs["messages"]
+    assert asked["parts"][0]["content"] == "How many people live in Paris?"
+    [part] = called.outputs["messages"][0]["parts"]
+    assert part["type"] == "tool_call" and part["name"] == "lookup_city"
+    assert part["arguments"] == {"city": "Paris"}
+    _check_first_token(streamed)
+
+
+def test_logfire_spans_are_named_by_their_message(server: Server, model: ScriptedModelServer,
+                                                  tmp_path: Any) -> None:
+    """Pydantic's Logfire, exporting over OTLP (its own exporter, from the standard
+    environment variables): a span is named by its message template, the run by the message
+    (what Logfire's UI shows); its OpenAI instrumentation's calls are llm runs with tokens."""
+    key, store = server.new_key()
+    script = tmp_path / "app.py"  # a file: Logfire reads the caller's source for its messages
+    script.write_text(textwrap.dedent('''
+        import sys
+        import logfire
+        import openai
+
+        logfire.configure(send_to_logfire=False, console=False)
+        client = openai.OpenAI(base_url=sys.argv[1], api_key="scripted", max_retries=0)
+        logfire.instrument_openai(client)
+        with logfire.span("answer {city}", city="Lima"):
+            client.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": "capital of Peru?"}])
+            client.responses.create(model="gpt-4o-mini", input="capital of Chile?")
+        logfire.force_flush()
+    '''))
+    env = {**os.environ, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": server.url + ENDPOINT,
+           "OTEL_EXPORTER_OTLP_HEADERS": f"x-api-key={key},Langsmith-Project=logfire-app"}
+    done = subprocess.run([sys.executable, str(script), model.base_url], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    runs = _check_tree(store, "logfire-app")
+    by_name = {r.name: r for r in runs}
+    assert set(by_name) == {"answer Lima", "Chat Completion with 'gpt-4o-mini'",
+                            "Responses API with 'gpt-4o-mini'"}
+    root = by_name["answer Lima"]
+    assert root.parent_run_id is None
+    assert root.extra["metadata"]["otel_attributes"]["city"] == "Lima"
+    for name in ("Chat Completion with 'gpt-4o-mini'", "Responses API with 'gpt-4o-mini'"):
+        llm = by_name[name]
+        assert llm.run_type == "llm" and llm.parent_run_id == root.id
+        assert llm.prompt_tokens == 3 and llm.completion_tokens == 5 and llm.total_cost
 
 
 def test_pydantic_ai_instrumentation(server: Server, model: ScriptedModelServer) -> None:

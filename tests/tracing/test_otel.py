@@ -145,3 +145,23 @@ def test_hand_made_semconv_spans(tclient: Client, provider: TracerProvider) -> N
     assert all(runs[n].parent_run_id == root_id for n in ("chat gpt-4o-mini", "search", "embed"))
     assert runs["agent run"].metadata["otel_span_id"] == format(
         root.get_span_context().span_id, "016x")
+
+
+def test_two_processors_on_one_provider_store_each_span_once(tclient: Client,
+                                                              provider: TracerProvider) -> None:
+    """A second AssaySpanProcessor on the same provider (the user's and the one assay adds to
+    the global provider for pydantic-ai) leaves the spans the first saw start to it: no run is
+    stored twice, and the tree stays whole."""
+    second = AssaySpanProcessor(tclient, project_name="otel-second")
+    provider.add_span_processor(second)
+    tracer = provider.get_tracer("test")
+    with tracer.start_as_current_span("agent run"):
+        with tracer.start_as_current_span("chat gpt-4o-mini") as chat:
+            chat.set_attributes({"gen_ai.operation.name": "chat",
+                                 "gen_ai.request.model": "gpt-4o-mini"})
+    tclient.flush()
+    runs = list(tclient.list_runs(project_name="otel"))
+    assert sorted(r.name for r in runs) == ["agent run", "chat gpt-4o-mini"]
+    by_name = {r.name: r for r in runs}
+    assert by_name["chat gpt-4o-mini"].parent_run_id == by_name["agent run"].id
+    assert not [p for p in tclient.list_projects() if p.name == "otel-second"]

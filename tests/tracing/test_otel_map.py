@@ -86,7 +86,8 @@ def test_openllmetry_workflow_tool_and_chat() -> None:
                              "traceloop.entity.input": '{"q": "x"}',
                              "traceloop.entity.output": '"found"'}))
     assert (tool["run_type"], tool["name"]) == ("tool", "search")
-    assert tool["inputs"] == {"q": "x"} and tool["outputs"] == {"output": '"found"'}
+    # the output as OpenLLMetry serializes it (JSON: '"found"' is the text found)
+    assert tool["inputs"] == {"q": "x"} and tool["outputs"] == {"output": "found"}
     flow = span_fields(view({"traceloop.span.kind": "workflow", "traceloop.entity.name": "plan",
                              "traceloop.entity.input": '{"goal": 1}'}))
     assert (flow["run_type"], flow["name"], flow["inputs"]) == ("chain", "plan", {"goal": 1})
@@ -137,3 +138,83 @@ def test_metadata_and_leftover_attributes_in_one_pass() -> None:
     assert meta["env"] == "prod" and meta["ls_model_name"] == "m"
     assert out["inputs"] == {"messages": [{"role": "user", "content": "hi"}]}
     assert meta["otel_attributes"] == {"http.status_code": 200, "peer.hosts": ["a", "b"]}
+
+
+def _aisdk_request(**extra: object) -> dict:
+    """A Vercel AI SDK 6 model request as its telemetry sends it: ``ai.*`` only."""
+    return {"ai.operationId": "ai.streamText.doStream", "operation.name": "ai.streamText.doStream",
+            "ai.model.id": "claude-sonnet-4-5", "ai.model.provider": "anthropic.messages",
+            "ai.response.model": "claude-sonnet-4-5-20250929",
+            "ai.prompt.messages": json.dumps([{"role": "user", "content": [
+                {"type": "text", "text": "How many people live in Lima?"}]}]),
+            "ai.response.text": "", "ai.response.toolCalls": json.dumps([
+                {"toolCallId": "t1", "toolName": "lookup_city", "input": '{"city":"Lima"}'}]),
+            "ai.response.msToFirstChunk": 250.5, "ai.usage.inputTokens": 1200,
+            "ai.usage.outputTokens": 40, "ai.usage.totalTokens": 1240,
+            "ai.usage.inputTokenDetails.cacheReadTokens": 1000,
+            "ai.usage.inputTokenDetails.cacheWriteTokens": 150,
+            "ai.telemetry.functionId": "geo", "ai.telemetry.metadata.user": "u1",
+            "ai.settings.maxRetries": 2, **extra}
+
+
+def test_vercel_ai_sdk_request_tool_and_call() -> None:
+    """The AI SDK's own attributes (versions 4-6 send no gen_ai.operation.name): its model
+    requests are llm runs with model, provider, tokens, cache counts and the first chunk
+    (``ai.response.msToFirstChunk`` after the span's start); its tool calls tool runs with
+    the serialized arguments and result read back; the call around them a chain run whose
+    summed usage is not stored again."""
+    out = span_fields(view(_aisdk_request(), name="ai.streamText.doStream"))
+    assert out["run_type"] == "llm" and out["name"] == "ai.streamText.doStream"
+    meta = out["metadata"]
+    assert meta["ls_model_name"] == "claude-sonnet-4-5-20250929"
+    assert meta["ls_provider"] == "anthropic"
+    assert meta["usage_metadata"] == {
+        "input_tokens": 1200, "output_tokens": 40, "total_tokens": 1240,
+        "input_token_details": {"cache_read": 1000, "cache_creation": 150}}
+    assert meta["user"] == "u1" and meta["ai.telemetry.functionId"] == "geo"
+    assert meta["otel_attributes"] == {"operation.name": "ai.streamText.doStream",
+                                       "ai.settings.maxRetries": 2}
+    assert out["inputs"]["messages"][0]["content"][0]["text"] == "How many people live in Lima?"
+    [msg] = out["outputs"]["messages"]
+    assert msg["tool_calls"] == [{"id": "t1", "type": "function", "function": {
+        "name": "lookup_city", "arguments": '{"city":"Lima"}'}}]
+    [first] = out["events"]
+    assert first["name"] == "new_token"
+    assert first["time"].endswith(":20.250500+00:00")  # T0 + 250.5 ms
+
+    tool = span_fields(view({"ai.operationId": "ai.toolCall", "ai.toolCall.name": "lookup_city",
+                             "ai.toolCall.id": "t1", "ai.toolCall.args": '{"city":"Lima"}',
+                             "ai.toolCall.result": '"Lima has 9943800 people"'},
+                            name="ai.toolCall"))
+    assert tool["run_type"] == "tool" and tool["name"] == "lookup_city"
+    assert tool["inputs"] == {"city": "Lima"}
+    assert tool["outputs"] == {"output": "Lima has 9943800 people"}
+    assert tool["metadata"]["tool_call_id"] == "t1"
+
+    call = span_fields(view({"ai.operationId": "ai.generateText", "ai.model.id": "gpt-4o",
+                             "ai.model.provider": "openai.chat",
+                             "ai.prompt": json.dumps({"prompt": "Lima?"}),
+                             "ai.response.text": "9.9 million", "ai.usage.promptTokens": 30,
+                             "ai.usage.completionTokens": 9}, name="ai.generateText"))
+    assert call["run_type"] == "chain"
+    assert call["inputs"] == {"prompt": "Lima?"} and call["outputs"] == {"output": "9.9 million"}
+    assert "usage_metadata" not in call["metadata"] and not call["events"]
+
+
+def test_vercel_ai_sdk_4_names_and_embeddings() -> None:
+    """Version 4's token names (prompt and completion tokens, ``args``), a generated object,
+    and an embedding request."""
+    out = span_fields(view({"ai.operationId": "ai.generateObject.doGenerate",
+                            "ai.model.id": "gpt-4o-mini", "ai.model.provider": "openai.chat",
+                            "ai.usage.promptTokens": 20, "ai.usage.completionTokens": 5,
+                            "ai.response.object": '{"city": "Lima"}'}))
+    assert out["run_type"] == "llm" and out["outputs"] == {"output": {"city": "Lima"}}
+    assert out["metadata"]["usage_metadata"] == {"input_tokens": 20, "output_tokens": 5,
+                                                 "total_tokens": 25}
+    assert not out["events"]  # not streamed
+    emb = span_fields(view({"ai.operationId": "ai.embedMany.doEmbed",
+                            "ai.model.id": "text-embedding-3-small",
+                            "ai.model.provider": "openai.embedding",
+                            "ai.values": ("Lima", "Cusco"), "ai.usage.tokens": 4}))
+    assert emb["run_type"] == "embedding" and emb["inputs"] == {"input": ["Lima", "Cusco"]}
+    assert emb["metadata"]["usage_metadata"]["input_tokens"] == 4

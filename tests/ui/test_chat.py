@@ -66,3 +66,21 @@ def test_prompts_and_unknown_shapes() -> None:
     assert [(t.role, t.text) for t in before + after] == [("user", "Say hi"), ("assistant", "hi")]
     assert chat_turns({"question": "x"}, None) is None  # shown as JSON instead
     assert chat_turns({"messages": [{"no": "role"}]}, None) is None
+
+
+def test_vercel_ai_sdk_tool_call_and_result_parts() -> None:
+    """The AI SDK's messages (its telemetry's ``ai.prompt.messages``): ``tool-call`` parts with
+    ``toolName``/``input``, ``tool-result`` parts whose output is ``{type, value}``."""
+    inputs = {"messages": [
+        {"role": "user", "content": [{"type": "text", "text": "Lima?"}]},
+        {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "t1",
+                                           "toolName": "lookup_city",
+                                           "input": {"city": "Lima"}}]},
+        {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "t1",
+                                      "toolName": "lookup_city",
+                                      "output": {"type": "text", "value": "9.9 million"}}]}]}
+    before, _ = chat_turns(inputs, {"messages": [{"role": "assistant", "content": "9.9M"}]})
+    assert roles(before) == ["user", "assistant", "tool"]
+    call = before[1].tool_calls[0]
+    assert (call.name, call.arguments, call.id) == ("lookup_city", {"city": "Lima"}, "t1")
+    assert before[2].tool_call_id == "t1" and before[2].text == "9.9 million"

@@ -15,8 +15,10 @@ assay run is current and framework tracing is on; any other run has no instrumen
 (even with nothing recording, pydantic-ai's instrumentation costs an agent ~10% of its CPU),
 and the provider's sampler still drops a span started outside one.
 
-If the user already instrumented pydantic-ai with settings of their own, those stay: assay adds
-its processor only to the global SDK provider (``instrument_all(True)``), never replaces theirs.
+If the user already instrumented pydantic-ai (``instrument_all(True)``, or settings of their own
+such as Logfire's), those stay: assay adds its processor to the global SDK provider (which
+Logfire's is), never replaces theirs; a provider with a processor of the user's own whose spans
+never reach the global one is theirs to route (add ``AssaySpanProcessor`` to it).
 """
 
 from __future__ import annotations
@@ -148,14 +150,17 @@ def instrument() -> None:
                 _settings = _make_settings()
             agent_cls.instrument_all(UnderAssayRuns(_settings))
             return
-        if current is True:  # the user's global provider: add our processor to it, once
-            from opentelemetry.trace import get_tracer_provider
+        # the user's instrumentation (``instrument_all(True)``: the global provider; settings
+        # of their own, as ``logfire.instrument_pydantic_ai()`` makes, with Logfire's provider,
+        # which it makes the global one): add our processor to the global provider, once. It
+        # records the spans started under an assay run; an AssaySpanProcessor the user added
+        # there too records them instead (the first to see a span does), never both.
+        from opentelemetry.trace import get_tracer_provider
 
-            provider = get_tracer_provider()
-            if hasattr(provider, "add_span_processor") and id(provider) not in _hooked:
-                provider.add_span_processor(_make_processor())
-                _hooked.add(id(provider))
-        # settings of the user's own: theirs to route (e.g. add AssaySpanProcessor to them)
+        provider = get_tracer_provider()
+        if hasattr(provider, "add_span_processor") and id(provider) not in _hooked:
+            provider.add_span_processor(_make_processor())
+            _hooked.add(id(provider))
 
 
 def _history(query: Any) -> list[Any] | None:

@@ -13,6 +13,8 @@ whichever way it arrives. The conventions understood, tried in this order for th
   ``llm.request.type``, ``gen_ai.prompt.<i>.*``/``gen_ai.completion.<i>.*``,
   ``llm.usage.total_tokens``, ``traceloop.entity.input``/``output``,
   ``traceloop.association.properties.*``;
+- the Vercel AI SDK's own (versions 4-6): ``ai.operationId``, ``ai.usage.*``, ``ai.model.*``,
+  ``ai.prompt.messages``, ``ai.response.*``, ``ai.toolCall.*`` (``_otel_aisdk``);
 - the OTel GenAI semantic conventions: ``gen_ai.operation.name`` (chat, text_completion,
   generate_content, embeddings, execute_tool, invoke_agent), ``gen_ai.request.model``,
   ``gen_ai.usage.input_tokens``/``output_tokens``, ``gen_ai.system``/``gen_ai.provider.name``,
@@ -21,20 +23,23 @@ whichever way it arrives. The conventions understood, tried in this order for th
 
 Tokens, model and provider go where the store reads them (``usage_metadata``, ``ls_model_name``,
 ``ls_provider``: genai-prices then prices the run); a first-token event (``gen_ai.content.
-first_token`` or ``first_token``), or ``gen_ai.client.operation.time_to_first_chunk``, becomes a
-``new_token`` event; status ERROR becomes the run's error (from its ``exception`` event). What no
+first_token`` or ``first_token``; OpenInference's ``First Token Stream Event``, OpenLLMetry's first
+``gen_ai.content.completion.chunk``), or ``gen_ai.client.operation.time_to_first_chunk``, becomes
+a ``new_token`` event; status ERROR becomes the run's error (from its ``exception`` event). What no
 convention consumes is kept under ``metadata["otel_attributes"]``.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._time import from_micros
+from . import _otel_aisdk as _aisdk
+from ._otel_values import parse_json, parse_result
+from ._otel_values import to_int as _int
 
 __all__ = ["SpanEvent", "SpanView", "span_fields"]
 
@@ -72,8 +77,12 @@ _OI_TYPES = {"LLM": "llm", "TOOL": "tool", "CHAIN": "chain", "AGENT": "chain",
 _TL_TYPES = {"workflow": "chain", "task": "chain", "agent": "chain", "tool": "tool"}
 _TL_REQUEST = {"chat": "llm", "completion": "llm", "embedding": "embedding",
                "rerank": "retriever"}
+# a streamed call's first chunk: OpenInference's instrumentors mark it with an event of its
+# own; OpenLLMetry's mark every chunk (``gen_ai.content.completion.chunk``), so its first is
+# the first token (as the GenAI conventions' ``time_to_first_chunk`` counts it)
 _FIRST_TOKEN_EVENTS = frozenset({"gen_ai.content.first_token", "first_token",
-                                 "llm.first_token", "new_token"})
+                                 "llm.first_token", "new_token", "First Token Stream Event",
+                                 "gen_ai.content.completion.chunk", _aisdk.FIRST_CHUNK_EVENT})
 _MESSAGE_EVENTS = {"gen_ai.system.message": "system", "gen_ai.user.message": "user",
                    "gen_ai.assistant.message": "assistant", "gen_ai.tool.message": "tool"}
 _INDEXED = re.compile(r"^(llm\.input_messages|llm\.output_messages|gen_ai\.prompt|"
@@ -99,19 +108,11 @@ _CONSUMED = frozenset({
     "traceloop.entity.output", "llm.request.type", "llm.usage.total_tokens",
     "langsmith.span.kind", "langsmith.trace.name", "langsmith.span.tags",
     "langsmith.trace.session_name", "langsmith.trace.session_id",
-})
+}) | _aisdk.CONSUMED
 
 
-def parse_json(value: Any) -> Any:
-    """Attribute values that hold JSON (messages, arguments) back to data."""
-    if isinstance(value, str) and value[:1] in ("{", "["):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    if isinstance(value, tuple):
-        return [parse_json(v) for v in value]
-    return value
+
+
 
 
 def _as_dict(value: Any, key: str) -> dict[str, Any]:
@@ -119,13 +120,6 @@ def _as_dict(value: Any, key: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {key: value}
 
 
-def _int(value: Any) -> int | None:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def _iso(ns: int) -> str:
@@ -167,15 +161,17 @@ def _indexed(attrs: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
 
 
 _LS_META, _TL_META = "langsmith.metadata.", "traceloop.association.properties."
+_AI_META = "ai.telemetry.metadata."  # the Vercel AI SDK's
 _INDEXED_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_ai.prompt.",
                      "gen_ai.completion.")
-_SPECIAL = (_LS_META, _TL_META, *_INDEXED_PREFIXES)
+_SPECIAL = (_LS_META, _TL_META, _AI_META, *_INDEXED_PREFIXES)
 
 
 def _split(attrs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], set[str]]:
-    """One pass over the attributes: the metadata they carry (``langsmith.metadata.*``, then
-    ``traceloop.association.properties.*``), what no convention consumes (kept as
-    ``otel_attributes``), and which indexed message prefixes occur."""
+    """One pass over the attributes: the metadata they carry (``langsmith.metadata.*`` and
+    ``ai.telemetry.metadata.*``, then ``traceloop.association.properties.*``), what no
+    convention consumes (kept as ``otel_attributes``), and which indexed message prefixes
+    occur."""
     meta: dict[str, Any] = {}
     later: dict[str, Any] | None = None
     rest: dict[str, Any] = {}
@@ -191,6 +187,8 @@ def _split(attrs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], se
             if later is None:
                 later = {}
             later[k[len(_TL_META):]] = parse_json(v)
+        elif k.startswith(_AI_META):
+            meta[k[len(_AI_META):]] = parse_json(v)
         else:
             indexed.add(k[:k.index(".", k.index(".") + 1)])
     if later:
@@ -211,6 +209,8 @@ def _run_type(attrs: Mapping[str, Any]) -> str:
     kind = attrs.get("traceloop.span.kind")
     if isinstance(kind, str) and kind.lower() in _TL_TYPES:
         return _TL_TYPES[kind.lower()]
+    if _aisdk.OPERATION in attrs:
+        return _aisdk.run_type(attrs)
     op = attrs.get("gen_ai.operation.name")
     if op in _LLM_OPS:
         return "llm"
@@ -335,6 +335,17 @@ def _generic_io(attrs: Mapping[str, Any], out: dict[str, Any]) -> None:
         out["outputs"] = {"messages": parse_json(attrs["gen_ai.output.messages"])}
 
 
+def _logfire_message(span: SpanView, attrs: Mapping[str, Any]) -> Any:
+    """Logfire names its spans by their message template (``"answer {q}"``, ``"Chat Completion
+    with {request_data[model]!r}"``) and sends the message made from it as ``logfire.msg``,
+    which its UI shows: that is the run's name. A span named otherwise (pydantic-ai's ``chat
+    gpt-4o``, which sends a ``logfire.msg`` too) keeps its name."""
+    template = attrs.get("logfire.msg_template")
+    if template is not None and template == span.name:
+        return attrs.get("logfire.msg")
+    return None
+
+
 def span_fields(span: SpanView) -> dict[str, Any]:
     """The run fields a finished span maps to: name, run_type, inputs, outputs, error, events,
     tags, metadata, and ``project`` when the span names one."""
@@ -342,12 +353,15 @@ def span_fields(span: SpanView) -> dict[str, Any]:
     run_type = _run_type(attrs)
     prefixed, rest, indexed = _split(attrs)
     name = (attrs.get("langsmith.trace.name") or attrs.get("traceloop.entity.name")
-            or span.name or "span")
+            or _logfire_message(span, attrs) or span.name or "span")
     out: dict[str, Any] = {"name": str(name), "run_type": run_type, "inputs": {},
                            "outputs": None, "metadata": {}, "events": [], "tags": [],
                            "error": _error(span), "project": None}
     meta: dict[str, Any] = out["metadata"]
-    if run_type == "llm":
+    first_after: int | None = None  # a streamed request's first chunk, ns after its start
+    if _aisdk.OPERATION in attrs:
+        first_after = _aisdk.fields(attrs, out)
+    elif run_type == "llm":
         _llm_io(attrs, span, out, indexed)
         model = (attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model")
                  or attrs.get("llm.model_name"))
@@ -371,8 +385,7 @@ def span_fields(span: SpanView) -> dict[str, Any]:
         if result is None:
             result = attrs.get("output.value", attrs.get("traceloop.entity.output"))
         if result is not None:
-            value = parse_json(result)
-            out["outputs"] = {"output": value}
+            out["outputs"] = {"output": parse_result(result)}
         if attrs.get("gen_ai.tool.call.id"):
             meta["tool_call_id"] = attrs["gen_ai.tool.call.id"]
     else:
@@ -385,6 +398,8 @@ def span_fields(span: SpanView) -> dict[str, Any]:
             first = span.start_ns + int(float(ttfc) * 1e9)
         except (TypeError, ValueError):
             first = None
+    if first is None and first_after is not None:
+        first = span.start_ns + first_after
     if first is not None:
         out["events"].append({"name": "new_token", "time": _iso(first)})
     op = attrs.get("gen_ai.operation.name")

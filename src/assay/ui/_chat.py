@@ -10,7 +10,8 @@ that conversation in several dialects; each is recognised here and turned into `
   ``tool_result``; the ``system`` input; an output message with ``content`` blocks);
 - LangChain messages (serialized ``{"lc": 1, "kwargs": ...}`` or ``{"type": "human", ...}``,
   ``inputs.messages`` as a list of lists; ``outputs.generations``);
-- GenAI semantic-convention messages (``parts``), and plain ``prompt``/``output`` text.
+- GenAI semantic-convention messages (``parts``), and plain ``prompt``/``output`` text;
+- the Vercel AI SDK's messages (content parts ``tool-call`` and ``tool-result``).
 
 Anything not recognised returns None and the page shows the JSON instead.
 """
@@ -107,14 +108,21 @@ def _content(turn: Turn, content: Any) -> None:
             name = (part.get("file") or {}).get("filename") if isinstance(
                 part.get("file"), Mapping) else part.get("title") or part.get("filename")
             turn.attachments.append(f"file ({name or 'document'})")
-        elif kind in ("tool_use", "tool_call", "function_call"):
-            turn.tool_calls.append(ToolCallView(str(part.get("name")),
-                                                _args(part.get("input", part.get("arguments"))),
-                                                part.get("id")))
-        elif kind in ("tool_result", "tool_call_response"):
-            turn.tool_call_id = part.get("tool_use_id") or part.get("id")
+        elif kind in ("tool_use", "tool_call", "function_call", "tool-call"):
+            turn.tool_calls.append(ToolCallView(
+                str(part.get("name") or part.get("toolName")),
+                _args(part.get("input", part.get("arguments", part.get("args")))),
+                part.get("id") or part.get("toolCallId")))
+        elif kind in ("tool_result", "tool_call_response", "tool-result"):
+            turn.tool_call_id = (part.get("tool_use_id") or part.get("id")
+                                 or part.get("toolCallId"))
             inner = Turn("tool")
-            _content(inner, part.get("content", part.get("response")))
+            result = part.get("content", part.get("response", part.get("output",
+                                                                       part.get("result"))))
+            if isinstance(result, Mapping) and "value" in result:  # the AI SDK's {type, value}
+                result = result["value"]
+            _content(inner, result if isinstance(result, (str, list)) or result is None
+                     else json.dumps(result, ensure_ascii=False, default=str))
             texts.append(inner.text)
         else:
             texts.append(json.dumps(part, ensure_ascii=False, default=str))

@@ -1,0 +1,71 @@
+"""The Vercel AI SDK (npm ``ai``, pinned in js/package.json) traced to ``/otel/v1/traces``.
+
+The AI SDK's telemetry (versions 4-6, ``experimental_telemetry``) sends its own ``ai.*``
+attributes and no ``gen_ai.operation.name``: what it calls the model, a tool or itself is read
+from ``ai.operationId`` (``tracing/_otel_aisdk.py``). Its agent runs against the scripted model
+through ``@ai-sdk/openai`` (Responses and Chat Completions), exported by OpenTelemetry's own
+Node tracer and protobuf exporter, as an AI SDK app does it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+
+from assay.demo import ScriptedModelServer
+
+from .conftest import Server
+from .test_js_sdk import JS, node  # noqa: F401 - the fixture: node, with js/ installed
+from .test_otlp import ENDPOINT, _check_tree
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer(first_token_delay=0.01) as srv:
+        yield srv
+
+
+def test_an_ai_sdk_agent_is_traced_with_tokens_tools_and_first_token(
+        server: Server, model: ScriptedModelServer, node: str) -> None:  # noqa: F811
+    key, store = server.new_key()
+    proc = subprocess.run([node, "ai_sdk.mjs", model.base_url, server.url + ENDPOINT, key],
+                          cwd=JS, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    answers = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert answers["chat"] == answers["responses"] == {
+        "agent": "Answer: Paris has 2102650 people", "streamed": "You asked: capital of Peru?"}
+    runs = _check_tree(store, "ai-sdk-app")
+    roots = sorted((r for r in runs if r.parent_run_id is None), key=lambda r: r.start_time)
+    # per API: the agent's call (two model requests, a tool call between) and the stream's
+    assert [r.name for r in roots] == ["ai.generateText", "ai.streamText"] * 2
+    children: dict = {}
+    for r in runs:
+        children.setdefault(r.parent_run_id, []).append(r)
+    for agent, streamed in (roots[0:2], roots[2:4]):
+        assert agent.run_type == "chain" and agent.inputs == {
+            "prompt": "How many people live in Paris?"}
+        assert agent.outputs == {"output": "Answer: Paris has 2102650 people"}
+        assert agent.extra["metadata"]["user"] == "u1"
+        assert not agent.prompt_tokens  # its requests' sum: stored on them, not again
+        first, call, second = sorted(children[agent.id], key=lambda r: r.start_time)
+        assert (first.run_type, call.run_type, second.run_type) == ("llm", "tool", "llm")
+        assert call.name == "lookup_city" and call.inputs == {"city": "Paris"}
+        assert call.outputs == {"output": "Paris has 2102650 people"}
+        [asked] = first.outputs["messages"][0]["tool_calls"]
+        assert asked["function"]["name"] == "lookup_city"
+        for llm in (first, second):
+            assert llm.extra["metadata"]["ls_model_name"] == "gpt-4o-mini"
+            assert llm.extra["metadata"]["ls_provider"] == "openai"
+            assert llm.prompt_tokens and llm.completion_tokens and llm.total_cost
+            assert llm.first_token_time is None  # not streamed
+        assert second.outputs["messages"][0]["content"] == "Answer: Paris has 2102650 people"
+        [request] = children[streamed.id]
+        assert request.run_type == "llm" and request.name == "ai.streamText.doStream"
+        assert request.prompt_tokens == 3 and request.completion_tokens == 5
+        assert request.first_token_time is not None
+        # after the scripted model's 10 ms before its first chunk, inside the request
+        assert (request.first_token_time - request.start_time).total_seconds() >= 0.01
+        assert request.first_token_time <= request.end_time
