@@ -218,3 +218,18 @@ def test_vercel_ai_sdk_4_names_and_embeddings() -> None:
                             "ai.values": ("Lima", "Cusco"), "ai.usage.tokens": 4}))
     assert emb["run_type"] == "embedding" and emb["inputs"] == {"input": ["Lima", "Cusco"]}
     assert emb["metadata"]["usage_metadata"]["input_tokens"] == 4
+
+
+def test_a_model_call_that_names_no_operation_is_an_llm_run() -> None:
+    """Google ADK's legacy ``call_llm`` span (its schema 1): a requested model and token
+    counts, no ``gen_ai.operation.name``: an llm run, priced; a span with a model and no
+    usage stays a chain."""
+    out = span_fields(view({"gen_ai.system": "gcp.vertex.agent",
+                            "gen_ai.request.model": "gemini-2.5-flash",
+                            "gen_ai.usage.input_tokens": 120, "gen_ai.usage.output_tokens": 8},
+                           name="call_llm"))
+    assert out["run_type"] == "llm"
+    assert out["metadata"]["usage_metadata"]["input_tokens"] == 120
+    assert out["metadata"]["ls_model_name"] == "gemini-2.5-flash"
+    plain = span_fields(view({"gen_ai.request.model": "gemini-2.5-flash"}, name="plan"))
+    assert plain["run_type"] == "chain"

@@ -196,6 +196,10 @@ def _split(attrs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], se
     return meta, rest, indexed
 
 
+_USAGE_KEYS = frozenset({"gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens",
+                         "gen_ai.usage.prompt_tokens", "gen_ai.usage.completion_tokens"})
+
+
 def _run_type(attrs: Mapping[str, Any]) -> str:
     kind = attrs.get("langsmith.span.kind")
     if isinstance(kind, str) and kind.lower() in _LS_TYPES:
@@ -220,6 +224,8 @@ def _run_type(attrs: Mapping[str, Any]) -> str:
         return "embedding"
     if "gen_ai.tool.name" in attrs:
         return "tool"
+    if "gen_ai.request.model" in attrs and not _USAGE_KEYS.isdisjoint(attrs):
+        return "llm"  # a model call that names no operation (Google ADK's legacy call_llm)
     return "chain"
 
 
