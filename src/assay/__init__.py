@@ -56,11 +56,13 @@ _EXPORTS: dict[str, str] = {
     "get_judge": "assay.llm",
     "JudgeOptions": "assay.llm",
     "JudgeError": "assay.errors",
+    "set_model_prices": "assay._model_prices",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ._model_prices import set_model_prices
     from .client import Client, get_default_client
     from .errors import (
         AssayError,

@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
-from . import _prices
+from . import _model_prices, _prices
 from ._time import checked_micros
 
 __all__ = ["usage_of", "first_token_time", "price", "cache_counts", "derive_usage",
@@ -134,11 +134,19 @@ def price(provider: str | None, model: str | None, input_tokens: int, output_tok
           cache_read_tokens: int = 0, cache_write_tokens: int = 0,
           cache_write_1h_tokens: int = 0) -> tuple[float, float] | None:
     """(prompt_cost, completion_cost) in USD from genai-prices, or None when the model is
-    unknown (exactly ``calc_price``'s figures, at a few us a call: see ``_prices``).
+    unknown (exactly ``calc_price``'s figures, at a few us a call: see ``_prices``); a rule of
+    the user's own (``ASSAY_MODEL_PRICES``, ``_model_prices``) first.
     ``input_tokens`` counts the cached ones too (read and written)."""
     if not model:
         return None
     prov = _PROVIDER_ALIASES.get(provider, provider) if provider else None
+    rules = _model_prices.RULES  # (None until read: the first call reads the environment)
+    rule = _model_prices.rule_for(prov, model) if rules is None or rules else None
+    if rule is not None:  # the user's own price (ASSAY_MODEL_PRICES)
+        if rule.price_as is None:
+            return rule.cost(int(input_tokens), int(output_tokens), int(cache_read_tokens),
+                             int(cache_write_tokens))
+        model = rule.price_as
     got = _prices.price(prov, model, int(input_tokens), int(output_tokens),
                         int(cache_read_tokens), int(cache_write_tokens),
                         int(cache_write_1h_tokens))

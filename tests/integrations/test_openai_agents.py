@@ -488,3 +488,40 @@ def test_a_model_named_by_its_provider_is_priced_as_that_providers(srv: Scripted
     assert _provider(f"litellm/gemini/{GEMINI}") == ("gemini", GEMINI)
     assert _provider("litellm/gpt-4o") == ("openai", "gpt-4o")
     assert _provider("gpt-4o-mini") == ("openai", "gpt-4o-mini")
+
+
+def test_an_azure_deployment_of_its_own_name_is_priced_by_the_users_rule(
+        srv: ScriptedModelServer, db: Client) -> None:
+    """An agent on an Azure OpenAI deployment named by its user: the SDK's spans carry the
+    deployment's name, not the model Azure answers with, so genai-prices knows no price for it
+    (an llm run with tokens and no cost); a rule of the user's own (``ASSAY_MODEL_PRICES``,
+    ``set_model_prices``) prices it as the model it serves."""
+    from openai import AsyncAzureOpenAI
+
+    from assay._model_prices import set_model_prices
+
+    azure = AsyncAzureOpenAI(azure_endpoint=srv.url, api_key="scripted",
+                             api_version="2024-10-21", max_retries=0)
+    agent = Agent(name="geo", instructions="Answer with the tool's figure.", tools=[lookup_city],
+                  model=OpenAIChatCompletionsModel(model="prod-chat", openai_client=azure))
+    data = _dataset(db, ["Lima"], "azure")
+    (row,) = list(evaluate(agent, data=data, client=db))
+    llms = [r for r in _tree(db, row) if r.run_type == "llm"]
+    assert [r.extra["metadata"]["ls_model_name"] for r in llms] == ["prod-chat"] * 2
+    assert all(r.prompt_tokens and r.total_cost is None for r in llms)
+    from genai_prices import Usage, calc_price
+
+    set_model_prices([{"model": "prod-chat", "price_as": "gpt-4o-mini"}])
+    try:  # (priced as the runs are stored: the rules in force until they are read back)
+        (row,) = list(evaluate(agent, data=data, client=db))
+        llms = [r for r in _tree(db, row) if r.run_type == "llm"]
+    finally:
+        set_model_prices(None)
+    assert len(llms) == 2
+    for llm in llms:
+        assert llm.extra["metadata"]["ls_model_name"] == "prod-chat"  # as the SDK named it
+        want = calc_price(Usage(input_tokens=llm.prompt_tokens,
+                                output_tokens=llm.completion_tokens),
+                          model_ref="gpt-4o-mini", provider_id="openai")
+        assert (llm.prompt_cost, llm.completion_cost) == (float(want.input_price),
+                                                          float(want.output_price))

@@ -706,3 +706,43 @@ def test_an_agent_on_gemini_with_thinking_and_implicit_caching(stream: bool, db:
     first, second = (check_priced(r, "google", GEMINI) for r in llms)
     assert "cache_read" not in first and second["cache_read"] > 0
     assert all(r.completion_tokens > THOUGHTS for r in llms)
+
+
+def test_a_streamed_run_on_the_capability_path_has_its_first_token(db: Client) -> None:
+    """An agent the no-capability path cannot run exactly (a subclass of ``Agent``) is traced
+    through assay's capability; run streamed (``with_run_args(agent, stream=True)``), each llm
+    run has its first token, from the time to first chunk pydantic-ai measures (the handler of
+    ``wrap_model_request`` returns the whole response)."""
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    from assay.integrations import with_run_args
+    from assay.integrations._pydantic_ai_direct import direct_for
+
+    class WeatherAgent(Agent):  # type: ignore[type-arg]
+        pass
+
+    slow = ScriptedModelServer(first_token_delay=0.02).start()
+    agent = WeatherAgent(OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(
+        base_url=slow.base_url, api_key="scripted")), name="weather")
+
+    @agent.tool_plain
+    def get_weather(city: str) -> str:
+        """The weather of a city."""
+        return f"sunny in {city}"
+
+    assert direct_for(agent) is None  # the capability path
+    try:
+        (row,) = list(evaluate(with_run_args(agent, stream=True), data=_data(["Lima"]),
+                               client=db))
+    finally:
+        slow.stop()
+    assert row["run"].outputs == {"output": "Answer: sunny in Lima"}
+    llms = [r for r in _walk(_tree(db, row["run"])) if r.run_type == "llm"]
+    assert len(llms) == 2
+    for llm in llms:
+        assert llm.prompt_tokens and llm.first_token_time is not None
+        # after the scripted model's 20 ms before its first chunk, inside the request
+        assert (llm.first_token_time - llm.start_time).total_seconds() >= 0.02
+        assert llm.first_token_time <= llm.end_time

@@ -233,3 +233,34 @@ def test_a_model_call_that_names_no_operation_is_an_llm_run() -> None:
     assert out["metadata"]["ls_model_name"] == "gemini-2.5-flash"
     plain = span_fields(view({"gen_ai.request.model": "gemini-2.5-flash"}, name="plan"))
     assert plain["run_type"] == "chain"
+
+
+def test_strands_agents_spans_agent_chat_and_tool_with_event_messages() -> None:
+    """Strands Agents' spans as strands-agents 1.62 sends them (tried by hand: it needs
+    openai<3, which the dev extra's OpenAI Agents SDK does not allow): the agent's span names
+    its model and sums its calls' usage (a chain: the tokens stay on the chat spans), the
+    chat's time to first token is in milliseconds, a tool's arguments and result are events."""
+    agent = span_fields(view({
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.system": "strands-agents",
+        "gen_ai.request.model": "gpt-4o-mini", "gen_ai.usage.input_tokens": 16,
+        "gen_ai.usage.output_tokens": 7}, [
+        SpanEvent("gen_ai.user.message", T0, {"content": '[{"text": "Lima?"}]'}),
+        SpanEvent("gen_ai.choice", T0 + 5, {"message": "9.9 million", "finish_reason": "end"})],
+        name="invoke_agent geo"))
+    assert agent["run_type"] == "chain" and "usage_metadata" not in agent["metadata"]
+    assert agent["inputs"] == {"messages": [{"role": "user", "content": [{"text": "Lima?"}]}]}
+    assert agent["outputs"] == {"choices": [{"message": "9.9 million", "finish_reason": "end"}]}
+    chat = span_fields(view({"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+                             "gen_ai.usage.input_tokens": 6, "gen_ai.usage.output_tokens": 2,
+                             "gen_ai.server.time_to_first_token": 408}, name="chat"))
+    assert chat["run_type"] == "llm"
+    [first] = chat["events"]
+    assert first["time"].endswith(":20.408000+00:00")  # 408 ms (the span lasts 1 s)
+    in_seconds = span_fields(view({"gen_ai.operation.name": "chat",
+                                   "gen_ai.server.time_to_first_token": 0.25}))
+    assert in_seconds["events"][0]["time"].endswith(":20.250000+00:00")
+    tool = span_fields(view({"gen_ai.operation.name": "execute_tool",
+                             "gen_ai.tool.name": "lookup_city", "gen_ai.tool.call.id": "t1"}, [
+        SpanEvent("gen_ai.tool.message", T0, {"role": "tool", "content": '{"city": "Lima"}'}),
+        SpanEvent("gen_ai.choice", T0 + 5, {"message": '[{"text": "9.9 million"}]'})]))
+    assert tool["inputs"] == {"city": "Lima"} and tool["outputs"] == {"output": "9.9 million"}

@@ -84,3 +84,20 @@ def test_vercel_ai_sdk_tool_call_and_result_parts() -> None:
     call = before[1].tool_calls[0]
     assert (call.name, call.arguments, call.id) == ("lookup_city", {"city": "Lima"}, "t1")
     assert before[2].tool_call_id == "t1" and before[2].text == "9.9 million"
+
+
+def test_bedrock_converse_blocks_as_strands_agents_sends_them() -> None:
+    """Strands Agents' spans (Bedrock Converse's content blocks, in GenAI message events):
+    ``toolUse`` a tool call, ``toolResult`` the tool's turn."""
+    inputs = {"messages": [
+        {"role": "user", "content": [{"text": "Lima?"}]},
+        {"role": "assistant", "content": [{"toolUse": {"toolUseId": "t1", "name": "lookup_city",
+                                                       "input": {"city": "Lima"}}}]},
+        {"role": "tool", "content": [{"toolResult": {"toolUseId": "t1", "status": "success",
+                                                     "content": [{"text": "9.9 million"}]}}]}]}
+    before, _ = chat_turns(inputs, None)
+    assert roles(before) == ["user", "assistant", "tool"]
+    assert before[0].text == "Lima?"
+    call = before[1].tool_calls[0]
+    assert (call.name, call.arguments, call.id) == ("lookup_city", {"city": "Lima"}, "t1")
+    assert before[2].tool_call_id == "t1" and before[2].text == "9.9 million"

@@ -35,6 +35,8 @@ It plays a tool-using model, deterministically:
   text answer;
 * a tool the request names in ``tool_choice`` (a structured answer through a forced tool, as
   LangChain's and pydantic-ai's Anthropic models ask for one) is called with such an instance;
+* Azure OpenAI's deployment paths (``AzureOpenAI(azure_endpoint=url)``): answered as the
+  chat API is, naming the served ``model`` whatever the deployment is called, as Azure does;
 * usage: prompt tokens = words in the messages, completion tokens = words in the reply; streams
   send a usage chunk when ``stream_options.include_usage`` is set (as OpenAI does) and wait
   ``first_token_delay`` before the first content chunk, so first-token time is measurable;
@@ -467,7 +469,10 @@ def _handler(srv: ScriptedModelServer) -> type[BaseHTTPRequestHandler]:
                 self._send(scripted.status, scripted.body if scripted.body is not None else {},
                            scripted.headers)
                 return
-            model = str(body.get("model") or srv.model)
+            # Azure OpenAI's deployments (``/openai/deployments/<name>/...``, a name of the
+            # user's own) answer with the model they serve, as Azure does
+            model = (srv.model if path.startswith("/openai/deployments/")
+                     else str(body.get("model") or srv.model))
             if responses:
                 self._responses(body, scripted, model)
                 return

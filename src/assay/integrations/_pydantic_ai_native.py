@@ -24,6 +24,7 @@ hands an agent back here only when it cannot reproduce its run exactly.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from contextvars import ContextVar
 from typing import Any
 
@@ -100,6 +101,11 @@ def _make() -> tuple[Any, Any] | None:
         return None
 
     settings = _converters()[0]
+    model_response_span_capture: Any
+    try:  # pydantic-ai's hand-over of a streamed request's time to first chunk (2.x)
+        from pydantic_ai._instrumentation import model_response_span_capture
+    except ImportError:
+        model_response_span_capture = None
 
     class AssayCapture(Instrumentation):
         """pydantic-ai's hooks -> assay runs (see the module docstring); stateless, so one
@@ -137,9 +143,16 @@ def _make() -> tuple[Any, Any] | None:
             model = request_context.model
             run = llm_run(parent, model, request_context.messages,
                           request_context.model_request_parameters)
-            with ended_on_error(run):  # (no first token on this path: the handler gives the
-                # whole response; a stream=True run on the direct path gets one)
+            # a streamed request's first chunk, after the request started, as pydantic-ai
+            # hands it to its own Instrumentation (the handler returns the whole response)
+            first: list[float | None] = []
+            with ended_on_error(run), (
+                    model_response_span_capture(request_context,
+                                                lambda _, after: first.append(after))
+                    if model_response_span_capture is not None else nullcontext()):
                 response = await handler(request_context)
+            if first and first[-1] is not None and run._start_us is not None:
+                run._mark_first_token(run._start_us + int(first[-1] * 1_000_000))
             end_llm_run(run, model, response)
             return response
 

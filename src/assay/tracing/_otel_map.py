@@ -97,6 +97,7 @@ _CONSUMED = frozenset({
     "gen_ai.request.model", "gen_ai.response.model", "gen_ai.provider.name", "gen_ai.system",
     "gen_ai.tool.name", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result",
     "tool_arguments", "tool_response", "gen_ai.client.operation.time_to_first_chunk",
+    "gen_ai.server.time_to_first_token",
     "operation.cost", "final_result", "logfire.json_schema", "logfire.msg",
     "model_request_parameters", "pydantic_ai.all_messages", "gen_ai.prompt", "gen_ai.completion",
     "input.value", "output.value", "input.mime_type", "output.mime_type",
@@ -224,9 +225,9 @@ def _run_type(attrs: Mapping[str, Any]) -> str:
         return "embedding"
     if "gen_ai.tool.name" in attrs:
         return "tool"
-    if "gen_ai.request.model" in attrs and not _USAGE_KEYS.isdisjoint(attrs):
+    if op is None and "gen_ai.request.model" in attrs and not _USAGE_KEYS.isdisjoint(attrs):
         return "llm"  # a model call that names no operation (Google ADK's legacy call_llm)
-    return "chain"
+    return "chain"  # (invoke_agent too: its usage is its model calls', stored on them)
 
 
 def _usage(attrs: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -291,6 +292,42 @@ def _event_messages(span: SpanView) -> tuple[list[dict[str, Any]], list[Any]]:
         elif event.name == "gen_ai.choice":
             choices.append({k: parse_json(v) for k, v in a.items()})
     return inputs, choices
+
+
+def _tool_events(span: SpanView) -> tuple[Any, Any]:
+    """A tool call's arguments and result sent as events (the older GenAI conventions, as
+    Strands Agents sends them): ``gen_ai.tool.message``'s content, ``gen_ai.choice``'s
+    message."""
+    args = result = None
+    for event in span.events:
+        a = event.attributes or {}
+        if event.name == "gen_ai.tool.message" and args is None:
+            args = a.get("content")
+        elif event.name == "gen_ai.choice" and result is None:
+            result = a.get("message")
+    return args, result
+
+
+def _plain_text(value: Any) -> Any:
+    """Content made of text parts only (``[{"text": ...}]``, Bedrock's shape) as its text."""
+    if (isinstance(value, list) and value
+            and all(isinstance(p, dict) and set(p) == {"text"} for p in value)):
+        return "".join(str(p["text"]) for p in value)
+    return value
+
+
+def _server_first_token(span: SpanView, value: Any) -> int | None:
+    """``gen_ai.server.time_to_first_token`` as a time: seconds, as the GenAI conventions
+    measure it, or milliseconds (Strands Agents' figure), whichever fits inside the span."""
+    try:
+        after = float(value)
+    except (TypeError, ValueError):
+        return None
+    length = (span.end_ns or span.start_ns) - span.start_ns
+    for scale in (1e9, 1e6):
+        if 0 <= after * scale <= length:
+            return span.start_ns + int(after * scale)
+    return None
 
 
 def _llm_io(attrs: Mapping[str, Any], span: SpanView, out: dict[str, Any],
@@ -390,12 +427,23 @@ def span_fields(span: SpanView) -> dict[str, Any]:
         result = attrs.get("gen_ai.tool.call.result", attrs.get("tool_response"))
         if result is None:
             result = attrs.get("output.value", attrs.get("traceloop.entity.output"))
+        if (args is None or result is None) and span.events:  # the older GenAI events
+            event_args, event_result = _tool_events(span)
+            if args is None and event_args is not None:
+                out["inputs"] = _as_dict(event_args, "input")
+            result = result if result is not None else event_result
         if result is not None:
-            out["outputs"] = {"output": parse_result(result)}
+            out["outputs"] = {"output": _plain_text(parse_result(result))}
         if attrs.get("gen_ai.tool.call.id"):
             meta["tool_call_id"] = attrs["gen_ai.tool.call.id"]
     else:
         _generic_io(attrs, out)
+        if span.events and (not out["inputs"] or out["outputs"] is None):
+            event_in, event_choices = _event_messages(span)  # an agent's, as Strands sends
+            if not out["inputs"] and event_in:
+                out["inputs"] = {"messages": event_in}
+            if out["outputs"] is None and event_choices:
+                out["outputs"] = {"choices": event_choices}
     ttfc = attrs.get("gen_ai.client.operation.time_to_first_chunk")
     first = next((e.time_ns for e in span.events if e.name in _FIRST_TOKEN_EVENTS),
                  None) if span.events else None
@@ -406,6 +454,8 @@ def span_fields(span: SpanView) -> dict[str, Any]:
             first = None
     if first is None and first_after is not None:
         first = span.start_ns + first_after
+    if first is None and "gen_ai.server.time_to_first_token" in attrs:
+        first = _server_first_token(span, attrs["gen_ai.server.time_to_first_token"])
     if first is not None:
         out["events"].append({"name": "new_token", "time": _iso(first)})
     op = attrs.get("gen_ai.operation.name")

@@ -11,7 +11,8 @@ that conversation in several dialects; each is recognised here and turned into `
 - LangChain messages (serialized ``{"lc": 1, "kwargs": ...}`` or ``{"type": "human", ...}``,
   ``inputs.messages`` as a list of lists; ``outputs.generations``);
 - GenAI semantic-convention messages (``parts``), and plain ``prompt``/``output`` text;
-- the Vercel AI SDK's messages (content parts ``tool-call`` and ``tool-result``).
+- the Vercel AI SDK's messages (content parts ``tool-call`` and ``tool-result``), and Bedrock
+  Converse's (``text``, ``toolUse``, ``toolResult`` blocks: Strands Agents' spans).
 
 Anything not recognised returns None and the page shows the JSON instead.
 """
@@ -88,6 +89,18 @@ def _content(turn: Turn, content: Any) -> None:
         if not isinstance(part, Mapping):
             continue
         kind = part.get("type")
+        if kind is None and isinstance(part.get("toolUse"), Mapping):  # Bedrock's Converse
+            use = part["toolUse"]
+            turn.tool_calls.append(ToolCallView(str(use.get("name")), _args(use.get("input")),
+                                                use.get("toolUseId")))
+            continue
+        if kind is None and isinstance(part.get("toolResult"), Mapping):
+            result = part["toolResult"]
+            turn.tool_call_id = result.get("toolUseId")
+            inner = Turn("tool")
+            _content(inner, result.get("content"))
+            texts.append(inner.text)
+            continue
         if kind in ("text", "input_text", "output_text") or (kind is None and "text" in part):
             texts.append(str(part.get("text") or part.get("content") or ""))
         elif kind in ("image_url", "image", "input_image"):

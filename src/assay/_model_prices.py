@@ -1,0 +1,114 @@
+"""Prices of your own, for models genai-prices does not know or that you pay otherwise for.
+
+genai-prices knows the public models by their public names. A model served under a name of
+your own (an Azure deployment called ``prod-chat``), a fine-tune (``ft:gpt-4o-mini:acme::x1``),
+a self-hosted or a negotiated-rate model gets no cost, or the list price. ``ASSAY_MODEL_PRICES``
+gives rules, tried in order before genai-prices; the first whose model (and provider, when the
+rule names one) matches prices the call:
+
+    [{"model": "prod-chat", "price_as": "gpt-4o"},
+     {"match": "^ft:gpt-4o-mini", "input": 0.30, "output": 1.20, "cache_read": 0.15},
+     {"model": "llama-3.3-70b", "provider": "groq", "input": 0.59, "output": 0.79}]
+
+``model`` is the exact name, ``match`` a regular expression searched in it; ``price_as`` prices
+the call as another model (genai-prices', so its cache prices too), else ``input``/``output``
+(and optionally ``cache_read``/``cache_write``, default: the input price) are USD per million
+tokens, as providers list them. The variable holds the JSON itself or a file's path, read
+once by a process (at its first priced call); ``set_model_prices`` sets it in this process and
+for the processes it starts (a fold process, ``assay serve``'s workers). Costs are computed
+when runs are stored: rules apply to runs stored after they are set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from ._price_rules import PriceRule
+
+__all__ = ["ENV", "RULES", "rule_for", "set_model_prices"]
+
+ENV = "ASSAY_MODEL_PRICES"
+
+
+# the rules in force (None: the environment not read yet: it is read once, at the first call,
+# as reading it costs ~0.7 us, a third of a priced call); (provider, model) -> rule or None
+RULES: tuple[PriceRule, ...] | None = None
+_found: dict[tuple[str | None, str], PriceRule | None] = {}
+
+
+def _parse(value: str) -> tuple[PriceRule, ...]:
+    from pydantic import ValidationError  # (only with rules: pydantic costs an import ~0.4 s)
+
+    from ._price_rules import PriceRule
+
+    text = value.strip()
+    where = "ASSAY_MODEL_PRICES"
+    if not text.startswith("["):
+        path = Path(text).expanduser()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InvalidInputError(f"{where}: cannot read the price file {path}: {exc}"
+                                    ) from None
+        where = f"{where} ({path})"
+    try:
+        raw = json.loads(text)
+    except ValueError as exc:
+        raise InvalidInputError(f"{where}: not JSON: {exc}") from None
+    if not isinstance(raw, list):
+        raise InvalidInputError(f"{where}: expected a list of rules, got {type(raw).__name__}")
+    parsed = []
+    for i, item in enumerate(raw):
+        try:
+            parsed.append(PriceRule.model_validate(item))
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'rule'}: {e['msg']}"
+                                 for e in exc.errors())
+            raise InvalidInputError(f"{where}: rule {i}: {problems}") from None
+    return tuple(parsed)
+
+
+def _load() -> tuple[PriceRule, ...]:
+    """The rules of ``ASSAY_MODEL_PRICES`` as it is now (kept until ``set_model_prices``)."""
+    global RULES
+    value = os.environ.get(ENV)
+    RULES = _parse(value) if value else ()
+    _found.clear()
+    return RULES
+
+
+def rule_for(provider: str | None, model: str) -> PriceRule | None:
+    """The first rule that prices ``model`` from ``provider``, or None (genai-prices then)."""
+    rules = RULES if RULES is not None else _load()
+    if not rules:
+        return None
+    key = (provider, model)
+    try:
+        return _found[key]
+    except KeyError:
+        pass
+    found = next((r for r in rules if r.matches(provider, model)), None)
+    if len(_found) > 10_000:
+        _found.clear()
+    _found[key] = found
+    return found
+
+
+def set_model_prices(rules: str | os.PathLike[str] | list[dict[str, Any]] | None) -> None:
+    """Price models with rules of your own (see the module's doc): a list of rules, a JSON
+    file's path, or None to go back to genai-prices alone. Checked at once (a bad rule raises
+    ``InvalidInputError`` naming it); set as ``ASSAY_MODEL_PRICES`` for this process and the
+    processes it starts."""
+    if rules is None:
+        os.environ.pop(ENV, None)
+    else:
+        value = json.dumps(rules) if isinstance(rules, list) else os.fspath(rules)
+        _parse(value)  # refuse a bad rule before anything is set
+        os.environ[ENV] = value
+    _load()

@@ -1,0 +1,103 @@
+"""Prices of the user's own (ASSAY_MODEL_PRICES): aliases, own prices, order, bad rules."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from assay import InvalidInputError, set_model_prices
+from assay._model_prices import ENV
+from assay._usage import price
+
+
+@pytest.fixture(autouse=True)
+def _no_rules_after() -> Iterator[None]:
+    yield
+    set_model_prices(None)
+
+
+def test_an_alias_prices_a_deployment_as_the_model_it_serves() -> None:
+    assert price("azure", "prod-chat", 1000, 100) is None  # genai-prices knows no such model
+    set_model_prices([{"model": "prod-chat", "price_as": "gpt-4o"}])
+    assert price("azure", "prod-chat", 1000, 100) == price("azure", "gpt-4o", 1000, 100)
+    # cache reads priced as the aliased model's are
+    assert price("azure", "prod-chat", 1000, 100, 800) == price("azure", "gpt-4o", 1000, 100, 800)
+    assert price("azure", "prod-chat-2", 1000, 100) is None  # an exact name
+
+
+def test_own_prices_per_million_tokens_with_cache_reads_and_writes() -> None:
+    set_model_prices([{"match": "^ft:gpt-4o-mini", "input": 0.30, "output": 1.20,
+                       "cache_read": 0.15, "cache_write": 0.375}])
+    model = "ft:gpt-4o-mini-2024-07-18:acme::x1"
+    assert price("openai", model, 1_000_000, 1_000_000) == pytest.approx((0.30, 1.20))
+    # 600k plain, 300k read, 100k written of 1M input tokens
+    prompt, completion = price("openai", model, 1_000_000, 0, 300_000, 100_000)
+    assert prompt == pytest.approx(0.6 * 0.30 + 0.3 * 0.15 + 0.1 * 0.375)
+    assert completion == 0
+    set_model_prices([{"model": "local-llama", "input": 0.2, "output": 0.4}])
+    # no cache prices given: cached tokens at the input price
+    assert price(None, "local-llama", 1000, 0, 500)[0] == pytest.approx(1000 * 0.2 / 1e6)
+
+
+def test_first_matching_rule_wins_and_a_provider_narrows_a_rule() -> None:
+    list_price = price("openai", "gpt-4o-mini", 1_000_000, 0)
+    set_model_prices([{"model": "gpt-4o-mini", "provider": "azure", "input": 0.1, "output": 0.2},
+                      {"match": "gpt-4o", "input": 9, "output": 9},
+                      {"model": "gpt-4o-mini", "input": 1, "output": 1}])
+    assert price("azure", "gpt-4o-mini", 1_000_000, 0)[0] == pytest.approx(0.1)
+    assert price("openai", "gpt-4o-mini", 1_000_000, 0)[0] == pytest.approx(9)  # 2nd, before 3rd
+    assert price("openai", "claude-haiku-4-5", 1, 1) == price("anthropic", "claude-haiku-4-5", 1, 1)
+    set_model_prices(None)
+    assert price("openai", "gpt-4o-mini", 1_000_000, 0) == list_price
+
+
+@pytest.mark.parametrize(("rules", "says"), [
+    ([{"price_as": "gpt-4o"}], "exactly one of 'model'"),
+    ([{"model": "a", "match": "b", "price_as": "gpt-4o"}], "exactly one of 'model'"),
+    ([{"model": "a"}], "give 'price_as'"),
+    ([{"model": "a", "input": 1}], "give 'price_as'"),
+    ([{"model": "a", "price_as": "gpt-4o", "input": 1}], "not both"),
+    ([{"match": "(", "input": 1, "output": 1}], "not a regular expression"),
+    ([{"model": "a", "input": -1, "output": 1}], "rule 0: input:"),
+    ([{"model": "a", "input": 1, "output": 1, "currency": "EUR"}], "rule 0: currency:"),
+    ([{"model": "a", "price_as": "gpt-4o"}, {"model": "b"}], "rule 1:"),
+])
+def test_a_bad_rule_is_refused_naming_it_and_nothing_changes(rules: list, says: str) -> None:
+    set_model_prices([{"model": "kept", "price_as": "gpt-4o"}])
+    with pytest.raises(InvalidInputError, match=says):
+        set_model_prices(rules)
+    assert price(None, "kept", 1000, 0) == price(None, "gpt-4o", 1000, 0)  # the rules in force
+
+
+def test_a_file_of_rules_and_bad_files(tmp_path: Path) -> None:
+    good = tmp_path / "prices.json"
+    good.write_text(json.dumps([{"model": "prod-chat", "price_as": "gpt-4o"}]))
+    set_model_prices(good)
+    assert os.environ[ENV] == str(good)
+    assert price(None, "prod-chat", 1000, 0) == price(None, "gpt-4o", 1000, 0)
+    with pytest.raises(InvalidInputError, match="cannot read the price file"):
+        set_model_prices(tmp_path / "missing.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"model": "x"}')
+    with pytest.raises(InvalidInputError, match=r"bad.json\): expected a list of rules"):
+        set_model_prices(bad)
+    bad.write_text("[{")
+    with pytest.raises(InvalidInputError, match="not JSON"):
+        set_model_prices(bad)
+
+
+def test_the_environment_variable_prices_a_new_process(tmp_path: Path) -> None:
+    """What a fold process or ``assay serve`` started with the variable reads."""
+    env = {**os.environ, ENV: json.dumps([{"model": "prod-chat", "price_as": "gpt-4o"}])}
+    done = subprocess.run([sys.executable, "-c", (
+        "import json; from assay._usage import price; "
+        "print(json.dumps([price(None, m, 1000, 100) for m in ('prod-chat', 'gpt-4o')]))")],
+        env=env, capture_output=True, text=True, timeout=60, check=True)
+    aliased, listed = json.loads(done.stdout)
+    assert aliased == listed and listed is not None
