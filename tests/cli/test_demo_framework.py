@@ -14,10 +14,14 @@ from assay.demo._frameworks import FRAMEWORK_DATASET, framework_examples
 runner = CliRunner()
 
 
-@pytest.mark.parametrize("framework", ["langgraph", "openai-agents"])
+MODULES = {"langgraph": "langgraph", "openai-agents": "agents", "pydantic-ai": "pydantic_ai",
+           "upsonic": "upsonic"}
+
+
+@pytest.mark.parametrize("framework", list(MODULES))
 def test_demo_framework_stores_the_framework_trace(framework: str, sqlite_url: str,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("langgraph" if framework == "langgraph" else "agents")
+    pytest.importorskip(MODULES[framework])
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # key-free, whatever the shell has
     result = runner.invoke(app, ["demo", "--framework", framework, "--db", sqlite_url,
                                  "--json", "--repetitions", "1"], terminal_width=200)

@@ -37,7 +37,8 @@ def test_an_install_hint_keeps_its_extra(tmp_path) -> None:  # type: ignore[no-u
 def test_help_text_keeps_the_extras_names() -> None:
     result = CliRunner().invoke(app, ["demo", "--help"], terminal_width=200)
     assert result.exit_code == 0
-    assert "assay[langgraph]" in result.output and "assay[openai-agents]" in result.output
+    for extra in ("langgraph", "openai-agents", "pydantic-ai", "upsonic"):
+        assert f"assay[{extra}]" in result.output
 
 
 def test_names_and_errors_with_brackets_are_printed_as_they_are(

@@ -2,7 +2,8 @@
 
 A scripted tool-using agent answers a bundled dataset several times over; evaluators score it;
 runs, feedback and statistics go to the embedded store (``.assay/assay.db`` by default), and the
-statistics are printed as a table. ``--framework langgraph`` (or ``openai-agents``) runs a real
+statistics are printed as a table. ``--framework langgraph`` (``openai-agents``, ``pydantic-ai``,
+``upsonic``) runs a real
 framework's agent instead, against the bundled scripted model served on 127.0.0.1, and points at
 one example's trace: the framework's own llm and tool runs, recorded without any decorator.
 """
@@ -10,6 +11,7 @@ one example's trace: the framework's own llm and tool runs, recorded without any
 from __future__ import annotations
 
 import contextlib
+import sys
 from typing import Annotated
 
 import typer
@@ -30,8 +32,9 @@ __all__ = ["demo"]
 
 
 # typer renders help text as rich markup, where "[langgraph]" would be a style tag: "\\[" keeps it
-_FRAMEWORK_HELP = ("Run a real framework's agent instead (langgraph, openai-agents) against the "
-                   "bundled scripted model: needs assay\\[langgraph] or assay\\[openai-agents].")
+_FRAMEWORK_HELP = ("Run a real framework's agent instead (langgraph, openai-agents, pydantic-ai, "
+                   "upsonic) against the bundled scripted model: needs assay\\[langgraph], "
+                   "assay\\[openai-agents], assay\\[pydantic-ai] or assay\\[upsonic].")
 
 
 def demo(
@@ -51,6 +54,8 @@ def demo(
     with handle_errors():
         client = open_client(db)
         with contextlib.ExitStack() as stack:
+            if json_out:  # what a framework prints (Upsonic's tool errors) must not reach the
+                stack.enter_context(contextlib.redirect_stdout(sys.stderr))  # JSON's stream
             if framework is not None:
                 from ..demo._frameworks import FRAMEWORK_DATASET, framework_demo
 

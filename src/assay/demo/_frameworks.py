@@ -1,7 +1,8 @@
 """``assay demo --framework ...``: a real framework's agent, evaluated and traced, no API key.
 
-The agent is built with the framework's own classes (a LangGraph ReAct agent on ``ChatOpenAI``,
-or an OpenAI Agents SDK ``Agent`` with a handoff) and talks over HTTP to the bundled scripted
+The agent is built with the framework's own classes (LangChain's ``create_agent`` on
+``ChatOpenAI``, an OpenAI Agents SDK ``Agent`` with a handoff, a pydantic-ai or an Upsonic
+``Agent`` with the tool) and talks over HTTP to the bundled scripted
 model (``ScriptedModelServer``, started in-process on 127.0.0.1). ``evaluate()`` is given the
 agent object itself: the llm and tool runs in the stored trace come from the framework's own
 hooks, as they would for a user's agent.
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["FRAMEWORKS", "FRAMEWORK_DATASET", "build_agent", "framework_demo",
            "framework_examples"]
 
-FRAMEWORKS = ("langgraph", "openai-agents")
+FRAMEWORKS = ("langgraph", "openai-agents", "pydantic-ai", "upsonic")
 FRAMEWORK_DATASET = "assay-demo-framework-cities"
 _UNKNOWN = "Atlantis"  # a city the atlas lacks: the tool raises, the trace shows the error
 
@@ -74,9 +75,37 @@ def _openai_agents(base_url: str) -> Any:
                  handoffs=[geo], model=model)
 
 
+def _pydantic_ai(base_url: str) -> Any:
+    require("pydantic_ai", "pydantic-ai", "assay demo --framework pydantic-ai")
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    model = OpenAIChatModel("gpt-4o-mini",
+                            provider=OpenAIProvider(base_url=base_url, api_key="scripted"))
+    return Agent(model, name="city_agent", tools=[lookup_city],
+                 instructions="Answer with the figure lookup_city gives.")
+
+
+def _upsonic(base_url: str) -> Any:
+    require("upsonic", "upsonic", "assay demo --framework upsonic")
+    from openai import AsyncOpenAI
+    from upsonic import Agent
+    from upsonic.models.openai import OpenAIChatModel
+    from upsonic.providers.openai import OpenAIProvider
+    from upsonic.tools import tool
+
+    client = AsyncOpenAI(base_url=base_url, api_key="scripted", max_retries=0)
+    model = OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(openai_client=client))
+    # Upsonic retries a raising tool 5 times, 31 s of backoff: the atlas's unknown city fails
+    # at once here, as in the other frameworks
+    return Agent(model, name="city_agent", tools=[tool(max_retries=0)(lookup_city)])
+
+
 def build_agent(framework: str, base_url: str) -> Any:
     """The framework's demo agent, talking to the model at ``base_url``."""
-    builders = {"langgraph": _langgraph, "openai-agents": _openai_agents}
+    builders = {"langgraph": _langgraph, "openai-agents": _openai_agents,
+                "pydantic-ai": _pydantic_ai, "upsonic": _upsonic}
     if framework not in builders:
         raise InvalidInputError(f"unknown demo framework {framework!r}: choose one of "
                                 f"{', '.join(FRAMEWORKS)}")
