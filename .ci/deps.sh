@@ -6,7 +6,7 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   apt_install nodejs npm
 fi
 if [ ! -f tests/server/js/node_modules/langsmith/package.json ] \
-   || [ ! -f tests/server/js/node_modules/ai/package.json ]; then
+   || [ ! -f tests/server/js/node_modules/@ai-sdk/anthropic/package.json ]; then
   log "installing the JS SDK and the AI SDK for the server tests (tests/server/js)"
   (cd tests/server/js && npm install --no-audit --no-fund)
 fi

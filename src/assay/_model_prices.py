@@ -1,13 +1,13 @@
 """Prices of your own, for models genai-prices does not know or that you pay otherwise for.
 
 genai-prices knows the public models by their public names. A model served under a name of
-your own (an Azure deployment called ``prod-chat``), a fine-tune (``ft:gpt-4o-mini:acme::x1``),
-a self-hosted or a negotiated-rate model gets no cost, or the list price. ``ASSAY_MODEL_PRICES``
+your own (an Azure deployment called ``prod-chat``), a self-hosted model, or one you pay a
+negotiated rate for gets no cost, or the list price. ``ASSAY_MODEL_PRICES``
 gives rules, tried in order before genai-prices; the first whose model (and provider, when the
 rule names one) matches prices the call:
 
     [{"model": "prod-chat", "price_as": "gpt-4o"},
-     {"match": "^ft:gpt-4o-mini", "input": 0.30, "output": 1.20, "cache_read": 0.15},
+     {"match": "^acme-tuned-", "input": 0.30, "output": 1.20, "cache_read": 0.15},
      {"model": "llama-3.3-70b", "provider": "groq", "input": 0.59, "output": 0.79}]
 
 ``model`` is the exact name, ``match`` a regular expression searched in it; ``price_as`` prices
@@ -68,8 +68,9 @@ def _parse(value: str) -> tuple[PriceRule, ...]:
         try:
             parsed.append(PriceRule.model_validate(item))
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'rule'}: {e['msg']}"
-                                 for e in exc.errors())
+            problems = "; ".join(
+                (f"{'.'.join(str(p) for p in e['loc'])}: " if e["loc"] else "")
+                + e["msg"].removeprefix("Value error, ") for e in exc.errors())
             raise InvalidInputError(f"{where}: rule {i}: {problems}") from None
     return tuple(parsed)
 

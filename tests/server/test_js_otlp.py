@@ -39,8 +39,11 @@ def test_an_ai_sdk_agent_is_traced_with_tokens_tools_and_first_token(
         "agent": "Answer: Paris has 2102650 people", "streamed": "You asked: capital of Peru?"}
     runs = _check_tree(store, "ai-sdk-app")
     roots = sorted((r for r in runs if r.parent_run_id is None), key=lambda r: r.start_time)
-    # per API: the agent's call (two model requests, a tool call between) and the stream's
-    assert [r.name for r in roots] == ["ai.generateText", "ai.streamText"] * 2
+    # per API: the agent's call (two model requests, a tool call between) and the stream's,
+    # each named by its telemetry's functionId
+    assert [r.name for r in roots] == ["geo"] * 4
+    assert [r.extra["metadata"]["ai.operationId"] for r in roots] == [
+        "ai.generateText", "ai.streamText"] * 2
     children: dict = {}
     for r in runs:
         children.setdefault(r.parent_run_id, []).append(r)
@@ -75,3 +78,44 @@ def test_an_ai_sdk_agent_is_traced_with_tokens_tools_and_first_token(
         # after the scripted model's 10 ms before its first chunk, inside the request
         assert (request.first_token_time - request.start_time).total_seconds() >= 0.01
         assert request.first_token_time <= request.end_time
+
+
+def test_an_ai_sdk_agent_on_claude_is_priced_with_its_cache_writes_and_reads(
+        server: Server, node: str) -> None:  # noqa: F811
+    """``@ai-sdk/anthropic`` with a system prompt marked for an hour-long cache write, asked
+    twice: the first request's writes (the hour-long ones from Anthropic's usage in the SDK's
+    provider metadata) and the second's reads are itemised and priced at their own rates, as
+    genai-prices prices them, with the input counting every input token."""
+    from genai_prices import Usage, calc_price
+
+    from assay._usage import cache_counts
+
+    key, store = server.new_key()
+    with ScriptedModelServer() as claude:  # (its own: a model keeps the prefixes it cached)
+        proc = subprocess.run([node, "ai_sdk_claude.mjs", claude.url, server.url + ENDPOINT,
+                               key], cwd=JS, capture_output=True, text=True, timeout=120,
+                              check=False)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == [
+        "You asked: What is the capital of Peru?"] * 2
+    runs = _check_tree(store, "ai-sdk-claude")
+    wrote, read = sorted((r for r in runs if r.run_type == "llm"), key=lambda r: r.start_time)
+    counts = []
+    for llm in (wrote, read):
+        meta = llm.extra["metadata"]
+        assert (meta["ls_provider"], meta["ls_model_name"]) == ("anthropic", "claude-sonnet-4-5")
+        details = meta["usage_metadata"].get("input_token_details") or {}
+        got = cache_counts(details)
+        want = calc_price(Usage(input_tokens=llm.prompt_tokens,
+                                output_tokens=llm.completion_tokens,
+                                cache_read_tokens=got[0] or None,
+                                cache_write_tokens=got[1] or None,
+                                cache_write_1h_tokens=got[2] or None),
+                          model_ref="claude-sonnet-4-5", provider_id="anthropic")
+        assert (llm.prompt_cost, llm.completion_cost) == (float(want.input_price),
+                                                          float(want.output_price))
+        counts.append(got)
+    (r1, w1, h1), (r2, w2, h2) = counts
+    assert r1 == 0 and w1 == h1 > 1000  # written, for an hour
+    assert r2 == w1 and w2 == h2 == 0  # read back
+    assert wrote.prompt_tokens > w1 and read.prompt_tokens > r2  # the input counts them

@@ -21,7 +21,8 @@ from .test_python_sdk import SEED
 
 JS = Path(__file__).parent / "js"
 # js/package.json's packages the tests import (installed again when one is missing)
-PACKAGES = ("langsmith", "ai", "@ai-sdk/openai", "@opentelemetry/exporter-trace-otlp-proto")
+PACKAGES = ("langsmith", "ai", "@ai-sdk/openai", "@ai-sdk/anthropic",
+            "@opentelemetry/exporter-trace-otlp-proto")
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 

@@ -263,27 +263,38 @@ def test_openllmetry_instrumented_openai_client(server: Server, model: ScriptedM
                                                 ) -> None:
     """Traceloop's OpenLLMetry (``opentelemetry-instrumentation-openai``): the GenAI
     conventions' messages as parts, and an event per streamed chunk, whose first is the
-    first token."""
-    import openai
-    from opentelemetry.instrumentation.openai import OpenAIInstrumentor
-
+    first token. (In a process of its own, as an application runs it: its instrumentor's
+    ``uninstrument`` leaves the openai package's streams wrapped for the tests after it.)"""
     key, store = server.new_key()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(_exporter(server, key, "ol-app")))
-    instrumentor = OpenAIInstrumentor()
-    instrumentor.instrument(tracer_provider=provider)
-    tool = {"type": "function", "function": {
-        "name": "lookup_city", "description": "A city's population.",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
-    try:
-        client = openai.OpenAI(base_url=model.base_url, api_key="scripted", max_retries=0)
+    script = textwrap.dedent('''
+        import sys
+        import openai
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.instrumentation.openai import OpenAIInstrumentor
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+        model_url, endpoint, key = sys.argv[1:]
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(
+            endpoint=endpoint, headers={"x-api-key": key, "Langsmith-Project": "ol-app"})))
+        OpenAIInstrumentor().instrument(tracer_provider=provider)
+        client = openai.OpenAI(base_url=model_url, api_key="scripted", max_retries=0)
+        tool = {"type": "function", "function": {
+            "name": "lookup_city", "description": "A city's population.",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
         with provider.get_tracer("app").start_as_current_span("answer"):
             client.chat.completions.create(model="gpt-4o-mini", tools=[tool], messages=[
                 {"role": "user", "content": "How many people live in Paris?"}])
-            _streamed_call(client, "capital of Chile?")
-    finally:
-        instrumentor.uninstrument()
+            for _ in client.chat.completions.create(
+                    model="gpt-4o-mini", stream=True, stream_options={"include_usage": True},
+                    messages=[{"role": "user", "content": "capital of Chile?"}]):
+                pass
         provider.shutdown()
+    ''')
+    done = subprocess.run([sys.executable, "-c", script, model.base_url, server.url + ENDPOINT,
+                           key], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
     runs = _check_tree(store, "ol-app")
     [chain] = [r for r in runs if r.run_type == "chain"]
     called, streamed = sorted((r for r in runs if r.run_type == "llm"),

@@ -196,8 +196,11 @@ def test_vercel_ai_sdk_request_tool_and_call() -> None:
                              "ai.prompt": json.dumps({"prompt": "Lima?"}),
                              "ai.response.text": "9.9 million", "ai.usage.promptTokens": 30,
                              "ai.usage.completionTokens": 9}, name="ai.generateText"))
-    assert call["run_type"] == "chain"
+    assert call["run_type"] == "chain" and call["name"] == "ai.generateText"  # no functionId
     assert call["inputs"] == {"prompt": "Lima?"} and call["outputs"] == {"output": "9.9 million"}
+    named = span_fields(view({"ai.operationId": "ai.streamText",
+                              "ai.telemetry.functionId": "geo"}, name="ai.streamText"))
+    assert named["name"] == "geo" and named["metadata"]["ai.operationId"] == "ai.streamText"
     assert "usage_metadata" not in call["metadata"] and not call["events"]
 
 

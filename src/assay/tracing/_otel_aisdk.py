@@ -3,7 +3,8 @@
 ``generateText``/``streamText``/``generateObject``/``streamObject`` with
 ``experimental_telemetry: {isEnabled: true}`` make a span per call (``ai.generateText``), one
 per model request under it (``ai.generateText.doGenerate``, ``ai.streamText.doStream``) and one
-per tool call (``ai.toolCall``), named by ``ai.operationId``; ``embed``/``embedMany`` the same
+per tool call (``ai.toolCall``), named by ``ai.operationId`` (a call given a ``functionId``:
+its run is named by it, the operation kept in its metadata); ``embed``/``embedMany`` the same
 with ``doEmbed``. None of them says ``gen_ai.operation.name``, and from version 6 the model
 requests carry no ``gen_ai.usage.*`` either: tokens, model and messages are in ``ai.usage.*``,
 ``ai.model.*``, ``ai.prompt.messages`` and ``ai.response.*``. (Version 7's ``@ai-sdk/otel`` sends
@@ -79,6 +80,14 @@ def _usage(attrs: Mapping[str, Any]) -> dict[str, Any] | None:
                          "ai.usage.cachedInputTokens"))
     written = to_int(attrs.get("ai.usage.inputTokenDetails.cacheWriteTokens"))
     details = {k: v for k, v in (("cache_read", read), ("cache_creation", written)) if v}
+    if written:  # Anthropic's writes by lifetime (an hour-long one costs more), in its usage
+        meta = parse_json(attrs.get("ai.response.providerMetadata"))
+        usage_of = meta.get("anthropic", {}).get("usage") if isinstance(meta, dict) else None
+        split = usage_of.get("cache_creation") if isinstance(usage_of, dict) else None
+        if isinstance(split, dict):
+            details.update({k: n for k in ("ephemeral_5m_input_tokens",
+                                           "ephemeral_1h_input_tokens")
+                            if (n := to_int(split.get(k)))})
     if details:
         usage["input_token_details"] = details
     return usage
@@ -100,8 +109,12 @@ def fields(attrs: Mapping[str, Any], out: dict[str, Any]) -> int | None:
     first chunk's offset from the span's start in nanoseconds, for a streamed request."""
     meta: dict[str, Any] = out["metadata"]
     run_type = out["run_type"]
-    if attrs.get("ai.telemetry.functionId"):
-        meta["ai.telemetry.functionId"] = attrs["ai.telemetry.functionId"]
+    function = attrs.get("ai.telemetry.functionId")
+    if function:
+        meta["ai.telemetry.functionId"] = function
+        if run_type == "chain":  # the call: named as its caller named it (as Langfuse does)
+            out["name"] = str(function)
+            meta[OPERATION] = attrs[OPERATION]
     if run_type == "tool":
         out["name"] = str(attrs.get("ai.toolCall.name") or out["name"])
         args = parse_json(_first(attrs, "ai.toolCall.args", "ai.toolCall.input"))
