@@ -101,3 +101,28 @@ def test_the_environment_variable_prices_a_new_process(tmp_path: Path) -> None:
         env=env, capture_output=True, text=True, timeout=60, check=True)
     aliased, listed = json.loads(done.stdout)
     assert aliased == listed and listed is not None
+
+
+def test_a_bad_rule_in_the_environment_never_fails_the_store(tmp_path: Path) -> None:
+    """Costs are computed as runs are stored: a bad ASSAY_MODEL_PRICES there is logged, naming
+    the rule, and ignored (genai-prices prices), so a typo never leaves runs unstored;
+    ``assay prices`` and ``assay serve`` refuse it at once (tests/cli/test_prices_cli.py)."""
+    env = {**os.environ, ENV: json.dumps([{"model": "prod-chat"}]),
+           "ASSAY_DATABASE_URL": f"sqlite:///{tmp_path / 'assay.db'}"}
+    script = (
+        "import json, uuid\n"
+        "from assay.client import Client\n"
+        "client = Client()\n"
+        "rid = uuid.uuid4()\n"
+        "client.create_run(id=rid, name='chat', run_type='llm', inputs={}, outputs={},\n"
+        "    extra={'metadata': {'ls_provider': 'openai', 'ls_model_name': 'gpt-4o',\n"
+        "        'usage_metadata': {'input_tokens': 1000, 'output_tokens': 100}}})\n"
+        "client.flush()\n"
+        "run = client.read_run(rid)\n"
+        "print(json.dumps([run.prompt_cost, run.completion_cost]))\n")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == list(
+        price("openai", "gpt-4o", 1000, 100))
+    assert "ASSAY_MODEL_PRICES: rule 0: give 'price_as'" in done.stderr

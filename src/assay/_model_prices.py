@@ -22,6 +22,7 @@ when runs are stored: rules apply to runs stored after they are set.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,9 +32,10 @@ from .errors import InvalidInputError
 if TYPE_CHECKING:
     from ._price_rules import PriceRule
 
-__all__ = ["ENV", "RULES", "rule_for", "set_model_prices"]
+__all__ = ["ENV", "RULES", "check_environment", "rule_for", "set_model_prices"]
 
 ENV = "ASSAY_MODEL_PRICES"
+log = logging.getLogger("assay")
 
 
 # the rules in force (None: the environment not read yet: it is read once, at the first call,
@@ -75,13 +77,28 @@ def _parse(value: str) -> tuple[PriceRule, ...]:
     return tuple(parsed)
 
 
-def _load() -> tuple[PriceRule, ...]:
-    """The rules of ``ASSAY_MODEL_PRICES`` as it is now (kept until ``set_model_prices``)."""
+def check_environment() -> tuple[PriceRule, ...]:
+    """The rules of ``ASSAY_MODEL_PRICES`` as it is now, put in force (kept until
+    ``set_model_prices``); a bad rule raises ``InvalidInputError`` naming it (what ``assay
+    serve`` and ``assay prices`` ask first, to refuse it at once)."""
     global RULES
     value = os.environ.get(ENV)
     RULES = _parse(value) if value else ()
     _found.clear()
     return RULES
+
+
+def _load() -> tuple[PriceRule, ...]:
+    """The rules read at the first priced call. Pricing happens as runs are stored (the fold):
+    a bad rule there would fail every fold, and leave every run unreadable, for a typo, so it
+    is logged and the rules ignored (genai-prices alone prices)."""
+    global RULES
+    try:
+        return check_environment()
+    except InvalidInputError as exc:
+        log.error("%s: no rule of ASSAY_MODEL_PRICES applies (genai-prices alone prices)", exc)
+        RULES = ()
+        return RULES
 
 
 def rule_for(provider: str | None, model: str) -> PriceRule | None:

@@ -62,3 +62,16 @@ def test_a_bad_rule_in_the_environment_is_named() -> None:
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode != 0
     assert "ASSAY_MODEL_PRICES: rule 0: give 'price_as'" in " ".join(done.stderr.split())
+
+
+def test_assay_serve_refuses_a_bad_rule_before_serving(tmp_path: Path) -> None:
+    env = {**os.environ, "ASSAY_MODEL_PRICES": json.dumps([{"match": "(", "input": 1,
+                                                             "output": 1}])}
+    assay = Path(sys.executable).with_name("assay")
+    done = subprocess.run([str(assay), "serve", "--db", f"sqlite:///{tmp_path / 'a.db'}",
+                           "--port", "0"], env=env, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 2
+    assert "rule 0: 'match' is not a regular expression" in " ".join(
+        (done.stdout + done.stderr).split())
+    assert not (tmp_path / "a.db").exists()  # refused before anything was made

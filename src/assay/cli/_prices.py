@@ -48,7 +48,10 @@ def prices(
 ) -> None:
     """Show what each model's calls cost per million tokens, and whether the price is one of
     your ASSAY_MODEL_PRICES rules, genai-prices' or none."""
+    from .._model_prices import check_environment
+
     with handle_errors():
+        check_environment()  # a bad rule named here (stored runs' pricing ignores it)
         rows = [price_row(provider, model) for model in models]
     if json_out:
         emit_json(rows)

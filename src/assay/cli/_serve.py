@@ -56,7 +56,10 @@ def serve(
         console.print(styled(("error:", "red"), " --no-auth only listens on 127.0.0.1: anyone "
                              "who can reach another interface would get the whole store"))
         raise typer.Exit(2)
+    from .._model_prices import check_environment
+
     with handle_errors():
+        check_environment()  # ASSAY_MODEL_PRICES: a bad rule refused before serving
         url = resolve_url(db)
         store = Store.open(url)  # migrate once, before any worker starts
         shown = store.url
