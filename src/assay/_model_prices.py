@@ -21,6 +21,7 @@ when runs are stored: rules apply to runs stored after they are set.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -39,9 +40,8 @@ log = logging.getLogger("assay")
 
 
 # the rules in force (None: the environment not read yet: it is read once, at the first call,
-# as reading it costs ~0.7 us, a third of a priced call); (provider, model) -> rule or None
+# as reading it costs ~0.7 us, a third of a priced call)
 RULES: tuple[PriceRule, ...] | None = None
-_found: dict[tuple[str | None, str], PriceRule | None] = {}
 
 
 def _parse(value: str) -> tuple[PriceRule, ...]:
@@ -50,7 +50,7 @@ def _parse(value: str) -> tuple[PriceRule, ...]:
     from ._price_rules import PriceRule
 
     text = value.strip()
-    where = "ASSAY_MODEL_PRICES"
+    where = ENV
     if not text.startswith("["):
         path = Path(text).expanduser()
         try:
@@ -77,45 +77,41 @@ def _parse(value: str) -> tuple[PriceRule, ...]:
     return tuple(parsed)
 
 
+def _install(rules: tuple[PriceRule, ...]) -> tuple[PriceRule, ...]:
+    global RULES
+    RULES = rules
+    _match.cache_clear()
+    return rules
+
+
 def check_environment() -> tuple[PriceRule, ...]:
     """The rules of ``ASSAY_MODEL_PRICES`` as it is now, put in force (kept until
     ``set_model_prices``); a bad rule raises ``InvalidInputError`` naming it (what ``assay
     serve`` and ``assay prices`` ask first, to refuse it at once)."""
-    global RULES
     value = os.environ.get(ENV)
-    RULES = _parse(value) if value else ()
-    _found.clear()
-    return RULES
+    return _install(_parse(value) if value else ())
 
 
 def _load() -> tuple[PriceRule, ...]:
     """The rules read at the first priced call. Pricing happens as runs are stored (the fold):
     a bad rule there would fail every fold, and leave every run unreadable, for a typo, so it
     is logged and the rules ignored (genai-prices alone prices)."""
-    global RULES
     try:
         return check_environment()
     except InvalidInputError as exc:
         log.error("%s: no rule of ASSAY_MODEL_PRICES applies (genai-prices alone prices)", exc)
-        RULES = ()
-        return RULES
+        return _install(())
+
+
+@functools.lru_cache(maxsize=10_000)
+def _match(provider: str | None, model: str) -> PriceRule | None:
+    return next((r for r in RULES or () if r.matches(provider, model)), None)
 
 
 def rule_for(provider: str | None, model: str) -> PriceRule | None:
     """The first rule that prices ``model`` from ``provider``, or None (genai-prices then)."""
     rules = RULES if RULES is not None else _load()
-    if not rules:
-        return None
-    key = (provider, model)
-    try:
-        return _found[key]
-    except KeyError:
-        pass
-    found = next((r for r in rules if r.matches(provider, model)), None)
-    if len(_found) > 10_000:
-        _found.clear()
-    _found[key] = found
-    return found
+    return _match(provider, model) if rules else None
 
 
 def set_model_prices(rules: str | os.PathLike[str] | list[dict[str, Any]] | None) -> None:
@@ -125,8 +121,9 @@ def set_model_prices(rules: str | os.PathLike[str] | list[dict[str, Any]] | None
     processes it starts."""
     if rules is None:
         os.environ.pop(ENV, None)
-    else:
-        value = json.dumps(rules) if isinstance(rules, list) else os.fspath(rules)
-        _parse(value)  # refuse a bad rule before anything is set
-        os.environ[ENV] = value
-    _load()
+        _install(())
+        return
+    value = json.dumps(rules) if isinstance(rules, list) else os.fspath(rules)
+    parsed = _parse(value)  # a bad rule refused before anything is set
+    os.environ[ENV] = value
+    _install(parsed)

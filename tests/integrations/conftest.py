@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from pricing_checks import check_priced  # noqa: F401 - the framework tests' price check
 
 from assay.client import Client
 from assay.demo import ScriptedModelServer
@@ -175,26 +176,3 @@ def check_parallel_calls(db: Client, srv: ScriptedModelServer, target: Any,
 # -- prices ---------------------------------------------------------------------------------------
 CLAUDE = "claude-sonnet-4-6"  # (an Anthropic model genai-prices knows, cache writes included)
 GEMINI = "gemini-2.5-flash"  # (a Google model genai-prices knows, cache reads included)
-
-
-def check_priced(llm: Any, provider: str, model: str) -> dict[str, int]:
-    """An llm run names its provider and model, has tokens, and costs what genai-prices asks
-    for its usage as stored, cache reads and writes (and the hour-long writes) at their own
-    rates; returns the run's cache counts (``cache_read``, ``cache_creation``...)."""
-    from genai_prices import Usage, calc_price
-
-    from assay._usage import cache_counts
-
-    meta = llm.extra["metadata"]
-    assert (meta["ls_provider"], meta["ls_model_name"]) == (provider, model)
-    usage = meta["usage_metadata"]
-    details = dict(usage.get("input_token_details") or {})
-    assert llm.prompt_tokens == usage["input_tokens"] > 0 and llm.completion_tokens > 0
-    read, writes, hour = cache_counts(details)  # (its reading of details: tests/test_usage.py)
-    want = calc_price(Usage(input_tokens=llm.prompt_tokens, output_tokens=llm.completion_tokens,
-                            cache_read_tokens=read or None, cache_write_tokens=writes or None,
-                            cache_write_1h_tokens=hour or None),
-                      model_ref=model, provider_id=provider)
-    assert (llm.prompt_cost, llm.completion_cost) == (float(want.input_price),
-                                                      float(want.output_price))
-    return details

@@ -14,6 +14,7 @@ import subprocess
 from collections.abc import Iterator
 
 import pytest
+from pricing_checks import check_priced
 
 from assay.demo import ScriptedModelServer
 
@@ -86,8 +87,6 @@ def test_an_ai_sdk_agent_on_claude_is_priced_with_its_cache_writes_and_reads(
     twice: the first request's writes (the hour-long ones from Anthropic's usage in the SDK's
     provider metadata) and the second's reads are itemised and priced at their own rates, as
     genai-prices prices them, with the input counting every input token."""
-    from genai_prices import Usage, calc_price
-
     from assay._usage import cache_counts
 
     key, store = server.new_key()
@@ -100,22 +99,9 @@ def test_an_ai_sdk_agent_on_claude_is_priced_with_its_cache_writes_and_reads(
         "You asked: What is the capital of Peru?"] * 2
     runs = _check_tree(store, "ai-sdk-claude")
     wrote, read = sorted((r for r in runs if r.run_type == "llm"), key=lambda r: r.start_time)
-    counts = []
-    for llm in (wrote, read):
-        meta = llm.extra["metadata"]
-        assert (meta["ls_provider"], meta["ls_model_name"]) == ("anthropic", "claude-sonnet-4-5")
-        details = meta["usage_metadata"].get("input_token_details") or {}
-        got = cache_counts(details)
-        want = calc_price(Usage(input_tokens=llm.prompt_tokens,
-                                output_tokens=llm.completion_tokens,
-                                cache_read_tokens=got[0] or None,
-                                cache_write_tokens=got[1] or None,
-                                cache_write_1h_tokens=got[2] or None),
-                          model_ref="claude-sonnet-4-5", provider_id="anthropic")
-        assert (llm.prompt_cost, llm.completion_cost) == (float(want.input_price),
-                                                          float(want.output_price))
-        counts.append(got)
-    (r1, w1, h1), (r2, w2, h2) = counts
+    (r1, w1, h1), (r2, w2, h2) = (
+        cache_counts(check_priced(llm, "anthropic", "claude-sonnet-4-5"))
+        for llm in (wrote, read))
     assert r1 == 0 and w1 == h1 > 1000  # written, for an hour
     assert r2 == w1 and w2 == h2 == 0  # read back
     assert wrote.prompt_tokens > w1 and read.prompt_tokens > r2  # the input counts them

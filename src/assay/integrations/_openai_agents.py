@@ -24,6 +24,7 @@ from .._json import jsonable as _jsonable
 from .._prices import known_provider
 from ..errors import require
 from ..evals._models import ToolCall
+from ..tracing._otel_values import as_dict, parse_json
 from ..tracing._run_tree import RunTree, fast_child
 from ._registry import (
     chat_messages,
@@ -36,15 +37,6 @@ from ._registry import (
 )
 
 __all__ = ["AgentsSDKAdapter", "adapt", "instrument", "processor", "tool_calls"]
-
-def _parse(value: Any) -> Any:
-    if isinstance(value, str) and value[:1] in ("{", "["):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
-
 
 # -- the adapter -----------------------------------------------------------------------------------
 class AgentsSDKAdapter:
@@ -153,7 +145,7 @@ def tool_calls(obj: Any) -> list[ToolCall] | None:
         if not name:
             continue
         call_id = get("call_id") or get("id")
-        calls.append(ToolCall(name=str(name), args=_parse(get("arguments")) or {},
+        calls.append(ToolCall(name=str(name), args=parse_json(get("arguments")) or {},
                               id=str(call_id) if call_id else None))
     return calls
 
@@ -215,10 +207,9 @@ def _fill(run: RunTree, data: Any, span: Any) -> None:
         _usage(run, getattr(response, "usage", None) or getattr(data, "usage", None), model)
     elif kind == "function":
         run.name = data.name or run.name
-        run.inputs = _parse(data.input) if isinstance(_parse(data.input), dict) else (
-            {"input": data.input} if data.input is not None else {})
-        run.outputs = {"output": _jsonable(_parse(data.output))} if data.output is not None \
-            else None
+        run.inputs = as_dict(data.input, "input") if data.input is not None else {}
+        run.outputs = {"output": _jsonable(parse_json(data.output))} \
+            if data.output is not None else None
     elif kind == "handoff":
         run.name = f"handoff -> {data.to_agent}"
         run.inputs = {"from_agent": data.from_agent}

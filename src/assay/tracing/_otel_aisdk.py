@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ._otel_values import parse_json, parse_result, to_int
+from ._otel_values import as_dict, parse_json, parse_result, to_int
 
 __all__ = ["CONSUMED", "FIRST_CHUNK_EVENT", "OPERATION", "fields", "run_type"]
 
@@ -36,7 +36,7 @@ CONSUMED = frozenset({
     OPERATION, "ai.telemetry.functionId", "ai.model.id",
     "ai.model.provider", "ai.prompt", "ai.prompt.messages", "ai.response.text",
     "ai.response.toolCalls", "ai.response.object", "ai.response.model",
-    "ai.response.msToFirstChunk", "ai.usage.inputTokens", "ai.usage.outputTokens",
+    "ai.usage.inputTokens", "ai.usage.outputTokens",
     "ai.usage.promptTokens", "ai.usage.completionTokens", "ai.usage.totalTokens",
     "ai.usage.tokens", "ai.usage.cachedInputTokens", "ai.usage.inputTokenDetails.cacheReadTokens",
     "ai.usage.inputTokenDetails.cacheWriteTokens", "ai.toolCall.name", "ai.toolCall.id",
@@ -104,9 +104,10 @@ def _tool_calls(value: Any) -> list[dict[str, Any]]:
     return calls
 
 
-def fields(attrs: Mapping[str, Any], out: dict[str, Any]) -> int | None:
-    """Fill ``out`` (``_otel_map.span_fields``'s run fields) from the SDK's attributes; the
-    first chunk's offset from the span's start in nanoseconds, for a streamed request."""
+def fields(attrs: Mapping[str, Any], out: dict[str, Any]) -> None:
+    """Fill ``out`` (``_otel_map.span_fields``'s run fields) from the SDK's attributes (a
+    streamed request's first chunk, ``ai.response.msToFirstChunk``, is read there with the
+    other conventions' first-token figures)."""
     meta: dict[str, Any] = out["metadata"]
     run_type = out["run_type"]
     function = attrs.get("ai.telemetry.functionId")
@@ -117,15 +118,14 @@ def fields(attrs: Mapping[str, Any], out: dict[str, Any]) -> int | None:
             meta[OPERATION] = attrs[OPERATION]
     if run_type == "tool":
         out["name"] = str(attrs.get("ai.toolCall.name") or out["name"])
-        args = parse_json(_first(attrs, "ai.toolCall.args", "ai.toolCall.input"))
-        out["inputs"] = args if isinstance(args, dict) else (
-            {} if args is None else {"input": args})
+        args = _first(attrs, "ai.toolCall.args", "ai.toolCall.input")
+        out["inputs"] = as_dict(args, "input") if args is not None else {}
         result = _first(attrs, "ai.toolCall.result", "ai.toolCall.output")
         if result is not None:
             out["outputs"] = {"output": parse_result(result)}
         if attrs.get("ai.toolCall.id"):
             meta["tool_call_id"] = attrs["ai.toolCall.id"]
-        return None
+        return
     if run_type in ("llm", "embedding"):
         model = _first(attrs, "ai.response.model", "ai.model.id")
         if model:
@@ -139,14 +139,13 @@ def fields(attrs: Mapping[str, Any], out: dict[str, Any]) -> int | None:
     if run_type == "embedding":
         value = _first(attrs, "ai.values", "ai.value")
         out["inputs"] = {"input": parse_json(value)} if value is not None else {}
-        return None
+        return
     if run_type == "llm":
         messages = parse_json(attrs.get("ai.prompt.messages"))
         out["inputs"] = {"messages": messages} if messages is not None else {}
     else:
-        prompt = parse_json(attrs.get("ai.prompt"))
-        out["inputs"] = prompt if isinstance(prompt, dict) else (
-            {} if prompt is None else {"input": prompt})
+        prompt = attrs.get("ai.prompt")
+        out["inputs"] = as_dict(prompt, "input") if prompt is not None else {}
     if "ai.response.object" in attrs:
         out["outputs"] = {"output": parse_json(attrs["ai.response.object"])}
     elif "ai.response.text" in attrs or "ai.response.toolCalls" in attrs:
@@ -158,10 +157,3 @@ def fields(attrs: Mapping[str, Any], out: dict[str, Any]) -> int | None:
         out["outputs"] = ({"messages": [message]} if run_type == "llm"
                           else {"output": message["content"], **(
                               {"tool_calls": calls} if calls else {})})
-    first = attrs.get("ai.response.msToFirstChunk")
-    if run_type == "llm" and first is not None:
-        try:
-            return int(float(first) * 1e6)
-        except (TypeError, ValueError):
-            return None
-    return None

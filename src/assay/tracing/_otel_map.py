@@ -38,6 +38,7 @@ from typing import Any
 
 from .._time import from_micros
 from . import _otel_aisdk as _aisdk
+from ._otel_values import as_dict as _as_dict
 from ._otel_values import parse_json, parse_result
 from ._otel_values import to_int as _int
 
@@ -97,7 +98,7 @@ _CONSUMED = frozenset({
     "gen_ai.request.model", "gen_ai.response.model", "gen_ai.provider.name", "gen_ai.system",
     "gen_ai.tool.name", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result",
     "tool_arguments", "tool_response", "gen_ai.client.operation.time_to_first_chunk",
-    "gen_ai.server.time_to_first_token",
+    "gen_ai.server.time_to_first_token", "ai.response.msToFirstChunk",
     "operation.cost", "final_result", "logfire.json_schema", "logfire.msg",
     "model_request_parameters", "pydantic_ai.all_messages", "gen_ai.prompt", "gen_ai.completion",
     "input.value", "output.value", "input.mime_type", "output.mime_type",
@@ -110,17 +111,6 @@ _CONSUMED = frozenset({
     "langsmith.span.kind", "langsmith.trace.name", "langsmith.span.tags",
     "langsmith.trace.session_name", "langsmith.trace.session_id",
 }) | _aisdk.CONSUMED
-
-
-
-
-
-
-def _as_dict(value: Any, key: str) -> dict[str, Any]:
-    value = parse_json(value)
-    return value if isinstance(value, dict) else {key: value}
-
-
 
 
 def _iso(ns: int) -> str:
@@ -316,17 +306,28 @@ def _plain_text(value: Any) -> Any:
     return value
 
 
-def _server_first_token(span: SpanView, value: Any) -> int | None:
-    """``gen_ai.server.time_to_first_token`` as a time: seconds, as the GenAI conventions
-    measure it, or milliseconds (Strands Agents' figure), whichever fits inside the span."""
-    try:
-        after = float(value)
-    except (TypeError, ValueError):
+# a streamed call's first chunk as a time after the span's start, by the attribute and the
+# units it may be in: GenAI's client figure in seconds, the AI SDK's in milliseconds, GenAI's
+# server figure in seconds or (Strands Agents') milliseconds, whichever fits inside the span
+_FIRST_AFTER = (("gen_ai.client.operation.time_to_first_chunk", (1e9,)),
+                ("ai.response.msToFirstChunk", (1e6,)),
+                ("gen_ai.server.time_to_first_token", (1e9, 1e6)))
+
+
+def _first_after(span: SpanView, attrs: Mapping[str, Any]) -> int | None:
+    """An llm span's first token from the first of ``_FIRST_AFTER`` it carries (ns)."""
+    for key, scales in _FIRST_AFTER:
+        if key not in attrs:
+            continue
+        try:
+            after = float(attrs[key])
+        except (TypeError, ValueError):
+            return None
+        length = (span.end_ns or span.start_ns) - span.start_ns
+        for scale in scales:
+            if after >= 0 and (len(scales) == 1 or after * scale <= length):
+                return span.start_ns + int(after * scale)
         return None
-    length = (span.end_ns or span.start_ns) - span.start_ns
-    for scale in (1e9, 1e6):
-        if 0 <= after * scale <= length:
-            return span.start_ns + int(after * scale)
     return None
 
 
@@ -401,9 +402,8 @@ def span_fields(span: SpanView) -> dict[str, Any]:
                            "outputs": None, "metadata": {}, "events": [], "tags": [],
                            "error": _error(span), "project": None}
     meta: dict[str, Any] = out["metadata"]
-    first_after: int | None = None  # a streamed request's first chunk, ns after its start
     if _aisdk.OPERATION in attrs:
-        first_after = _aisdk.fields(attrs, out)
+        _aisdk.fields(attrs, out)
     elif run_type == "llm":
         _llm_io(attrs, span, out, indexed)
         model = (attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model")
@@ -444,18 +444,10 @@ def span_fields(span: SpanView) -> dict[str, Any]:
                 out["inputs"] = {"messages": event_in}
             if out["outputs"] is None and event_choices:
                 out["outputs"] = {"choices": event_choices}
-    ttfc = attrs.get("gen_ai.client.operation.time_to_first_chunk")
     first = next((e.time_ns for e in span.events if e.name in _FIRST_TOKEN_EVENTS),
                  None) if span.events else None
-    if first is None and ttfc is not None:
-        try:
-            first = span.start_ns + int(float(ttfc) * 1e9)
-        except (TypeError, ValueError):
-            first = None
-    if first is None and first_after is not None:
-        first = span.start_ns + first_after
-    if first is None and "gen_ai.server.time_to_first_token" in attrs:
-        first = _server_first_token(span, attrs["gen_ai.server.time_to_first_token"])
+    if first is None and run_type == "llm":
+        first = _first_after(span, attrs)
     if first is not None:
         out["events"].append({"name": "new_token", "time": _iso(first)})
     op = attrs.get("gen_ai.operation.name")

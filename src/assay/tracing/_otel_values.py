@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["parse_json", "parse_result", "to_int"]
+__all__ = ["as_dict", "parse_json", "parse_result", "to_int"]
 
 
 def parse_json(value: Any) -> Any:
@@ -18,6 +18,12 @@ def parse_json(value: Any) -> Any:
     if isinstance(value, tuple):
         return [parse_json(v) for v in value]
     return value
+
+
+def as_dict(value: Any, key: str) -> dict[str, Any]:
+    """An attribute holding a JSON object as that object, anything else under ``key``."""
+    value = parse_json(value)
+    return value if isinstance(value, dict) else {key: value}
 
 
 def parse_result(value: Any) -> Any:

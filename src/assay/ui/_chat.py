@@ -89,18 +89,11 @@ def _content(turn: Turn, content: Any) -> None:
         if not isinstance(part, Mapping):
             continue
         kind = part.get("type")
-        if kind is None and isinstance(part.get("toolUse"), Mapping):  # Bedrock's Converse
-            use = part["toolUse"]
-            turn.tool_calls.append(ToolCallView(str(use.get("name")), _args(use.get("input")),
-                                                use.get("toolUseId")))
-            continue
-        if kind is None and isinstance(part.get("toolResult"), Mapping):
-            result = part["toolResult"]
-            turn.tool_call_id = result.get("toolUseId")
-            inner = Turn("tool")
-            _content(inner, result.get("content"))
-            texts.append(inner.text)
-            continue
+        if kind is None:  # Bedrock Converse's blocks, read as Anthropic's alike
+            if isinstance(use := part.get("toolUse"), Mapping):
+                kind, part = "tool_use", {**use, "id": use.get("toolUseId")}
+            elif isinstance(result := part.get("toolResult"), Mapping):
+                kind, part = "tool_result", {**result, "tool_use_id": result.get("toolUseId")}
         if kind in ("text", "input_text", "output_text") or (kind is None and "text" in part):
             texts.append(str(part.get("text") or part.get("content") or ""))
         elif kind in ("image_url", "image", "input_image"):
@@ -134,8 +127,7 @@ def _content(turn: Turn, content: Any) -> None:
                                                                        part.get("result"))))
             if isinstance(result, Mapping) and "value" in result:  # the AI SDK's {type, value}
                 result = result["value"]
-            _content(inner, result if isinstance(result, (str, list)) or result is None
-                     else json.dumps(result, ensure_ascii=False, default=str))
+            _content(inner, result)
             texts.append(inner.text)
         else:
             texts.append(json.dumps(part, ensure_ascii=False, default=str))
