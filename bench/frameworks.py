@@ -1,15 +1,15 @@
 """What assay's capture of a real framework costs per llm/tool step (issue 21).
 
     .venv/bin/python bench/frameworks.py [--calls 40] [--rounds 5]
-        [--only langgraph,langchain,openai-agents,pydantic-ai] [--same-tokens]
+        [--only langgraph,langchain,openai-agents,pydantic-ai,google-adk] [--same-tokens]
 
 Each framework's real agent (a LangGraph ReAct agent on ``ChatOpenAI``, LangGraph's prebuilt
 ``create_react_agent`` or, as ``langchain``, LangChain 1.x's ``create_agent``; an OpenAI Agents SDK
 ``Agent`` on ``OpenAIChatCompletionsModel``; a pydantic-ai ``Agent`` on its
-``OpenAIChatModel``) answers one tool-using question against the bundled
-scripted model on 127.0.0.1: two llm calls and one tool call per answer, three steps. Measured,
-in turn (the order turning round by round) for ``--rounds`` rounds of ``--calls`` answers
-each (medians reported):
+``OpenAIChatModel``; a Google ADK ``Agent`` on ``Gemini``, through the scripted model's Gemini
+API) answers one tool-using question against the bundled scripted model on 127.0.0.1: two llm
+calls and one tool call per answer, three steps. Measured, in turn (the order turning round by
+round) for ``--rounds`` rounds of ``--calls`` answers each (medians reported):
 
 - ``off``: the framework with tracing off (LangGraph: no assay run current, so assay's configure
   hook adds no handler; Agents SDK: ``set_tracing_disabled(True)``);
@@ -205,9 +205,43 @@ def pydantic_ai_agent(base_url: str) -> Any:
     return run
 
 
+def google_adk_agent(base_url: str) -> Any:
+    """Google ADK: ``off`` an ``InMemoryRunner`` whose App has no plugin; ``sdk`` the same agent
+    run by assay's adapter (its App with assay's plugin) with no assay run current (each
+    callback a look-up that finds nothing); ``assay`` that adapter inside an assay run, as
+    ``evaluate(agent)`` runs it. A new session per answer in every mode, as the adapter makes."""
+    from google.adk.agents import Agent
+    from google.adk.apps import App
+    from google.adk.models import Gemini
+    from google.adk.runners import InMemoryRunner
+    from google.genai import types
+
+    from assay.integrations import require_adapter
+
+    def agent() -> Any:
+        model = Gemini(model="gemini-2.5-flash", base_url=base_url.removesuffix("/v1"),
+                       client_kwargs={"api_key": "scripted"})
+        return Agent(name="geo", model=model, instruction="Answer with the tool's figure.",
+                     tools=[lookup_city])
+
+    plain = InMemoryRunner(app=App(name="geo", root_agent=agent()))
+    adapter = require_adapter(agent())
+
+    async def run(mode: str = "off", k: int = 0) -> Any:
+        if mode != "off":
+            return await adapter.arun(question(k))
+        session = await plain.session_service.create_session(app_name="geo", user_id="assay")
+        message = types.Content(role="user", parts=[types.Part(text=question(k))])
+        async for _ in plain.run_async(user_id="assay", session_id=session.id,
+                                       new_message=message):
+            pass
+
+    return run
+
+
 def agent_for(framework: str, base_url: str) -> Any:
-    """``framework``'s agent (``langgraph``, ``langchain``, ``openai-agents`` or
-    ``pydantic-ai``), with assay's instrumentation of it installed (the Agents SDK's tracing
+    """``framework``'s agent (``langgraph``, ``langchain``, ``openai-agents``, ``pydantic-ai``
+    or ``google-adk``), with assay's instrumentation of it installed (the Agents SDK's tracing
     processors: assay's alone, so nothing is exported to OpenAI). The Agents SDK's tracing is
     switched per mode by ``_set_sdk_tracing``."""
     if framework in ("langgraph", "langchain"):
@@ -221,6 +255,9 @@ def agent_for(framework: str, base_url: str) -> Any:
         instrument("openai-agents")
         set_trace_processors([_openai_agents.processor()])
         return agents_sdk_agent(base_url)
+    if framework == "google-adk":
+        instrument("google-adk")
+        return google_adk_agent(base_url)
     instrument("pydantic-ai")
     return pydantic_ai_agent(base_url)
 
@@ -564,7 +601,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--calls", type=int, default=40, help="answers per batch")
     ap.add_argument("--rounds", type=int, default=5, help="batches per mode (median)")
-    ap.add_argument("--only", default="langgraph,langchain,openai-agents,pydantic-ai")
+    ap.add_argument("--only", default="langgraph,langchain,openai-agents,pydantic-ai,google-adk")
     ap.add_argument("--same-tokens", action="store_true",
                     help="every answer the same question (so the same token counts, and the "
                          "price of each llm call a cache hit); by default each answer of a "
@@ -601,6 +638,11 @@ def main() -> None:
             r = asyncio.run(measure("pydantic-ai", run, ["off", "sdk", "spans", "assay"],
                                     args.calls, args.rounds, client))
             rows.append(("pydantic-ai", r, None))
+        if "google-adk" in wanted:
+            run = agent_for("google-adk", base_url)
+            r = asyncio.run(measure("google-adk", run, ["off", "sdk", "assay"], args.calls,
+                                    args.rounds, client))
+            rows.append(("google-adk", r, None))
     print(f"\nper step, median of {args.rounds} rounds ({STEPS} steps per answer); cpu* = CPU "
           "without the store's fold of the journal (settle + assay-fold thread), for the "
           "capture's own part; the goal is judged on wall and cpu (end to end):")

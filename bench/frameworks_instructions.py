@@ -1,6 +1,6 @@
 """Instructions per llm/tool step that assay's capture adds to a real agent, counted by valgrind.
 
-    .venv/bin/python bench/frameworks_instructions.py [--only langgraph,openai-agents,pydantic-ai]
+    .venv/bin/python bench/frameworks_instructions.py [--only langgraph,pydantic-ai,google-adk,...]
         [--answers 20] [--warm N]
 
 ``bench/frameworks.py`` times the capture in CPU seconds, which vary by 20-50% from round to
@@ -58,7 +58,7 @@ os.environ.pop("OPENAI_API_KEY", None)  # nothing may be exported anywhere
 
 MODES = ("off", "sdk", "assay")
 # langchain: LangChain 1.x's create_agent, the successor of LangGraph's create_react_agent
-FRAMEWORKS = ("langgraph", "langchain", "openai-agents", "pydantic-ai")
+FRAMEWORKS = ("langgraph", "langchain", "openai-agents", "pydantic-ai", "google-adk")
 
 
 def _count(on: bool) -> None:

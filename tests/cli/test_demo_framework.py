@@ -15,7 +15,7 @@ runner = CliRunner()
 
 
 MODULES = {"langgraph": "langgraph", "openai-agents": "agents", "pydantic-ai": "pydantic_ai",
-           "upsonic": "upsonic"}
+           "upsonic": "upsonic", "google-adk": "google.adk"}
 
 
 @pytest.mark.parametrize("framework", list(MODULES))

@@ -173,6 +173,31 @@ def check_parallel_calls(db: Client, srv: ScriptedModelServer, target: Any,
         assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]
 
 
+# -- the evaluators, again and again on one agent --------------------------------------------------
+def run_accuracy_and_performance(srv: ScriptedModelServer, agent: Any, city: str,
+                                 other: str, *, runs: int = 3) -> None:
+    """Accuracy (a judge on the scripted model) and performance take ``agent`` as it is and run
+    ``runs`` times each on it: the objects a framework binds to the loop they first ran on (its
+    HTTP clients) must survive every sync ``run()``. ``city``/``other``: what the two ask about,
+    as the agent's questions need them (``'Paris'`` where the scripted model needs quotes)."""
+    from assay.evals import AccuracyEvaluator, PerformanceEvaluator
+    from assay.llm import JudgeOptions, OpenAIJudge
+
+    judge = OpenAIJudge("gpt-4o-mini", base_url=srv.base_url, api_key="scripted",
+                        options=JudgeOptions(timeout=5))
+    name = city.strip("'")
+    accuracy = AccuracyEvaluator(judge, agent, f"How many people live in {city}?",
+                                 f"{name} has {CITIES[name]} people")
+    for _ in range(runs):
+        result = accuracy.run()
+        assert result.average_score == 9.0, result
+    performance = PerformanceEvaluator(agent, f"How many people live in {other}?",
+                                       num_iterations=1, warmup_runs=0)
+    for _ in range(runs):
+        perf = performance.run()
+        assert len(perf.all_runs) == 1 and perf.latency_stats["average"] > 0
+
+
 # -- prices ---------------------------------------------------------------------------------------
 CLAUDE = "claude-sonnet-4-6"  # (an Anthropic model genai-prices knows, cache writes included)
 GEMINI = "gemini-2.5-flash"  # (a Google model genai-prices knows, cache reads included)

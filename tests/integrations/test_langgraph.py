@@ -31,7 +31,7 @@ from assay.evals import (
 )
 from assay.evaluation import evaluate
 from assay.integrations import adapter_for, set_framework_tracing
-from assay.llm import JudgeOptions, OpenAIJudge
+from assay.llm import OpenAIJudge
 
 from .conftest import (
     CITIES,
@@ -40,6 +40,7 @@ from .conftest import (
     get_time,
     get_weather,
     population,
+    run_accuracy_and_performance,
 )
 from .conftest import run_tree as _tree
 
@@ -351,18 +352,7 @@ def test_concurrency_8_keeps_examples_apart(srv: ScriptedModelServer, db: Client
 
 def test_each_evaluator_runs_many_times_on_one_agent(srv: ScriptedModelServer) -> None:
     agent = react_agent(srv)
-    judge = OpenAIJudge("gpt-4o-mini", base_url=srv.base_url, api_key="scripted",
-                        options=JudgeOptions(timeout=5))
-    accuracy = AccuracyEvaluator(judge, agent, "How many people live in Paris?",
-                                 "Paris has 2102650 people")
-    for _ in range(4):
-        result = accuracy.run()
-        assert result.average_score == 9.0, result
-    performance = PerformanceEvaluator(agent, "How many people live in Cairo?",
-                                       num_iterations=1, warmup_runs=0)
-    for _ in range(3):
-        perf = performance.run()
-        assert len(perf.all_runs) == 1 and perf.latency_stats["average"] > 0
+    run_accuracy_and_performance(srv, agent, "Paris", "Cairo")
     reliability = ReliabilityEvaluator(["lookup_city"])
     for _ in range(3):
         state = agent.invoke({"messages": [("user", "How many people live in Cairo?")]})

@@ -28,13 +28,12 @@ from assay.demo import ScriptedModelServer, ScriptedReply
 from assay.errors import InvalidInputError
 from assay.evals import (
     AccuracyEvaluator,
-    PerformanceEvaluator,
     ReliabilityEvaluator,
     extract_tool_calls,
 )
 from assay.evaluation import evaluate
 from assay.integrations import _openai_agents, adapter_for, instrument
-from assay.llm import JudgeOptions, OpenAIJudge
+from assay.llm import OpenAIJudge
 
 from .conftest import (
     CITIES,
@@ -46,6 +45,7 @@ from .conftest import (
     get_time,
     get_weather,
     population,
+    run_accuracy_and_performance,
 )
 from .conftest import flat_runs as _flat
 from .conftest import run_tree as _tree
@@ -197,17 +197,7 @@ def test_concurrency_8_keeps_examples_apart(srv: ScriptedModelServer, db: Client
 
 def test_each_evaluator_runs_many_times_on_one_agent(srv: ScriptedModelServer) -> None:
     agent = geo_agent(srv)  # one AsyncOpenAI client, bound to the loop it first ran on
-    judge = OpenAIJudge("gpt-4o-mini", base_url=srv.base_url, api_key="scripted",
-                        options=JudgeOptions(timeout=5))
-    accuracy = AccuracyEvaluator(judge, agent, "How many people live in Paris?",
-                                 "Paris has 2102650 people")
-    for _ in range(4):
-        result = accuracy.run()
-        assert result.average_score == 9.0, result
-    performance = PerformanceEvaluator(agent, "How many people live in Osaka?",
-                                       num_iterations=1, warmup_runs=0)
-    for _ in range(3):
-        assert len(performance.run().all_runs) == 1
+    run_accuracy_and_performance(srv, agent, "Paris", "Osaka")
     reliability = ReliabilityEvaluator(["lookup_city"])
     adapter = adapter_for(agent)
     for _ in range(3):

@@ -3,7 +3,7 @@
 A scripted tool-using agent answers a bundled dataset several times over; evaluators score it;
 runs, feedback and statistics go to the embedded store (``.assay/assay.db`` by default), and the
 statistics are printed as a table. ``--framework langgraph`` (``openai-agents``, ``pydantic-ai``,
-``upsonic``) runs a real
+``upsonic``, ``google-adk``) runs a real
 framework's agent instead, against the bundled scripted model served on 127.0.0.1, and points at
 one example's trace: the framework's own llm and tool runs, recorded without any decorator.
 """
@@ -33,8 +33,9 @@ __all__ = ["demo"]
 
 # typer renders help text as rich markup, where "[langgraph]" would be a style tag: "\\[" keeps it
 _FRAMEWORK_HELP = ("Run a real framework's agent instead (langgraph, openai-agents, pydantic-ai, "
-                   "upsonic) against the bundled scripted model: needs assay\\[langgraph], "
-                   "assay\\[openai-agents], assay\\[pydantic-ai] or assay\\[upsonic].")
+                   "upsonic, google-adk) against the bundled scripted model: needs "
+                   "assay\\[langgraph], assay\\[openai-agents], assay\\[pydantic-ai], "
+                   "assay\\[upsonic] or assay\\[google-adk].")
 
 
 def demo(

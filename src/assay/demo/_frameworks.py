@@ -2,15 +2,16 @@
 
 The agent is built with the framework's own classes (LangChain's ``create_agent`` on
 ``ChatOpenAI``, an OpenAI Agents SDK ``Agent`` with a handoff, a pydantic-ai or an Upsonic
-``Agent`` with the tool) and talks over HTTP to the bundled scripted
-model (``ScriptedModelServer``, started in-process on 127.0.0.1). ``evaluate()`` is given the
-agent object itself: the llm and tool runs in the stored trace come from the framework's own
-hooks, as they would for a user's agent.
+``Agent`` with the tool, a Google ADK ``Agent`` on Gemini) and talks over HTTP to the bundled
+scripted model (``ScriptedModelServer``, started in-process on 127.0.0.1). ``evaluate()`` is
+given the agent object itself: the llm and tool runs in the stored trace come from the
+framework's own hooks, as they would for a user's agent.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -25,8 +26,9 @@ if TYPE_CHECKING:
 __all__ = ["FRAMEWORKS", "FRAMEWORK_DATASET", "build_agent", "framework_demo",
            "framework_examples"]
 
-FRAMEWORKS = ("langgraph", "openai-agents", "pydantic-ai", "upsonic")
+FRAMEWORKS = ("langgraph", "openai-agents", "pydantic-ai", "upsonic", "google-adk")
 FRAMEWORK_DATASET = "assay-demo-framework-cities"
+_MODELS = {"google-adk": "google:gemini-2.5-flash"}  # (the others: openai:gpt-4o-mini)
 _UNKNOWN = "Atlantis"  # a city the atlas lacks: the tool raises, the trace shows the error
 
 
@@ -102,10 +104,25 @@ def _upsonic(base_url: str) -> Any:
     return Agent(model, name="city_agent", tools=[tool(max_retries=0)(lookup_city)])
 
 
+def _google_adk(base_url: str) -> Any:
+    """An ADK ``Agent`` on Gemini: the scripted model speaks Google's API too."""
+    require("google.adk", "google-adk", "assay demo --framework google-adk")
+    from google.adk.agents import Agent
+    from google.adk.models import Gemini
+
+    from ..integrations import with_run_args
+
+    model = Gemini(model="gemini-2.5-flash", base_url=base_url.removesuffix("/v1"),
+                   client_kwargs={"api_key": "scripted"})
+    agent = Agent(name="city_agent", model=model, tools=[lookup_city],
+                  instruction="Answer with the figure lookup_city gives.")
+    return with_run_args(agent, stream=True)  # (server-sent events: each call's first token)
+
+
 def build_agent(framework: str, base_url: str) -> Any:
     """The framework's demo agent, talking to the model at ``base_url``."""
     builders = {"langgraph": _langgraph, "openai-agents": _openai_agents,
-                "pydantic-ai": _pydantic_ai, "upsonic": _upsonic}
+                "pydantic-ai": _pydantic_ai, "upsonic": _upsonic, "google-adk": _google_adk}
     if framework not in builders:
         raise InvalidInputError(f"unknown demo framework {framework!r}: choose one of "
                                 f"{', '.join(FRAMEWORKS)}")
@@ -131,6 +148,21 @@ def _quiet_agents_sdk_export() -> None:
 
 
 @contextlib.contextmanager
+def _quiet_logs(framework: str) -> Iterator[None]:
+    """ADK logs each failed run with its traceback (the atlas's unknown city, on purpose here):
+    the demo's trace shows the error, so its log stays quiet while the demo runs."""
+    logger = logging.getLogger("google_adk") if framework == "google-adk" else None
+    level = logger.level if logger is not None else 0
+    if logger is not None:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        if logger is not None:
+            logger.setLevel(level)
+
+
+@contextlib.contextmanager
 def framework_demo(client: Client, framework: str, *, num_repetitions: int = 1,
                    max_concurrency: int = 4) -> Iterator[ExperimentResults]:
     """Start the scripted model, run the experiment (rows as they finish), stop the model
@@ -142,7 +174,7 @@ def framework_demo(client: Client, framework: str, *, num_repetitions: int = 1,
         ds = client.create_dataset(FRAMEWORK_DATASET, description="assay demo --framework: "
                                    "city questions a tool-using agent answers with lookup_city")
         client.create_examples(dataset_id=ds.id, examples=framework_examples())
-    with ScriptedModelServer(first_token_delay=0.005) as server:
+    with ScriptedModelServer(first_token_delay=0.005) as server, _quiet_logs(framework):
         agent = build_agent(framework, server.base_url)
         if framework == "openai-agents":
             _quiet_agents_sdk_export()
@@ -151,7 +183,8 @@ def framework_demo(client: Client, framework: str, *, num_repetitions: int = 1,
                            num_repetitions=num_repetitions, max_concurrency=max_concurrency,
                            experiment_prefix=f"demo-{framework}",
                            description=f"assay demo: a {framework} agent on the scripted model",
-                           metadata={"framework": framework, "model": "openai:gpt-4o-mini"},
+                           metadata={"framework": framework, "model": _MODELS.get(
+                               framework, "openai:gpt-4o-mini")},
                            client=client, blocking=False)
         try:
             yield results

@@ -1,13 +1,14 @@
 """Which agent frameworks assay knows, and how an object is matched to one.
 
 Every framework module (``_pydantic_ai.py``, ``_upsonic.py``, ``_langchain.py``,
-``_openai_agents.py``, ``_crewai.py``) offers three module-level functions:
+``_openai_agents.py``, ``_crewai.py``, ``_google_adk.py``) offers three module-level functions:
 
     adapt(obj) -> AgentAdapter | None      the agent object as something assay can call
     instrument() -> None                   install the framework's own hooks (idempotent)
     tool_calls(obj) -> list[ToolCall] | None   tool calls from one of its result objects
 
-An object is matched by the top-level module names of ``type(obj).__mro__``, so nothing here
+An object is matched by the top-level module names of ``type(obj).__mro__`` (or the two first
+names, for a package inside a namespace such as ``google.adk``), so nothing here
 imports a framework to ask whether an object is its own: a framework not installed costs nothing,
 and a user's subclass of a framework class still matches. The match is cached per type.
 
@@ -88,7 +89,7 @@ class AgentAdapter(Protocol):
 
 class Integration(NamedTuple):
     extra: str  # pip install 'assay[<extra>]'
-    modules: tuple[str, ...]  # top-level module names of the framework's classes
+    modules: tuple[str, ...]  # top-level (or namespace.package) names of its classes' modules
     impl: str  # the assay module that adapts and instruments it
     kinds: str  # what is accepted, for error messages
 
@@ -105,6 +106,9 @@ INTEGRATIONS: dict[str, Integration] = {
                                  "assay.integrations._openai_agents", "OpenAI Agents SDK Agent"),
     "crewai": Integration("crewai", ("crewai",), "assay.integrations._crewai",
                           "CrewAI Crew, Flow or Agent"),
+    # (a package of a namespace shared with others: matched by its two first names)
+    "google-adk": Integration("google-adk", ("google.adk",), "assay.integrations._google_adk",
+                              "Google ADK agent or App"),
 }
 
 _T = TypeVar("_T")
@@ -294,8 +298,11 @@ def is_adapter(obj: Any) -> bool:
 
 def _match(cls: type) -> str | None:
     for base in getattr(cls, "__mro__", (cls,)):
-        top = (getattr(base, "__module__", None) or "").partition(".")[0]
+        module = getattr(base, "__module__", None) or ""
+        top, _, rest = module.partition(".")
         name = _BY_MODULE.get(top)
+        if name is None and rest:  # a namespace package's (google.adk)
+            name = _BY_MODULE.get(f"{top}.{rest.partition('.')[0]}")
         if name is not None:
             return name
     return None

@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import require
@@ -44,7 +44,8 @@ if TYPE_CHECKING:
 
     from ..client import Client
 
-__all__ = ["AssaySpanProcessor", "span_to_run_fields"]
+__all__ = ["AssaySpanProcessor", "leave_scope_to_hook", "leave_span_to_hook",
+           "span_to_run_fields"]
 
 _RECENT = 10_000  # ended spans remembered so late children still find their parent
 # (trace id, span id) -> the processor that records the span, for the spans started lately.
@@ -53,7 +54,26 @@ _RECENT = 10_000  # ended spans remembered so late children still find their par
 # first to see a span start records it, the other leaves it, so no span is stored twice.
 # (``setdefault`` and ``popitem`` are single C calls of the OrderedDict: atomic under the GIL,
 # so no lock: ~0.25 us a span, against ~30 us for the span's run.)
-_OWNERS: OrderedDict[tuple[int, int], AssaySpanProcessor] = OrderedDict()
+_OWNERS: OrderedDict[tuple[int, int], AssaySpanProcessor | None] = OrderedDict()
+# instrumentation scope -> "does an integration of assay record this step itself?": a framework
+# whose own hooks assay uses while it runs (Google ADK's plugin) and that also emits spans; its
+# spans started while its hook records the current run are left to the hook (None owns them),
+# so a user with an AssaySpanProcessor of their own does not get each step twice
+_RECORDED_BY_HOOKS: dict[str, Callable[[RunTree | None], bool]] = {}
+
+
+def leave_scope_to_hook(scope: str, recording: Callable[[RunTree | None], bool]) -> None:
+    """Spans of ``scope`` started while ``recording(current assay run)`` holds are not stored
+    (the integration that says so records the same steps)."""
+    _RECORDED_BY_HOOKS[scope] = recording
+
+
+def leave_span_to_hook(span: Any) -> None:
+    """The (open) span ``span`` is not stored: a hook that learns only inside a framework's
+    first span that it records the steps (ADK's plugin, called inside its invocation's span)."""
+    ctx = span.get_span_context()
+    if ctx is not None and ctx.is_valid:
+        _OWNERS[(ctx.trace_id, ctx.span_id)] = None
 
 
 def _view(span: ReadableSpan) -> SpanView:
@@ -131,6 +151,12 @@ class AssaySpanProcessor(SpanProcessor):
             with contextlib.suppress(KeyError):  # (another thread emptied it meanwhile)
                 _OWNERS.popitem(last=False)
         if owner is self:
+            if _RECORDED_BY_HOOKS:
+                scope = span.instrumentation_scope
+                hook = _RECORDED_BY_HOOKS.get(scope.name) if scope is not None else None
+                if hook is not None and hook(_RUN.get()):
+                    _OWNERS[key] = None
+                    return
             self._open[key] = self._start(span)
 
     def on_end(self, span: ReadableSpan) -> None:
@@ -138,9 +164,10 @@ class AssaySpanProcessor(SpanProcessor):
         assert ctx is not None  # the SDK's spans always carry theirs
         key = (ctx.trace_id, ctx.span_id)
         run = self._open.pop(key, None)
+        owner = _OWNERS.get(key, self)
+        if owner is not self:  # another processor records it, or a hook the same steps
+            return
         if run is None:
-            if _OWNERS.get(key, self) is not self:  # another processor records it
-                return
             run = self._start(span)  # started before this processor was added
         fields = span_to_run_fields(span)
         run.name = fields["name"] or run.name
