@@ -392,3 +392,106 @@ def test_adks_own_spans_beside_the_plugin_are_stored_once(srv: ScriptedModelServ
     assert [r[0] for r in own].count("llm") == 2
     assert [r[2] for r in own if r[0] == "tool"] == [{"city": "Lima"}]
     assert all(r[2] > 0 for r in own if r[0] == "llm")
+
+
+# -- ADK eval sets as datasets ---------------------------------------------------------------------
+def _eval_set(path: Path) -> None:
+    """An eval set as ADK writes one (its own models, dumped as ``adk eval`` stores them)."""
+    from google.adk.evaluation.eval_case import (
+        EvalCase,
+        IntermediateData,
+        Invocation,
+        SessionInput,
+    )
+    from google.adk.evaluation.eval_set import EvalSet
+
+    def turn(question: str, answer: str, city: str | None) -> Invocation:
+        calls = [types.FunctionCall(name="lookup_city", args={"city": city})] if city else []
+        return Invocation(
+            user_content=types.Content(role="user", parts=[types.Part(text=question)]),
+            final_response=types.Content(role="model", parts=[types.Part(text=answer)]),
+            intermediate_data=IntermediateData(tool_uses=calls))
+
+    cases = [EvalCase(eval_id=f"{c.lower()}-population", conversation=[
+        turn(f"How many people live in '{c}'?", f"{c} has {CITIES[c]} people", c)])
+        for c in ("Paris", "Tokyo")]
+    cases.append(EvalCase(eval_id="two-turns", conversation=[
+        turn("Hello", "Hi! Ask me about a city.", None),
+        turn("How many people live in 'Cairo'?", f"Cairo has {CITIES['Cairo']} people",
+             "Cairo")], session_input=SessionInput(app_name="geo", user_id="u",
+                                                   state={"unit": "inhabitants"})))
+    path.write_text(EvalSet(eval_set_id="cities", eval_cases=cases).model_dump_json(
+        by_alias=True, exclude_none=True))
+
+
+def test_an_adk_eval_set_is_a_dataset_the_agent_is_evaluated_on(
+        srv: ScriptedModelServer, db: Client, tmp_path: Path, sqlite_url: str) -> None:
+    """``assay datasets import cities.evalset.json``: one example per eval case (a case of two
+    turns as a conversation), its expected tool calls and answer as the references; the agent
+    evaluated on it scores reliability 1.0 where it calls the tool the set expects."""
+    from typer.testing import CliRunner
+
+    from assay.cli import app
+
+    path = tmp_path / "cities.evalset.json"
+    _eval_set(path)
+    done = CliRunner().invoke(app, ["datasets", "import", str(path), "--db", sqlite_url])
+    assert done.exit_code == 0, done.output
+    examples = {e.metadata["adk_eval_id"]: e
+                for e in db.list_examples(dataset_name="cities")}
+    assert set(examples) == {"paris-population", "tokyo-population", "two-turns"}
+    paris = examples["paris-population"]
+    assert paris.inputs == {"question": "How many people live in 'Paris'?"}
+    assert paris.outputs == {"answer": f"Paris has {CITIES['Paris']} people",
+                             "expected_tool_calls": [{"name": "lookup_city",
+                                                      "args": {"city": "Paris"}}]}
+    assert examples["two-turns"].inputs == {"messages": [
+        {"role": "user", "content": "Hello"},
+        {"role": "assistant", "content": "Hi! Ask me about a city."},
+        {"role": "user", "content": "How many people live in 'Cairo'?"}],
+        "session_state": {"unit": "inhabitants"}}
+    # (an instruction templated on the session's state, as ADK agents' often are)
+    agent = Agent(name="geo", model=gemini(srv), tools=[lookup_city],
+                  instruction="Answer with lookup_city's figure in {unit?}.")
+    rows = list(evaluate(agent, data="cities", client=db,
+                         evaluators=[ReliabilityEvaluator(None)]))
+    assert sorted(r["evaluation_results"]["results"][0].score for r in rows) == [1.0] * 3
+    for row in rows:
+        assert row["run"].outputs["output"] == "Answer: " + row["example"].outputs["answer"]
+        system = _tree(db, row)[2].inputs["system"][0]["content"]
+        unit = "inhabitants" if "session_state" in row["example"].inputs else ""
+        assert system.startswith(f"Answer with lookup_city's figure in {unit}."), system
+
+
+def test_the_older_test_json_and_bad_files(tmp_path: Path, db: Client) -> None:
+    """ADK's older ``.test.json`` (a list of query / expected_tool_use / reference) imports
+    too; a file that is not an eval set, or a case with no fixed conversation, is refused
+    naming the file, and no dataset is made."""
+    from google.adk.evaluation.conversation_scenarios import ConversationScenario
+    from google.adk.evaluation.eval_case import EvalCase
+    from google.adk.evaluation.eval_set import EvalSet
+
+    from assay.errors import AssayError
+
+    legacy = tmp_path / "old.test.json"
+    legacy.write_text(json.dumps([{"query": "Population of 'Lima'?", "reference": "9943800",
+                                   "expected_tool_use": [{"tool_name": "lookup_city",
+                                                          "tool_input": {"city": "Lima"}}]}]))
+    ds = db.import_dataset(legacy)
+    (example,) = db.list_examples(dataset_id=ds.id)
+    assert example.inputs == {"question": "Population of 'Lima'?"}
+    assert example.outputs == {"answer": "9943800", "expected_tool_calls": [
+        {"name": "lookup_city", "args": {"city": "Lima"}}]}
+
+    bad = tmp_path / "bad.evalset.json"
+    bad.write_text(json.dumps({"eval_set_id": "x", "eval_cases": [{"conversation": 3}]}))
+    scenario = tmp_path / "simulated.evalset.json"
+    scenario.write_text(EvalSet(eval_set_id="sim", eval_cases=[EvalCase(
+        eval_id="sim-1", conversation_scenario=ConversationScenario(
+            starting_prompt="Hi", conversation_plan="Ask about Lima."))]).model_dump_json())
+    before = {d.name for d in db.list_datasets()}
+    for path, words in ((bad, "not an ADK eval set"), (scenario, "'sim-1'")):
+        with pytest.raises(AssayError) as err:
+            db.import_dataset(path)
+        assert str(path) in str(err.value) and words in str(err.value)
+    assert {d.name for d in db.list_datasets()} == before

@@ -71,14 +71,17 @@ def show(
 
 @app.command("import")
 def import_(
-    path: Annotated[Path, typer.Argument(help="A .jsonl or .csv file.")],
+    path: Annotated[Path, typer.Argument(
+        help="A .jsonl or .csv file, or a Google ADK eval set (.evalset.json, .test.json).")],
     name: Annotated[str | None, typer.Option(help="Dataset name (default: file name).")] = None,
+    format: Annotated[str | None, typer.Option(
+        "--format", help="jsonl, csv or adk-evalset (default: from the file name).")] = None,
     db: DbOption = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Create a dataset from a JSONL or CSV file (all rows or none)."""
+    """Create a dataset from a JSONL or CSV file or an ADK eval set (all rows or none)."""
     with handle_errors():
-        ds = open_client(db).import_dataset(path, dataset_name=name)
+        ds = open_client(db).import_dataset(path, dataset_name=name, format=format)
     if json_out:
         emit_json(ds.model_dump())
     else:

@@ -342,13 +342,13 @@ class DatasetMethods:
         Example ids in the file are kept only with ``keep_ids=True`` (e.g. moving a dataset to
         another store); by default the copy gets fresh ids so it can live beside the original.
         """
-        from ..datasets import read_examples
+        from ..datasets import default_name, read_examples
 
         items = read_examples(path, format=format, input_keys=input_keys, output_keys=output_keys)
         if not keep_ids:
             for item in items:
                 item.pop("id", None)
-        name = dataset_name or Path(path).stem
+        name = dataset_name or default_name(path)
         ds = self.create_dataset(name, description=description)
         try:
             self.create_examples(dataset_id=ds.id, examples=items)

@@ -1,5 +1,5 @@
-"""Dataset files: import and export of examples as JSONL and CSV."""
+"""Dataset files: import and export of examples as JSONL and CSV; Google ADK eval sets read."""
 
-from ._io import detect_format, read_examples, write_examples
+from ._io import default_name, detect_format, read_examples, write_examples
 
-__all__ = ["read_examples", "write_examples", "detect_format"]
+__all__ = ["default_name", "detect_format", "read_examples", "write_examples"]

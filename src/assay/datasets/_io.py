@@ -1,4 +1,5 @@
-"""Dataset files: JSONL (one example per line) and CSV (``inputs.<key>``/``outputs.<key>``)."""
+"""Dataset files: JSONL (one example per line), CSV (``inputs.<key>``/``outputs.<key>``), and
+Google ADK eval sets (``*.evalset.json``, ``*.test.json``; read only: ``_adk_evalset``)."""
 
 from __future__ import annotations
 
@@ -12,17 +13,31 @@ from .. import _json
 from ..errors import ExampleValidationError, InvalidInputError
 from ..schemas import Example
 
-__all__ = ["read_examples", "write_examples", "detect_format"]
+__all__ = ["default_name", "detect_format", "read_examples", "write_examples"]
 
-_FORMATS = ("jsonl", "csv")
+_FORMATS = ("jsonl", "csv", "adk-evalset")
+_ADK_SUFFIXES = (".evalset.json", ".test.json")  # (the names ADK gives its eval set files)
+
+
+def default_name(path: str | Path) -> str:
+    """A dataset's name from its file's: the name less its suffix (``cities.evalset.json``:
+    ``cities``)."""
+    name = Path(path).name
+    for suffix in _ADK_SUFFIXES:
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)]
+    return Path(path).stem
 
 
 def detect_format(path: str | Path, format: str | None) -> str:
+    if format is None and Path(path).name.lower().endswith(_ADK_SUFFIXES):
+        return "adk-evalset"
     fmt = (format or Path(path).suffix.lstrip(".")).lower()
     if fmt == "json":
         fmt = "jsonl"
     if fmt not in _FORMATS:
-        raise InvalidInputError(f"unknown dataset format {fmt!r} for {path}: use jsonl or csv")
+        raise InvalidInputError(f"unknown dataset format {fmt!r} for {path}: use jsonl, csv "
+                                "or adk-evalset")
     return fmt
 
 
@@ -57,6 +72,9 @@ def _uncell(text: str) -> Any:
 def write_examples(examples: Iterable[Example], path: str | Path, *,
                    format: str | None = None) -> int:
     fmt = detect_format(path, format)
+    if fmt == "adk-evalset":
+        raise InvalidInputError(f"{path}: ADK eval sets are read, not written: export to "
+                                ".jsonl or .csv")
     rows = list(examples)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -100,6 +118,10 @@ def read_examples(
     path = Path(path)
     if not path.exists():
         raise InvalidInputError(f"dataset file {path} does not exist")
+    if fmt == "adk-evalset":
+        from ..integrations._adk_evalset import read_eval_set
+
+        return read_eval_set(path)
     out: list[dict[str, Any]] = []
     if fmt == "jsonl":
         with path.open(encoding="utf-8") as fh:

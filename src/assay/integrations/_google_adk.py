@@ -3,9 +3,10 @@ node...) or an ``App`` as the agent under test, its steps as assay runs.
 
 Adapter: each query runs in a new session of one ``InMemoryRunner`` per adapter, whose app is
 the agent's (an ``App`` keeps its own settings) with assay's plugin added; an evaluate() inputs
-dict gives its question text. The result (``ADKResult``) holds the run's events: its text is the
-last final answer (a response's text, or the output of the node that ends a workflow), its tool
-calls the events' function calls, with arguments.
+dict gives its question text (and its ``session_state``, the new session's state). The result
+(``ADKResult``) holds the run's events: its text is the last final answer (a response's text,
+or the output of the node that ends a workflow), its tool calls the events' function calls,
+with arguments.
 
 Capture: a plugin (ADK's documented extension point for what cuts across agents, models and
 tools). An invocation that starts while an assay run is current (and framework tracing is on)
@@ -114,8 +115,11 @@ class ADKAdapter:
         runner = self._get_runner()
         args = self.run_args
         user_id = str(args.get("user_id") or "assay")
+        state = dict(args.get("state") or {})
+        if isinstance(query, Mapping) and isinstance(query.get("session_state"), Mapping):
+            state.update(query["session_state"])  # an example's own (an ADK eval case's)
         session = await runner.session_service.create_session(
-            app_name=runner.app_name, user_id=user_id, state=dict(args.get("state") or {}))
+            app_name=runner.app_name, user_id=user_id, state=state)
         if isinstance(query, types.Content):
             message = query
         else:
@@ -307,12 +311,15 @@ class _Capture:
 
     def end_invocation(self, invocation: str, error: BaseException | None = None) -> None:
         """Close every run of the invocation still open (with ``error``, when it failed)."""
+        # (the tables are shared by every thread's invocations: iterated over copies, which
+        # list() makes in one step under the GIL)
         for table in (self.llms, self.agents):
-            for step in [k for k in table if k[0] == invocation]:
-                _close(table.pop(step), error=error)
-        for call in [c for c, inv in self.tool_steps.items() if inv == invocation]:
-            del self.tool_steps[call]
-            _close(self.tools.pop(call, None), error=error)
+            for step in [k for k in list(table) if k[0] == invocation]:
+                _close(table.pop(step, None), error=error)
+        for call, inv in list(self.tool_steps.items()):
+            if inv == invocation:
+                self.tool_steps.pop(call, None)
+                _close(self.tools.pop(call, None), error=error)
         self.roots.pop(invocation, None)
 
 
