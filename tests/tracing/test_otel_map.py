@@ -267,3 +267,37 @@ def test_strands_agents_spans_agent_chat_and_tool_with_event_messages() -> None:
         SpanEvent("gen_ai.tool.message", T0, {"role": "tool", "content": '{"city": "Lima"}'}),
         SpanEvent("gen_ai.choice", T0 + 5, {"message": '[{"text": "9.9 million"}]'})]))
     assert tool["inputs"] == {"city": "Lima"} and tool["outputs"] == {"output": "9.9 million"}
+
+
+def test_a_streamed_response_written_chunk_by_chunk_is_one_message() -> None:
+    """Google ADK writes a streamed call's output as one message per chunk (an empty finish
+    reason on all but the last): stored as the one message it is, its text joined; finished
+    choices (each with a finish reason) stay apart."""
+    chunks = [{"role": "assistant", "parts": [{"type": "text", "content": text}],
+               "finish_reason": reason}
+              for text, reason in (("Answer:", ""), (" 10.1", ""), (" million", "stop"))]
+    chunks[1]["parts"].append({"type": "tool_call", "id": "c1", "name": "f", "arguments": {}})
+    attrs = {"gen_ai.operation.name": "generate_content", "gen_ai.request.model": "m"}
+    out = span_fields(view({**attrs, "gen_ai.output.messages": json.dumps(chunks)}))
+    assert out["outputs"] == {"messages": [{"role": "assistant", "finish_reason": "stop", "parts": [
+        {"type": "text", "content": "Answer: 10.1"},
+        {"type": "tool_call", "id": "c1", "name": "f", "arguments": {}},
+        {"type": "text", "content": " million"}]}]}
+    choices = [{"role": "assistant", "parts": [{"type": "text", "content": t}],
+                "finish_reason": "stop"} for t in ("one", "two")]
+    out = span_fields(view({**attrs, "gen_ai.output.messages": json.dumps(choices)}))
+    assert out["outputs"] == {"messages": choices}
+
+
+def test_adks_wrapping_of_a_plain_tool_result_is_taken_off() -> None:
+    """Google ADK sends a tool's plain return value as ``{"result": value}``: stored as the
+    value (as its plugin path stores it); the same dict from another sender stays whole."""
+    attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup_city",
+             "gen_ai.tool.call.arguments": '{"city": "Lima"}',
+             "gen_ai.tool.call.result": '{"result": "Lima has 9943800 people"}'}
+    adk = span_fields(view(attrs, scope="gcp.vertex.agent"))
+    assert adk["outputs"] == {"output": "Lima has 9943800 people"}
+    assert adk["inputs"] == {"city": "Lima"}
+    other = span_fields(view(attrs, scope="my.tools"))
+    assert other["outputs"] == {"output": {"result": "Lima has 9943800 people"}}
+

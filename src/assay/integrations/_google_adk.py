@@ -30,6 +30,7 @@ from .._json import jsonable as _jsonable
 from .._prices import known_provider
 from ..errors import require
 from ..evals._models import ToolCall
+from ..tracing._otel_map import ADK_SCOPE
 from ..tracing._run_tree import RunTree, fast_child
 from ._registry import check_run_args, framework_parent, query_text
 
@@ -326,7 +327,6 @@ class _Capture:
 _CAPTURE = _Capture()
 _tool_ids = itertools.count()
 _PLUGIN: list[type] = []
-_ADK_SCOPE = "gcp.vertex.agent"  # the instrumentation scope of ADK's spans
 
 
 def _plugin_class() -> type:
@@ -459,7 +459,7 @@ def _plugin_class() -> type:
     # by an AssaySpanProcessor on the user's tracer provider
     from ..tracing.otel import leave_scope_to_hook
 
-    leave_scope_to_hook(_ADK_SCOPE, cap.recording)
+    leave_scope_to_hook(ADK_SCOPE, cap.recording)
     _PLUGIN.append(AssayPlugin)
     return AssayPlugin
 
@@ -471,7 +471,7 @@ def _leave_invocation_span() -> None:
 
     span = otel.get_current_span()
     scope = getattr(span, "instrumentation_scope", None)
-    if scope is not None and scope.name == _ADK_SCOPE:
+    if scope is not None and scope.name == ADK_SCOPE:
         from ..tracing.otel import leave_span_to_hook
 
         leave_span_to_hook(span)

@@ -42,7 +42,7 @@ from ._otel_values import as_dict as _as_dict
 from ._otel_values import parse_json, parse_result
 from ._otel_values import to_int as _int
 
-__all__ = ["SpanEvent", "SpanView", "span_fields"]
+__all__ = ["ADK_SCOPE", "SpanEvent", "SpanView", "span_fields"]
 
 
 @dataclass
@@ -331,6 +331,33 @@ def _first_after(span: SpanView, attrs: Mapping[str, Any]) -> int | None:
     return None
 
 
+ADK_SCOPE = "gcp.vertex.agent"  # the instrumentation scope of Google ADK's spans
+
+
+def _joined_chunks(messages: Any) -> Any:
+    """A streamed response written as one output message per chunk (Google ADK: each with an
+    empty finish reason but the last) as the one message it is; several finished choices (each
+    with its finish reason) stay as they are."""
+    if not isinstance(messages, list) or len(messages) < 2 or not all(
+            isinstance(m, Mapping) and isinstance(m.get("parts"), list) for m in messages):
+        return messages
+    *chunks, last = messages
+    role = last.get("role")
+    if not last.get("finish_reason") or any(
+            m.get("finish_reason") or m.get("role") != role for m in chunks):
+        return messages
+    parts: list[Any] = []
+    for message in messages:
+        for part in message["parts"]:
+            if (parts and isinstance(part, Mapping) and part.get("type") == "text"
+                    and isinstance(parts[-1], Mapping) and parts[-1].get("type") == "text"):
+                parts[-1] = {**parts[-1], "content": f"{parts[-1].get('content') or ''}"
+                                                    f"{part.get('content') or ''}"}
+            else:
+                parts.append(part)
+    return [{**last, "parts": parts}]
+
+
 def _llm_io(attrs: Mapping[str, Any], span: SpanView, out: dict[str, Any],
             indexed: set[str]) -> None:
     inputs: dict[str, Any] = {}
@@ -351,7 +378,7 @@ def _llm_io(attrs: Mapping[str, Any], span: SpanView, out: dict[str, Any],
         inputs.update(_as_dict(attrs["input.value"], "input"))
     out["inputs"] = inputs
     if "gen_ai.output.messages" in attrs:
-        out["outputs"] = {"messages": parse_json(attrs["gen_ai.output.messages"])}
+        out["outputs"] = {"messages": _joined_chunks(parse_json(attrs["gen_ai.output.messages"]))}
     elif "llm.output_messages" in indexed:
         out["outputs"] = {"messages": _indexed(attrs, "llm.output_messages")}
     elif "gen_ai.completion" in indexed:
@@ -433,7 +460,10 @@ def span_fields(span: SpanView) -> dict[str, Any]:
                 out["inputs"] = _as_dict(event_args, "input")
             result = result if result is not None else event_result
         if result is not None:
-            out["outputs"] = {"output": _plain_text(parse_result(result))}
+            value = parse_result(result)
+            if span.scope == ADK_SCOPE and isinstance(value, dict) and set(value) == {"result"}:
+                value = value["result"]  # ADK's wrapping of a tool's plain return value
+            out["outputs"] = {"output": _plain_text(value)}
         if attrs.get("gen_ai.tool.call.id"):
             meta["tool_call_id"] = attrs["gen_ai.tool.call.id"]
     else:
