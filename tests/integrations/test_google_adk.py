@@ -458,9 +458,14 @@ def test_an_adk_eval_set_is_a_dataset_the_agent_is_evaluated_on(
     assert sorted(r["evaluation_results"]["results"][0].score for r in rows) == [1.0] * 3
     for row in rows:
         assert row["run"].outputs["output"] == "Answer: " + row["example"].outputs["answer"]
-        system = _tree(db, row)[2].inputs["system"][0]["content"]
+        llm = _tree(db, row)[2]
+        system = llm.inputs["system"][0]["content"]
         unit = "inhabitants" if "session_state" in row["example"].inputs else ""
         assert system.startswith(f"Answer with lookup_city's figure in {unit}."), system
+        if unit:  # the conversation's earlier turns, as the session's history
+            assert [(m["role"], m["parts"][0]["content"]) for m in llm.inputs["messages"]] == [
+                ("user", "Hello"), ("assistant", "Hi! Ask me about a city."),
+                ("user", "How many people live in 'Cairo'?")]
 
 
 def test_the_older_test_json_and_bad_files(tmp_path: Path, db: Client) -> None:

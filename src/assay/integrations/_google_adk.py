@@ -3,7 +3,8 @@ node...) or an ``App`` as the agent under test, its steps as assay runs.
 
 Adapter: each query runs in a new session of one ``InMemoryRunner`` per adapter, whose app is
 the agent's (an ``App`` keeps its own settings) with assay's plugin added; an evaluate() inputs
-dict gives its question text (and its ``session_state``, the new session's state). The result
+dict gives its question text (a chat: its last user message, the turns before it as the new
+session's events), and its ``session_state`` the new session's state. The result
 (``ADKResult``) holds the run's events: its text is the last final answer (a response's text,
 or the output of the node that ends a workflow), its tool calls the events' function calls,
 with arguments.
@@ -32,7 +33,7 @@ from ..errors import require
 from ..evals._models import ToolCall
 from ..tracing._otel_map import ADK_SCOPE
 from ..tracing._run_tree import RunTree, fast_child
-from ._registry import check_run_args, framework_parent, query_text
+from ._registry import chat_messages, check_run_args, content_text, framework_parent, query_text
 
 __all__ = ["ADKAdapter", "ADKResult", "adapt", "adk_plugin", "instrument", "tool_calls"]
 
@@ -125,6 +126,7 @@ class ADKAdapter:
             message = query
         else:
             message = types.Content(role="user", parts=[types.Part(text=query_text(query))])
+            await self._history(runner, session, chat_messages(query) or [])
         run_config = args.get("run_config")
         if args.get("stream"):
             from google.adk.agents.run_config import RunConfig, StreamingMode
@@ -142,6 +144,28 @@ class ADKAdapter:
                 if text:
                     result.text = text
         return result
+
+    async def _history(self, runner: Any, session: Any, chat: list[dict[str, Any]]) -> None:
+        """A chat's turns before its last user message, as the session's events (the user's
+        as the user's, the others as the root agent's answers), so the agent sees the whole
+        conversation, as the Agents SDK and a LangGraph graph are given it."""
+        from google.adk.events import Event
+        from google.genai import types
+
+        last = max((i for i, m in enumerate(chat) if m["role"] in ("user", "human")),
+                   default=None)
+        if not last:
+            return
+        author = getattr(getattr(runner, "agent", None), "name", None) or self.name
+        for turn in chat[:last]:
+            text = content_text(turn.get("content"))
+            if not text or turn["role"] == "system":
+                continue
+            user = turn["role"] in ("user", "human")
+            await runner.session_service.append_event(session, Event(
+                author="user" if user else author, invocation_id="assay-history",
+                content=types.Content(role="user" if user else "model",
+                                      parts=[types.Part(text=text)])))
 
     def output_text(self, result: Any) -> str:
         return result.text if isinstance(result, ADKResult) else str(result)
