@@ -500,3 +500,28 @@ def test_the_older_test_json_and_bad_files(tmp_path: Path, db: Client) -> None:
             db.import_dataset(path)
         assert str(path) in str(err.value) and words in str(err.value)
     assert {d.name for d in db.list_datasets()} == before
+
+
+def test_an_output_schema_is_stored_as_text_and_as_its_fields(srv: ScriptedModelServer,
+                                                              db: Client) -> None:
+    """An agent with an ``output_schema`` (ADK has the model answer in its JSON): the answer is
+    stored as text and, as the other frameworks' output types are, as
+    ``outputs["structured_output"]``; an agent without one has none."""
+    from pydantic import BaseModel
+
+    class Figure(BaseModel):
+        city: str
+        population: int
+
+    agent = Agent(name="figures", model=gemini(srv), instruction="Give the figure.",
+                  output_schema=Figure)
+    ds = db.create_dataset("schema")
+    db.create_examples(dataset_id=ds.id, examples=[
+        {"inputs": {"question": "The population of 'Lima'?"}}])
+    (row,) = list(evaluate(agent, data="schema", client=db))
+    out = row["run"].outputs
+    assert out["structured_output"]["city"] == "Lima"
+    assert json.loads(out["output"]) == out["structured_output"]
+    Figure.model_validate(out["structured_output"])
+    (plain,) = list(evaluate(geo_agent(srv), data=_dataset(db, ["Lima"], "plain"), client=db))
+    assert "structured_output" not in plain["run"].outputs

@@ -33,7 +33,14 @@ from ..errors import require
 from ..evals._models import ToolCall
 from ..tracing._otel_map import ADK_SCOPE
 from ..tracing._run_tree import RunTree, fast_child
-from ._registry import chat_messages, check_run_args, content_text, framework_parent, query_text
+from ._registry import (
+    chat_messages,
+    check_run_args,
+    content_text,
+    framework_parent,
+    query_text,
+    structured_output,
+)
 
 __all__ = ["ADKAdapter", "ADKResult", "adapt", "adk_plugin", "instrument", "tool_calls"]
 
@@ -48,6 +55,7 @@ class ADKResult:
     session_id: str
     events: list[Any] = field(default_factory=list)
     text: str = ""
+    structured: Any = None  # the answer of an agent with an ``output_schema``, parsed
 
     @property
     def tool_calls(self) -> list[ToolCall]:
@@ -143,7 +151,21 @@ class ADKAdapter:
                 text = _final_text(event)
                 if text:
                     result.text = text
+                    result.structured = self._structured(event, text)
         return result
+
+    def _structured(self, event: Any, text: str) -> Any:
+        """The answer as data, when the agent that gave it has an ``output_schema`` (ADK then
+        has the model answer in that schema's JSON)."""
+        root = getattr(self.agent, "root_agent", self.agent)
+        find = getattr(root, "find_agent", None)
+        author = find(event.author) if callable(find) and event.author else None
+        if getattr(author, "output_schema", None) is None:
+            return None
+        try:
+            return json.loads(text)
+        except ValueError:
+            return None
 
     async def _history(self, runner: Any, session: Any, chat: list[dict[str, Any]]) -> None:
         """A chat's turns before its last user message, as the session's events (the user's
@@ -172,6 +194,9 @@ class ADKAdapter:
 
     def outputs(self, result: Any) -> dict[str, Any]:
         out: dict[str, Any] = {"output": self.output_text(result)}
+        structured = structured_output(getattr(result, "structured", None))
+        if structured is not None:  # an output_schema's fields, as the other adapters store
+            out["structured_output"] = structured
         calls = tool_calls(result)
         if calls:
             out["tool_calls"] = [c.model_dump(exclude_none=True) for c in calls]
