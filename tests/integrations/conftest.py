@@ -173,6 +173,27 @@ def check_parallel_calls(db: Client, srv: ScriptedModelServer, target: Any,
         assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]
 
 
+# -- concurrency ----------------------------------------------------------------------------------
+def check_examples_apart(db: Client, agent: Any, dataset: str, city: Callable[[Any], str],
+                         examples: int = 16) -> None:
+    """``agent`` (one tool call, two llm calls an answer) under evaluate() at
+    ``max_concurrency=8``: each example's runs are its own (one trace, its own city's tool run),
+    and reliability reads them (1.0)."""
+    from assay.evals import ReliabilityEvaluator
+    from assay.evaluation import evaluate
+
+    rows = list(evaluate(agent, data=dataset, client=db, max_concurrency=8,
+                         evaluators=[ReliabilityEvaluator(None)]))
+    assert len(rows) == examples
+    for row in rows:
+        runs = run_tree(db, row)
+        assert [t.inputs for t in runs if t.run_type == "tool"] == [{"city": city(row)}]
+        assert sum(r.run_type == "llm" for r in runs) == 2
+        assert {r.trace_id for r in runs} == {row["run"].id}
+        assert {r.key: r.score for r in row["evaluation_results"]["results"]} == {
+            "reliability": 1.0}
+
+
 # -- the evaluators, again and again on one agent --------------------------------------------------
 def run_accuracy_and_performance(srv: ScriptedModelServer, agent: Any, city: str,
                                  other: str, *, runs: int = 3) -> None:

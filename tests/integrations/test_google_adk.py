@@ -44,6 +44,7 @@ from assay.tracing import trace
 from .conftest import (
     CITIES,
     GEMINI,
+    check_examples_apart,
     check_priced,
     city_dataset,
     population,
@@ -257,16 +258,7 @@ def test_errors_are_on_their_runs_and_the_experiment_goes_on(srv: ScriptedModelS
 
 
 def test_concurrency_8_keeps_examples_apart(srv: ScriptedModelServer, db: Client) -> None:
-    agent = geo_agent(srv)
-    rows = list(evaluate(agent, data=_dataset(db, list(CITIES) * 2, "many"), client=db,
-                         max_concurrency=8, evaluators=[ReliabilityEvaluator(None)]))
-    assert len(rows) == 16
-    for row in rows:
-        runs = _tree(db, row)
-        assert [t.inputs for t in runs if t.run_type == "tool"] == [{"city": _city(row)}]
-        assert sum(r.run_type == "llm" for r in runs) == 2
-        assert {r.trace_id for r in runs} == {row["run"].id}
-        assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]
+    check_examples_apart(db, geo_agent(srv), _dataset(db, list(CITIES) * 2, "many"), _city)
 
 
 def test_the_three_evaluators_run_many_times_on_one_agent(srv: ScriptedModelServer) -> None:

@@ -39,6 +39,7 @@ from .conftest import (
     CITIES,
     CLAUDE,
     GEMINI,
+    check_examples_apart,
     check_parallel_calls,
     check_priced,
     city_dataset,
@@ -181,18 +182,7 @@ def test_tool_errors_are_on_the_tool_run_and_the_experiment_goes_on(
 
 
 def test_concurrency_8_keeps_examples_apart(srv: ScriptedModelServer, db: Client) -> None:
-    agent = geo_agent(srv)
-    results = evaluate(agent, data=_dataset(db, list(CITIES) * 2, "many"), client=db,
-                       max_concurrency=8, evaluators=[ReliabilityEvaluator(None)])
-    rows = list(results)
-    assert len(rows) == 16
-    for row in rows:
-        runs = _tree(db, row)
-        assert [t.inputs for t in runs if t.run_type == "tool"] == [{"city": _city(row)}]
-        assert sum(r.run_type == "llm" for r in runs) == 2
-        assert {r.trace_id for r in runs} == {row["run"].id}
-        assert {r.key: r.score for r in row["evaluation_results"]["results"]} == {
-            "reliability": 1.0}
+    check_examples_apart(db, geo_agent(srv), _dataset(db, list(CITIES) * 2, "many"), _city)
 
 
 def test_each_evaluator_runs_many_times_on_one_agent(srv: ScriptedModelServer) -> None:

@@ -18,13 +18,9 @@ from typing import Any
 
 from .._json import jsonable
 from ..errors import ExampleValidationError, InvalidInputError, require
+from ._google_adk import _content_text as _text  # (an ADK Content's text)
 
 __all__ = ["read_eval_set"]
-
-
-def _text(content: Any) -> str:
-    parts = getattr(content, "parts", None) or ()
-    return "".join(p.text for p in parts if getattr(p, "text", None) and not p.thought)
 
 
 def _calls(calls: Any) -> list[dict[str, Any]]:

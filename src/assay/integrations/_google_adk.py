@@ -21,7 +21,6 @@ global is touched: ADK's OpenTelemetry spans go wherever the user sends them.
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -335,8 +334,7 @@ class _Capture:
         self.roots: dict[str, RunTree] = {}  # invocation id -> the assay run it started under
         self.agents: dict[tuple[str, str], RunTree] = {}  # _step -> its agent's run
         self.llms: dict[tuple[str, str], RunTree] = {}  # _step -> its agent's open model call
-        self.tools: dict[str, RunTree] = {}  # function call id -> its run
-        self.tool_steps: dict[str, str] = {}  # function call id -> its invocation
+        self.tools: dict[str, tuple[str, RunTree]] = {}  # _call -> (its invocation, its run)
 
     def agent_parent(self, step: tuple[str, str], agent: Any) -> RunTree | None:
         """The run of the nearest agent above this one that is running, else the invocation's
@@ -366,15 +364,19 @@ class _Capture:
         for table in (self.llms, self.agents):
             for step in [k for k in list(table) if k[0] == invocation]:
                 _close(table.pop(step, None), error=error)
-        for call, inv in list(self.tool_steps.items()):
-            if inv == invocation:
-                self.tool_steps.pop(call, None)
-                _close(self.tools.pop(call, None), error=error)
+        for call, (inv, run) in list(self.tools.items()):
+            if inv == invocation and self.tools.pop(call, None) is not None:
+                _close(run, error=error)
         self.roots.pop(invocation, None)
 
 
 _CAPTURE = _Capture()
-_tool_ids = itertools.count()
+
+
+def _call(tool_context: Any) -> str:
+    """The key of a tool call's run: ADK's id for the call (it gives every call one), else the
+    call's context object, the same in its before and after callbacks."""
+    return tool_context.function_call_id or f"context-{id(tool_context)}"
 _PLUGIN: list[type] = []
 
 
@@ -484,15 +486,13 @@ def _plugin_class() -> type:
             if parent is None:
                 return
             run = fast_child(parent, tool.name, "tool", _jsonable(dict(tool_args)))
-            call = tool_context.function_call_id or f"assay-{next(_tool_ids)}"
-            cap.tools[call] = run
-            cap.tool_steps[call] = step[0]
+            cap.tools[_call(tool_context)] = (step[0], run)
 
         def _end_tool(self, tool_context: Any, outputs: Any = None,
                       error: BaseException | None = None) -> None:
-            call = tool_context.function_call_id or ""
-            cap.tool_steps.pop(call, None)
-            _close(cap.tools.pop(call, None), outputs, error)
+            found = cap.tools.pop(_call(tool_context), None)
+            if found is not None:
+                _close(found[1], outputs, error)
 
         async def after_tool_callback(self, *, tool: Any, tool_args: dict[str, Any],
                                       tool_context: Any, result: Any) -> None:
