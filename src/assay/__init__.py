@@ -39,6 +39,8 @@ _EXPORTS: dict[str, str] = {
     "wrap_anthropic": "assay.tracing",
     "evaluate": "assay.evaluation",
     "aevaluate": "assay.evaluation",
+    "evaluate_comparative": "assay.evaluation",
+    "aevaluate_comparative": "assay.evaluation",
     "ExperimentResults": "assay.evaluation",
     "EvaluationResult": "assay.evaluation",
     "EvaluationResults": "assay.evaluation",
@@ -90,7 +92,9 @@ if TYPE_CHECKING:  # pragma: no cover
         ExperimentResults,
         RayExecutor,
         aevaluate,
+        aevaluate_comparative,
         evaluate,
+        evaluate_comparative,
     )
     from .llm import JudgeOptions, get_judge
     from .schemas import (

@@ -26,6 +26,7 @@ __all__ = [
     "Run",
     "Feedback",
     "FeedbackSource",
+    "ComparativeExperiment",
 ]
 
 RunType = Literal["chain", "llm", "tool", "retriever", "embedding", "prompt", "parser"]
@@ -197,3 +198,30 @@ class Feedback(Record):
     created_at: datetime
     modified_at: datetime | None = None
     extra: dict[str, Any] | None = None
+    comparative_experiment_id: uuid.UUID | None = None  # pairwise feedback: its comparison
+    feedback_group_id: uuid.UUID | None = None  # ... and the runs scored together with it
+
+
+class ComparativeExperiment(Record):
+    """Two or more experiments on one dataset scored against each other (pairwise evaluation).
+
+    ``experiments_info`` lists the experiments compared (``id``, ``name``), in the order given;
+    ``feedback_stats`` holds, per feedback key, each experiment's share of the comparison's
+    scores: ``{key: {experiment_id: {"n": ..., "avg": ...}}}`` (with 1/0 preference scores,
+    ``avg`` is that experiment's win rate).
+    """
+
+    id: uuid.UUID
+    name: str | None = None
+    description: str | None = None
+    tenant_id: uuid.UUID | None = None
+    created_at: datetime
+    modified_at: datetime
+    reference_dataset_id: uuid.UUID
+    extra: dict[str, Any] | None = None
+    experiments_info: list[dict[str, Any]] | None = None
+    feedback_stats: dict[str, Any] | None = None
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return dict((self.extra or {}).get("metadata") or {})

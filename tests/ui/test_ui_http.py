@@ -258,3 +258,42 @@ def test_experiment_rows_by_the_filter_language(local: Any) -> None:
     bad = http.get(f"/ui/experiments/{exp.id}", params={"where": "gt(latency, <script>)"})
     assert bad.status_code == 400 and "unexpected character" in bad.text
     assert "<script>)" not in bad.text and "&lt;script&gt;" in bad.text  # escaped
+
+
+def test_pairwise_comparisons_on_the_experiments_and_compare_pages(local: Any) -> None:
+    """A pairwise evaluation shows on the dataset's experiments page (linking to the comparison
+    of its experiments) and on that comparison, each experiment's mean per key; the links the
+    official SDKs print lead there."""
+    import re
+
+    from assay import Client, evaluate
+
+    store, http = local
+    client = Client(store=store)
+    ds = client.create_dataset("pairs")
+    client.create_examples(dataset_id=ds.id, examples=[{"inputs": {"q": q}} for q in "abc"])
+    upper = evaluate(lambda i: {"a": i["q"].upper()}, data="pairs", client=client)
+    plain = evaluate(lambda i: {"a": i["q"]}, data="pairs", client=client)
+    ids = [str(client.read_project(project_name=r.experiment_name).id) for r in (upper, plain)]
+
+    def capitals(outputs: list[dict[str, Any]]) -> list[int]:
+        return [int(o["a"].isupper()) for o in outputs]
+
+    pair = evaluate((upper, plain), evaluators=[capitals], client=client)
+    listing = http.get(f"/ui/datasets/{ds.id}/experiments").text
+    assert f'data-id="{pair.comparative_experiment.id}"' in listing
+    link = re.search(r'href="(/ui/compare\?ids=[^"]+)">', listing)
+    assert link is not None
+    page = http.get(link.group(1).replace("&amp;", "&"))
+    assert page.status_code == 200, page.text
+    cells = dict(re.findall(r'data-experiment="([^"]+)" data-value="([^"]*)"', page.text))
+    assert {k: float(v) for k, v in cells.items()} == {ids[0]: 1.0, ids[1]: 0.0}
+    # without the second experiment, the comparison is not shown
+    assert 'id="pairwise"' not in http.get(f"/ui/experiments/{ids[0]}").text
+
+    to = http.get(f"/o/t/datasets/{ds.id}/compare", params={"selectedSessions": ",".join(ids)})
+    assert to.status_code == 303 and to.headers["location"] == (
+        f"/ui/compare?ids={ids[0]}%2C{ids[1]}")
+    one = http.get(f"/o/t/datasets/{ds.id}/compare", params={"selectedSessions": ids[0]})
+    assert one.headers["location"] == f"/ui/experiments/{ids[0]}"
+    assert http.get(f"/o/t/projects/p/{ids[1]}").headers["location"] == f"/ui/projects/{ids[1]}"

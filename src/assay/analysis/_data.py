@@ -94,7 +94,8 @@ def _feedback_by_root(store: Store, pid: str, roots: list[Run],
         for run in llms:
             if trace_id in by_trace:
                 root_of.setdefault(run.id, by_trace[trace_id])
-    items = [f for f in store.feedback.list(project_ids=[pid]) if f.run_id is not None]
+    items = [f for f in store.feedback.list(project_ids=[pid], pairwise=False)
+             if f.run_id is not None]  # a comparison's scores are not the run's own
     unknown = list({f.run_id for f in items if f.run_id is not None and f.run_id not in root_of
                     and f.trace_id not in by_trace})
     if unknown:

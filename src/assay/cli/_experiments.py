@@ -140,7 +140,7 @@ def _rows(client: Any, experiment_id: Any, limit: int,
     roots = list(client.list_runs(project_id=experiment_id, is_root=True, filter=filter_))
     feedback: dict[str, dict[str, Any]] = {}
     for fb in client.list_feedback(project_ids=[experiment_id]):
-        if fb.run_id is not None:
+        if fb.run_id is not None and fb.comparative_experiment_id is None:  # not pairwise
             feedback.setdefault(str(fb.run_id), {})[fb.key] = (
                 fb.score if fb.score is not None else fb.value)
     out = []

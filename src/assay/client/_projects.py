@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..errors import NotFoundError
-from ..schemas import Feedback, TracerSession
+from ..schemas import ComparativeExperiment, Feedback, TracerSession
 from ._args import refuse_unknown
 
 if TYPE_CHECKING:
@@ -120,18 +120,61 @@ class FeedbackMethods:
         project_id: ID | None = None,
         trace_id: ID | None = None,
         extra: Mapping[str, Any] | None = None,
+        comparative_experiment_id: ID | None = None,
+        feedback_group_id: ID | None = None,
+        session_id: ID | None = None,
         **_: Any,
     ) -> Feedback:
-        """Score a run (``run_id``) or, with ``project_id`` and no run, the project itself."""
+        """Score a run (``run_id``) or, with ``project_id`` and no run, the project itself.
+
+        ``comparative_experiment_id`` makes it pairwise feedback (``feedback_group_id``: the
+        runs scored together): counted in that comparison, not in the run's experiment."""
         meta: dict[str, Any] = dict(source_info or {})
         if source_run_id is not None:
             meta["__run"] = {"run_id": str(source_run_id)}
         source_type = getattr(feedback_source_type, "value", feedback_source_type)
         return self._backend.feedback.create(
             id=feedback_id, run_id=run_id, key=key, score=score, value=value,
-            correction=correction, comment=comment, session_id=project_id, trace_id=trace_id,
-            feedback_source={"type": source_type, "metadata": meta or None}, extra=extra,
+            correction=correction, comment=comment, session_id=project_id or session_id,
+            trace_id=trace_id, feedback_source={"type": source_type, "metadata": meta or None},
+            extra=extra, comparative_experiment_id=comparative_experiment_id,
+            feedback_group_id=feedback_group_id,
         )
+
+    def create_comparative_experiment(
+        self,
+        name: str,
+        experiments: Sequence[ID],
+        *,
+        reference_dataset: ID | None = None,
+        description: str | None = None,
+        created_at: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        id: ID | None = None,
+    ) -> ComparativeExperiment:
+        """Record a comparison of experiments on one dataset (LangSmith's signature); pairwise
+        feedback then names it. ``evaluate((a, b), evaluators=[...])`` does both."""
+        return self._backend.comparative.create(
+            name=name, experiment_ids=list(experiments), reference_dataset_id=reference_dataset,
+            description=description, created_at=created_at, id=id,
+            extra={"metadata": dict(metadata)} if metadata is not None else {})
+
+    def read_comparative_experiment(self, comparative_experiment_id: ID) -> ComparativeExperiment:
+        return self._backend.comparative.read(comparative_experiment_id)
+
+    def list_comparative_experiments(
+        self, *, dataset_id: ID | None = None, dataset_name: str | None = None,
+        name_contains: str | None = None, limit: int | None = None,
+    ) -> Iterator[ComparativeExperiment]:
+        """A dataset's comparisons, newest first, each with per-experiment feedback stats."""
+        if dataset_id is None:
+            dataset_id = self._backend.datasets.read(dataset_name=dataset_name).id
+        yield from self._backend.comparative.list(dataset_id=dataset_id,
+                                                  name_contains=name_contains, limit=limit)
+
+    def delete_comparative_experiment(self, comparative_experiment_id: ID) -> None:
+        """Forget a comparison and its pairwise feedback; the experiments stay."""
+        self._backend.comparative.delete(comparative_experiment_id)
 
     def read_feedback(self, feedback_id: ID) -> Feedback:
         return self._backend.feedback.read(feedback_id)

@@ -27,6 +27,7 @@ from ..errors import (
     RemoteError,
 )
 from ..schemas import (
+    ComparativeExperiment,
     Dataset,
     DatasetVersion,
     Example,
@@ -454,15 +455,18 @@ class _Feedback:
              project_ids: Sequence[uuid.UUID | str] | None = None,
              feedback_key: Sequence[str] | None = None,
              feedback_ids: Sequence[uuid.UUID | str] | None = None, offset: int = 0,
-             limit: int | None = None) -> list[Feedback]:
+             limit: int | None = None, pairwise: bool | None = None) -> list[Feedback]:
         params = {"run": _ids(run_ids), "session": _ids(project_ids),
                   "key": list(feedback_key) if feedback_key is not None else None,
                   "id": _ids(feedback_ids)}
         for value in params.values():
             if value is not None and not value:
                 return []  # an empty filter matches nothing (and must not be dropped)
-        return [Feedback.model_validate(f) for f in self.http.pages("/feedback", params, offset,
-                                                                    limit)]
+        got = [Feedback.model_validate(f) for f in self.http.pages("/feedback", params, offset,
+                                                                   limit)]
+        if pairwise is None:  # LangSmith's route has no such filter: applied here
+            return got
+        return [f for f in got if (f.comparative_experiment_id is not None) == pairwise]
 
     def update(self, feedback_id: uuid.UUID | str, **changes: Any) -> Feedback:
         return Feedback.model_validate(
@@ -470,6 +474,31 @@ class _Feedback:
 
     def delete(self, feedback_id: uuid.UUID | str) -> None:
         self.http.request("DELETE", f"/feedback/{feedback_id}")
+
+
+class _Comparative:
+    """``store.comparative`` over ``/datasets/comparative``."""
+
+    def __init__(self, http: _Http) -> None:
+        self.http = http
+
+    def create(self, **fields: Any) -> ComparativeExperiment:
+        return ComparativeExperiment.model_validate(
+            self.http.request("POST", "/datasets/comparative", body=fields))
+
+    def read(self, comparative_experiment_id: uuid.UUID | str) -> ComparativeExperiment:
+        return ComparativeExperiment.model_validate(
+            self.http.request("GET", f"/datasets/comparative/{comparative_experiment_id}"))
+
+    def list(self, *, dataset_id: uuid.UUID | str, name: str | None = None,
+             name_contains: str | None = None, offset: int = 0,
+             limit: int | None = None) -> list[ComparativeExperiment]:
+        params = {"name": name, "name_contains": name_contains}
+        return [ComparativeExperiment.model_validate(c) for c in self.http.pages(
+            f"/datasets/{dataset_id}/comparative", params, offset, limit)]
+
+    def delete(self, comparative_experiment_id: uuid.UUID | str) -> None:
+        self.http.request("DELETE", f"/datasets/comparative/{comparative_experiment_id}")
 
 
 class RemoteBackend:
@@ -482,6 +511,7 @@ class RemoteBackend:
         self.projects = _Projects(self.http, self.datasets)
         self.runs = _Runs(self.http)
         self.feedback = _Feedback(self.http)
+        self.comparative = _Comparative(self.http)
         from ._remote_attachments import RemoteAttachments  # issue 23: example attachments
 
         self.attachments = RemoteAttachments(self.http, self.datasets)

@@ -1,6 +1,7 @@
 """Experiments: run a target over a dataset, score it, and store it all.
 
     evaluate / aevaluate        LangSmith's entry points (one async core, a sync wrapper)
+    evaluate_comparative        pairwise: stored experiments' runs scored against each other
     RayExecutor                 ``executor=``: run the examples as Ray tasks on a cluster
     ExperimentResults           the rows, in dataset order; summary_results; to_pandas()
     EvaluationResult(s)         what evaluators return (LangSmith's shapes)
@@ -10,6 +11,12 @@ Statistics of a finished experiment come from the store:
 ``client.read_project(project_name=results.experiment_name, include_stats=True)``.
 """
 
+from ._comparative import (
+    ComparativeExperimentResults,
+    ComparisonEvaluationResult,
+    aevaluate_comparative,
+    evaluate_comparative,
+)
 from ._evaluate import aevaluate, evaluate
 from ._evaluators import RowEvaluator, SummaryEvaluator, adapt_evaluator, adapt_summary_evaluator
 from ._git import git_info
@@ -18,6 +25,8 @@ from ._results import ExperimentResultRow, ExperimentResults
 from ._schemas import EvaluationResult, EvaluationResults
 
 __all__ = [
+    "ComparativeExperimentResults",
+    "ComparisonEvaluationResult",
     "EvaluationResult",
     "EvaluationResults",
     "ExperimentResultRow",
@@ -28,6 +37,8 @@ __all__ = [
     "adapt_evaluator",
     "adapt_summary_evaluator",
     "aevaluate",
+    "aevaluate_comparative",
     "evaluate",
+    "evaluate_comparative",
     "git_info",
 ]

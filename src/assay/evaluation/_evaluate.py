@@ -31,6 +31,7 @@ from ..schemas import Example, Feedback, TracerSession
 from ..store._examples import StoredExample
 from ..tracing import tracing_context
 from ._attachments import wants_attachments
+from ._comparative import aevaluate_comparative, evaluate_comparative
 from ._data import ResolvedData, dataset_id_of, load_dataset, resolve_data
 from ._evaluators import adapt_evaluator, adapt_summary_evaluator
 from ._experiment import (
@@ -443,6 +444,8 @@ async def aevaluate(
     splits: Sequence[str] | None = None,
     timeout: float | None = None,
     executor: ExecutorOption = None,
+    load_nested: bool = False,
+    randomize_order: bool = False,
 ) -> ExperimentResults:
     """Evaluate ``target`` on every example of ``data``, ``num_repetitions`` times.
 
@@ -453,6 +456,11 @@ async def aevaluate(
     not exist yet creates the experiment under exactly that name). Returns ExperimentResults;
     read its statistics with ``client.read_project(project_name=results.experiment_name,
     include_stats=True)``.
+
+    ``target`` a tuple (or list) of two or more stored experiments on one dataset makes it a
+    pairwise evaluation, as in LangSmith: ``evaluators`` are then comparative evaluators and
+    ``randomize_order`` / ``load_nested`` apply; it returns ``ComparativeExperimentResults``
+    (``evaluate_comparative`` is the same call, typed as such; see ``_comparative``).
 
     ``executor`` says where the (example, repetition) pairs run: ``None``/``"local"`` on this
     event loop (threads for sync code), ``"ray"`` or ``RayExecutor(address=..., num_cpus=...,
@@ -465,6 +473,15 @@ async def aevaluate(
     order; ``max_concurrency`` bounds the examples in flight on the cluster (``None``: every
     CPU kept busy), ``timeout``, ``error_handling`` and resuming behave as locally.
     """
+    if isinstance(target, (tuple, list)):  # LangSmith's pairwise form
+        _check_pairwise_args(data=data, summary_evaluators=summary_evaluators,
+                             num_repetitions=num_repetitions, experiment=experiment,
+                             upload_results=upload_results, as_of=as_of, splits=splits,
+                             timeout=timeout, executor=executor, blocking=blocking)
+        return await aevaluate_comparative(  # type: ignore[return-value]  # see the overloads
+            target, evaluators or (), experiment_prefix, description,
+            5 if max_concurrency is None else max_concurrency, client, metadata,
+            load_nested, randomize_order)
     prep = await offload(_prepare, _Options(
         target, data, evaluators, summary_evaluators, metadata, experiment_prefix, description,
         max_concurrency, num_repetitions, client, experiment, upload_results, error_handling,
@@ -497,6 +514,8 @@ def evaluate(
     splits: Sequence[str] | None = None,
     timeout: float | None = None,
     executor: ExecutorOption = None,
+    load_nested: bool = False,
+    randomize_order: bool = False,
 ) -> ExperimentResults:
     """The sync form of ``aevaluate`` (``max_concurrency=0``: one example at a time).
 
@@ -508,6 +527,14 @@ def evaluate(
     ``aevaluate``. With Ray, pass ``max_concurrency=None`` (or a number): the default of 0 runs
     one example at a time there too.
     """
+    if isinstance(target, (tuple, list)):  # LangSmith's pairwise form
+        _check_pairwise_args(data=data, summary_evaluators=summary_evaluators,
+                             num_repetitions=num_repetitions, experiment=experiment,
+                             upload_results=upload_results, as_of=as_of, splits=splits,
+                             timeout=timeout, executor=executor, blocking=blocking)
+        return evaluate_comparative(  # type: ignore[return-value]  # see the overloads
+            target, evaluators or (), experiment_prefix, description,
+            max_concurrency or 1, client, metadata, load_nested, randomize_order)
     prep = _prepare(_Options(
         target, data, evaluators, summary_evaluators, metadata, experiment_prefix, description,
         max_concurrency, num_repetitions, client, experiment, upload_results, error_handling,
@@ -520,6 +547,18 @@ def evaluate(
     prep.results._thread = thread
     thread.start()
     return prep.results
+
+
+def _check_pairwise_args(**given: Any) -> None:
+    """A pairwise evaluation runs no target: the arguments of a new experiment are refused by
+    name rather than ignored."""
+    defaults = {"upload_results": True, "blocking": True}
+    wrong = sorted(k for k, v in given.items()
+                   if v != defaults.get(k) and not (k == "num_repetitions" and v == 1))
+    if wrong:
+        raise InvalidInputError(
+            f"{', '.join(wrong)} cannot be given when the target is a tuple of existing "
+            f"experiments (a pairwise evaluation scores their stored runs)")
 
 
 def _run_quietly(prep: _Prepared) -> None:

@@ -220,7 +220,7 @@ def finished_rows(
     store = client.store
     roots = store.runs.list(project_ids=[str(experiment_id)], is_root=True)
     feedback: dict[str, list[Feedback]] = {}
-    for fb in store.feedback.list(project_ids=[str(experiment_id)]):
+    for fb in store.feedback.list(project_ids=[str(experiment_id)], pairwise=False):
         if fb.run_id is not None:
             feedback.setdefault(str(fb.run_id), []).append(fb)
     done: dict[tuple[str, int], Finished] = {}

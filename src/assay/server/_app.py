@@ -101,6 +101,7 @@ def create_app(
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
 
     from . import (
+        _routes_comparative,  # pairwise experiments: before /datasets/{dataset_id}
         _routes_datasets,
         _routes_feedback,
         _routes_otel,  # OTLP/HTTP traces from any OpenTelemetry exporter (issue 25)
@@ -126,7 +127,7 @@ def create_app(
     async def health() -> JSONResponse:
         return JSONResponse({"ok": True})
 
-    for module in (_routes_datasets, _routes_sessions, _routes_feedback,
+    for module in (_routes_comparative, _routes_datasets, _routes_sessions, _routes_feedback,
                    _routes_results, _routes_runs_v2):
         app.include_router(module.router)
     from . import (  # issue 23: dataset tools, annotation queues, feedback configs, evaluators

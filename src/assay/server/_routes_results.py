@@ -47,7 +47,8 @@ def examples_with_runs(store: StoreDep, dataset_id: uuid.UUID, body: JsonBody) -
             for run in store.runs.list(project_ids=[str(sid)], is_root=True,
                                        reference_example_ids=ids, filter=text):
                 by_example[str(run.reference_example_id)].append(run)
-    stats = store.runs.feedback_stats([str(r.id) for rs in by_example.values() for r in rs])
+    stats = store.runs.feedback_stats([str(r.id) for rs in by_example.values() for r in rs],
+                                      comparative_experiment_id=q.comparative_experiment_id)
     out = []
     for ex in examples:
         item = dump(ex)

@@ -133,7 +133,8 @@ def _item(run: Run, selects: list[str], extra: dict[str, Any]) -> dict[str, Any]
 
 
 def select_items(request: Request, store: Store, page: list[Run], selects: list[str], *,
-                 subtree_usage: bool = False) -> list[dict[str, Any]]:
+                 subtree_usage: bool = False,
+                 comparative_experiment_id: Any = None) -> list[dict[str, Any]]:
     """The ``selects`` of each run of ``page`` (what the v2 run, trace and experiment-run
     queries return), looking up only what the selects need (``ATTACHMENTS``: each file's
     download URL by name, as v1's ``s3_urls`` gives them)."""
@@ -141,7 +142,8 @@ def select_items(request: Request, store: Store, page: list[Run], selects: list[
     files = store.attachments.of_runs(ids) if "ATTACHMENTS" in selects and ids else {}
     usage = (store.runs.subtree_usage([str(r.id) for r in page if r.run_type != "llm"])
              if subtree_usage and any(s in _USAGE for s in selects) else {})
-    stats = store.runs.feedback_stats(ids) if "FEEDBACK_STATS" in selects and ids else {}
+    stats = (store.runs.feedback_stats(ids, comparative_experiment_id=comparative_experiment_id)
+             if "FEEDBACK_STATS" in selects and ids else {})
     datasets: dict[str, str | None] = {}
     if "REFERENCE_DATASET_ID" in selects:
         examples = {str(r.reference_example_id) for r in page if r.reference_example_id}

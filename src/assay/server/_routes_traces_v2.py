@@ -64,7 +64,7 @@ class ExperimentRunsQuery(_In):
     page_size: int = Field(default=20, ge=1, le=100)
     selects: list[RunSelect] | None = None
     cursor: str | None = None
-    comparative_experiment_id: uuid.UUID | None = None  # pairwise feedback: none kept here
+    comparative_experiment_id: uuid.UUID | None = None  # FEEDBACK_STATS: that comparison's
     sort: dict[str, Any] | None = None
 
 
@@ -218,7 +218,8 @@ def query_experiment_runs(request: Request, store: StoreDep, dataset_id: uuid.UU
         item = dump(ex)
         item.pop("split", None)
         item["name"] = None
-        item["runs"] = select_items(request, store, by_example[str(ex.id)], selects)
+        item["runs"] = select_items(request, store, by_example[str(ex.id)], selects,
+                                    comparative_experiment_id=q.comparative_experiment_id)
         items.append(item)
     more = len(examples) > q.page_size
     return JsonResponse({"items": items,

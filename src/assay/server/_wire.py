@@ -21,6 +21,7 @@ from .._time import to_micros
 from ._errors import ApiError, describe_validation
 
 __all__ = [
+    "ComparativeIn",
     "DatasetIn",
     "DatasetPatch",
     "ExampleIn",
@@ -247,6 +248,8 @@ class FeedbackIn(_In):
     modified_at: Timestamp | None = None
     start_time: Timestamp | None = None
     extra: dict[str, Any] | None = None
+    comparative_experiment_id: uuid.UUID | None = None  # pairwise feedback
+    feedback_group_id: uuid.UUID | None = None
 
     def item(self) -> dict[str, Any]:
         return {
@@ -255,7 +258,21 @@ class FeedbackIn(_In):
             "session_id": self.session_id or self.project_id, "trace_id": self.trace_id,
             "feedback_source": self.feedback_source, "created_at": self.created_at,
             "modified_at": self.modified_at, "extra": self.extra,
+            "comparative_experiment_id": self.comparative_experiment_id,
+            "feedback_group_id": self.feedback_group_id,
         }
+
+
+class ComparativeIn(_In):
+    """``POST /datasets/comparative``: what ``create_comparative_experiment`` sends."""
+
+    experiment_ids: list[uuid.UUID] = Field(min_length=1)
+    name: str | None = None
+    id: uuid.UUID | None = None
+    reference_dataset_id: uuid.UUID | None = None
+    description: str | None = None
+    created_at: Timestamp | None = None
+    extra: dict[str, Any] | None = None
 
 
 class FeedbackPatch(_In):

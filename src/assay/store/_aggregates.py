@@ -83,7 +83,8 @@ RUN_RETURNING = (runs.c.id, runs.c.tenant_id, runs.c.session_id, runs.c.trace_id
                  runs.c.prompt_tokens, runs.c.completion_tokens, runs.c.total_cost,
                  runs.c.prompt_cost, runs.c.completion_cost)
 FEEDBACK_RETURNING = (feedback.c.session_id, feedback.c.tenant_id, feedback.c.run_id,
-                      feedback.c.key, feedback.c.score, feedback.c.label)
+                      feedback.c.key, feedback.c.score, feedback.c.label,
+                      feedback.c.comparative_experiment_id)
 
 
 def hour_of(start_us: int) -> int:
@@ -384,6 +385,8 @@ class FeedbackDeltas:
             self.labels[lk] = self.labels.get(lk, 0) + sign
 
     def add_row(self, row: Mapping[str, Any], sign: int) -> None:
+        if row.get("comparative_experiment_id"):  # pairwise: a comparison's, not the run's
+            return  # experiment's (``ComparativeRepo`` counts it)
         self.add(row["session_id"], row["tenant_id"], row["run_id"], row["key"], row["score"],
                  row["label"], sign)
 
@@ -522,7 +525,8 @@ def rebuild_aggregates(conn: Connection) -> None:
     conn.execute(run_hours.insert().from_select(list(HOURLY), hourly_select()))
     level = case((feedback.c.run_id.is_(None), literal("session")), else_=literal("run"))
     score = feedback.c.score
-    has_session = feedback.c.session_id.is_not(None)
+    has_session = (feedback.c.session_id.is_not(None)  # pairwise rows: a comparison's
+                   & feedback.c.comparative_experiment_id.is_(None))
     conn.execute(feedback_aggregates.insert().from_select(
         ["session_id", "tenant_id", "level", "key", "n", "n_scored", "score_sum", "score_sq_sum"],
         select(feedback.c.session_id, feedback.c.tenant_id, level, feedback.c.key, func.count(),

@@ -22,6 +22,7 @@ from ._tables import DEFAULT_TENANT_ID
 
 if TYPE_CHECKING:
     from ._attachments import AttachmentRepo
+    from ._comparative import ComparativeRepo
     from ._datasets import DatasetRepo
     from ._examples import ExampleRepo
     from ._feedback import FeedbackRepo
@@ -200,6 +201,12 @@ class Store:
         from ._feedback import FeedbackRepo
 
         return FeedbackRepo(self)
+
+    @cached_property
+    def comparative(self) -> ComparativeRepo:
+        from ._comparative import ComparativeRepo
+
+        return ComparativeRepo(self)
 
     @cached_property
     def journal(self) -> Journal:

@@ -242,6 +242,7 @@ class DatasetRepo:
         with self.store.write() as conn:
             ds_id = self._resolve(conn, dataset_id, dataset_name)
             self.store.attachments.forget_dataset(conn, ds_id)  # and blobs nothing else uses
+            self.store.comparative.forget_dataset(conn, ds_id)  # and their pairwise feedback
             # explicit, so it works even where a driver ignores ON DELETE CASCADE
             conn.execute(examples.delete().where(examples.c.dataset_id == ds_id))
             conn.execute(dataset_tags.delete().where(dataset_tags.c.dataset_id == ds_id))

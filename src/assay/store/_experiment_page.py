@@ -249,6 +249,7 @@ def chart_sample(store: Store, project_id: str, limit: int = CHART_RUNS
         for i in range(0, len(ids), 1000):
             q = select(feedback.c.key, feedback.c.score).where(
                 feedback.c.tenant_id == store.tenant_id, feedback.c.score.is_not(None),
+                feedback.c.comparative_experiment_id.is_(None),  # pairwise: not the run's own
                 feedback.c.run_id.in_(ids[i:i + 1000]))
             for key, score in conn.execute(q):
                 scores.setdefault(key, []).append(float(score))

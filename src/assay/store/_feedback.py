@@ -16,7 +16,7 @@ from ..errors import InvalidInputError, NotFoundError
 from ..schemas import Feedback
 from ._aggregates import FEEDBACK_RETURNING, FeedbackDeltas
 from ._bulk import insert_many
-from ._tables import feedback, runs
+from ._tables import comparative_experiments, feedback, runs
 from ._types import sender_micros
 
 if TYPE_CHECKING:
@@ -60,6 +60,11 @@ def _score(value: Any, fid: str) -> float | None:
 def _storable(text: Any) -> Any:
     """Text as a text column can hold it: NUL and lone surrogates escaped (``assay._json``)."""
     return escape_text(text) if isinstance(text, str) else text
+
+
+def _id_or_none(item: Mapping[str, Any], field: str, fid: str) -> str | None:
+    value = item.get(field)
+    return uuid_text(value, f"feedback {fid}: {field}") if value else None
 
 
 def _model(row: Any) -> Feedback:
@@ -116,6 +121,8 @@ class FeedbackRepo:
             "correction": jsonable(item.get("correction")),
             "feedback_source": jsonable(source) if source is not None else None,
             "extra": jsonable(extra) if extra else None,
+            "comparative_experiment_id": _id_or_none(item, "comparative_experiment_id", fid),
+            "feedback_group_id": _id_or_none(item, "feedback_group_id", fid),
             "created_at": sender_micros(item.get("created_at"), f"feedback {fid}: created_at")
             or now,
             "modified_at": sender_micros(item.get("modified_at"),
@@ -148,6 +155,8 @@ class FeedbackRepo:
             for r in rows:
                 if r["run_id"] in found and not r["session_id"]:
                     r["session_id"] = found[r["run_id"]]
+        if any(r["comparative_experiment_id"] for r in rows):
+            self._check_pairwise(conn, rows)
         ids = [r["id"] for r in rows]
         existing = set(conn.execute(select(feedback.c.id).where(feedback.c.id.in_(ids))).scalars())
         fresh = [r for r in rows if r["id"] not in existing]
@@ -163,6 +172,35 @@ class FeedbackRepo:
             deltas.add_row(r, 1)
         deltas.apply(conn)
         return len(rows)
+
+    def _check_pairwise(self, conn: Connection, rows: list[dict[str, Any]]) -> None:
+        """Pairwise feedback names a comparison of this workspace and scores a stored run of
+        one of its experiments (whose id becomes the row's session): checked before anything
+        is written, so a bad row stores none of its batch."""
+        wanted = {r["comparative_experiment_id"] for r in rows if r["comparative_experiment_id"]}
+        compared = {cid: {str(e) for e in ids} for cid, ids in conn.execute(
+            select(comparative_experiments.c.id, comparative_experiments.c.experiment_ids)
+            .where(comparative_experiments.c.id.in_(sorted(wanted)),
+                   comparative_experiments.c.tenant_id == self.store.tenant_id))}
+        pairwise = [r for r in rows if r["comparative_experiment_id"]]
+        run_ids = sorted({r["run_id"] for r in pairwise if r["run_id"]})
+        owner = dict(conn.execute(select(runs.c.id, runs.c.session_id).where(
+            runs.c.id.in_(run_ids), runs.c.tenant_id == self.store.tenant_id)).all())
+        for r in pairwise:
+            cid, fid = r["comparative_experiment_id"], r["id"]
+            if cid not in compared:
+                raise NotFoundError(f"feedback {fid}: comparative experiment {cid} not found")
+            if not r["run_id"]:
+                raise InvalidInputError(f"feedback {fid}: pairwise feedback needs a run_id")
+            session = owner.get(r["run_id"])
+            if session is None:
+                raise NotFoundError(f"feedback {fid}: run {r['run_id']} not found (pairwise "
+                                    f"feedback scores runs of experiments already stored)")
+            if session not in compared[cid]:
+                raise InvalidInputError(
+                    f"feedback {fid}: run {r['run_id']} belongs to none of the experiments "
+                    f"compared by {cid}")
+            r["session_id"] = session
 
     def create(self, **item: Any) -> Feedback:
         return self.create_many([item])[0]
@@ -182,7 +220,10 @@ class FeedbackRepo:
         feedback_ids: Sequence[uuid.UUID | str] | None = None,
         offset: int = 0,
         limit: int | None = None,
+        pairwise: bool | None = None,
     ) -> list[Feedback]:
+        """Feedback matching every filter given; ``pairwise=False`` leaves out the scores of
+        comparisons (a run's own feedback only), ``True`` keeps only them."""
         self.store.settle()
         q = select(feedback).where(feedback.c.tenant_id == self.store.tenant_id)
         if run_ids is not None:
@@ -199,6 +240,9 @@ class FeedbackRepo:
             q = q.where(feedback.c.key.in_(list(feedback_key)))
         if feedback_ids is not None:
             q = q.where(feedback.c.id.in_([str(as_uuid(f, "feedback id")) for f in feedback_ids]))
+        if pairwise is not None:
+            cid = feedback.c.comparative_experiment_id
+            q = q.where(cid.is_not(None) if pairwise else cid.is_(None))
         q = q.order_by(feedback.c.created_at, feedback.c.id).offset(max(offset, 0))
         if limit is not None:
             q = q.limit(limit)
@@ -246,6 +290,7 @@ class FeedbackRepo:
              .join(runs, runs.c.id == feedback.c.run_id)
              .where(feedback.c.tenant_id == self.store.tenant_id, feedback.c.key == key,
                     feedback.c.score.is_not(None), runs.c.tenant_id == self.store.tenant_id,
+                    feedback.c.comparative_experiment_id.is_(None),
                     runs.c.session_id == str(as_uuid(project_id, "project id")),
                     runs.c.is_root.is_(True), runs.c.reference_example_id.is_not(None))
              .group_by(runs.c.reference_example_id))

@@ -451,17 +451,26 @@ class RunRepo:
         with self.store.read() as conn:
             return run_stats(conn, where, self.store.tenant_id)
 
-    def feedback_stats(self, run_ids: Sequence[uuid.UUID | str]) -> dict[str, dict[str, Any]]:
+    def feedback_stats(self, run_ids: Sequence[uuid.UUID | str], *,
+                       comparative_experiment_id: uuid.UUID | str | None = None,
+                       ) -> dict[str, dict[str, Any]]:
         """Each run's feedback per key, as LangSmith's run answers carry it: ``{run id: {key:
         {n, avg, min, max, stdev, values, comments}}}``; ``stdev`` is the sample deviation
-        (None under two scores), ``values`` counts the labels ``read_project`` counts."""
+        (None under two scores), ``values`` counts the labels ``read_project`` counts. The
+        run's own feedback, or with ``comparative_experiment_id`` that comparison's scores of
+        it (LangSmith's pairwise view)."""
         import statistics
 
         from ._feedback import feedback_label
 
         out: dict[str, dict[str, Any]] = {}
         scores: dict[tuple[str, str], list[float]] = {}
-        for fb in self.store.feedback.list(run_ids=list(run_ids)):
+        found = self.store.feedback.list(run_ids=list(run_ids),
+                                         pairwise=comparative_experiment_id is not None)
+        cid = str(comparative_experiment_id) if comparative_experiment_id else None
+        for fb in found:
+            if cid is not None and str(fb.comparative_experiment_id) != cid:
+                continue
             rid = str(fb.run_id)
             entry = out.setdefault(rid, {}).setdefault(fb.key, {
                 "n": 0, "values": {}, "comments": []})

@@ -129,6 +129,7 @@ def recompute_session_stats(conn: Connection, session: Any) -> dict[str, Any]:
     run_feedback = and_(
         own,
         feedback.c.run_id.is_not(None),
+        feedback.c.comparative_experiment_id.is_(None),  # pairwise: the comparison's
         or_(
             feedback.c.session_id == sid,
             and_(

@@ -40,6 +40,7 @@ __all__ = [
     "sessions",
     "runs",
     "feedback",
+    "comparative_experiments",
     "tenants",
     "api_keys",
     "session_aggregates",
@@ -208,12 +209,38 @@ feedback = Table(
     Column("extra", JSONType),
     Column("created_at", Micros, nullable=False),
     Column("modified_at", Micros, nullable=False),
+    # pairwise feedback (migration 0013): which comparison it belongs to, and the runs scored
+    # together in one call of a comparative evaluator; such rows stay out of the experiments'
+    # own feedback statistics
+    Column("comparative_experiment_id", ID),
+    Column("feedback_group_id", ID),
     Index("ix_feedback_session_key", "session_id", "key"),
     Index("ix_feedback_run", "run_id"),
     # feedback whose run is not stored yet (migration 0004): few rows, read by every statistic
     # and probed when runs arrive
     Index("ix_feedback_pending", "tenant_id", "run_id",
           sqlite_where=text("session_id IS NULL"), postgresql_where=text("session_id IS NULL")),
+    Index("ix_feedback_comparative", "comparative_experiment_id",
+          sqlite_where=text("comparative_experiment_id IS NOT NULL"),
+          postgresql_where=text("comparative_experiment_id IS NOT NULL")),
+)
+
+# Added by migration 0013: LangSmith's comparative (pairwise) experiments - two or more
+# experiments on one dataset, scored against each other by comparative evaluators.
+comparative_experiments = Table(
+    "comparative_experiments",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("tenant_id", ID, nullable=False),
+    Column("name", String(1024)),
+    Column("description", Text),
+    Column("reference_dataset_id", ID, ForeignKey("datasets.id", ondelete="CASCADE"),
+           nullable=False),
+    Column("experiment_ids", JSONType, nullable=False),  # in the order given
+    Column("extra", JSONType),
+    Column("created_at", Micros, nullable=False),
+    Column("modified_at", Micros, nullable=False),
+    Index("ix_comparative_dataset", "tenant_id", "reference_dataset_id", "created_at"),
 )
 
 # Added by migration 0002 (team server).

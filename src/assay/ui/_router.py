@@ -6,6 +6,7 @@ endpoints, which name a type alias local to ``create_ui_router``.
 
 from collections.abc import Callable
 from typing import Annotated, Any
+from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
@@ -128,6 +129,23 @@ def create_ui_router(
             return _views.compare_page(s, chosen, opts, offset)
 
         return show(request, store, "compare.html", build)
+
+    # the links the official SDKs print, for a client given ``web_url=`` of this server
+    @router.get("/o/{tenant}/datasets/{dataset_id}/compare")
+    def sdk_compare(dataset_id: str, sessions: Annotated[str, Query(
+            alias="selectedSessions")] = "") -> RedirectResponse:
+        ids = [i for i in sessions.split(",") if i]
+        if len(ids) == 1:  # an experiment (what evaluate() prints)
+            return RedirectResponse(f"/ui/experiments/{quote(ids[0])}", status_code=303)
+        if not ids:
+            return RedirectResponse(f"/ui/datasets/{quote(dataset_id)}/experiments",
+                                    status_code=303)
+        return RedirectResponse("/ui/compare?" + urlencode({"ids": ",".join(ids)}),
+                                status_code=303)
+
+    @router.get("/o/{tenant}/projects/p/{project_id}")
+    def sdk_project(project_id: str) -> RedirectResponse:
+        return RedirectResponse(f"/ui/projects/{quote(project_id)}", status_code=303)
 
     @router.get("/ui/projects", response_class=HTMLResponse)
     def projects(request: Request, store: StoreDep) -> Any:

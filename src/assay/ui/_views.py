@@ -73,7 +73,8 @@ def experiments_page(store: Store, dataset_id: str) -> dict[str, Any]:
 
     return {"dataset": ds, "experiments": projects,
             "feedback_keys": _feedback_columns(projects),  # type: ignore[arg-type]  # with stats
-            "trends": trends(projects)}
+            "trends": trends(projects),
+            "pairwise": store.comparative.list(dataset_id=ds.id, limit=50)}
 
 
 @dataclass
@@ -212,9 +213,12 @@ def compare_page(store: Store, ids: list[str], options: CompareOptions,
     by_candidate = [(c, [d for d in comparison.diffs if d.candidate.id == c.id])
                     for c in comparison.candidates]
     dataset = store.datasets.read(dataset_id=comparison.dataset_id)
+    chosen = set(ids)  # comparisons of two or more of these experiments, newest first
+    pairwise = [c for c in store.comparative.list(dataset_id=dataset.id, limit=50)
+                if len({e["id"] for e in c.experiments_info or []} & chosen) >= 2]
     return {"comparison": comparison, "experiments": loaded, "by_candidate": by_candidate,
             "score_keys": score_keys, "examples": examples, "dataset": dataset, "pages": pages,
-            "ids": ",".join(ids), "options": options}
+            "ids": ",".join(ids), "options": options, "pairwise": pairwise}
 
 
 def stat_cards(p: TracerSessionResult) -> list[tuple[str, str]]:

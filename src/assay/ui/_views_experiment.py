@@ -69,7 +69,7 @@ def _results(store: Store, project: TracerSessionResult, heads: list[Run],
     ids = [str(r.id) for r in every]
     usage = store.runs.subtree_usage(ids) if ids else {}
     fb: dict[str, list[Any]] = defaultdict(list)
-    for f in store.feedback.list(run_ids=ids) if ids else []:
+    for f in store.feedback.list(run_ids=ids, pairwise=False) if ids else []:
         fb[str(f.run_id)].append(f)
     examples = _examples(store, project, sorted({str(h.reference_example_id) for h in heads
                                                  if h.reference_example_id is not None}))

@@ -127,7 +127,8 @@ def project_page(store: Store, project_id: str, *, where: str | None = None,
     next_url = ("?" + urlencode({**keep, "cursor": page.next_cursor})
                 if page.next_cursor else None)
     first_url = ("?" + urlencode(keep)) if cursor else None
-    feedback = store.feedback.list(run_ids=[r.id for r in page.runs]) if page.runs else []
+    feedback = (store.feedback.list(run_ids=[r.id for r in page.runs], pairwise=False)
+                if page.runs else [])
     usage = store.runs.subtree_usage([r.id for r in page.runs]) if page.runs else {}
     by_run: dict[Any, list[Any]] = {}
     for fb in feedback:
