@@ -24,6 +24,7 @@ __all__ = [
     "ConflictError",
     "InvalidInputError",
     "ExampleValidationError",
+    "ExpiredError",
     "AuthError",
     "StoreError",
     "RemoteError",
@@ -55,6 +56,10 @@ class ExampleValidationError(InvalidInputError):
         self.index = index
         self.problem = problem
         super().__init__(f"example at index {index}: {problem}")
+
+
+class ExpiredError(InvalidInputError):
+    """A time-limited grant (a presigned feedback token) is past its expiry."""
 
 
 class AuthError(AssayError):

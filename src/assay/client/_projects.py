@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..errors import NotFoundError
@@ -13,6 +13,7 @@ from ._args import refuse_unknown
 
 if TYPE_CHECKING:
     from ..store import Store
+    from ..store._feedback_tokens import FeedbackToken
 
 __all__ = ["ProjectMethods", "FeedbackMethods"]
 
@@ -140,6 +141,41 @@ class FeedbackMethods:
             extra=extra, comparative_experiment_id=comparative_experiment_id,
             feedback_group_id=feedback_group_id,
         )
+
+    def create_presigned_feedback_token(
+        self,
+        run_id: ID,
+        feedback_key: str,
+        *,
+        expiration: datetime | timedelta | None = None,
+        feedback_config: Mapping[str, Any] | None = None,
+        feedback_id: ID | None = None,
+    ) -> FeedbackToken:
+        """A URL that scores ``run_id`` with ``feedback_key`` without the API key (for an app's
+        front end: ``GET <url>?score=1&comment=...``), valid 3 hours unless ``expiration`` (a
+        time or a duration) says otherwise. Remote, ``url`` is the server's; local, it is the
+        path to append to the address ``assay serve`` serves this store at."""
+        at, within = ((expiration, None) if isinstance(expiration, datetime)
+                      else (None, expiration))
+        return self._backend.feedback_tokens.create(
+            run_id, feedback_key, expires_at=at, expires_in=within,
+            feedback_config=feedback_config, feedback_id=feedback_id)
+
+    def create_feedback_from_token(
+        self,
+        token_or_url: str | uuid.UUID,
+        score: float | int | bool | None = None,
+        *,
+        value: Any = None,
+        correction: Any = None,
+        comment: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Feedback:
+        """Score through a presigned token (its id or URL): what the app's front end does."""
+        token = str(token_or_url).rstrip("/").rsplit("/", 1)[-1]
+        return self._backend.feedback_tokens.use(
+            token, score=score, value=value, correction=correction, comment=comment,
+            metadata=metadata)
 
     def create_comparative_experiment(
         self,

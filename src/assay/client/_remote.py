@@ -12,8 +12,8 @@ from __future__ import annotations
 import builtins
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from datetime import datetime
-from typing import Any
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -36,6 +36,9 @@ from ..schemas import (
     TracerSession,
     TracerSessionResult,
 )
+
+if TYPE_CHECKING:
+    from ..store._feedback_tokens import FeedbackToken
 
 __all__ = ["RemoteBackend"]
 
@@ -501,6 +504,34 @@ class _Comparative:
         self.http.request("DELETE", f"/datasets/comparative/{comparative_experiment_id}")
 
 
+class _FeedbackTokens:
+    """``store.feedback_tokens`` over ``/feedback/tokens``."""
+
+    def __init__(self, http: _Http) -> None:
+        self.http = http
+
+    def create(self, run_id: uuid.UUID | str, feedback_key: str, *,
+               expires_at: datetime | None = None, expires_in: timedelta | None = None,
+               feedback_config: Mapping[str, Any] | None = None,
+               feedback_id: uuid.UUID | str | None = None) -> FeedbackToken:
+        from ..store._feedback_tokens import FeedbackToken
+
+        body: dict[str, Any] = {"run_id": run_id, "feedback_key": feedback_key,
+                                "feedback_config": feedback_config, "id": feedback_id,
+                                "expires_at": expires_at}
+        if expires_in is not None:
+            minutes, seconds = divmod(expires_in.total_seconds(), 60)
+            body["expires_in"] = {"minutes": minutes + seconds / 60}
+        made = self.http.request("POST", "/feedback/tokens", body=body)
+        return FeedbackToken.model_validate({**made, "run_id": run_id,
+                                             "feedback_key": feedback_key})
+
+    def use(self, token_id: uuid.UUID | str, **fields: Any) -> Feedback:
+        made = self.http.request("POST", f"/feedback/tokens/{token_id}", body=fields)
+        return Feedback.model_validate(
+            self.http.request("GET", f"/feedback/{made['feedback_id']}"))
+
+
 class RemoteBackend:
     """Stands where a ``Store`` stands inside ``Client``, talking to ``assay serve``."""
 
@@ -512,6 +543,7 @@ class RemoteBackend:
         self.runs = _Runs(self.http)
         self.feedback = _Feedback(self.http)
         self.comparative = _Comparative(self.http)
+        self.feedback_tokens = _FeedbackTokens(self.http)
         from ._remote_attachments import RemoteAttachments  # issue 23: example attachments
 
         self.attachments = RemoteAttachments(self.http, self.datasets)

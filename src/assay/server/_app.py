@@ -104,6 +104,7 @@ def create_app(
         _routes_comparative,  # pairwise experiments: before /datasets/{dataset_id}
         _routes_datasets,
         _routes_feedback,
+        _routes_feedback_tokens,  # presigned: before /feedback/{feedback_id}
         _routes_otel,  # OTLP/HTTP traces from any OpenTelemetry exporter (issue 25)
         _routes_results,
         _routes_runs,
@@ -127,7 +128,8 @@ def create_app(
     async def health() -> JSONResponse:
         return JSONResponse({"ok": True})
 
-    for module in (_routes_comparative, _routes_datasets, _routes_sessions, _routes_feedback,
+    for module in (_routes_comparative, _routes_datasets, _routes_sessions,
+                   _routes_feedback_tokens, _routes_feedback,
                    _routes_results, _routes_runs_v2):
         app.include_router(module.router)
     from . import (  # issue 23: dataset tools, annotation queues, feedback configs, evaluators

@@ -21,6 +21,7 @@ from .._time import to_micros
 from ._errors import ApiError, describe_validation
 
 __all__ = [
+    "FeedbackTokenIn",
     "ComparativeIn",
     "DatasetIn",
     "DatasetPatch",
@@ -273,6 +274,18 @@ class ComparativeIn(_In):
     description: str | None = None
     created_at: Timestamp | None = None
     extra: dict[str, Any] | None = None
+
+
+class FeedbackTokenIn(_In):
+    """``POST /feedback/tokens``: what ``create_presigned_feedback_token(s)`` sends (``id`` is
+    the feedback's that the token writes)."""
+
+    run_id: uuid.UUID
+    feedback_key: str = Field(min_length=1)
+    id: uuid.UUID | None = None
+    expires_at: Timestamp | None = None
+    expires_in: dict[str, Any] | None = None
+    feedback_config: dict[str, Any] | None = None
 
 
 class FeedbackPatch(_In):

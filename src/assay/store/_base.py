@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ._examples import ExampleRepo
     from ._feedback import FeedbackRepo
     from ._feedback_configs import FeedbackConfigRepo
+    from ._feedback_tokens import FeedbackTokenRepo
     from ._keys import KeyRepo
     from ._projects import ProjectRepo
     from ._queues import QueueRepo
@@ -233,6 +234,12 @@ class Store:
         from ._feedback_configs import FeedbackConfigRepo
 
         return FeedbackConfigRepo(self)
+
+    @cached_property
+    def feedback_tokens(self) -> FeedbackTokenRepo:
+        from ._feedback_tokens import FeedbackTokenRepo
+
+        return FeedbackTokenRepo(self)
 
     @cached_property
     def attachments(self) -> AttachmentRepo:

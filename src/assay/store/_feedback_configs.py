@@ -111,6 +111,23 @@ def check_config(config: Any, where: str = "feedback_config") -> dict[str, Any]:
     return out
 
 
+def misfit(config: Mapping[str, Any], score: Any, value: Any) -> str | None:
+    """Why ``score`` / ``value`` do not fit a key's config (None when they do): a continuous
+    score within its bounds, a categorical one among its categories' values or labels."""
+    kind = config.get("type")
+    if kind == "continuous" and score is not None:
+        lo, hi = config.get("min"), config.get("max")
+        if (lo is not None and score < lo) or (hi is not None and score > hi):
+            return f"score {score} is outside [{lo}, {hi}]"
+    if kind == "categorical":
+        cats = config.get("categories") or []
+        if score is not None and score not in [c.get("value") for c in cats]:
+            return f"score {score} is none of the categories' values"
+        if value is not None and value not in [c.get("label") for c in cats]:
+            return f"value {value!r} is none of the categories' labels"
+    return None
+
+
 class FeedbackConfigRepo:
     def __init__(self, store: Store) -> None:
         self.store = store

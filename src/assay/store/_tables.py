@@ -57,6 +57,7 @@ __all__ = [
     "annotation_queues",
     "annotation_queue_runs",
     "feedback_configs",
+    "feedback_tokens",
     "DEFAULT_TENANT_ID",
 ]
 
@@ -469,4 +470,20 @@ feedback_configs = Table(
     Column("created_at", Micros, nullable=False),
     Column("modified_at", Micros, nullable=False),
     Index("ix_feedback_configs_key", "tenant_id", "feedback_key"),
+)
+
+# Added by migration 0014: presigned feedback tokens (LangSmith's
+# ``create_presigned_feedback_token``): a URL that an app's browser code calls, without the API
+# key, to score one run with one key.
+feedback_tokens = Table(
+    "feedback_tokens",
+    metadata,
+    Column("id", ID, primary_key=True),  # random (uuid4): the URL's only secret
+    Column("tenant_id", ID, nullable=False),
+    Column("run_id", ID, nullable=False),
+    Column("feedback_key", String(512), nullable=False),
+    Column("feedback_id", ID),  # the feedback it writes (a later use replaces it)
+    Column("expires_at", Micros, nullable=False),
+    Column("created_at", Micros, nullable=False),
+    Index("ix_feedback_tokens_run", "tenant_id", "run_id"),
 )
