@@ -40,6 +40,7 @@ _EXPORTS: dict[str, str] = {
     "evaluate": "assay.evaluation",
     "aevaluate": "assay.evaluation",
     "evaluate_comparative": "assay.evaluation",
+    "evaluate_online": "assay.evaluation",
     "aevaluate_comparative": "assay.evaluation",
     "ExperimentResults": "assay.evaluation",
     "EvaluationResult": "assay.evaluation",
@@ -95,6 +96,7 @@ if TYPE_CHECKING:  # pragma: no cover
         aevaluate_comparative,
         evaluate,
         evaluate_comparative,
+        evaluate_online,
     )
     from .llm import JudgeOptions, get_judge
     from .schemas import (

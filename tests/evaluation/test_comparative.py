@@ -146,6 +146,8 @@ def test_bad_arguments_are_refused_before_anything_is_stored(
         evaluate((right,), evaluators=[pref], client=client)
     with pytest.raises(InvalidInputError, match="at least one comparative evaluator"):
         evaluate((right, off), client=client)
+    with pytest.raises(InvalidInputError, match="must be a list"):
+        evaluate((right, off), evaluators=pref, client=client)  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError, match="data, num_repetitions"):
         evaluate((right, off), data=ds, evaluators=[pref], num_repetitions=3, client=client)
     with pytest.raises(InvalidInputError, match="must take"):

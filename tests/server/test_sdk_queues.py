@@ -210,7 +210,7 @@ def test_online_evaluators_are_refused_by_name(ws: Workspace) -> None:
     async def listing() -> Any:
         return [e async for e in ls.evaluators.list()]
 
-    with pytest.raises(Exception, match="online evaluators"):
+    with pytest.raises(Exception, match="online evaluator rules .* `assay online"):
         asyncio.run(listing())
     for method, path in (("POST", "/api/v1/platform/evaluators"),
                          ("DELETE", f"/api/v1/platform/evaluators/{uuid.uuid4()}"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from . import _datasets, _db, _demo, _experiments, _keys, _prices, _runs, _serve
+from . import _datasets, _db, _demo, _experiments, _keys, _online, _prices, _runs, _serve
 
 __all__ = ["app", "main"]
 
@@ -20,6 +20,7 @@ app.add_typer(_datasets.app, name="datasets")
 app.add_typer(_experiments.app, name="experiments")
 app.command("demo")(_demo.demo)
 app.add_typer(_keys.app, name="keys")
+app.command("online")(_online.online)
 app.command("prices")(_prices.prices)
 app.add_typer(_runs.app, name="runs")
 app.command("serve")(_serve.serve)

@@ -2,6 +2,7 @@
 
     evaluate / aevaluate        LangSmith's entry points (one async core, a sync wrapper)
     evaluate_comparative        pairwise: stored experiments' runs scored against each other
+    evaluate_online             online: a project's production traces scored as they arrive
     RayExecutor                 ``executor=``: run the examples as Ray tasks on a cluster
     ExperimentResults           the rows, in dataset order; summary_results; to_pandas()
     EvaluationResult(s)         what evaluators return (LangSmith's shapes)
@@ -20,6 +21,7 @@ from ._comparative import (
 from ._evaluate import aevaluate, evaluate
 from ._evaluators import RowEvaluator, SummaryEvaluator, adapt_evaluator, adapt_summary_evaluator
 from ._git import git_info
+from ._online import OnlinePass, aevaluate_online, evaluate_online, watch_online
 from ._ray import RayExecutor
 from ._results import ExperimentResultRow, ExperimentResults
 from ._schemas import EvaluationResult, EvaluationResults
@@ -31,6 +33,7 @@ __all__ = [
     "EvaluationResults",
     "ExperimentResultRow",
     "ExperimentResults",
+    "OnlinePass",
     "RayExecutor",
     "RowEvaluator",
     "SummaryEvaluator",
@@ -38,7 +41,10 @@ __all__ = [
     "adapt_summary_evaluator",
     "aevaluate",
     "aevaluate_comparative",
+    "aevaluate_online",
     "evaluate",
     "evaluate_comparative",
+    "evaluate_online",
     "git_info",
+    "watch_online",
 ]

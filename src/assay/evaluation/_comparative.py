@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict
 from .._sync import offload, run_sync
 from ..errors import InvalidInputError, NotFoundError
 from ..schemas import ComparativeExperiment, Example, Run, TracerSession
+from ._evaluators import as_list
 from ._experiment import find_experiment
 
 if TYPE_CHECKING:
@@ -229,11 +230,11 @@ async def aevaluate_comparative(
     if isinstance(experiments, (str, uuid.UUID)) or len(experiments) < 2:
         raise InvalidInputError("a pairwise evaluation needs two or more experiments, got "
                                 f"{experiments!r}")
-    if not evaluators:
+    comparators = [_Comparator(e) for e in as_list(evaluators, "evaluators")]
+    if not comparators:
         raise InvalidInputError("a pairwise evaluation needs at least one comparative evaluator")
     if metadata is not None and not isinstance(metadata, dict):
         raise InvalidInputError(f"metadata must be a dict, got {type(metadata).__name__}")
-    comparators = [_Comparator(e) for e in evaluators]
     if client is None:
         from ..client import get_default_client
 

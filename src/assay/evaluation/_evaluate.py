@@ -33,7 +33,7 @@ from ..tracing import tracing_context
 from ._attachments import wants_attachments
 from ._comparative import aevaluate_comparative, evaluate_comparative
 from ._data import ResolvedData, dataset_id_of, load_dataset, resolve_data
-from ._evaluators import adapt_evaluator, adapt_summary_evaluator
+from ._evaluators import adapt_evaluator, adapt_summary_evaluator, as_list
 from ._experiment import (
     Creation,
     ExperimentState,
@@ -121,14 +121,6 @@ def _check(max_concurrency: Any, num_repetitions: Any, error_handling: Any, time
         raise InvalidInputError(f"timeout must be a positive number of seconds, got {timeout!r}")
 
 
-def _as_list(value: Any, what: str) -> list[Any]:
-    if value is None:
-        return []
-    if callable(value) and not isinstance(value, (list, tuple)):
-        raise InvalidInputError(f"{what} must be a list (wrap the single evaluator in [...])")
-    return list(value)
-
-
 def _feedback_result(fb: Feedback) -> EvaluationResult:
     source = (fb.feedback_source.metadata if fb.feedback_source else None) or {}
     run = source.get("__run") or {}
@@ -139,7 +131,7 @@ def _feedback_result(fb: Feedback) -> EvaluationResult:
 
 def _resolve_data(o: _Options, existing: TracerSession | None) -> ResolvedData:
     """The examples to run; a resumed experiment keeps its dataset, version and splits."""
-    files = wants_attachments(o.target, _as_list(o.evaluators, "evaluators"))
+    files = wants_attachments(o.target, as_list(o.evaluators, "evaluators"))
     if existing is not None and o.data is None:
         if existing.reference_dataset_id is None:
             raise InvalidInputError(f"experiment {existing.name!r} has no dataset: pass data=")
@@ -205,9 +197,9 @@ def _prepare_inner(o: _Options) -> _Prepared:
     if o.metadata is not None and not isinstance(o.metadata, dict):
         raise InvalidInputError(f"metadata must be a dict, got {type(o.metadata).__name__}")
     tgt = adapt_target(o.target)
-    evs = [adapt_evaluator(e) for e in _as_list(o.evaluators, "evaluators")]
+    evs = [adapt_evaluator(e) for e in as_list(o.evaluators, "evaluators")]
     sevs = [adapt_summary_evaluator(e)
-            for e in _as_list(o.summary_evaluators, "summary_evaluators")]
+            for e in as_list(o.summary_evaluators, "summary_evaluators")]
     if remote is not None:
         remote.check(tgt, evs)  # e.g. unpicklable for Ray: before the experiment exists
     needs_client = o.upload_results or isinstance(o.data, (str, uuid.UUID)) or (

@@ -33,6 +33,7 @@ __all__ = [
     "SummaryEvaluator",
     "adapt_evaluator",
     "adapt_summary_evaluator",
+    "as_list",
     "error_results",
     "to_results",
 ]
@@ -184,6 +185,15 @@ def to_results(raw: Any, name: str, *, plain: bool = False) -> list[Any]:
     if not items:
         raise InvalidInputError(f"evaluator {name!r} returned no results")
     return [_one(x, name, allow_no_key=False) for x in items]
+
+
+def as_list(value: Any, what: str) -> list[Any]:
+    """The evaluators given (None: none); a bare evaluator is refused, as LangSmith does."""
+    if value is None:
+        return []
+    if callable(value) and not isinstance(value, (list, tuple)):
+        raise InvalidInputError(f"{what} must be a list (wrap the single evaluator in [...])")
+    return list(value)
 
 
 def error_results(keys: Sequence[str], exc: BaseException) -> list[EvaluationResult]:

@@ -1,9 +1,10 @@
 """Online evaluators (``/api/v1/platform/evaluators``, the SDK's ``client.evaluators``):
 refused by name.
 
-LangSmith runs these rules on incoming runs (online evaluation). assay has no online
-evaluation yet, and an evaluator stored but never run would look like a working one, so every
-call gets a 422 saying so instead of a bare 404.
+LangSmith runs these rules on incoming runs (online evaluation). assay's online evaluation runs
+evaluators written in code (``assay online``, ``evaluate_online``); a rule stored here would
+never run and would look like a working one, so every call gets a 422 saying where online
+evaluation is instead of a bare 404.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ __all__ = ["NOT_SERVED", "router"]
 
 router = APIRouter()
 
-NOT_SERVED = ("online evaluators (/api/v1/platform/evaluators, client.evaluators) are not "
-              "served by assay: it has no online evaluation; score runs with evaluate() and "
-              "assay's evaluators instead (see the README, 'The team server and the LangSmith "
-              "SDKs')")
+NOT_SERVED = ("online evaluator rules (/api/v1/platform/evaluators, client.evaluators) are not "
+              "served by assay: its online evaluation is configured in code - `assay online "
+              "PROJECT -e module:evaluator` or assay.evaluate_online() - not through this API "
+              "(see the README, 'Online evaluation of production traces')")
 
 
 @router.api_route("/api/v1/platform/evaluators", methods=["GET", "POST", "PATCH", "PUT",

@@ -1,0 +1,45 @@
+"""Online evaluation against ``assay serve`` (SQLite and PostgreSQL): ``evaluate_online`` with
+assay's remote client scores the traces an application posted, reading each run's tool calls,
+and a second pass finds them scored."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+from assay import Client, evaluate_online
+from assay.evals import ReliabilityEvaluator
+
+from .conftest import Workspace
+
+
+def _trace(ws: Workspace, project: str, with_tool: bool) -> str:
+    root, tool = str(uuid.uuid4()), str(uuid.uuid4())
+    t0 = datetime.now(UTC)
+    t1 = t0 + timedelta(milliseconds=5)
+    order = t0.strftime("%Y%m%dT%H%M%S%fZ") + root
+    posts = [{"id": root, "trace_id": root, "name": "agent", "run_type": "chain",
+              "start_time": t0.isoformat(), "end_time": (t0 + timedelta(seconds=1)).isoformat(),
+              "dotted_order": order, "session_name": project, "inputs": {"q": "capital?"},
+              "outputs": {"answer": "Paris"}}]
+    if with_tool:
+        posts.append({"id": tool, "trace_id": root, "parent_run_id": root, "name": "lookup",
+                      "run_type": "tool", "start_time": t1.isoformat(),
+                      "end_time": t1.isoformat(), "session_name": project,
+                      "dotted_order": order + "." + t1.strftime("%Y%m%dT%H%M%S%fZ") + tool,
+                      "inputs": {"city": "France"}, "outputs": {"output": "Paris"}})
+    assert ws.http.post("/runs/batch", json={"post": posts}).status_code == 202
+    return root
+
+
+def test_online_evaluation_through_the_server(ws: Workspace) -> None:
+    roots = [_trace(ws, "prod", with_tool=i < 2) for i in range(3)]
+    remote = Client(api_url=ws.server.url, api_key=ws.key)
+    report = evaluate_online("prod", [ReliabilityEvaluator(["lookup"])], client=remote)
+    assert (report.scored, report.feedback, report.errors) == (3, 3, 0)
+    scores = {str(f.run_id): f.score for f in remote.list_feedback(run_ids=roots)}
+    assert scores == {roots[0]: 1.0, roots[1]: 1.0, roots[2]: 0.0}
+    again = evaluate_online("prod", [ReliabilityEvaluator(["lookup"])], client=remote)
+    assert (again.scored, again.already_scored) == (0, 3)
+    stats = remote.read_project(project_name="prod", include_stats=True).feedback_stats
+    assert stats["reliability"].n == 3
