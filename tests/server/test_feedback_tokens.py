@@ -88,6 +88,12 @@ def test_expired_tokens_and_other_workspaces(ws: Workspace) -> None:
     assert resp.status_code == 404
     assert httpx.post(f"{ws.server.url}/feedback/tokens",
                       json={"run_id": rid, "feedback_key": "x"}).status_code == 401
+    # several at once: all or none, and not in bulk
+    good = {"run_id": rid, "feedback_key": "a"}
+    resp = ws.http.post("/feedback/tokens", json=[good, {**good, "run_id": str(uuid.uuid4())}])
+    assert resp.status_code == 404 and "token 1" in resp.json()["detail"]
+    assert ws.http.get("/feedback/tokens", params={"run_id": rid}).json() == []
+    assert ws.http.post("/feedback/tokens", json=[good] * 101).status_code == 422
     # assay's own client, remote: the same round trip
     remote = Client(api_url=ws.server.url, api_key=ws.key)
     mine = remote.create_presigned_feedback_token(rid, "stars", expiration=timedelta(hours=1))

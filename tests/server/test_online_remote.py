@@ -43,3 +43,27 @@ def test_online_evaluation_through_the_server(ws: Workspace) -> None:
     assert (again.scored, again.already_scored) == (0, 3)
     stats = remote.read_project(project_name="prod", include_stats=True).feedback_stats
     assert stats["reliability"].n == 3
+
+
+def test_a_pass_over_hundreds_of_runs_through_the_server(ws: Workspace) -> None:
+    """More runs than one page of the remote listings (100) and of a pass's feedback look-ups."""
+    t0 = datetime.now(UTC)
+    posts = []
+    for i in range(230):
+        rid = str(uuid.uuid4())
+        t = t0 + timedelta(microseconds=i)
+        posts.append({"id": rid, "trace_id": rid, "name": "agent", "run_type": "chain",
+                      "start_time": t.isoformat(), "end_time": t.isoformat(),
+                      "dotted_order": t.strftime("%Y%m%dT%H%M%S%fZ") + rid,
+                      "session_name": "busy", "outputs": {"answer": "x" * (i % 7)}})
+    for i in range(0, len(posts), 100):
+        assert ws.http.post("/runs/batch", json={"post": posts[i:i + 100]}).status_code == 202
+    remote = Client(api_url=ws.server.url, api_key=ws.key)
+
+    def short(outputs: dict[str, str]) -> bool:
+        return len(outputs["answer"]) < 3
+
+    first = evaluate_online("busy", [short], client=remote)
+    assert (first.considered, first.scored) == (230, 230)
+    again = evaluate_online("busy", [short], client=remote)
+    assert (again.scored, again.already_scored) == (0, 230)

@@ -117,10 +117,11 @@ def _page(client: Client, project_name: str, filter: str | None, since: datetime
 def _scored(client: Client, rule: str, run_ids: list[uuid.UUID]) -> set[str]:
     """Which of the runs hold this rule's feedback, errors aside."""
     out: set[str] = set()
-    for fb in client.store.feedback.list(run_ids=run_ids, pairwise=False):
-        meta = (fb.feedback_source.metadata if fb.feedback_source else None) or {}
-        if meta.get("online_rule") == rule and not (fb.extra or {}).get("error"):
-            out.add(str(fb.run_id))
+    for i in range(0, len(run_ids), 100):  # remote: ids in the query string, kept short
+        for fb in client.store.feedback.list(run_ids=run_ids[i:i + 100], pairwise=False):
+            meta = (fb.feedback_source.metadata if fb.feedback_source else None) or {}
+            if meta.get("online_rule") == rule and not (fb.extra or {}).get("error"):
+                out.add(str(fb.run_id))
     return out
 
 

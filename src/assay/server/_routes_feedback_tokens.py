@@ -22,6 +22,8 @@ __all__ = ["router"]
 
 router = APIRouter()
 
+MAX_TOKENS = 100  # a run's keys, not a bulk interface
+
 
 def _with_url(request: Request, token: FeedbackToken) -> dict[str, Any]:
     out = token.model_dump(mode="json")
@@ -29,20 +31,24 @@ def _with_url(request: Request, token: FeedbackToken) -> dict[str, Any]:
     return out
 
 
-def _make(store: Store, raw: Any, where: str) -> FeedbackToken:
+def _spec(raw: Any, where: str) -> dict[str, Any]:
     t = validate(FeedbackTokenIn, raw, where)
-    return store.feedback_tokens.create(
-        t.run_id, t.feedback_key, expires_at=t.expires_at, expires_in=lifetime(t.expires_in),
-        feedback_config=t.feedback_config, feedback_id=t.id)
+    return {"run_id": t.run_id, "feedback_key": t.feedback_key, "expires_at": t.expires_at,
+            "expires_in": lifetime(t.expires_in), "feedback_config": t.feedback_config,
+            "feedback_id": t.id}
 
 
 @router.post("/feedback/tokens")
 def create_tokens(request: Request, store: StoreDep, body: JsonBody) -> JSONResponse:
     """One token (an object) or several (a list, ``create_presigned_feedback_tokens``)."""
     if isinstance(body, list):
-        made = [_make(store, raw, f"body[{i}]") for i, raw in enumerate(body)]
+        if len(body) > MAX_TOKENS:
+            raise ApiError(422, "invalid_input",
+                           f"{len(body)} tokens in one request: at most {MAX_TOKENS}")
+        made = store.feedback_tokens.create_many(
+            [_spec(raw, f"body[{i}]") for i, raw in enumerate(body)])  # all or none
         return ok([_with_url(request, t) for t in made])
-    return ok(_with_url(request, _make(store, body, "body")))
+    return ok(_with_url(request, store.feedback_tokens.create_many([_spec(body, "body")])[0]))
 
 
 @router.get("/feedback/tokens")

@@ -267,7 +267,7 @@ class FeedbackIn(_In):
 class ComparativeIn(_In):
     """``POST /datasets/comparative``: what ``create_comparative_experiment`` sends."""
 
-    experiment_ids: list[uuid.UUID] = Field(min_length=1)
+    experiment_ids: list[uuid.UUID] = Field(min_length=1, max_length=50)
     name: str | None = None
     id: uuid.UUID | None = None
     reference_dataset_id: uuid.UUID | None = None

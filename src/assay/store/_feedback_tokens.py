@@ -9,7 +9,7 @@ feedback id: a user who changes their mind replaces their score rather than addi
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +20,7 @@ from .._ids import as_uuid, uuid_text
 from .._time import to_micros, utcnow
 from ..errors import ExpiredError, InvalidInputError, NotFoundError
 from ..schemas import Feedback
-from ._feedback_configs import misfit
+from ._feedback_configs import check_config, misfit
 from ._tables import feedback_tokens as tokens
 from ._tables import runs
 
@@ -54,31 +54,49 @@ class FeedbackTokenRepo:
         """A token for scoring a stored run of this workspace with ``feedback_key``, valid until
         ``expires_at`` (or for ``expires_in``; default 3 hours). A ``feedback_config`` is the
         key's config from then on when it has none yet (as ``create_feedback_config``)."""
-        rid = str(as_uuid(run_id, "run_id"))
-        if not isinstance(feedback_key, str) or not feedback_key.strip():
-            raise InvalidInputError("feedback_key must be a non-empty string")
+        return self.create_many([{
+            "run_id": run_id, "feedback_key": feedback_key, "expires_at": expires_at,
+            "expires_in": expires_in, "feedback_config": feedback_config,
+            "feedback_id": feedback_id}])[0]
+
+    def create_many(self, specs: Sequence[Mapping[str, Any]]) -> list[FeedbackToken]:
+        """Several tokens (``create``'s keywords each), all or none: every one is checked
+        before any is stored."""
         now = utcnow()
-        if expires_at is not None and expires_in is not None:
-            raise InvalidInputError("give expires_at or expires_in, not both")
-        until = (now + (expires_in if expires_in is not None else DEFAULT_LIFETIME)
-                 if expires_at is None else _instant(expires_at))
+        rows = [self._row(spec, now, f"token {i}" if len(specs) > 1 else "token")
+                for i, spec in enumerate(specs)]
+        for spec in specs:
+            if spec.get("feedback_config") is not None:
+                self.store.feedback_configs.create(spec["feedback_key"], spec["feedback_config"])
+        with self.store.write() as conn:
+            conn.execute(tokens.insert(), rows)
+        return [_model(r) for r in rows]
+
+    def _row(self, spec: Mapping[str, Any], now: datetime, where: str) -> dict[str, Any]:
+        rid = str(as_uuid(spec["run_id"], f"{where}: run_id"))
+        key = spec.get("feedback_key")
+        if not isinstance(key, str) or not key.strip():
+            raise InvalidInputError(f"{where}: feedback_key must be a non-empty string")
+        at, within = spec.get("expires_at"), spec.get("expires_in")
+        if at is not None and within is not None:
+            raise InvalidInputError(f"{where}: give expires_at or expires_in, not both")
+        until = (now + (within if within is not None else DEFAULT_LIFETIME) if at is None
+                 else _instant(at))
         if until <= now:
-            raise InvalidInputError(f"the token would expire at {until.isoformat()}, which "
+            raise InvalidInputError(f"{where}: it would expire at {until.isoformat()}, which "
                                     f"has passed")
         if until - now > MAX_LIFETIME:
-            raise InvalidInputError(f"a token lives at most {MAX_LIFETIME.days} days")
+            raise InvalidInputError(f"{where}: a token lives at most {MAX_LIFETIME.days} days")
+        if spec.get("feedback_config") is not None:
+            check_config(spec["feedback_config"], f"{where}: feedback_config")
         if not _stored(self.store, rid):
-            raise NotFoundError(f"run {rid} not found")
-        if feedback_config is not None:
-            self.store.feedback_configs.create(feedback_key, feedback_config)
-        row = {"id": str(uuid.uuid4()), "tenant_id": self.store.tenant_id, "run_id": rid,
-               "feedback_key": feedback_key,
-               "feedback_id": uuid_text(feedback_id, "feedback_id") if feedback_id
-               else str(uuid.uuid4()),
-               "expires_at": until, "created_at": now}
-        with self.store.write() as conn:
-            conn.execute(tokens.insert().values(**row))
-        return _model(row)
+            raise NotFoundError(f"{where}: run {rid} not found")
+        fid = spec.get("feedback_id")
+        return {"id": str(uuid.uuid4()), "tenant_id": self.store.tenant_id, "run_id": rid,
+                "feedback_key": key,
+                "feedback_id": uuid_text(fid, f"{where}: feedback_id") if fid
+                else str(uuid.uuid4()),
+                "expires_at": until, "created_at": now}
 
     def list(self, run_id: uuid.UUID | str) -> list[FeedbackToken]:
         """The run's tokens still valid, newest first."""
