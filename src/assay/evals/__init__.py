@@ -3,6 +3,9 @@
     AccuracyEvaluator(judge, agent, query, expected_output).run()   -> AccuracyEvaluationResult
     PerformanceEvaluator(agent, task).run()                         -> PerformanceEvaluationResult
     ReliabilityEvaluator(["search", "summarize"]).run(history)      -> ReliabilityEvaluationResult
+    CriteriaEvaluator(judge, "Polite, cites a source").score(answer) -> CriteriaScore
+
+``CriteriaEvaluator`` judges without a reference answer (production traces, online evaluation).
 
 Agents under test are sync/async callables or objects with invoke/ainvoke/run/do/do_async
 (``AgentUnderTest``). Each evaluator's ``as_evaluator()`` plugs it into ``evaluate()``, writing
@@ -11,6 +14,7 @@ feedback. Every ``run()`` is a sync wrapper over an async ``arun()``.
 
 from ._accuracy import AccuracyEvaluator, build_judge_messages
 from ._agent import AgentUnderTest, output_text
+from ._criteria import CriteriaEvaluator, CriteriaScore
 from ._matching import max_matching, ordered_matching
 from ._models import (
     AccuracyEvaluationResult,
@@ -33,6 +37,8 @@ __all__ = [
     "AccuracyEvaluator",
     "AccuracyIteration",
     "AgentUnderTest",
+    "CriteriaEvaluator",
+    "CriteriaScore",
     "EvaluationScore",
     "ExpectedToolCall",
     "PerformanceEvaluationResult",
