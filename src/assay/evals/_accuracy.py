@@ -26,7 +26,7 @@ from ..llm import JudgeOptions, agenerate_structured, get_judge
 from ._agent import AgentUnderTest, output_text
 from ._models import AccuracyEvaluationResult, AccuracyIteration, EvaluationScore
 
-__all__ = ["AccuracyEvaluator", "build_judge_messages", "encode_untrusted"]
+__all__ = ["AccuracyEvaluator", "build_judge_messages", "encode_untrusted", "verdict_results"]
 
 DATA_TAG = "evaluation_data"
 
@@ -256,14 +256,20 @@ class AccuracyEvaluator:
                 errors = "; ".join(f"iteration {it.index}: {it.error}" for it in result.iterations)
                 return {"key": key, "score": None, "comment": f"judge failed: {errors}"}
             last = result.evaluation_scores[-1]
-            return {"results": [
-                {"key": key, "score": result.average_score,
-                 "comment": f"{last.reasoning}\n\nCritique: {last.critique}"},
-                {"key": f"{key}_is_met", "score": 1.0 if result.is_met else 0.0},
-            ]}
+            return verdict_results(key, result.average_score, last, result.is_met)
 
         accuracy.__name__ = key
         return accuracy
+
+
+def verdict_results(key: str, score: float, verdict: Any, is_met: bool | None) -> dict[str, Any]:
+    """A judge's verdict as feedback: ``key`` (the score, reasoning and critique as comment) and
+    ``{key}_is_met`` (1 or 0)."""
+    return {"results": [
+        {"key": key, "score": score,
+         "comment": f"{verdict.reasoning}\n\nCritique: {verdict.critique}"},
+        {"key": f"{key}_is_met", "score": 1.0 if is_met else 0.0},
+    ]}
 
 
 def _framework_judge(judge: Any, options: JudgeOptions | None) -> Any:

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .._sync import run_sync
 from ..errors import InvalidInputError
 from ..llm import JudgeOptions, agenerate_structured, get_judge
-from ._accuracy import DATA_TAG, encode_untrusted
+from ._accuracy import DATA_TAG, encode_untrusted, verdict_results
 from ._agent import output_text
 
 __all__ = ["CriteriaEvaluator", "CriteriaScore"]
@@ -104,11 +104,7 @@ class CriteriaEvaluator:
 
         async def criteria(inputs: Any, outputs: Any) -> dict[str, Any]:
             verdict = await template.ascore(outputs, query=inputs or None)
-            return {"results": [
-                {"key": key, "score": verdict.score,
-                 "comment": f"{verdict.reasoning}\n\nCritique: {verdict.critique}"},
-                {"key": f"{key}_is_met", "score": 1.0 if verdict.is_met else 0.0},
-            ]}
+            return verdict_results(key, verdict.score, verdict, verdict.is_met)
 
         criteria.__name__ = key
         return criteria
