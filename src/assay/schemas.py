@@ -8,6 +8,7 @@ kept (``extra="allow"``) rather than dropped.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -225,3 +226,9 @@ class ComparativeExperiment(Record):
     @property
     def metadata(self) -> dict[str, Any]:
         return dict((self.extra or {}).get("metadata") or {})
+
+    def compares_two_of(self, experiment_ids: Iterable[uuid.UUID | str]) -> bool:
+        """Whether two or more of ``experiment_ids`` are among those compared: the comparisons a
+        look at those experiments shows beside their differences (web UI, CLI)."""
+        chosen = {str(e) for e in experiment_ids}
+        return len({str(e["id"]) for e in self.experiments_info or []} & chosen) >= 2

@@ -137,3 +137,44 @@ def test_against_a_live_server(db: tuple[str, dict], tmp_path: Path) -> None:
     for got, want in zip(out["diffs"], local.diffs, strict=True):
         assert got["metric"] == want.metric and got["diff"] == pytest.approx(want.diff)
         assert got["ci_low"] == pytest.approx(want.ci_low)
+
+
+def test_pairwise_results_among_the_compared(db: tuple[str, dict]) -> None:
+    """A comparison of two of the compared experiments (``evaluate((a, b), ...)``) is shown
+    beside the differences, in the table and in --json; one of other experiments is not."""
+    from assay import evaluate_comparative
+    from assay.client import Client
+
+    url, _ = db
+
+    def prefer_right(runs: list[Any], example: Any) -> dict[str, Any]:
+        # "base" answers every example right, "worse" two of three wrong (see _seed)
+        return {"key": "preferred", "scores": {r.id: int(r.session_id == ids["base"])
+                                               for r in runs}}
+
+    client = Client(database_url=url)
+    ids = {n: client.read_project(project_name=n).id for n in ("base", "same", "worse")}
+    evaluate_comparative(("base", "worse"), evaluators=[prefer_right], client=client,
+                         experiment_prefix="base-vs-worse")
+    evaluate_comparative(("same", "worse"), evaluators=[prefer_right], client=client,
+                         experiment_prefix="same-vs-worse")
+    client.close()
+
+    table = run("base", "worse", "--db", url)
+    assert table.exit_code == 0, table.output
+    assert "pairwise (comparative evaluators)" in table.output
+    row = next(line for line in table.output.splitlines() if "preferred" in line)
+    assert row.split()[0].startswith("base-vs-worse")
+    assert row.split()[1:] == ["preferred", "1", "(n", "16)", "0", "(n", "16)"]  # base, worse
+    assert "same-vs-worse" not in table.output  # compares only one of base, worse
+
+    out = json.loads(run("base", "worse", "--db", url, "--json").output)
+    assert len(out["pairwise"]) == 1
+    assert out["pairwise"][0]["name"] == row.split()[0]
+    stats = out["pairwise"][0]["feedback_stats"]["preferred"]
+    assert stats[str(ids["base"])] == {"n": 16, "avg": 1.0}
+    assert stats[str(ids["worse"])] == {"n": 16, "avg": 0.0}
+
+    plain = run("base", "same", "--db", url)  # no comparison of these two: no pairwise table
+    assert plain.exit_code == 0 and "pairwise" not in plain.output
+

@@ -23,6 +23,7 @@ from ._common import (
 
 if TYPE_CHECKING:
     from ..analysis import Comparison
+    from ..schemas import ComparativeExperiment
 
 __all__ = ["compare"]
 
@@ -62,16 +63,24 @@ def compare(
             raise InvalidInputError("give at least two experiments (baseline first)")
         opts = CompareOptions(confidence=confidence, resamples=resamples, seed=seed,
                               lower_is_better=frozenset(lower_is_better or ()))
-        result, _ = compare_experiments(open_client(db).store, experiments, opts)
+        store = open_client(db).store
+        result, loaded = compare_experiments(store, experiments, opts)
+        chosen = [e.project.id for e in loaded]
+        pairwise = [c for c in store.comparative.list(dataset_id=result.dataset_id)
+                    if c.compares_two_of(chosen)][:50]
     regressions = result.regressions
     if json_out:
         data = result.model_dump(mode="json")
         for item, diff in zip(data["diffs"], result.diffs, strict=True):
             item["status"] = diff.status
         data["regressions"] = len(regressions)
+        data["pairwise"] = [c.model_dump(mode="json", include={
+            "id", "name", "created_at", "experiments_info", "feedback_stats"}) for c in pairwise]
         emit_json(data)
     else:
         _print(result)
+        if pairwise:
+            _print_pairwise(pairwise, [(str(e.project.id), e.project.name) for e in loaded])
     if fail_on_regression and regressions:
         raise typer.Exit(EXIT_REGRESSION)
 
@@ -113,3 +122,31 @@ def _print(result: Comparison) -> None:
                              f" {names}"))
     else:
         console.print("no significant regressions", style="green")
+
+
+def _print_pairwise(pairwise: list[ComparativeExperiment], experiments: list[tuple[str, str]],
+                    ) -> None:
+    """Comparative evaluators' scores among these experiments (``evaluate((a, b), ...)``):
+    each experiment's mean per key, newest comparison first, as on the web UI's compare page."""
+    from rich import box
+
+    from ..analysis._format import metric_value
+
+    table = Table(title="pairwise (comparative evaluators)", title_justify="left",
+                  box=box.SIMPLE_HEAD, caption="each experiment's mean score (n scored runs)",
+                  caption_justify="left")
+    table.add_column("comparison")
+    table.add_column("key", no_wrap=True)
+    for _, name in experiments:
+        table.add_column(name, justify="right")
+    for c in pairwise:
+        if not c.feedback_stats:
+            table.add_row(c.name or str(c.id), "–", *("–" for _ in experiments))
+        for key, per in sorted((c.feedback_stats or {}).items()):
+            cells = []
+            for eid, _ in experiments:
+                s = per.get(eid)
+                cells.append("–" if s is None else
+                             f"{metric_value(s['avg'], 'feedback')} (n {s['n']})")
+            table.add_row(c.name or str(c.id), key, *cells)
+    console.print(table)

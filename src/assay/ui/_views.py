@@ -213,9 +213,9 @@ def compare_page(store: Store, ids: list[str], options: CompareOptions,
     by_candidate = [(c, [d for d in comparison.diffs if d.candidate.id == c.id])
                     for c in comparison.candidates]
     dataset = store.datasets.read(dataset_id=comparison.dataset_id)
-    chosen = set(ids)  # comparisons of two or more of these experiments, newest first
-    pairwise = [c for c in store.comparative.list(dataset_id=dataset.id, limit=50)
-                if len({e["id"] for e in c.experiments_info or []} & chosen) >= 2]
+    chosen = [e.project.id for e in loaded]
+    pairwise = [c for c in store.comparative.list(dataset_id=dataset.id)
+                if c.compares_two_of(chosen)][:50]
     return {"comparison": comparison, "experiments": loaded, "by_candidate": by_candidate,
             "score_keys": score_keys, "examples": examples, "dataset": dataset, "pages": pages,
             "ids": ",".join(ids), "options": options, "pairwise": pairwise}
