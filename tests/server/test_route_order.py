@@ -34,11 +34,13 @@ def _legacy_order(app: Any) -> list[Any]:
         _routes_runs,
         _routes_runs_v2,
         _routes_sessions,
+        _routes_shares,
         _routes_traces_v2,
     )
 
     modules = (_routes_comparative, _routes_datasets, _routes_sessions, _routes_runs,
-               _routes_feedback_tokens, _routes_feedback, _routes_results, _routes_runs_v2,
+               _routes_feedback_tokens, _routes_feedback, _routes_results, _routes_shares,
+               _routes_runs_v2,
                _routes_dataset_tools, _routes_queues, _routes_queue_items,
                _routes_feedback_configs, _routes_evaluators,
                _routes_attachments, _routes_run_stats, _routes_traces_v2, _routes_otel)

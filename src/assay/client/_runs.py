@@ -132,3 +132,45 @@ class RunMethods:
                                    if reference_example_ids is not None else None),
             start_time=start_time, start_before=end_time, error=error, query=query,
             filter=filter, trace_filter=trace_filter, tree_filter=tree_filter, is_root=is_root)
+
+    # --- shared traces (LangSmith's share_run & co.) -------------------------------------
+
+    def _share_url(self, token: Any) -> str:
+        """Remote, the server's link; local, the path to append to the address ``assay serve``
+        or ``assay ui`` serves this store at."""
+        path = f"/public/{token}/r"
+        return self._backend.url + path if getattr(self, "is_remote", False) else path
+
+    def share_run(self, run_id: ID, *, share_id: ID | None = None) -> str:
+        """A link that opens the run's trace (the whole trace) without an API key; the same
+        link every time it is asked for, until ``unshare_run``."""
+        return self._share_url(self._backend.shares.share_run(run_id, share_id).share_token)
+
+    def unshare_run(self, run_id: ID) -> None:
+        """Stop sharing the run's trace: its link opens nothing from now on."""
+        self._backend.shares.unshare_run(run_id)
+
+    def read_run_shared_link(self, run_id: ID) -> str | None:
+        share = self._backend.shares.of_run(run_id)
+        return None if share is None else self._share_url(share.share_token)
+
+    def run_is_shared(self, run_id: ID) -> bool:
+        return self._backend.shares.of_run(run_id) is not None
+
+    def read_shared_run(self, share_token: ID, run_id: ID | None = None) -> Run:
+        """The shared trace's root run, or ``run_id`` of that trace (a token or its link)."""
+        return self._backend.shares.read_shared(share_token_of(share_token), run_id)
+
+    def list_shared_runs(self, share_token: ID, run_ids: Sequence[ID] | None = None,
+                         ) -> Iterator[Run]:
+        """The shared trace's runs (only ``run_ids``, when given), in start order."""
+        yield from self._backend.shares.list_shared(
+            share_token_of(share_token), list(run_ids) if run_ids else None)
+
+
+def share_token_of(token_or_url: ID) -> str:
+    """The token of a share link (``.../public/<token>/r``) or the token itself."""
+    text = str(token_or_url).strip()
+    if "/public/" in text:
+        text = text.split("/public/", 1)[1].split("/", 1)[0]
+    return text

@@ -110,6 +110,7 @@ def create_app(
         _routes_runs,
         _routes_runs_v2,
         _routes_sessions,
+        _routes_shares,  # shared traces: before /runs/{run_id}... and the UI's pages
     )
 
     # Routes are tried in registration order, each included router walking its own routes: the
@@ -130,7 +131,7 @@ def create_app(
 
     for module in (_routes_comparative, _routes_datasets, _routes_sessions,
                    _routes_feedback_tokens, _routes_feedback,
-                   _routes_results, _routes_runs_v2):
+                   _routes_results, _routes_shares, _routes_runs_v2):
         app.include_router(module.router)
     from . import (  # issue 23: dataset tools, annotation queues, feedback configs, evaluators
         _routes_dataset_tools,

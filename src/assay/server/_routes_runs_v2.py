@@ -30,7 +30,7 @@ from ._deps import JsonBody, JsonResponse, StoreDep
 from ._errors import ApiError
 from ._wire import RunQueryV2, RunSelect, validate
 
-__all__ = ["cursor_offset", "next_cursor", "router", "select_items"]
+__all__ = ["checked_selects", "cursor_offset", "next_cursor", "router", "select_items"]
 
 router = APIRouter()
 
@@ -119,7 +119,7 @@ _FIELDS: dict[str, Any] = {
     "REFERENCE_DATASET_ID": lambda r, x: x["dataset_id"],
     "TAGS": lambda r, x: r.tags or [], "ATTACHMENTS": lambda r, x: x["attachments"],
     "IS_IN_DATASET": lambda r, x: r.reference_example_id is not None,
-    "FEEDBACK_STATS": lambda r, x: x["feedback_stats"],
+    "FEEDBACK_STATS": lambda r, x: x["feedback_stats"], "SHARE_URL": lambda r, x: x["share_url"],
     **{name: (lambda field: lambda r, x: x["usage"].get(field, getattr(r, field)))(name.lower())
        for name in _USAGE[:-1]},
 }
@@ -127,7 +127,7 @@ _FIELDS: dict[str, Any] = {
 
 def _item(run: Run, selects: list[str], extra: dict[str, Any]) -> dict[str, Any]:
     """The selected properties of ``run``, by their lower-case names (null where this server
-    keeps nothing of the kind: token details, price model, share URL, ...)."""
+    keeps nothing of the kind: token details, price model, ...)."""
     return {name.lower(): (_FIELDS[name](run, extra) if name in _FIELDS else None)
             for name in selects}
 
@@ -150,9 +150,14 @@ def select_items(request: Request, store: Store, page: list[Run], selects: list[
         if examples:
             datasets = {str(e.id): str(e.dataset_id)
                         for e in store.examples.list(example_ids=sorted(examples))}
+    shared = (store.shares.tokens_of_traces({str(r.trace_id) for r in page})
+              if "SHARE_URL" in selects and ids else {})
+    base = str(request.base_url).rstrip("/")
     return [_item(r, selects, {
         "usage": usage.get(str(r.id), {}), "feedback_stats": stats.get(str(r.id), {}),
         "dataset_id": datasets.get(str(r.reference_example_id)),
+        "share_url": (f"{base}/public/{shared[str(r.trace_id)]}/r"
+                      if str(r.trace_id) in shared else None),
         "attachments": attachment_links(request, store, files.get(str(r.id)))}) for r in page]
 
 
@@ -185,6 +190,18 @@ def query_runs_v2(request: Request, store: StoreDep, body: JsonBody) -> JSONResp
 _SELECTS = get_args(RunSelect)
 
 
+def checked_selects(selects: Any) -> list[str]:
+    """The ``selects`` asked for, once each (only ``ID`` when none); 422 naming unknown ones."""
+    if selects is not None and not isinstance(selects, list):
+        raise ApiError(422, "invalid_input", "selects must be a list of run properties")
+    chosen = list(dict.fromkeys(selects or ["ID"]))
+    bad = [s for s in chosen if s not in _SELECTS]
+    if bad:
+        raise ApiError(422, "invalid_input",
+                       f"unknown selects {bad}: expected some of {', '.join(_SELECTS)}")
+    return chosen
+
+
 @router.get("/api/v2/runs/{run_id}")
 def retrieve_run_v2(request: Request, store: StoreDep, run_id: uuid.UUID, project_id: uuid.UUID,
                     selects: Annotated[list[str] | None, Query()] = None,
@@ -193,11 +210,7 @@ def retrieve_run_v2(request: Request, store: StoreDep, run_id: uuid.UUID, projec
     ``selects`` named (only ``id`` by default), as ``/api/v2/runs/query`` gives them.
     ``start_time`` narrows LangSmith's scan; here the id finds the run anyway."""
     del start_time
-    chosen = list(dict.fromkeys(selects or ["ID"]))
-    bad = [s for s in chosen if s not in _SELECTS]
-    if bad:
-        raise ApiError(422, "invalid_input",
-                       f"unknown selects {bad}: expected some of {', '.join(_SELECTS)}")
+    chosen = checked_selects(selects)
     run = store.runs.read(run_id)
     if run.session_id != project_id:
         raise ApiError(404, "not_found", f"run {run_id} not found in project {project_id}")

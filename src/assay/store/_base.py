@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ._projects import ProjectRepo
     from ._queues import QueueRepo
     from ._runs import RunRepo
+    from ._shares import ShareRepo
 
 __all__ = ["Store", "open_store"]
 
@@ -240,6 +241,12 @@ class Store:
         from ._feedback_tokens import FeedbackTokenRepo
 
         return FeedbackTokenRepo(self)
+
+    @cached_property
+    def shares(self) -> ShareRepo:
+        from ._shares import ShareRepo
+
+        return ShareRepo(self)
 
     @cached_property
     def attachments(self) -> AttachmentRepo:

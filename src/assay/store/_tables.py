@@ -58,6 +58,7 @@ __all__ = [
     "annotation_queue_runs",
     "feedback_configs",
     "feedback_tokens",
+    "run_shares",
     "DEFAULT_TENANT_ID",
 ]
 
@@ -486,4 +487,17 @@ feedback_tokens = Table(
     Column("expires_at", Micros, nullable=False),
     Column("created_at", Micros, nullable=False),
     Index("ix_feedback_tokens_run", "tenant_id", "run_id"),
+)
+
+# Added by migration 0015: shared traces (LangSmith's ``share_run``): a link that opens one trace
+# without the API key.
+run_shares = Table(
+    "run_shares",
+    metadata,
+    Column("token", ID, primary_key=True),  # random (uuid4) unless the client chose it
+    Column("tenant_id", ID, nullable=False),
+    Column("trace_id", ID, nullable=False),
+    Column("session_id", ID, nullable=False),
+    Column("created_at", Micros, nullable=False),
+    Index("ux_run_shares_trace", "tenant_id", "trace_id", unique=True),  # one token a trace
 )

@@ -113,6 +113,31 @@ def create_ui_router(
     def run(request: Request, store: StoreDep, run_id: str) -> Any:
         return show(request, store, "run.html", lambda s: _views.run_page(s, run_id))
 
+    @router.get("/public/{share_token}/r", response_class=HTMLResponse)
+    def shared_trace(request: Request, share_token: str) -> Any:
+        """A shared trace (``share_run``'s link): no key; the token opens this trace only."""
+        base = getattr(get_store, "store", None)
+        if base is None:
+            return render(request, "error.html", {"message": "no shared traces here",
+                                                  "status": 404}, 404)
+
+        def build(_: Store) -> dict[str, Any]:
+            view, root = base.shares.shared_run(share_token)
+            return _views.run_page(view, str(root.id), shared=True)
+        return show(request, base, "run.html", build)
+
+    @router.post("/ui/runs/{run_id}/share", response_model=None)
+    def share(request: Request, store: StoreDep, run_id: str,
+              stop: Annotated[str, Form()] = "") -> Any:
+        """Share the run's trace (a link that opens without a key), or stop sharing it."""
+        def work(s: Store) -> str:
+            if stop:
+                s.shares.unshare_run(run_id)
+            else:
+                s.shares.share_run(run_id)
+            return f"/ui/runs/{run_id}"
+        return act(request, store, work)
+
     @router.get("/ui/compare", response_class=HTMLResponse)
     def compare(request: Request, store: StoreDep, ids: Annotated[list[str], Query()] = [],  # noqa: B006
                 confidence: float = 0.95, resamples: int = 2000,

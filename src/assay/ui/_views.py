@@ -130,7 +130,8 @@ def _walk(run: Run, depth: int, t0: datetime, total: float, out: list[Node]) -> 
         _walk(child, depth + 1, t0, total, out)
 
 
-def run_page(store: Store, run_id: str) -> dict[str, Any]:
+def run_page(store: Store, run_id: str, *, shared: bool = False) -> dict[str, Any]:
+    """A trace: ``shared`` is the page a share link opens (no feedback, no way elsewhere)."""
     run = store.runs.read(run_id, load_child_runs=True)
     nodes: list[Node] = []
     ends = [run.end_time or run.start_time]
@@ -152,10 +153,13 @@ def run_page(store: Store, run_id: str) -> dict[str, Any]:
         "cost": sum(r.total_cost for r in llm if r.total_cost is not None) if any(
             r.total_cost is not None for r in llm) else None,
     }
+    if shared:
+        return {"run": run, "nodes": nodes, "project": None, "totals": totals,
+                "feedback": [], "feedback_keys": [], "shared": True, "share": None}
     keys = sorted((getattr(project, "feedback_stats", None) or {}).keys())
     return {"run": run, "nodes": nodes, "project": project, "totals": totals,
             "feedback": store.feedback.list(run_ids=[n.run.id for n in nodes]),
-            "feedback_keys": keys}
+            "feedback_keys": keys, "shared": False, "share": store.shares.of_run(run.id)}
 
 
 def parse_ids(values: list[str]) -> list[str]:
