@@ -39,10 +39,10 @@ class Server:
         return key.key, self.store.for_tenant(key.tenant_id)  # type: ignore[return-value]
 
 
-def _start(store_url: str, backend: str) -> Iterator[Server]:
+def _start(store_url: str, backend: str, host: str = "127.0.0.1") -> Iterator[Server]:
     store = Store.open(store_url)
     app = create_app(store=store, max_body_bytes=TEST_MAX_BODY)
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", access_log=False)
+    config = uvicorn.Config(app, host=host, port=0, log_level="warning", access_log=False)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True, name=f"assay-server-{backend}")
     thread.start()
@@ -53,7 +53,7 @@ def _start(store_url: str, backend: str) -> Iterator[Server]:
         time.sleep(0.02)
     port = server.servers[0].sockets[0].getsockname()[1]
     try:
-        yield Server(backend, f"http://127.0.0.1:{port}", store_url, store)
+        yield Server(backend, f"http://{host}:{port}", store_url, store)
     finally:
         server.should_exit = True
         thread.join(10)

@@ -18,6 +18,7 @@ from ._body import BodyLimitMiddleware
 from ._deps import Settings
 from ._errors import install_error_handlers
 from ._folder import Folder
+from ._prefix import ApiPrefixMiddleware, route_paths
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "app_from_env", "create_app"]
 
@@ -153,6 +154,7 @@ def create_app(
     app.include_router(_routes_traces_v2.router)
     from ..ui import StoreFromKey, create_ui_router  # the web UI at / and /ui/... (issue 7)
     app.include_router(create_ui_router(StoreFromKey(base, auth=auth)))
+    app.add_middleware(ApiPrefixMiddleware, routes=route_paths(app.router.routes))
     return app
 
 
