@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from assay.ui._chat import chat_turns
+from assay._chat import chat_turns
 
 
 def roles(turns: list) -> list[str]:

@@ -75,7 +75,8 @@ def import_(
         help="A .jsonl or .csv file, or a Google ADK eval set (.evalset.json, .test.json).")],
     name: Annotated[str | None, typer.Option(help="Dataset name (default: file name).")] = None,
     format: Annotated[str | None, typer.Option(
-        "--format", help="jsonl, csv or adk-evalset (default: from the file name).")] = None,
+        "--format", help="jsonl, csv, openai (OpenAI fine-tuning lines) or adk-evalset "
+        "(default: from the file name).")] = None,
     db: DbOption = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -93,9 +94,12 @@ def export(
     name: Annotated[str, typer.Argument(help="Dataset name.")],
     path: Annotated[Path, typer.Argument(help="Output .jsonl or .csv file.")],
     as_of: Annotated[str | None, typer.Option(help="A version tag or ISO time.")] = None,
+    format: Annotated[str | None, typer.Option(
+        "--format", help="jsonl, csv or openai (OpenAI fine-tuning lines; default: from the "
+        "file name).")] = None,
     db: DbOption = None,
 ) -> None:
-    """Write a dataset's examples to a JSONL or CSV file."""
+    """Write a dataset's examples to a JSONL or CSV file, or as OpenAI fine-tuning JSONL."""
     with handle_errors():
-        n = open_client(db).export_dataset(path, dataset_name=name, as_of=as_of)
+        n = open_client(db).export_dataset(path, dataset_name=name, as_of=as_of, format=format)
     console.print(f"wrote {n} examples to {path}")

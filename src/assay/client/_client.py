@@ -11,11 +11,13 @@ from ._datasets import DatasetMethods
 from ._projects import FeedbackMethods, ProjectMethods
 from ._queues import QueueMethods
 from ._runs import RunMethods
+from ._shares import ShareMethods
 
 __all__ = ["Client", "get_default_client"]
 
 
-class Client(DatasetMethods, ProjectMethods, FeedbackMethods, QueueMethods, RunMethods):
+class Client(DatasetMethods, ProjectMethods, FeedbackMethods, QueueMethods, RunMethods,
+             ShareMethods):
     """Datasets, examples, projects, runs and feedback, with LangSmith's names and keywords.
 
     ``Client()`` opens the embedded store (``ASSAY_DATABASE_URL`` or ``.assay/assay.db``);

@@ -319,12 +319,28 @@ class DatasetMethods:
         format: str | None = None,
         as_of: datetime | str | None = None,
     ) -> int:
-        """Write the dataset's examples to JSONL or CSV (by ``format`` or the file suffix)."""
+        """Write the dataset's examples to JSONL or CSV (by ``format`` or the file suffix), or
+        as OpenAI fine-tuning JSONL (``format="openai"``)."""
         from ..datasets import write_examples
 
         examples = list(self.list_examples(dataset_id=dataset_id, dataset_name=dataset_name,
                                            as_of=as_of))
         return write_examples(examples, path, format=format)
+
+    def read_dataset_openai_finetuning(
+        self,
+        dataset_id: ID | None = None,
+        *,
+        dataset_name: str | None = None,
+        as_of: datetime | str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Each example's conversation as an OpenAI fine-tuning line (``{"messages": [...]}``),
+        as LangSmith's SDK method of this name; an example that is no conversation raises
+        naming it. ``export_dataset(path, format="openai")`` writes the same lines."""
+        from ..datasets import openai_lines
+
+        return openai_lines(self.list_examples(dataset_id=dataset_id, dataset_name=dataset_name,
+                                               as_of=as_of))
 
     def import_dataset(
         self,

@@ -39,7 +39,6 @@ from ..schemas import (
 
 if TYPE_CHECKING:
     from ..store._feedback_tokens import FeedbackToken
-    from ..store._shares import RunShare
 
 __all__ = ["RemoteBackend"]
 
@@ -533,50 +532,6 @@ class _FeedbackTokens:
             self.http.request("GET", f"/feedback/{made['feedback_id']}"))
 
 
-class _Shares:
-    """``store.shares`` over ``/runs/{id}/share`` and ``/public/{token}/...``."""
-
-    def __init__(self, http: _Http) -> None:
-        self.http = http
-
-    def share_run(self, run_id: uuid.UUID | str,
-                  share_token: uuid.UUID | str | None = None) -> RunShare:
-        made = self.http.request("PUT", f"/runs/{run_id}/share",
-                                 body={"run_id": str(run_id), "share_token":
-                                       str(share_token) if share_token else None})
-        return self._model(made)
-
-    def of_run(self, run_id: uuid.UUID | str) -> RunShare | None:
-        got = self.http.request("GET", f"/runs/{run_id}/share")
-        return None if not got else self._model(got)
-
-    def unshare_run(self, run_id: uuid.UUID | str) -> bool:
-        self.http.request("DELETE", f"/runs/{run_id}/share")
-        return True
-
-    def read_shared(self, share_token: uuid.UUID | str,
-                    run_id: uuid.UUID | str | None = None) -> Run:
-        path = f"/public/{share_token}/run" + (f"/{run_id}" if run_id is not None else "")
-        return Run.model_validate(self.http.request("GET", path))
-
-    def list_shared(self, share_token: uuid.UUID | str,
-                    run_ids: list[uuid.UUID | str] | None = None) -> list[Run]:
-        body: dict[str, Any] = {"id": [str(r) for r in run_ids]} if run_ids else {}
-        out: list[Run] = []
-        while True:
-            page = self.http.request("POST", f"/public/{share_token}/runs/query", body=body)
-            out += [Run.model_validate(r) for r in page["runs"]]
-            if not page["cursors"]["next"]:
-                return out
-            body["cursor"] = page["cursors"]["next"]
-
-    @staticmethod
-    def _model(got: Mapping[str, Any]) -> RunShare:
-        from ..store._shares import RunShare
-
-        return RunShare(share_token=got["share_token"], run_id=got["run_id"])
-
-
 class RemoteBackend:
     """Stands where a ``Store`` stands inside ``Client``, talking to ``assay serve``."""
 
@@ -589,7 +544,9 @@ class RemoteBackend:
         self.feedback = _Feedback(self.http)
         self.comparative = _Comparative(self.http)
         self.feedback_tokens = _FeedbackTokens(self.http)
-        self.shares = _Shares(self.http)
+        from ._remote_shares import RemoteShares  # shared traces and datasets
+
+        self.shares = RemoteShares(self.http)
         from ._remote_attachments import RemoteAttachments  # issue 23: example attachments
 
         self.attachments = RemoteAttachments(self.http, self.datasets)

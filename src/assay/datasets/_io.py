@@ -1,5 +1,6 @@
-"""Dataset files: JSONL (one example per line), CSV (``inputs.<key>``/``outputs.<key>``), and
-Google ADK eval sets (``*.evalset.json``, ``*.test.json``; read only: ``_adk_evalset``)."""
+"""Dataset files: JSONL (one example per line), CSV (``inputs.<key>``/``outputs.<key>``), OpenAI
+fine-tuning JSONL (``openai``: one conversation a line, ``_openai_ft``), and Google ADK eval sets
+(``*.evalset.json``, ``*.test.json``; read only: ``_adk_evalset``)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ from typing import Any
 from .. import _json
 from ..errors import ExampleValidationError, InvalidInputError
 from ..schemas import Example
+from ._openai_ft import from_openai_line, openai_lines
 
 __all__ = ["default_name", "detect_format", "read_examples", "write_examples"]
 
-_FORMATS = ("jsonl", "csv", "adk-evalset")
+_FORMATS = ("jsonl", "csv", "openai", "adk-evalset")
 _ADK_SUFFIXES = (".evalset.json", ".test.json")  # (the names ADK gives its eval set files)
 
 
@@ -36,8 +38,8 @@ def detect_format(path: str | Path, format: str | None) -> str:
     if fmt == "json":
         fmt = "jsonl"
     if fmt not in _FORMATS:
-        raise InvalidInputError(f"unknown dataset format {fmt!r} for {path}: use jsonl, csv "
-                                "or adk-evalset")
+        raise InvalidInputError(f"unknown dataset format {fmt!r} for {path}: use jsonl, csv, "
+                                "openai or adk-evalset")
     return fmt
 
 
@@ -76,10 +78,14 @@ def write_examples(examples: Iterable[Example], path: str | Path, *,
         raise InvalidInputError(f"{path}: ADK eval sets are read, not written: export to "
                                 ".jsonl or .csv")
     rows = list(examples)
+    lines = openai_lines(rows) if fmt == "openai" else None  # refused before a byte is written
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    if fmt == "jsonl":
+    if lines is not None:
+        with tmp.open("w", encoding="utf-8") as fh:
+            fh.writelines(_json.dumps(line) + "\n" for line in lines)
+    elif fmt == "jsonl":
         with tmp.open("w", encoding="utf-8") as fh:
             for ex in rows:
                 meta = {k: v for k, v in (ex.metadata or {}).items() if k != "dataset_split"}
@@ -123,7 +129,7 @@ def read_examples(
 
         return read_eval_set(path)
     out: list[dict[str, Any]] = []
-    if fmt == "jsonl":
+    if fmt in ("jsonl", "openai"):
         with path.open(encoding="utf-8") as fh:
             for lineno, line in enumerate(fh, 1):
                 if not line.strip():
@@ -135,6 +141,11 @@ def read_examples(
                                                  f"{path}:{lineno}: invalid JSON: {exc}") from None
                 if not isinstance(item, dict):
                     raise ExampleValidationError(len(out), f"{path}:{lineno}: expected an object")
+                if fmt == "openai":
+                    try:
+                        item = from_openai_line(item, f"{path}:{lineno}")
+                    except InvalidInputError as exc:
+                        raise ExampleValidationError(len(out), str(exc)) from None
                 item.pop("dataset_id", None)
                 item.pop("created_at", None)
                 item.pop("modified_at", None)

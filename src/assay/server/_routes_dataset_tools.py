@@ -1,5 +1,6 @@
 """Dataset endpoints beside the CRUD ones: ``POST /datasets/upload`` (the SDK's
-``upload_csv``) and ``GET /datasets/{id}/versions/diff`` (``diff_dataset_versions``)."""
+``upload_csv``), ``GET /datasets/{id}/versions/diff`` (``diff_dataset_versions``) and
+``GET /datasets/{id}/openai_ft`` (``read_dataset_openai_finetuning``)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import uuid
 from typing import Any
 
 from fastapi import APIRouter
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
+from .. import _json
+from ..datasets import openai_lines
 from ..errors import ExampleValidationError
 from ._deps import Parts, StoreDep, ok
 from ._errors import ApiError
@@ -96,3 +99,16 @@ def upload_csv(store: StoreDep, parts: Parts) -> JSONResponse:
 def diff_versions(store: StoreDep, dataset_id: uuid.UUID, from_version: str,
                   to_version: str) -> JSONResponse:
     return ok(store.datasets.diff_versions(dataset_id, from_version, to_version))
+
+
+@router.get("/datasets/{dataset_id}/openai_ft")
+def openai_finetuning(store: StoreDep, dataset_id: uuid.UUID,
+                      as_of: str | None = None) -> Response:
+    """The SDKs' ``read_dataset_openai_finetuning``: JSONL, one conversation an example."""
+    ds = store.datasets.read(dataset_id=dataset_id)  # 404 naming it
+    examples = store.examples.list(dataset_id=ds.id, as_of=as_of)
+    if not examples:
+        raise ApiError(422, "invalid_input", f"dataset {ds.name!r} has no examples to export")
+    lines = openai_lines(examples)  # an example that is no conversation: 422 naming it
+    return Response(b"".join(_json.dumps(line).encode() + b"\n" for line in lines),
+                    media_type="application/jsonl")

@@ -1,9 +1,13 @@
-"""Shared traces (``store/_shares.py``). With the API key: the SDKs' ``share_run`` /
-``unshare_run`` / ``read_run_shared_link`` (``/runs/{id}/share``) and ``client.runs.share``
-(``/api/v2/runs/{id}/share``). Without it, what a share token opens: ``read_shared_run``
-(``/public/{token}/run[/{run_id}]``), ``list_shared_runs`` (``/public/{token}/runs/query``),
-``client.public.runs`` (``/api/v2/public/...``). The web UI's page of a shared trace is
-``/public/{token}/r``, the link ``share_run`` returns.
+"""Shared traces and datasets (``store/_shares.py``). With the API key: the SDKs'
+``share_run`` / ``unshare_run`` / ``read_run_shared_link`` (``/runs/{id}/share``),
+``client.runs.share`` (``/api/v2/runs/{id}/share``) and ``share_dataset`` /
+``unshare_dataset`` / ``read_dataset_shared_schema`` (``/datasets/{id}/share``). Without it,
+what a share token opens: ``read_shared_run`` (``/public/{token}/run[/{run_id}]``),
+``list_shared_runs`` (``/public/{token}/runs/query``), ``client.public.runs``
+(``/api/v2/public/...``); ``read_shared_dataset`` (``/public/{token}/datasets``),
+``list_shared_examples`` (``/public/{token}/examples``) and ``list_shared_projects``
+(``/public/{token}/datasets/sessions``). The web UI's pages are ``/public/{token}/r`` (a trace)
+and ``/public/{token}/d`` (a dataset), the links the SDKs build.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from ..store import Store
-from ._attachments import with_run_attachment_urls
+from ._attachments import with_attachment_urls, with_run_attachment_urls
 from ._deps import JsonBody, StoreDep, ok
 from ._errors import ApiError
 from ._routes_runs import derived_fields
@@ -77,6 +81,31 @@ def unshare_trace_v2(store: StoreDep, trace_id: uuid.UUID) -> Response:
     shared."""
     store.shares.unshare_trace(trace_id)
     return Response(status_code=204)
+
+
+def _dataset_share(share: Any) -> dict[str, Any]:
+    return {"dataset_id": str(share.dataset_id), "share_token": str(share.share_token)}
+
+
+@router.put("/datasets/{dataset_id}/share")
+def share_dataset(store: StoreDep, dataset_id: uuid.UUID, body: JsonBody) -> JSONResponse:
+    """Share the dataset (examples and experiments); its token."""
+    wanted = _object(body).get("share_token")
+    return ok(_dataset_share(store.shares.share_dataset(dataset_id, share_token=wanted)))
+
+
+@router.get("/datasets/{dataset_id}/share")
+def read_dataset_share(store: StoreDep, dataset_id: uuid.UUID) -> JSONResponse:
+    share = store.shares.of_dataset(dataset_id)
+    if share is None:  # (null would break both SDKs, which add a url to the answer)
+        raise ApiError(404, "not_found", f"dataset {dataset_id} is not shared")
+    return ok(_dataset_share(share))
+
+
+@router.delete("/datasets/{dataset_id}/share")
+def unshare_dataset(store: StoreDep, dataset_id: uuid.UUID) -> JSONResponse:
+    store.shares.unshare_dataset(dataset_id)
+    return ok({})
 
 
 # --- the public side: the token is the key ----------------------------------------------------
@@ -142,5 +171,40 @@ async def query_shared_runs_v2(request: Request, share_token: uuid.UUID,
     def work() -> dict[str, Any]:
         view, found = _base(request).shares.shared_runs(share_token)
         return {"items": select_items(request, view, found, chosen)}
+
+    return ok(await run_in_threadpool(work))
+
+
+@router.get("/public/{share_token}/datasets")
+async def read_shared_dataset(request: Request, share_token: uuid.UUID) -> JSONResponse:
+    return ok(await run_in_threadpool(lambda: _base(request).shares.shared_dataset(share_token)[1]))
+
+
+@router.get("/public/{share_token}/examples")
+async def list_shared_examples(request: Request, share_token: uuid.UUID,
+                               id: Annotated[list[uuid.UUID] | None, Query()] = None,
+                               offset: Annotated[int, Query(ge=0)] = 0,
+                               limit: Annotated[int, Query(ge=1, le=10000)] = 100,
+                               ) -> JSONResponse:
+    def work() -> Any:
+        view, found = _base(request).shares.shared_examples(share_token, list(id or ()) or None,
+                                                            offset=offset, limit=limit)
+        return with_attachment_urls(request, view, found, None)
+
+    return ok(await run_in_threadpool(work))
+
+
+@router.get("/public/{share_token}/datasets/sessions")
+async def list_shared_projects(request: Request, share_token: uuid.UUID,
+                               id: Annotated[list[uuid.UUID] | None, Query()] = None,
+                               name: str | None = None, name_contains: str | None = None,
+                               offset: Annotated[int, Query(ge=0)] = 0,
+                               limit: Annotated[int, Query(ge=1, le=10000)] = 100,
+                               ) -> JSONResponse:
+    """The experiments on the shared dataset, with their statistics."""
+    def work() -> Any:
+        return _base(request).shares.shared_experiments(
+            share_token, project_ids=list(id or ()) or None, name=name,
+            name_contains=name_contains, offset=offset, limit=limit)[1]
 
     return ok(await run_in_threadpool(work))

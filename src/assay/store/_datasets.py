@@ -19,7 +19,7 @@ from .._ids import as_uuid, new_id_text, utcnow
 from ..errors import ConflictError, InvalidInputError, NotFoundError
 from ..schemas import Dataset, DatasetVersion
 from ._dataset_schemas import SchemaCheck, check_schema
-from ._tables import dataset_tags, datasets, examples, sessions
+from ._tables import dataset_tags, datasets, examples, sessions, shares
 from ._types import from_micros, to_micros
 
 if TYPE_CHECKING:
@@ -246,6 +246,9 @@ class DatasetRepo:
             # explicit, so it works even where a driver ignores ON DELETE CASCADE
             conn.execute(examples.delete().where(examples.c.dataset_id == ds_id))
             conn.execute(dataset_tags.delete().where(dataset_tags.c.dataset_id == ds_id))
+            conn.execute(shares.delete().where(  # its shared link opens nothing
+                shares.c.tenant_id == self.store.tenant_id, shares.c.kind == "dataset",
+                shares.c.target_id == str(ds_id)))
             conn.execute(datasets.delete().where(datasets.c.id == ds_id))
 
     # -- versions ---------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from ..schemas import TracerSession, TracerSessionResult
 from ._aggregates import FEEDBACK_RETURNING, FeedbackDeltas, drop_session
 from ._bulk import insert_many
 from ._driver import marked
-from ._tables import feedback, run_shares, runs, sessions
+from ._tables import feedback, runs, sessions, shares
 from ._types import from_micros, to_micros
 
 if TYPE_CHECKING:
@@ -310,8 +310,8 @@ class ProjectRepo:
             from ._attachments import forget_runs  # the runs' attachment files go too
             forget_runs(conn, self.store.tenant_id, run_ids)
             conn.execute(runs.delete().where(runs.c.session_id == row.id))
-            conn.execute(run_shares.delete().where(run_shares.c.tenant_id == self.store.tenant_id,
-                                                   run_shares.c.session_id == row.id))
+            conn.execute(shares.delete().where(shares.c.tenant_id == self.store.tenant_id,
+                                               shares.c.session_id == row.id))
             conn.execute(sessions.delete().where(sessions.c.id == row.id))
             drop_session(conn, row.id, self.store.tenant_id)
             elsewhere.apply(conn)

@@ -33,7 +33,7 @@ from ._aggregates import (
 )
 from ._bulk import insert_many
 from ._run_filter import compile_filter, text_search
-from ._tables import run_shares, runs
+from ._tables import runs, shares
 from ._types import from_micros, sender_micros, to_micros
 
 if TYPE_CHECKING:
@@ -558,9 +558,9 @@ class RunRepo:
                         tenant, in_project, runs.c.trace_id.in_(chunk)).returning(*RUN_RETURNING)):
                     runs_gone.add(row._mapping, -1)
                     gone_ids.append(row.id)
-                conn.execute(run_shares.delete().where(  # a shared link of them opens nothing
-                    run_shares.c.tenant_id == self.store.tenant_id,
-                    run_shares.c.trace_id.in_(chunk)))
+                conn.execute(shares.delete().where(  # a shared link of them opens nothing
+                    shares.c.tenant_id == self.store.tenant_id, shares.c.kind == "trace",
+                    shares.c.target_id.in_(chunk)))
             deleted = len(gone_ids)
             from ._attachments import forget_runs  # the runs' attachment files go too
             forget_runs(conn, self.store.tenant_id, gone_ids)

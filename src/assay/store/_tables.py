@@ -58,7 +58,7 @@ __all__ = [
     "annotation_queue_runs",
     "feedback_configs",
     "feedback_tokens",
-    "run_shares",
+    "shares",
     "DEFAULT_TENANT_ID",
 ]
 
@@ -491,13 +491,15 @@ feedback_tokens = Table(
 
 # Added by migration 0015: shared traces (LangSmith's ``share_run``): a link that opens one trace
 # without the API key.
-run_shares = Table(
-    "run_shares",
+shares = Table(  # shared traces and datasets (store/_shares.py)
+    "shares",
     metadata,
     Column("token", ID, primary_key=True),  # random (uuid4) unless the client chose it
     Column("tenant_id", ID, nullable=False),
-    Column("trace_id", ID, nullable=False),
-    Column("session_id", ID, nullable=False),
+    Column("kind", String(16), nullable=False),  # "trace" or "dataset"
+    Column("target_id", ID, nullable=False),  # the trace's id or the dataset's
+    Column("session_id", ID, nullable=True),  # a trace's project (deleting it unshares)
     Column("created_at", Micros, nullable=False),
-    Index("ux_run_shares_trace", "tenant_id", "trace_id", unique=True),  # one token a trace
+    Index("ux_shares_target", "tenant_id", "kind", "target_id", unique=True),  # one token each
+    Index("ix_shares_session", "tenant_id", "session_id"),
 )

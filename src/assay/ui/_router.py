@@ -126,6 +126,33 @@ def create_ui_router(
             return _views.run_page(view, str(root.id), shared=True)
         return show(request, base, "run.html", build)
 
+    @router.get("/public/{share_token}/d", response_class=HTMLResponse)
+    def shared_dataset(request: Request, share_token: str, split: str = "", as_of: str = "",
+                       offset: int = 0) -> Any:
+        """A shared dataset (``share_dataset``'s link): its examples and experiments, no key."""
+        base = getattr(get_store, "store", None)
+        if base is None:
+            return render(request, "error.html", {"message": "no shared datasets here",
+                                                  "status": 404}, 404)
+
+        def build(_: Store) -> dict[str, Any]:
+            view, ds = base.shares.shared_dataset(share_token)
+            return _views.dataset_page(view, str(ds.id), split=split or None,
+                                       as_of=as_of or None, offset=offset, shared=True)
+        return show(request, base, "dataset.html", build)
+
+    @router.post("/ui/datasets/{dataset_id}/share", response_model=None)
+    def share_dataset(request: Request, store: StoreDep, dataset_id: str,
+                      stop: Annotated[str, Form()] = "") -> Any:
+        """Share the dataset (a link that opens it without a key), or stop sharing it."""
+        def work(s: Store) -> str:
+            if stop:
+                s.shares.unshare_dataset(dataset_id)
+            else:
+                s.shares.share_dataset(dataset_id)
+            return f"/ui/datasets/{dataset_id}"
+        return act(request, store, work)
+
     @router.post("/ui/runs/{run_id}/share", response_model=None)
     def share(request: Request, store: StoreDep, run_id: str,
               stop: Annotated[str, Form()] = "") -> Any:

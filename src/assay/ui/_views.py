@@ -44,7 +44,9 @@ def home(store: Store) -> dict[str, Any]:
 
 
 def dataset_page(store: Store, dataset_id: str, *, split: str | None, as_of: str | None,
-                 offset: int) -> dict[str, Any]:
+                 offset: int, shared: bool = False) -> dict[str, Any]:
+    """A dataset's examples; ``shared`` is the page a share link opens: its experiments'
+    statistics shown here (their pages need a key), no way elsewhere."""
     ds = store.datasets.read(dataset_id=dataset_id)
     at = as_of or None
     everything = store.examples.list(dataset_id=ds.id, as_of=at)
@@ -56,7 +58,15 @@ def dataset_page(store: Store, dataset_id: str, *, split: str | None, as_of: str
         "total": len(shown), "offset": offset, "per_page": EXAMPLES_PER_PAGE,
         "examples": shown[offset: offset + EXAMPLES_PER_PAGE],
         "versions": store.datasets.list_versions(ds.id),
+        "shared": shared, **(_shared_experiments(store, ds.id) if shared else
+                             {"share": store.shares.of_dataset(ds.id)}),
     }
+
+
+def _shared_experiments(store: Store, dataset_id: Any) -> dict[str, Any]:
+    projects = store.projects.list(reference_dataset_id=dataset_id, include_stats=True)
+    return {"experiments": projects, "share": None,
+            "feedback_keys": _feedback_columns(projects)}  # type: ignore[arg-type]  # stats
 
 
 def _feedback_columns(projects: list[TracerSessionResult]) -> list[str]:
@@ -111,7 +121,7 @@ class Node:
         """An llm run's conversation as chat turns (``_chat``), or None to show its JSON."""
         if self.run.run_type != "llm":
             return None
-        from ._chat import chat_turns
+        from .._chat import chat_turns
 
         return chat_turns(self.run.inputs, self.run.outputs)
 

@@ -210,7 +210,7 @@ def _rubric(queue: Any) -> list[dict[str, Any]]:
 
 def chat_of(run: Any) -> Any:
     """A run's conversation (for any run whose inputs hold messages), or None."""
-    from ._chat import chat_turns
+    from .._chat import chat_turns
 
     return chat_turns(run.inputs, run.outputs)
 

@@ -224,7 +224,7 @@ def _output_turns(outputs: Mapping[str, Any]) -> list[Turn] | None:
     found = _turns(outputs.get("messages"))
     if found is not None:
         return found
-    for key in ("output", "content", "text", "completion"):
+    for key in ("output", "message", "content", "text", "completion"):
         value = outputs.get(key)
         if isinstance(value, str):
             return [Turn("assistant", value)]
