@@ -35,6 +35,7 @@ def _legacy_order(app: Any) -> list[Any]:
         _routes_runs_v2,
         _routes_sessions,
         _routes_shares,
+        _routes_threads_v2,
         _routes_traces_v2,
     )
 
@@ -43,7 +44,8 @@ def _legacy_order(app: Any) -> list[Any]:
                _routes_runs_v2,
                _routes_dataset_tools, _routes_queues, _routes_queue_items,
                _routes_feedback_configs, _routes_evaluators,
-               _routes_attachments, _routes_run_stats, _routes_traces_v2, _routes_otel)
+               _routes_attachments, _routes_run_stats, _routes_traces_v2, _routes_threads_v2,
+               _routes_otel)
     routes = list(app.router.routes)
     by_router = {id(getattr(r, "original_router", None)): r for r in routes}
     plain = [r for r in routes if getattr(r, "original_router", None) is None]

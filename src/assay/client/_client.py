@@ -12,12 +12,13 @@ from ._projects import FeedbackMethods, ProjectMethods
 from ._queues import QueueMethods
 from ._runs import RunMethods
 from ._shares import ShareMethods
+from ._threads import ThreadMethods
 
 __all__ = ["Client", "get_default_client"]
 
 
 class Client(DatasetMethods, ProjectMethods, FeedbackMethods, QueueMethods, RunMethods,
-             ShareMethods):
+             ShareMethods, ThreadMethods):
     """Datasets, examples, projects, runs and feedback, with LangSmith's names and keywords.
 
     ``Client()`` opens the embedded store (``ASSAY_DATABASE_URL`` or ``.assay/assay.db``);

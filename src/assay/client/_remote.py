@@ -547,6 +547,9 @@ class RemoteBackend:
         from ._remote_shares import RemoteShares  # shared traces and datasets
 
         self.shares = RemoteShares(self.http)
+        from ._remote_threads import RemoteThreads  # conversation threads
+
+        self.threads = RemoteThreads(self.http)
         from ._remote_attachments import RemoteAttachments  # issue 23: example attachments
 
         self.attachments = RemoteAttachments(self.http, self.datasets)

@@ -148,10 +148,15 @@ def create_app(
     from . import _routes_attachments  # example attachments, downloads (issue 23)
 
     app.include_router(_routes_attachments.router)
-    from . import _routes_run_stats, _routes_traces_v2  # run stats, v2 traces (issue 23)
+    from . import (  # run stats, v2 traces (issue 23), v2 threads
+        _routes_run_stats,
+        _routes_threads_v2,
+        _routes_traces_v2,
+    )
 
     app.include_router(_routes_run_stats.router)
     app.include_router(_routes_traces_v2.router)
+    app.include_router(_routes_threads_v2.router)
     from ..ui import StoreFromKey, create_ui_router  # the web UI at / and /ui/... (issue 7)
     app.include_router(create_ui_router(StoreFromKey(base, auth=auth)))
     app.add_middleware(ApiPrefixMiddleware, routes=route_paths(app.router.routes))

@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 
 from .._json import model_jsonable
 from ..schemas import Run
+from ..store._threads import thread_of
 from . import _ingest
 from ._attachments import with_run_attachment_urls
 from ._deps import FolderDep, JsonBody, Parts, StoreDep, ok
@@ -68,13 +69,14 @@ def delete_traces(store: StoreDep, body: JsonBody) -> JSONResponse:
 def derived_fields(run: Run, out: dict[str, Any],
                    feedback_stats: dict[str, Any] | None = None) -> dict[str, Any]:
     """Add to a run's wire JSON the fields LangSmith answers and its SDKs read that the record
-    derives: ``parent_run_ids`` (root first), ``in_dataset``, ``feedback_stats``; child runs'
-    too."""
+    derives: ``parent_run_ids`` (root first), ``in_dataset``, ``feedback_stats``,
+    ``thread_id``; child runs' too."""
     out["parent_run_ids"] = ([segment[-36:] for segment in run.dotted_order.split(".")[:-1]]
                              if run.dotted_order else
                              [str(run.parent_run_id)] if run.parent_run_id else [])
     out["in_dataset"] = run.reference_example_id is not None
     out["feedback_stats"] = feedback_stats
+    out["thread_id"] = thread_of(run)  # the conversation its metadata names (list_threads)
     for child, child_out in zip(run.child_runs or (), out.get("child_runs") or (), strict=True):
         derived_fields(child, child_out)
     return out

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ._queues import QueueRepo
     from ._runs import RunRepo
     from ._shares import ShareRepo
+    from ._threads import ThreadRepo
 
 __all__ = ["Store", "open_store"]
 
@@ -247,6 +248,13 @@ class Store:
         from ._shares import ShareRepo
 
         return ShareRepo(self)
+
+    @cached_property
+    def threads(self) -> ThreadRepo:
+        """Conversation threads: root runs grouped by their metadata's thread id."""
+        from ._threads import ThreadRepo
+
+        return ThreadRepo(self)
 
     @cached_property
     def attachments(self) -> AttachmentRepo:

@@ -33,9 +33,24 @@ from .._time import to_micros
 from ..errors import InvalidInputError
 from ._tables import feedback
 
-__all__ = ["FilterError", "compile_filter", "parse_filter", "text_search"]
+__all__ = ["THREAD_KEYS", "FilterError", "compile_filter", "parse_filter", "text_search",
+           "thread_id_sql"]
 
 MAX_LENGTH = 20_000  # characters in one filter
+# the metadata keys that name a run's conversation thread, the first present wins (LangSmith's)
+THREAD_KEYS = ("session_id", "thread_id", "conversation_id")
+
+
+def thread_id_sql(table: Any, dialect: str) -> ColumnElement[Any]:
+    """The thread id of a row of ``runs`` (or an alias), NULL when its metadata names none
+    (``store/_threads.py``); the filter language's ``thread_id``."""
+    parts: list[ColumnElement[Any]]
+    if dialect == "postgresql":
+        parts = [func.json_extract_path_text(table.c.extra, "metadata", k) for k in THREAD_KEYS]
+    else:
+        parts = [cast(func.json_extract(table.c.extra, f"$.metadata.{k}"), Text)
+                 for k in THREAD_KEYS]
+    return func.coalesce(*parts)
 MAX_DEPTH = 32  # nested calls
 
 
@@ -179,6 +194,7 @@ _COLUMNS: dict[str, tuple[str, str]] = {
     "completion_tokens": ("completion_tokens", "number"),
     "total_cost": ("total_cost", "number"), "prompt_cost": ("prompt_cost", "number"),
     "completion_cost": ("completion_cost", "number"), "is_root": ("is_root", "bool"),
+    "thread_id": ("thread_id", "text"),  # read from the metadata (thread_id_sql)
 }
 # keyed families: attribute -> (family, part)
 _FAMILY = {
@@ -290,7 +306,7 @@ class _Compiler:
 
     def _compare(self, node: Call, attr: Attr) -> ColumnElement[bool]:
         column, kind = _COLUMNS[attr.name]
-        col: ColumnElement[Any] = self.t.c[column]
+        col = self._column(column)
         op, raw = node.name, node.args[1]
         if kind == "bool" and op not in ("eq", "neq"):
             raise self.fail(node.at, f"{attr.name} is true or false: use eq or neq")
@@ -300,6 +316,12 @@ class _Compiler:
             return col.in_([self._value(attr, kind, v, "in") for v in raw])
         value = self._value(attr, kind, raw, op)
         return _apply(col, op, value)
+
+    def _column(self, name: str) -> ColumnElement[Any]:
+        if name == "thread_id":
+            return thread_id_sql(self.t, "postgresql" if self.pg else "sqlite")
+        column: ColumnElement[Any] = self.t.c[name]
+        return column
 
     # -- has, search --------------------------------------------------------------------------
     def _has(self, node: Call) -> ColumnElement[bool]:
@@ -323,7 +345,7 @@ class _Compiler:
             if args[0].name in _FAMILY:
                 return self._family(_FAMILY[args[0].name][0], [node])
             if args[0].name in _COLUMNS and _COLUMNS[args[0].name][1] == "text":
-                found: ColumnElement[bool] = self.t.c[_COLUMNS[args[0].name][0]].icontains(
+                found: ColumnElement[bool] = self._column(_COLUMNS[args[0].name][0]).icontains(
                     args[1], autoescape=True)
                 return found
         raise self.fail(node.at, "search() takes a string, or a text attribute and a string: "

@@ -453,12 +453,14 @@ class RunRepo:
 
     def feedback_stats(self, run_ids: Sequence[uuid.UUID | str], *,
                        comparative_experiment_id: uuid.UUID | str | None = None,
+                       group_of: Mapping[str, str] | None = None,
                        ) -> dict[str, dict[str, Any]]:
         """Each run's feedback per key, as LangSmith's run answers carry it: ``{run id: {key:
         {n, avg, min, max, stdev, values, comments}}}``; ``stdev`` is the sample deviation
         (None under two scores), ``values`` counts the labels ``read_project`` counts. The
         run's own feedback, or with ``comparative_experiment_id`` that comparison's scores of
-        it (LangSmith's pairwise view)."""
+        it (LangSmith's pairwise view). ``group_of`` (run id -> group) pools the runs of each
+        group instead: ``{group: {key: ...}}`` (a thread's turns)."""
         import statistics
 
         from ._feedback import feedback_label
@@ -471,7 +473,7 @@ class RunRepo:
         for fb in found:
             if cid is not None and str(fb.comparative_experiment_id) != cid:
                 continue
-            rid = str(fb.run_id)
+            rid = str(fb.run_id) if group_of is None else group_of[str(fb.run_id)]
             entry = out.setdefault(rid, {}).setdefault(fb.key, {
                 "n": 0, "values": {}, "comments": []})
             entry["n"] += 1

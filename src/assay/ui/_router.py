@@ -15,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from ..analysis import CompareOptions
 from ..errors import AssayError, AuthError, InvalidInputError, NotFoundError, require
 from ..store import Store
-from . import _views, _views_experiment, _views_projects
+from . import _views, _views_experiment, _views_projects, _views_threads
 from ._auth import COOKIE_NAME, LoginRedirect, StoreFromKey, _key, safe_next
 from ._format import FILTERS
 from ._views_projects import number_field
@@ -202,6 +202,18 @@ def create_ui_router(
     @router.get("/ui/projects", response_class=HTMLResponse)
     def projects(request: Request, store: StoreDep) -> Any:
         return show(request, store, "projects.html", _views_projects.projects_page)
+
+    @router.get("/ui/projects/{project_id}/threads", response_class=HTMLResponse)
+    def threads(request: Request, store: StoreDep, project_id: str, offset: int = 0,
+                where: str | None = None) -> Any:
+        return show(request, store, "threads.html", lambda s: _views_threads.threads_page(
+            s, project_id, offset=offset, where=where))
+
+    @router.get("/ui/projects/{project_id}/threads/{thread_id:path}",
+                response_class=HTMLResponse)
+    def thread(request: Request, store: StoreDep, project_id: str, thread_id: str) -> Any:
+        return show(request, store, "thread.html", lambda s: _views_threads.thread_page(
+            s, project_id, thread_id))
 
     @router.get("/ui/projects/{project_id}", response_class=HTMLResponse)
     def project(request: Request, store: StoreDep, project_id: str, where: str | None = None,
