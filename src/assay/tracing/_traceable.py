@@ -43,6 +43,23 @@ F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger("assay.tracing")
 
 
+EXTRA = "langsmith_extra"  # LangSmith's per-call options keyword (``_extra``)
+
+
+class _PerCall:
+    """Marks the options of one call with ``langsmith_extra`` (``_extra._OneCall``): its
+    wrapper must not look for the keyword again."""
+
+    __slots__ = ()
+
+
+def _with_extra(fn: Callable[..., Any], o: _Options, kind: str, args: tuple[Any, ...],
+                kwargs: dict[str, Any]) -> Any:
+    from ._extra import with_extra  # only calls that pass langsmith_extra load it
+
+    return with_extra(fn, o, kind, args, kwargs)
+
+
 def _is_on(parent: RunTree | None, cfg: _Config | None) -> bool:
     if cfg is not None and cfg.enabled is not None and cfg.at_run is parent:
         return cfg.enabled
@@ -284,6 +301,8 @@ def _wrap_sync(fn: Callable[..., Any], o: _Options,
 
         @functools.wraps(fn)
         def traced(*args: Any, **kwargs: Any) -> Any:
+            if kwargs and EXTRA in kwargs:  # LangSmith's per-call options (rare: _extra)
+                return _with_extra(fn, o, "sync", args, kwargs)
             return call(args, kwargs)
 
         return traced
@@ -291,6 +310,8 @@ def _wrap_sync(fn: Callable[..., Any], o: _Options,
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if kwargs and EXTRA in kwargs and not isinstance(o, _PerCall):
+            return _with_extra(fn, o, "sync", args, kwargs)
         parent = _RUN.get()
         cfg = _CFG.get()
         if not (forced if forced is not None else _is_on(parent, cfg)):
@@ -319,6 +340,8 @@ def _wrap_async(fn: Callable[..., Any], o: _Options) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if kwargs and EXTRA in kwargs and not isinstance(o, _PerCall):
+            return await _with_extra(fn, o, "async", args, kwargs)
         parent = _RUN.get()
         cfg = _CFG.get()
         if not (forced if forced is not None else _is_on(parent, cfg)):
@@ -353,6 +376,8 @@ def _wrap_gen(fn: Callable[..., Any], o: _Options) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if kwargs and EXTRA in kwargs and not isinstance(o, _PerCall):
+            return (yield from _with_extra(fn, o, "gen", args, kwargs))
         parent = _RUN.get()
         cfg = _CFG.get()
         if not (forced if forced is not None else _is_on(parent, cfg)):
@@ -403,6 +428,10 @@ def _wrap_async_gen(fn: Callable[..., Any], o: _Options) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if kwargs and EXTRA in kwargs and not isinstance(o, _PerCall):
+            async for item in _with_extra(fn, o, "agen", args, kwargs):
+                yield item
+            return
         parent = _RUN.get()
         cfg = _CFG.get()
         if not (forced if forced is not None else _is_on(parent, cfg)):
