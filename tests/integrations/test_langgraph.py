@@ -811,3 +811,57 @@ def test_stream_true_streams_the_graphs_models_and_marks_their_first_tokens(
     with pytest.raises(InvalidInputError, match="stream=True runs a LangGraph graph streamed; "
                                                 "ChatOpenAI is none"):
         with_run_args(model, stream=True)
+
+
+PRODUCTION = '''
+import sys
+from assay import Client
+from assay.tracing import trace, tracing_context
+from langchain.agents import create_agent
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+
+@tool
+def lookup_city(city: str) -> str:
+    """The population of a city."""
+    return "2,600,000"
+
+base_url, database = sys.argv[1], sys.argv[2]
+client = Client(database_url=database)
+model = ChatOpenAI(model="gpt-4o-mini", base_url=base_url, api_key="scripted", max_retries=0)
+agent = create_agent(model, [lookup_city])  # no evaluate(), no evaluator in this process
+with tracing_context(enabled=True, client=client, project_name="prod"):
+    for thread, question in [("c-1", "How many people live in Osaka?"),
+                             ("c-1", "How many people live in Sydney?"),
+                             ("c-2", "How many people live in Osaka?")]:
+        with trace("turn", metadata={"thread_id": thread}):
+            agent.invoke({"messages": [("user", question)]})
+client.flush()
+'''
+
+
+def test_a_graph_in_production_is_traced_without_evaluate_and_its_turns_make_threads(
+        srv: ScriptedModelServer, tmp_path: Any) -> None:
+    """A process that never runs ``evaluate()`` or an evaluator (a service in production):
+    a root ``trace(...)`` block installs the hooks of the frameworks imported by then, so the
+    graph's model and tool calls are runs under each turn, and the turns that name a thread
+    are that thread's, with its tokens."""
+    import subprocess
+    import sys
+
+    script, database = tmp_path / "service.py", tmp_path / "prod.db"
+    script.write_text(PRODUCTION)
+    proc = subprocess.run([sys.executable, str(script), srv.base_url, str(database)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    client = Client(database_url=str(database))
+    runs = list(client.list_runs(project_name="prod"))
+    assert sum(r.run_type == "llm" for r in runs) == 6 and sum(
+        r.run_type == "tool" for r in runs) == 3
+    threads = client.list_threads(project_name="prod")
+    assert [(t["thread_id"], t["count"]) for t in threads] == [("c-2", 1), ("c-1", 2)]
+    llm_tokens = {t["thread_id"]: sum(r.total_tokens or 0 for r in runs if r.run_type == "llm"
+                                      and r.trace_id in {x.id for x in t["runs"]})
+                  for t in threads}
+    assert all(v > 0 for v in llm_tokens.values())
+    assert {t["thread_id"]: t["total_tokens"] for t in threads} == llm_tokens

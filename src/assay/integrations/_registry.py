@@ -45,6 +45,7 @@ __all__ = [
     "framework_parent",
     "framework_tracing_enabled",
     "instrument",
+    "instrument_imported",
     "instrument_loaded",
     "is_adapter",
     "query_text",
@@ -446,6 +447,21 @@ def _adopt_built() -> None:
                 hook()
             except Exception:  # noqa: BLE001 - they stay on the capture they have
                 log.warning("assay could not adopt new %s agents", name, exc_info=True)
+
+
+_modules_seen = -1
+
+
+def instrument_imported() -> None:
+    """``instrument_loaded`` when the process imported modules since the last look, else one
+    int compare: what a root ``trace(...)`` block and ``tracing_context(enabled=True)`` call,
+    so a framework called in production inside them is traced without ``evaluate()`` or an
+    evaluator having run first."""
+    global _modules_seen
+    seen = len(sys.modules)
+    if seen != _modules_seen:
+        _modules_seen = seen
+        instrument_loaded()
 
 
 def instrument_loaded(*, adopt: bool = False) -> None:

@@ -164,6 +164,10 @@ def tracing_context(
         from ..errors import InvalidInputError
 
         raise InvalidInputError("tracing_context tags must be a list of strings, not one string")
+    if enabled:  # the agent frameworks imported by now get their hooks (integrations)
+        from ._traceable import _instrument_imported
+
+        _instrument_imported()
     outer = _CFG.get()
     merged_meta = dict(outer.metadata) if outer is not None and outer.metadata else {}
     if metadata:

@@ -60,6 +60,19 @@ def _with_extra(fn: Callable[..., Any], o: _Options, kind: str, args: tuple[Any,
     return with_extra(fn, o, kind, args, kwargs)
 
 
+_instrument: Callable[[], None] | None = None
+
+
+def _instrument_imported() -> None:
+    """Install the hooks of the agent frameworks the process has imported (integrations)."""
+    global _instrument
+    if _instrument is None:
+        from ..integrations._registry import instrument_imported
+
+        _instrument = instrument_imported
+    _instrument()
+
+
 def _is_on(parent: RunTree | None, cfg: _Config | None) -> bool:
     if cfg is not None and cfg.enabled is not None and cfg.at_run is parent:
         return cfg.enabled
@@ -605,6 +618,8 @@ class trace:
         cfg = _CFG.get()
         self._on = on = self._enabled if self._enabled is not None else _is_on(current, cfg)
         parent = self._parent if self._parent is not None else (current if on else None)
+        if on and parent is None:  # a root: the frameworks imported by now get their hooks
+            _instrument_imported()
         self._run = run = _new_run(name, run_type, inputs, parent, cfg, **kw)
         if on:
             run.post()
