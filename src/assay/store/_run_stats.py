@@ -24,7 +24,7 @@ from typing import Any
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.engine import Connection
 
-from ._stats import _feedback_stats, _seconds, percentile
+from ._stats import _feedback_stats, _seconds, percentile, quantile
 from ._tables import feedback, runs
 from ._types import from_micros
 
@@ -32,16 +32,6 @@ __all__ = ["run_stats"]
 
 _USAGE = ("total_tokens", "prompt_tokens", "completion_tokens", "total_cost", "prompt_cost",
           "completion_cost")
-
-
-def _quantile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    values = sorted(values)
-    pos = q * (len(values) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(values) - 1)
-    return values[lo] + (values[hi] - values[lo]) * (pos - lo)
 
 
 def _usage(conn: Connection, where: Any) -> list[tuple[Any, ...]]:
@@ -82,18 +72,18 @@ def run_stats(conn: Connection, where: Any, tenant: str) -> dict[str, Any]:
         "total_tokens": sum(tokens["total_tokens"]),
         "prompt_tokens": sum(tokens["prompt_tokens"]),
         "completion_tokens": sum(tokens["completion_tokens"]),
-        "median_tokens": _quantile(tokens["total_tokens"], 0.5),
-        "tokens_p99": _quantile(tokens["total_tokens"], 0.99),
-        "prompt_tokens_p50": _quantile(tokens["prompt_tokens"], 0.5),
-        "prompt_tokens_p99": _quantile(tokens["prompt_tokens"], 0.99),
-        "completion_tokens_p50": _quantile(tokens["completion_tokens"], 0.5),
-        "completion_tokens_p99": _quantile(tokens["completion_tokens"], 0.99),
+        "median_tokens": quantile(tokens["total_tokens"], 0.5),
+        "tokens_p99": quantile(tokens["total_tokens"], 0.99),
+        "prompt_tokens_p50": quantile(tokens["prompt_tokens"], 0.5),
+        "prompt_tokens_p99": quantile(tokens["prompt_tokens"], 0.99),
+        "completion_tokens_p50": quantile(tokens["completion_tokens"], 0.5),
+        "completion_tokens_p99": quantile(tokens["completion_tokens"], 0.99),
         "total_cost": math.fsum(costs["total_cost"]) if costs["total_cost"] else None,
         "prompt_cost": math.fsum(costs["prompt_cost"]) if costs["prompt_cost"] else None,
         "completion_cost": (math.fsum(costs["completion_cost"])
                             if costs["completion_cost"] else None),
-        "cost_p50": _quantile(costs["total_cost"], 0.5),
-        "cost_p99": _quantile(costs["total_cost"], 0.99),
+        "cost_p50": quantile(costs["total_cost"], 0.5),
+        "cost_p99": quantile(costs["total_cost"], 0.99),
         "last_run_start_time": from_micros(last_start),
         "feedback_stats": _feedback_stats(conn, on_runs) if run_count else {},
         "run_facets": [],

@@ -24,6 +24,7 @@ Meanings:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import and_, distinct, func, literal_column, or_, select
@@ -38,11 +39,23 @@ from ._tables import (
 )
 from ._types import from_micros, to_micros
 
-__all__ = ["percentile", "recompute_session_stats", "session_stats"]
+__all__ = ["percentile", "quantile", "recompute_session_stats", "session_stats"]
 
 # Inline literals, not bound parameters: the planners can then use the partial indexes
 # (``WHERE run_type = 'llm'``, ``first_token_us IS NOT NULL``) that match these terms.
 _IS_LLM = runs.c.run_type == literal_column("'llm'")
+
+
+def quantile(values: Sequence[float], q: float) -> float | None:
+    """The q-quantile of values in memory: linear interpolation between the two nearest
+    ranks, as ``percentile`` reads it from an index."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    pos = q * (len(ordered) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
 def percentile(conn: Connection, column: Any, where: Any, n: int, q: float) -> float | None:

@@ -10,7 +10,6 @@ thread is whatever the project's traces say, at once and on both backends.
 from __future__ import annotations
 
 import builtins
-import math
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -23,6 +22,7 @@ from .._ids import as_uuid
 from .._time import to_micros
 from ..schemas import Run
 from ._run_filter import THREAD_KEYS, compile_filter, thread_id_sql
+from ._stats import quantile
 from ._tables import runs
 from ._types import from_micros
 
@@ -72,17 +72,6 @@ class ThreadSummary(BaseModel):
     latency_p99: float | None = None
     last_end_time: datetime | None = None
     feedback_stats: dict[str, Any] | None = None
-
-
-def _quantile(values: Sequence[float], q: float) -> float | None:
-    """Linear interpolation between the two nearest ranks (as the projects' statistics)."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    pos = q * (len(ordered) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
 def preview(value: Any) -> str | None:
@@ -214,7 +203,7 @@ class ThreadRepo:
                 prompt_cost=_cost(spent, "prompt_cost"),
                 completion_cost=_cost(spent, "completion_cost"),
                 total_cost=_cost(spent, "total_cost"),
-                latency_p50=_quantile(latencies, 0.5), latency_p99=_quantile(latencies, 0.99),
+                latency_p50=quantile(latencies, 0.5), latency_p99=quantile(latencies, 0.99),
                 last_end_time=from_micros(max(ends)) if ends else None,
                 feedback_stats=feedback.get(t) or None))
         return out

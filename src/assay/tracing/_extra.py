@@ -53,14 +53,9 @@ class _OneCall(_Options, _PerCall):
 
     def start(self, parent: RunTree | None, cfg: _Config | None,
               inputs: dict[str, Any]) -> RunTree:
-        if self.process_inputs is not None:
-            try:
-                inputs = self.process_inputs(inputs)
-            except Exception:  # a broken hook must not break the traced call
-                log.warning("process_inputs of %s failed; recording raw inputs", self.name,
-                            exc_info=True)
-        run = _new_run(self.name, self.run_type, inputs, parent, cfg, client=self.client,
-                       project_name=self.project_name, metadata=self.metadata, tags=self.tags,
+        run = _new_run(self.name, self.run_type, self.processed(inputs), parent, cfg,
+                       client=self.client, project_name=self.project_name,
+                       metadata=self.metadata, tags=self.tags,
                        reference_example_id=self.reference_example_id, run_id=self.run_id,
                        extra=self.run_extra)
         writer = run._writer or run._get_writer()

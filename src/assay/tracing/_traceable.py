@@ -210,13 +210,18 @@ class _Options:
         self.plain = not (metadata or tags or project_name or client)
         self.is_llm = run_type == "llm"
 
-    def start(self, parent: RunTree | None, cfg: _Config | None, inputs: dict[str, Any]) -> RunTree:
+    def processed(self, inputs: dict[str, Any]) -> Any:
+        """The inputs as ``process_inputs`` records them (raw if the hook fails)."""
         if self.process_inputs is not None:
             try:
-                inputs = self.process_inputs(inputs)
+                return self.process_inputs(inputs)
             except Exception:  # a broken hook must not break the traced call
                 log.warning("process_inputs of %s failed; recording raw inputs", self.name,
                             exc_info=True)
+        return inputs
+
+    def start(self, parent: RunTree | None, cfg: _Config | None, inputs: dict[str, Any]) -> RunTree:
+        inputs = self.processed(inputs)
         if self.plain and (cfg is None or not (cfg.metadata or cfg.tags)):
             if parent is not None:
                 run = fast_child(parent, self.name, self.run_type, inputs)

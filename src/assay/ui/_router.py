@@ -113,57 +113,55 @@ def create_ui_router(
     def run(request: Request, store: StoreDep, run_id: str) -> Any:
         return show(request, store, "run.html", lambda s: _views.run_page(s, run_id))
 
-    @router.get("/public/{share_token}/r", response_class=HTMLResponse)
-    def shared_trace(request: Request, share_token: str) -> Any:
-        """A shared trace (``share_run``'s link): no key; the token opens this trace only."""
+    def public_page(request: Request, what: str, template: str,
+                    build: Callable[[Store], dict[str, Any]]) -> Any:
+        """A page a share token opens without a key, built on the base store (the token says
+        whose it is)."""
         base = getattr(get_store, "store", None)
         if base is None:
-            return render(request, "error.html", {"message": "no shared traces here",
+            return render(request, "error.html", {"message": f"no shared {what} here",
                                                   "status": 404}, 404)
+        return show(request, base, template, build)
 
-        def build(_: Store) -> dict[str, Any]:
+    @router.get("/public/{share_token}/r", response_class=HTMLResponse)
+    def shared_trace(request: Request, share_token: str) -> Any:
+        """A shared trace (``share_run``'s link): the token opens this trace only."""
+        def build(base: Store) -> dict[str, Any]:
             view, root = base.shares.shared_run(share_token)
             return _views.run_page(view, str(root.id), shared=True)
-        return show(request, base, "run.html", build)
+        return public_page(request, "traces", "run.html", build)
 
     @router.get("/public/{share_token}/d", response_class=HTMLResponse)
     def shared_dataset(request: Request, share_token: str, split: str = "", as_of: str = "",
                        offset: int = 0) -> Any:
-        """A shared dataset (``share_dataset``'s link): its examples and experiments, no key."""
-        base = getattr(get_store, "store", None)
-        if base is None:
-            return render(request, "error.html", {"message": "no shared datasets here",
-                                                  "status": 404}, 404)
-
-        def build(_: Store) -> dict[str, Any]:
+        """A shared dataset (``share_dataset``'s link): its examples and experiments."""
+        def build(base: Store) -> dict[str, Any]:
             view, ds = base.shares.shared_dataset(share_token)
             return _views.dataset_page(view, str(ds.id), split=split or None,
                                        as_of=as_of or None, offset=offset, shared=True)
-        return show(request, base, "dataset.html", build)
+        return public_page(request, "datasets", "dataset.html", build)
+
+    def toggle_share(request: Request, store: Store | LoginRedirect, kind: str, item: str,
+                     stop: str) -> Any:
+        """Share a dataset or a run's trace (a link that opens it without a key), or stop
+        sharing it; back to its page."""
+        def work(s: Store) -> str:
+            if kind == "datasets":
+                (s.shares.unshare_dataset if stop else s.shares.share_dataset)(item)
+            else:
+                (s.shares.unshare_run if stop else s.shares.share_run)(item)
+            return f"/ui/{kind}/{item}"
+        return act(request, store, work)
 
     @router.post("/ui/datasets/{dataset_id}/share", response_model=None)
     def share_dataset(request: Request, store: StoreDep, dataset_id: str,
                       stop: Annotated[str, Form()] = "") -> Any:
-        """Share the dataset (a link that opens it without a key), or stop sharing it."""
-        def work(s: Store) -> str:
-            if stop:
-                s.shares.unshare_dataset(dataset_id)
-            else:
-                s.shares.share_dataset(dataset_id)
-            return f"/ui/datasets/{dataset_id}"
-        return act(request, store, work)
+        return toggle_share(request, store, "datasets", dataset_id, stop)
 
     @router.post("/ui/runs/{run_id}/share", response_model=None)
     def share(request: Request, store: StoreDep, run_id: str,
               stop: Annotated[str, Form()] = "") -> Any:
-        """Share the run's trace (a link that opens without a key), or stop sharing it."""
-        def work(s: Store) -> str:
-            if stop:
-                s.shares.unshare_run(run_id)
-            else:
-                s.shares.share_run(run_id)
-            return f"/ui/runs/{run_id}"
-        return act(request, store, work)
+        return toggle_share(request, store, "runs", run_id, stop)
 
     @router.get("/ui/compare", response_class=HTMLResponse)
     def compare(request: Request, store: StoreDep, ids: Annotated[list[str], Query()] = [],  # noqa: B006
