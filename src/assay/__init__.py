@@ -41,6 +41,7 @@ _EXPORTS: dict[str, str] = {
     "aevaluate": "assay.evaluation",
     "evaluate_comparative": "assay.evaluation",
     "evaluate_online": "assay.evaluation",
+    "evaluate_threads_online": "assay.evaluation",
     "aevaluate_comparative": "assay.evaluation",
     "ExperimentResults": "assay.evaluation",
     "EvaluationResult": "assay.evaluation",
@@ -97,6 +98,7 @@ if TYPE_CHECKING:  # pragma: no cover
         evaluate,
         evaluate_comparative,
         evaluate_online,
+        evaluate_threads_online,
     )
     from .llm import JudgeOptions, get_judge
     from .schemas import (

@@ -26,7 +26,7 @@ import asyncio
 import hashlib
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -126,16 +126,20 @@ def _scored(client: Client, rule: str, run_ids: list[uuid.UUID]) -> set[str]:
 
 
 async def _score(client: Client, rule: str, evs: list[RowEvaluator], run: Run,
-                 report: OnlinePass) -> None:
+                 report: OnlinePass, row_of: Callable[[Run], Any] = _Row) -> None:
+    """Run the evaluators on ``run`` (``row_of`` makes what they read of it) and write their
+    results as its feedback, with ids derived from (rule, run, key)."""
     if any(ev.needs_run for ev in evs):  # with its subtree: tool calls, llm calls
         run = await offload(lambda: client.read_run(run.id, load_child_runs=True))
-    row = _Row(run)
+    row = row_of(run)
     results = [r for ev in evs for r in await ev.aevaluate(row)]
     rows = feedback_rows(results, run.id, run.trace_id, run.session_id)
     seen: dict[str, int] = {}
     for r, item in zip(results, rows, strict=True):
         meta = dict(item["feedback_source"].get("metadata") or {})
         meta["online_rule"] = rule
+        if getattr(row, "thread_id", None) is not None:  # a whole conversation's score
+            meta["thread_id"] = row.thread_id
         item["feedback_source"]["metadata"] = meta
         n = seen[r.key] = seen.get(r.key, -1) + 1  # two results of one key: two rows
         item["id"] = uuid.uuid5(_NAMESPACE, f"{rule}:{run.id}:{r.key}:{n}")
