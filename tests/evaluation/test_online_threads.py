@@ -118,3 +118,37 @@ def test_refusals(client: Client) -> None:
         evaluate_threads_online("p", [resolved], idle=5, client=client)  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError, match="sampling_rate"):
         evaluate_threads_online("p", [resolved], sampling_rate=0, client=client)
+
+
+def test_the_command_line(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+    import textwrap
+
+    from typer.testing import CliRunner
+
+    from assay.cli import app
+
+    store_url = f"sqlite:///{tmp_path / 'cli.db'}"
+    client = Client(database_url=store_url)
+    project = f"bot-{uuid.uuid4().hex[:6]}"
+    for i, (thread, question) in enumerate([("a", "hi"), ("a", "thanks"), ("b", "yo")]):
+        _turn(client, project, thread, i, question)
+    client.close()
+    (tmp_path / "conv_evals.py").write_text(textwrap.dedent('''
+        def resolved(inputs):
+            return "thanks" in inputs["messages"][-2]["content"]
+    '''))
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    args = ["online", project, "-e", "conv_evals:resolved", "--threads", "--db", store_url]
+    result = runner.invoke(app, [*args, "--idle", "0s", "--json"])
+    assert result.exit_code == 0, result.output
+    assert (json.loads(result.output)["scored"], json.loads(result.output)["considered"]) == (
+        2, 2)
+    again = runner.invoke(app, [*args, "--idle", "0s"])
+    said = " ".join(again.output.split())
+    assert again.exit_code == 0 and "0 threads scored" in said and "2 scored before" in said
+    waiting = runner.invoke(app, [*args, "--idle", "36500d"])
+    assert "2 not quiet yet" in " ".join(waiting.output.split())  # (rich wraps lines)
+    bad = runner.invoke(app, [*args, "--idle", "soon"])
+    assert bad.exit_code != 0 and "--idle 'soon'" in " ".join(bad.output.split())

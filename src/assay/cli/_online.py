@@ -1,4 +1,5 @@
-"""``assay online PROJECT -e module:evaluator``: score a project's production traces.
+"""``assay online PROJECT -e module:evaluator``: score a project's production traces (or, with
+``--threads``, its conversations once each has been quiet for ``--idle``).
 
 One pass by default (cron-friendly: each run is scored once per rule, so passes can repeat);
 ``--watch`` keeps passing every ``--interval`` seconds until interrupted. Evaluators are named as
@@ -12,6 +13,7 @@ import asyncio
 import importlib
 import re
 import sys
+import time
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
@@ -48,13 +50,20 @@ def load_evaluator(spec: str) -> Any:
     return obj
 
 
+def parse_age(value: str, option: str) -> timedelta:
+    """An age such as ``90s``, ``15m``, ``2h`` or ``7d``."""
+    ago = _AGO.match(value.strip())
+    if not ago:
+        raise InvalidInputError(f"{option} {value!r}: give an age such as 90s, 15m, 2h or 7d")
+    return timedelta(**{_UNITS[ago.group(2)]: float(ago.group(1))})
+
+
 def parse_since(value: str | None) -> datetime | None:
     """An ISO time (UTC when it names no zone) or an age: ``90s``, ``15m``, ``2h``, ``7d``."""
     if value is None:
         return None
-    ago = _AGO.match(value.strip())
-    if ago:
-        return utcnow() - timedelta(**{_UNITS[ago.group(2)]: float(ago.group(1))})
+    if _AGO.match(value.strip()):
+        return utcnow() - parse_age(value, "--since")
     try:
         when = datetime.fromisoformat(value)
     except ValueError:
@@ -82,21 +91,31 @@ def online(
     interval: Annotated[float, typer.Option(min=0.1, help="Seconds between watch passes.")
     ] = 30.0,
     concurrency: Annotated[int, typer.Option(min=1, help="Runs scored at once.")] = 4,
+    threads: Annotated[bool, typer.Option(
+        "--threads", help="Score conversations (threads) as a whole, once each is quiet; "
+        "the feedback goes on a thread's last turn.")] = False,
+    idle: Annotated[str, typer.Option(
+        help="With --threads: how long a conversation must be quiet (90s, 15m, 2h).")
+    ] = "15m",
     db: DbOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Score a project's finished runs with evaluators; the scores are the runs' feedback."""
     from ..evaluation._online import OnlinePass, evaluate_online, watch_online
+    from ..evaluation._online_threads import evaluate_threads_online
+
+    noun = "threads" if threads else "runs"
 
     def show(report: OnlinePass) -> None:
         if json_out:
             emit_json({k: v for k, v in vars(report).items() if k != "scored_run_ids"})
             return
         console.print(
-            f"{report.rule}: {report.scored} runs scored ({report.feedback} feedback"
+            f"{report.rule}: {report.scored} {noun} scored ({report.feedback} feedback"
             f"{f', {report.errors} with an evaluator error' if report.errors else ''}), "
-            f"{report.already_scored} scored before, {report.running} still running; "
-            f"{report.sampled} of {report.considered} runs in the sample")
+            f"{report.already_scored} scored before, {report.running} "
+            f"{'not quiet yet' if threads else 'still running'}; "
+            f"{report.sampled} of {report.considered} {noun} in the sample")
 
     with handle_errors():
         client = open_client(db)
@@ -104,6 +123,17 @@ def online(
         options: dict[str, Any] = {"rule": rule, "filter": filter_, "sampling_rate": sample,
                                    "since": parse_since(since), "max_concurrency": concurrency,
                                    "client": client}
+        if threads:
+            quiet = parse_age(idle, "--idle")
+            try:
+                while True:  # a pass looks at every thread: nothing to resume from
+                    show(evaluate_threads_online(project, evaluators, idle=quiet, **options))
+                    if not watch:
+                        return
+                    time.sleep(interval)
+            except KeyboardInterrupt:
+                console.print("stopped")
+            return
         if not watch:
             show(evaluate_online(project, evaluators, **options))
             return
