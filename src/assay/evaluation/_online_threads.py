@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +31,7 @@ from .._time import utcnow
 from ..errors import InvalidInputError
 from ..schemas import Run
 from ._evaluators import adapt_evaluator, as_list
-from ._online import OnlinePass, _check, _score, _scored, sampled
+from ._online import OnlinePass, _check, _Row, _score, _scored, sampled
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -50,14 +49,14 @@ def _text(value: Any, *, user: bool) -> str:
     return query_text(value) if user else output_text(value)
 
 
-@dataclass
-class _ThreadRow:
-    """What a row evaluator reads of a thread: the conversation, and its last turn."""
+class _ThreadRow(_Row):
+    """What a row evaluator reads of a thread: the conversation, and its last turn (``run``,
+    where the feedback goes; its outputs are the row's)."""
 
-    thread_id: str
-    turns: list[Run]
-    run: Run  # the last turn: where the feedback goes
-    example: None = None
+    def __init__(self, thread_id: str, turns: list[Run], run: Run) -> None:
+        super().__init__(run)
+        self.thread_id = thread_id
+        self.turns = turns
 
     @property
     def inputs(self) -> dict[str, Any]:
@@ -69,18 +68,6 @@ class _ThreadRow:
                                  "content": _text(turn.outputs, user=False)})
         return {"thread_id": self.thread_id, "messages": messages,
                 "turns": [t.inputs or {} for t in self.turns]}
-
-    @property
-    def outputs(self) -> dict[str, Any]:
-        return self.run.outputs or {}
-
-    @property
-    def reference_outputs(self) -> dict[str, Any]:
-        return {}
-
-    @property
-    def attachments(self) -> dict[str, Any]:
-        return {}
 
 
 def _quiet(t: ThreadSummary, now: datetime, idle: timedelta) -> bool:
