@@ -84,6 +84,11 @@ def test_threads_in_the_web_ui(ws: Workspace) -> None:
     assert '<td class="num">3</td>' in rows[0] and "36" in rows[0]  # turns, tokens (3 x 12)
     first = next(iter(ls.read_thread(thread_id="t-1", project_name=project)))
     ls.create_feedback(first.id, "helpful", score=1)
+    table = ws.http.get(f"/ui/projects/{pid}/threads").text  # the pooled score, per thread
+    t1_row = table.split('<tr data-id="t-1"')[1].split("</tr>")[0]
+    assert 'data-key="feedback:helpful" title="n=1">1' in t1_row
+    s9_row = table.split('<tr data-id="s-9"')[1].split("</tr>")[0]
+    assert 'data-key="feedback:helpful">–' in s9_row
     one = ws.http.get(f"/ui/projects/{pid}/threads/t-1")
     assert one.status_code == 200 and one.text.count('<li class="turn') == 3
     assert one.text.index("hi") < one.text.index("and then?") < one.text.index("bye")

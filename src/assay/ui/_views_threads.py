@@ -23,9 +23,11 @@ def threads_page(store: Store, project_id: str, *, offset: int = 0,
     where = (where or "").strip() or None
     found = store.threads.list(project.id, filter=where, offset=offset,
                                limit=THREADS_PER_PAGE + 1)
-    return {"project": project, "threads": found[:THREADS_PER_PAGE], "offset": offset,
+    shown = found[:THREADS_PER_PAGE]
+    keys = sorted({k for t in shown for k in (t.feedback_stats or {})})
+    return {"project": project, "threads": shown, "offset": offset,
             "per_page": THREADS_PER_PAGE, "more": len(found) > THREADS_PER_PAGE,
-            "where": where or ""}
+            "where": where or "", "feedback_keys": keys}
 
 
 def thread_page(store: Store, project_id: str, thread_id: str) -> dict[str, Any]:
