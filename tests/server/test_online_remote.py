@@ -67,3 +67,41 @@ def test_a_pass_over_hundreds_of_runs_through_the_server(ws: Workspace) -> None:
     assert (first.considered, first.scored) == (230, 230)
     again = evaluate_online("busy", [short], client=remote)
     assert (again.scored, again.already_scored) == (0, 230)
+
+
+def test_conversations_scored_through_the_server(ws: Workspace) -> None:
+    """``evaluate_threads_online`` with the remote client: the threads come from the v2
+    threads API, each conversation is read turn by turn, the score lands on its last turn."""
+    from assay import evaluate_threads_online
+
+    t0 = datetime.now(UTC) - timedelta(hours=1)
+    last: dict[str, str] = {}
+    for i, (thread, question) in enumerate([("t-1", "my order"), ("t-1", "thanks!"),
+                                            ("t-2", "hello")]):
+        rid = str(uuid.uuid4())
+        start = t0 + timedelta(minutes=i)
+        post = {"id": rid, "trace_id": rid, "name": "chat", "run_type": "chain",
+                "start_time": start.isoformat(),
+                "end_time": (start + timedelta(seconds=1)).isoformat(),
+                "dotted_order": start.strftime("%Y%m%dT%H%M%S%fZ") + rid,
+                "session_name": "support", "inputs": {"question": question},
+                "outputs": {"answer": "ok"}, "extra": {"metadata": {"thread_id": thread}}}
+        assert ws.http.post("/runs/batch", json={"post": [post]}).status_code == 202
+        last[thread] = rid
+    remote = Client(api_url=ws.server.url, api_key=ws.key)
+    seen: list[list[str]] = []
+
+    def resolved(inputs: dict[str, object]) -> bool:
+        users = [m["content"] for m in inputs["messages"] if m["role"] == "user"]  # type: ignore[attr-defined, index]
+        seen.append(users)
+        return "thanks" in users[-1]
+
+    report = evaluate_threads_online("support", [resolved], idle=timedelta(minutes=5),
+                                     client=remote)
+    assert (report.considered, report.scored, report.errors) == (2, 2, 0)
+    assert sorted(seen) == [["hello"], ["my order", "thanks!"]]
+    scores = {str(f.run_id): f.score for f in remote.list_feedback(run_ids=list(last.values()))}
+    assert scores == {last["t-1"]: 1.0, last["t-2"]: 0.0}
+    again = evaluate_threads_online("support", [resolved], idle=timedelta(minutes=5),
+                                    client=remote)
+    assert (again.already_scored, again.scored) == (2, 0)
