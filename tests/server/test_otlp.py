@@ -120,6 +120,32 @@ def test_the_real_exporter_stores_a_tree_with_tokens_cost_and_errors(server: Ser
     assert stats.total_cost == pytest.approx(sum(r.total_cost for r in llm))
 
 
+def test_a_conversation_id_on_the_spans_makes_threads(server: Server) -> None:
+    """The GenAI conventions' ``gen_ai.conversation.id`` (and OpenInference's ``session.id``)
+    on an agent's root span: its turns are one thread, with the llm calls' tokens."""
+    from assay import Client
+
+    key, store = server.new_key()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(_exporter(server, key, "otlp-chat")))
+    tracer = provider.get_tracer("chat-app")
+    for conversation, attr in [("conv-1", "gen_ai.conversation.id"),
+                               ("conv-1", "gen_ai.conversation.id"), ("s-7", "session.id")]:
+        with tracer.start_as_current_span("invoke_agent bot", attributes={
+                "gen_ai.operation.name": "invoke_agent", attr: conversation,
+                "input.value": '{"question": "hi"}'}):
+            with tracer.start_as_current_span("chat gpt-4o-mini", attributes={
+                    "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini",
+                    "gen_ai.system": "openai", "gen_ai.usage.input_tokens": 10,
+                    "gen_ai.usage.output_tokens": 2}):
+                pass
+    provider.shutdown()
+    client = Client(store=store)
+    threads = client.list_threads(project_name="otlp-chat")
+    assert [(t["thread_id"], t["count"], t["total_tokens"]) for t in threads] == [
+        ("s-7", 1, 12), ("conv-1", 2, 24)]
+
+
 def _request(spans: list[ReadableSpan]) -> bytes:
     return encode_spans(spans).SerializeToString()
 

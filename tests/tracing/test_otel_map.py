@@ -39,7 +39,7 @@ def test_openinference_llm_with_indexed_messages_and_tool_calls() -> None:
     assert meta["usage_metadata"] == {"input_tokens": 11, "output_tokens": 7, "total_tokens": 18}
     assert meta["ls_model_name"] == "gpt-4o-mini" and meta["ls_provider"] == "openai"
     assert meta["user"] == "u1" and out["tags"] == ["beta"]
-    assert meta["otel_attributes"] == {"session.id": "s1"}
+    assert meta["session_id"] == "s1" and "otel_attributes" not in meta  # its thread
 
 
 def test_cached_tokens_are_itemised_in_either_convention() -> None:
@@ -301,3 +301,14 @@ def test_adks_wrapping_of_a_plain_tool_result_is_taken_off() -> None:
     other = span_fields(view(attrs, scope="my.tools"))
     assert other["outputs"] == {"output": {"result": "Lima has 9943800 people"}}
 
+
+
+def test_a_conversation_id_names_the_thread_unless_the_metadata_does() -> None:
+    out = span_fields(view({"gen_ai.operation.name": "invoke_agent",
+                            "gen_ai.conversation.id": "c-1"}))
+    assert out["metadata"]["thread_id"] == "c-1" and "otel_attributes" not in out["metadata"]
+    mine = span_fields(view({"gen_ai.conversation.id": "c-1", "session.id": "s-1",
+                             "langsmith.metadata.thread_id": "mine"}))
+    assert mine["metadata"]["thread_id"] == "mine" and "session_id" not in mine["metadata"]
+    both = span_fields(view({"gen_ai.conversation.id": 42, "session.id": "s-1"}))
+    assert both["metadata"]["thread_id"] == "42" and "session_id" not in both["metadata"]

@@ -29,6 +29,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.sql.elements import ColumnElement
 
 from .._ids import as_uuid
+from .._thread_keys import THREAD_KEYS
 from .._time import to_micros
 from ..errors import InvalidInputError
 from ._tables import feedback
@@ -37,8 +38,6 @@ __all__ = ["THREAD_KEYS", "FilterError", "compile_filter", "parse_filter", "text
            "thread_id_sql"]
 
 MAX_LENGTH = 20_000  # characters in one filter
-# the metadata keys that name a run's conversation thread, the first present wins (LangSmith's)
-THREAD_KEYS = ("session_id", "thread_id", "conversation_id")
 
 
 def thread_id_sql(table: Any, dialect: str) -> ColumnElement[Any]:

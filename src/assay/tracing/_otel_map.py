@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._thread_keys import THREAD_KEYS
 from .._time import from_micros
 from . import _otel_aisdk as _aisdk
 from ._otel_values import as_dict as _as_dict
@@ -110,7 +111,12 @@ _CONSUMED = frozenset({
     "traceloop.entity.output", "llm.request.type", "llm.usage.total_tokens",
     "langsmith.span.kind", "langsmith.trace.name", "langsmith.span.tags",
     "langsmith.trace.session_name", "langsmith.trace.session_id",
+    "gen_ai.conversation.id", "session.id",
 }) | _aisdk.CONSUMED
+# a conversation's id as the conventions carry it, and the metadata key it becomes (a thread:
+# store/_threads.py), unless the span's metadata names a thread already
+_CONVERSATION = (("gen_ai.conversation.id", "thread_id"), ("session.id", "session_id"))
+
 
 
 def _iso(ns: int) -> str:
@@ -489,6 +495,10 @@ def span_fields(span: SpanView) -> dict[str, Any]:
         extra = parse_json(attrs["metadata"])
         if isinstance(extra, dict):
             meta.update(extra)
+    for attr, key in _CONVERSATION:  # the conversation the span is a turn of: its thread
+        value = attrs.get(attr)
+        if value is not None and value != "" and not any(k in meta for k in THREAD_KEYS):
+            meta[key] = str(value)
     tags = attrs.get("langsmith.span.tags", attrs.get("tag.tags"))
     if isinstance(tags, str):
         tags = [t.strip() for t in tags.split(",") if t.strip()]
