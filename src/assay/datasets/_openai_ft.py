@@ -65,11 +65,10 @@ def openai_line(example: Example) -> dict[str, Any]:
             inputs["messages"] = listed
         elif (text := _only_text(inputs)) is not None:  # {"question": "..."}: the user's turn
             inputs["prompt"] = text
-    outputs = dict(example.outputs or {})
-    if not {"output", "message", "messages", "content", "text", "completion", "choices",
-            "generations", "role"} & outputs.keys() and (text := _only_text(outputs)):
-        outputs["output"] = text  # {"answer": "..."}: the reply
+    outputs = example.outputs or {}
     found = chat_turns(inputs, outputs)
+    if found is not None and not found[1] and (text := _only_text(outputs)):
+        found = chat_turns(inputs, {"output": text})  # {"answer": "..."}: the reply
     if found is None:
         raise InvalidInputError(f"{what}: its inputs hold no conversation (messages, a chat "
                                 "dataset's input list, a prompt, or one string value)")

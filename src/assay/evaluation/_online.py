@@ -99,6 +99,22 @@ def sampled(rule: str, run_id: Any, rate: float) -> bool:
     return int.from_bytes(digest[:8], "big") / 2**64 < rate
 
 
+def prepare(evaluators: Sequence[Any], rule: str | None, kind: str, sampling_rate: Any,
+            max_concurrency: Any, client: Client | None,
+            ) -> tuple[list[RowEvaluator], str, Client]:
+    """What a pass starts from, checked: the evaluators adapted, the rule's name (by default
+    ``kind:`` and the evaluators' names) and the client (by default the default one)."""
+    evs = [adapt_evaluator(e) for e in as_list(evaluators, "evaluators")]
+    if not evs:
+        raise InvalidInputError("online evaluation needs at least one evaluator")
+    _check(sampling_rate, max_concurrency)
+    if client is None:
+        from ..client import get_default_client
+
+        client = get_default_client()
+    return evs, rule or f"{kind}:" + ",".join(ev.name for ev in evs), client
+
+
 def _check(sampling_rate: Any, max_concurrency: Any) -> None:
     if isinstance(sampling_rate, bool) or not isinstance(sampling_rate, (int, float)) or not (
             0 < sampling_rate <= 1):
@@ -168,15 +184,8 @@ async def aevaluate_online(
     ``rule`` names this evaluation (default: the evaluators' names): a run is scored once per
     rule, so a new rule name scores everything again. Returns what the pass did.
     """
-    evs = [adapt_evaluator(e) for e in as_list(evaluators, "evaluators")]
-    if not evs:
-        raise InvalidInputError("online evaluation needs at least one evaluator")
-    _check(sampling_rate, max_concurrency)
-    name = rule or "online:" + ",".join(ev.name for ev in evs)
-    if client is None:
-        from ..client import get_default_client
-
-        client = get_default_client()
+    evs, name, client = prepare(evaluators, rule, "online", sampling_rate, max_concurrency,
+                                client)
     report = OnlinePass(rule=name)
     started = utcnow()
     gate = asyncio.Semaphore(max_concurrency)

@@ -30,8 +30,7 @@ from .._sync import offload, run_sync
 from .._time import utcnow
 from ..errors import InvalidInputError
 from ..schemas import Run
-from ._evaluators import adapt_evaluator, as_list
-from ._online import OnlinePass, _check, _Row, _score, _scored, sampled
+from ._online import OnlinePass, _Row, _score, _scored, prepare, sampled
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -92,17 +91,10 @@ async def aevaluate_threads_online(
     """One pass over the threads of ``project_name`` (see the module docstring): ``filter``
     picks the turns that count, ``since`` the turns started from then. The report counts
     threads (``running``: those not quiet yet; ``scored_run_ids``: the last turns scored)."""
-    evs = [adapt_evaluator(e) for e in as_list(evaluators, "evaluators")]
-    if not evs:
-        raise InvalidInputError("online evaluation needs at least one evaluator")
-    _check(sampling_rate, max_concurrency)
+    evs, name, client = prepare(evaluators, rule, "threads", sampling_rate, max_concurrency,
+                                client)
     if not isinstance(idle, timedelta) or idle < timedelta(0):
         raise InvalidInputError(f"idle must be a timedelta of zero or more, got {idle!r}")
-    name = rule or "threads:" + ",".join(ev.name for ev in evs)
-    if client is None:
-        from ..client import get_default_client
-
-        client = get_default_client()
     report = OnlinePass(rule=name)
     now = utcnow()
     threads = await offload(lambda: client.list_thread_summaries(

@@ -28,6 +28,7 @@ and the legacy numeric ``OP`` code are not kept: selecting them gives null.
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import datetime, timedelta
 from typing import Annotated, Any
@@ -119,11 +120,6 @@ def _both(*parts: str | None) -> str | None:
     return None if not given else given[0] if len(given) == 1 else f"and({', '.join(given)})"
 
 
-def _quoted(text: str) -> str:
-    """``text`` as a string of the filter language."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
@@ -150,10 +146,10 @@ def query_threads(store: StoreDep, body: JsonBody) -> JSONResponse:
     start, end = _window(q.min_start_time, q.max_start_time)
     offset = cursor_offset(q.cursor)
     window: dict[str, Any] = {"filter": q.filter, "min_start_time": start, "max_start_time": end}
-    found = store.threads.list(q.project_id, **window, offset=offset, limit=q.page_size)
-    more = len(found) == q.page_size and bool(  # one more thread after this page?
-        store.threads.list(q.project_id, **window, offset=offset + q.page_size, limit=1))
-    return JsonResponse({"items": [_thread(t) for t in found],
+    found = store.threads.list(q.project_id, **window, offset=offset,
+                               limit=q.page_size + 1)  # one more: is there a next page?
+    more = len(found) > q.page_size
+    return JsonResponse({"items": [_thread(t) for t in found[:q.page_size]],
                          "next_cursor": next_cursor(offset + q.page_size) if more else None})
 
 
@@ -219,15 +215,18 @@ def thread_traces(store: StoreDep, thread_id: str, project_id: uuid.UUID,
 def _one_thread(store: Store, project_id: uuid.UUID, thread_id: str,
                 filter: str | None) -> ThreadSummary | None:
     """The thread's summary over its turns ``filter`` picks; 404 naming an unknown thread."""
+    if filter is not None:
+        mine = f"eq(thread_id, {json.dumps(thread_id)})"
+        found = store.threads.list(project_id, filter=_both(mine, filter), limit=1)
+        if found:
+            return found[0]
+        if store.threads.count(project_id, filter=mine):
+            return None  # the thread is there; none of its turns matches
     whole = store.threads.stats(project_id, thread_id)
     if whole is None:
         raise ApiError(404, "not_found",
                        f"thread {thread_id!r} not found in project {project_id}")
-    if filter is None:
-        return whole
-    found = store.threads.list(project_id, filter=_both(f"eq(thread_id, {_quoted(thread_id)})",
-                                                        filter), limit=1)
-    return found[0] if found else None
+    return whole
 
 
 @router.get("/api/v2/threads/{thread_id}/stats")
@@ -258,16 +257,6 @@ def thread_stats(store: StoreDep, thread_id: str,
     return JsonResponse({names.get(s, s.lower()): values.get(s) for s in chosen})
 
 
-def _thread_count(store: Store, project_id: uuid.UUID, **window: Any) -> int:
-    """The threads selected, counted a page of summaries at a time."""
-    count = 0
-    while True:
-        page = store.threads.list(project_id, **window, offset=count, limit=100)
-        count += len(page)
-        if len(page) < 100:
-            return count
-
-
 @router.post("/api/v2/threads/stats")
 def aggregate_thread_stats(store: StoreDep, body: JsonBody) -> JSONResponse:
     """Figures over the turns of the selected threads, as ``get_run_stats`` gives them for
@@ -295,7 +284,7 @@ def aggregate_thread_stats(store: StoreDep, body: JsonBody) -> JSONResponse:
         "THREAD_FEEDBACK_STATS": stats["feedback_stats"] or None,
         **{name: stats[name.lower()] for name in _USAGE}}
     if "THREAD_COUNT" in chosen:
-        values["THREAD_COUNT"] = _thread_count(store, q.project_id, filter=q.filter,
+        values["THREAD_COUNT"] = store.threads.count(q.project_id, filter=q.filter,
                                                min_start_time=start, max_start_time=end)
     names = {"LATENCY_P50": "latency_p50_seconds", "LATENCY_P99": "latency_p99_seconds",
              "FIRST_TOKEN_P50": "first_token_p50_seconds",

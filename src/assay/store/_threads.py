@@ -117,10 +117,23 @@ class ThreadRepo:
         tid = thread_id_sql(runs, self.store.engine.dialect.name).label("tid")
         q = (select(tid).where(*conds).group_by(tid)
              .order_by(func.max(runs.c.start_time).desc(), tid)
-             .offset(max(offset, 0)).limit(max(1, min(limit, MAX_PAGE))))
-        with self.store.read() as conn:
+             .offset(max(offset, 0)).limit(max(1, min(limit, MAX_PAGE + 1))))
+        with self.store.read() as conn:  # (a page and one more: whether another page follows)
             ids = [row.tid for row in conn.execute(q)]
         return self._summaries(project_id, ids, conds)
+
+    def count(self, project_id: uuid.UUID | str, *, filter: str | None = None,
+              min_start_time: datetime | str | None = None,
+              max_start_time: datetime | str | None = None) -> int:
+        """How many threads ``list`` would give over all its pages (no summaries made)."""
+        self.store.settle()
+        self.store.projects.read(project_id=project_id)
+        conds = self._where(project_id, filter=filter, min_start_time=min_start_time,
+                            max_start_time=max_start_time)
+        tid = thread_id_sql(runs, self.store.engine.dialect.name)
+        with self.store.read() as conn:
+            return int(conn.execute(select(func.count(func.distinct(tid))).where(*conds))
+                       .scalar_one())
 
     def stats(self, project_id: uuid.UUID | str, thread_id: str) -> ThreadSummary | None:
         """One thread's summary over all its turns, or None when it has none."""
