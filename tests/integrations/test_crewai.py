@@ -111,6 +111,32 @@ def test_crew_in_evaluate_stores_llm_and_tool_runs(srv: ScriptedModelServer,
             "reliability": 1.0}
 
 
+def test_a_kickoff_outside_any_assay_run_is_a_trace_of_its_own_where_tracing_is_on(
+        srv: ScriptedModelServer, db: Client) -> None:
+    """A service kicking off its crew with no assay run around it: where tracing is on, the
+    kickoff is a root run with the crew's tasks, agents, model and tool calls under it; where
+    it is off nothing is stored."""
+    import uuid
+
+    from assay.integrations import _crewai, instrument_frameworks
+    from assay.tracing import tracing_context
+
+    assert instrument_frameworks("crewai") == ["crewai"]
+    project = f"crew-prod-{uuid.uuid4().hex[:8]}"
+    crew(srv).kickoff(inputs={"question": "How many people live in Lima?", "city": "Lima"})
+    with tracing_context(enabled=True, client=db, project_name=project):
+        crew(srv).kickoff(inputs={"question": "How many people live in Paris?", "city": "Paris"})
+    _crewai._flush_bus()  # (the listeners run on the bus's threads)
+    db.flush()
+    (root,) = db.list_runs(project_name=project, is_root=True)
+    assert root.name == "crew" and root.inputs["inputs"]["city"] == "Paris"
+    runs = list(db.list_runs(project_name=project, trace_id=root.id))
+    tools = [r for r in runs if r.run_type == "tool"]
+    assert [(t.name, t.inputs) for t in tools] == [("lookup_city", {"city": "Paris"})]
+    assert sum(r.run_type == "llm" for r in runs) >= 3
+    assert {"researcher", "writer"} <= {r.name for r in runs}
+
+
 def test_tool_calls_from_crew_output(srv: ScriptedModelServer) -> None:
     the_crew = crew(srv)
     output = run_sync(adapter_for(the_crew).arun({"question": "How many people live in Lima?",

@@ -164,6 +164,48 @@ def test_a_sequential_agent_nests_its_agents_and_the_users_runner_takes_the_plug
     assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]
 
 
+def test_an_invocation_outside_any_assay_run_is_a_trace_of_its_own_where_tracing_is_on(
+        srv: ScriptedModelServer, db: Client) -> None:
+    """A service running its own ``Runner`` (its App with ``adk_plugin()``) and no assay run:
+    where tracing is on, each invocation is a root run named for its agent, the user's
+    message in and the agent's answer out, its agent, model and tool runs under it, ADK's
+    session as the thread; where tracing is off nothing is stored."""
+    import uuid
+
+    from assay._sync import run_sync
+    from assay.tracing import tracing_context
+
+    runner = InMemoryRunner(app=App(name="mine", root_agent=geo_agent(srv),
+                                    plugins=[adk_plugin()]))
+    project = f"adk-prod-{uuid.uuid4().hex[:8]}"
+
+    async def chat(cities: list[str]) -> str:
+        session = await runner.session_service.create_session(app_name="mine", user_id="u7")
+        for city in cities:
+            message = types.Content(role="user", parts=[types.Part(
+                text=f"How many people live in '{city}'?")])
+            async for _ in runner.run_async(user_id="u7", session_id=session.id,
+                                            new_message=message):
+                pass
+        return str(session.id)
+
+    run_sync(chat(["Lima"]))  # tracing off: not recorded
+    with tracing_context(enabled=True, client=db, project_name=project):
+        session_id = run_sync(chat(["Osaka", "Cairo"]))
+    db.flush()
+    roots = sorted(db.list_runs(project_name=project, is_root=True), key=lambda r: r.start_time)
+    assert [r.name for r in roots] == ["geo", "geo"]
+    for root, city in zip(roots, ("Osaka", "Cairo"), strict=True):
+        assert root.inputs == {"input": f"How many people live in '{city}'?"}
+        assert city in root.outputs["output"] and root.extra["metadata"]["user_id"] == "u7"
+        runs = [r for r in db.list_runs(project_name=project, trace_id=root.id)]
+        assert sorted(r.run_type for r in runs) == ["chain", "chain", "llm", "llm", "tool"]
+        (tool,) = [r for r in runs if r.run_type == "tool"]
+        assert tool.inputs == {"city": city}
+    (thread,) = db.list_threads(project_name=project)
+    assert thread["thread_id"] == session_id and thread["count"] == 2
+
+
 def test_a_transfer_nests_the_agent_handed_to_under_the_one_handing_over(
         srv: ScriptedModelServer, db: Client) -> None:
     """``triage`` hands over to its sub-agent ``geo`` (ADK's ``transfer_to_agent``, a tool call

@@ -42,6 +42,7 @@ from .conftest import (
     population,
     run_accuracy_and_performance,
 )
+from .conftest import flat_runs as _flat
 from .conftest import run_tree as _tree
 
 with warnings.catch_warnings():
@@ -865,3 +866,106 @@ def test_a_graph_in_production_is_traced_without_evaluate_and_its_turns_make_thr
                   for t in threads}
     assert all(v > 0 for v in llm_tokens.values())
     assert {t["thread_id"]: t["total_tokens"] for t in threads} == llm_tokens
+
+
+SERVICE = '''
+import os
+import sys
+from assay import get_default_client
+from assay.integrations import instrument_frameworks
+from langchain.agents import create_agent
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+from langgraph.checkpoint.memory import InMemorySaver
+
+@tool
+def lookup_city(city: str) -> str:
+    """The population of a city."""
+    return "2,600,000"
+
+assert instrument_frameworks("langgraph") == ["langgraph"]  # no trace(), no evaluate()
+model = ChatOpenAI(model="gpt-4o-mini", base_url=sys.argv[1], api_key="scripted", max_retries=0)
+agent = create_agent(model, [lookup_city], checkpointer=InMemorySaver())
+
+def turn(thread, question):
+    agent.invoke({"messages": [("user", question)]},
+                 {"configurable": {"thread_id": thread}, "metadata": {"user_id": "u7"}})
+
+turn("c-0", "How many people live in Lima?")  # ASSAY_TRACING unset: not recorded
+os.environ["ASSAY_TRACING"] = "true"
+for thread, question in [("c-1", "How many people live in Osaka?"),
+                         ("c-1", "And in Sydney?"), ("c-2", "How many people live in Osaka?")]:
+    turn(thread, question)
+get_default_client().flush()
+'''
+
+
+def test_a_graph_called_with_tracing_on_is_a_trace_of_its_own_with_its_thread(
+        srv: ScriptedModelServer, tmp_path: Any) -> None:
+    """A service that only sets ``ASSAY_TRACING=true`` and calls ``instrument_frameworks()``
+    (no ``trace`` block, no evaluate()): each ``invoke`` is a root run in ``ASSAY_PROJECT``,
+    with the graph's steps, model calls (tokens) and tool calls under it, the call's metadata
+    kept, and LangGraph's ``configurable`` thread id as the conversation; the call made while
+    tracing was off is not stored."""
+    import os
+    import subprocess
+    import sys
+
+    script, database = tmp_path / "service.py", tmp_path / "service.db"
+    script.write_text(SERVICE)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    env.update(ASSAY_DATABASE_URL=str(database), ASSAY_PROJECT="svc")
+    proc = subprocess.run([sys.executable, str(script), srv.base_url], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    client = Client(database_url=str(database))
+    assert [p.name for p in client.list_projects()] == ["svc"]
+    roots = sorted(client.list_runs(project_name="svc", is_root=True),
+                   key=lambda r: r.start_time)
+    assert [r.name for r in roots] == ["LangGraph"] * 3
+    assert [r.extra["metadata"]["thread_id"] for r in roots] == ["c-1", "c-1", "c-2"]
+    assert all(r.extra["metadata"]["user_id"] == "u7" for r in roots)
+    for root in roots:
+        runs = _flat(client.read_run(root.id, load_child_runs=True))
+        llms = [r for r in runs if r.run_type == "llm"]
+        tools = [r for r in runs if r.run_type == "tool"]
+        assert len(llms) == 2 and all(r.total_tokens for r in llms)
+        assert [t.name for t in tools] == ["lookup_city"]
+        assert all(r.trace_id == root.id for r in runs)
+        assert root.outputs["messages"][-1]["content"]
+    threads = client.list_threads(project_name="svc")
+    assert sorted((t["thread_id"], t["count"]) for t in threads) == [("c-1", 2), ("c-2", 1)]
+
+
+def test_concurrent_calls_outside_any_run_are_each_a_trace_of_their_own(
+        srv: ScriptedModelServer, db: Client) -> None:
+    """Eight graph calls at once with no assay run around them, tracing on: eight roots, each
+    holding its own call's model and tool runs (its own city), none of another's."""
+    import asyncio
+    import json
+    import uuid
+
+    from assay._sync import run_sync
+    from assay.integrations import instrument
+    from assay.tracing import tracing_context
+
+    instrument("langchain")
+    agent, project = react_agent(srv), f"lg-prod-{uuid.uuid4().hex[:8]}"
+
+    async def everyone() -> None:
+        await asyncio.gather(*(agent.ainvoke({"messages": [
+            ("user", f"How many people live in {city}?")]}) for city in CITIES))
+
+    with tracing_context(enabled=True, client=db, project_name=project):
+        run_sync(everyone())
+    db.flush()
+    roots = list(db.list_runs(project_name=project, is_root=True))
+    assert len(roots) == len(CITIES)
+    seen = set()
+    for root in roots:
+        (city,) = [c for c in CITIES if f"live in {c}?" in json.dumps(root.inputs)]
+        runs = list(db.list_runs(project_name=project, trace_id=root.id))
+        assert [r.inputs for r in runs if r.run_type == "tool"] == [{"city": city}]
+        assert sum(r.run_type == "llm" for r in runs) == 2
+        seen.add(city)
+    assert seen == set(CITIES)

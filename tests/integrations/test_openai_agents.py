@@ -5,6 +5,7 @@ an ``AsyncOpenAI`` client). Capture goes through the SDK's tracing processor int
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -132,6 +133,41 @@ def test_agent_in_evaluate_stores_llm_and_tool_runs(srv: ScriptedModelServer,
         assert chain[-1] == row["run"].name and "geo" in chain and "Agent workflow" in chain
         scores = {r.key: r.score for r in row["evaluation_results"]["results"]}
         assert scores == {"reliability": 1.0}
+
+
+def test_a_run_outside_any_assay_run_is_a_trace_of_its_own_where_tracing_is_on(
+        srv: ScriptedModelServer, db: Client) -> None:
+    """A service running its agent with no assay run around it: where tracing is on, each
+    SDK trace is a root run (its name, its metadata, its ``group_id`` as the thread), holding
+    the SDK's spans as under evaluate(), with the conversation's first input and last answer;
+    where tracing is off nothing is stored."""
+    import uuid
+
+    from agents import trace as sdk_trace
+
+    from assay.tracing import tracing_context
+
+    agent, project = geo_agent(srv), f"sdk-prod-{uuid.uuid4().hex[:8]}"
+    ask = "How many people live in {}? Use lookup_city."
+    Runner.run_sync(agent, ask.format("Paris"))  # tracing off: not recorded
+    with tracing_context(enabled=True, client=db, project_name=project):
+        Runner.run_sync(agent, ask.format("Berlin"))  # the SDK's own trace per run
+        for city in ("Paris", "Madrid"):
+            with sdk_trace("support", group_id="chat-1", metadata={"user": "u7"}):
+                Runner.run_sync(agent, ask.format(city))
+    db.flush()
+    roots = sorted(db.list_runs(project_name=project, is_root=True), key=lambda r: r.start_time)
+    assert [r.name for r in roots] == ["Agent workflow", "support", "support"]
+    for root, city in zip(roots, ("Berlin", "Paris", "Madrid"), strict=True):
+        runs = _flat(db.read_run(root.id, load_child_runs=True))
+        assert [r.run_type for r in runs].count("llm") == 2
+        (tool,) = [r for r in runs if r.run_type == "tool"]
+        assert tool.inputs == {"city": city} and all(r.trace_id == root.id for r in runs)
+        assert ask.format(city) in json.dumps(root.inputs)
+        assert f"{city} has {CITIES[city]} people" in json.dumps(root.outputs)
+    assert roots[1].extra["metadata"]["user"] == "u7"
+    (thread,) = db.list_threads(project_name=project)
+    assert thread["thread_id"] == "chat-1" and thread["count"] == 2
 
 
 def test_handoff_and_tool_calls_from_run_result(srv: ScriptedModelServer, db: Client) -> None:

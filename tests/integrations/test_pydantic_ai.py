@@ -9,6 +9,7 @@ instrumentation (which assay installs) when a plain function does; no set-up by 
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +33,7 @@ from assay.evaluation import aevaluate, evaluate
 from assay.integrations import adapter_for, set_framework_tracing
 from assay.llm import OpenAIJudge
 from assay.schemas import Run
-from assay.tracing import trace
+from assay.tracing import trace, tracing_context
 
 from .conftest import (
     CLAUDE,
@@ -239,6 +240,42 @@ def test_runs_outside_assay_runs_have_no_instrumentation(model: ScriptedModelSer
             set_framework_tracing(None)
     assert [isinstance(t, NoOpTracer) for t in tracers] == [True, False, True]
     assert tracers[1] is _pydantic_ai._settings.tracer
+
+
+def test_a_run_outside_any_assay_run_is_a_trace_of_its_own_where_tracing_is_on(
+        model: ScriptedModelServer, pydantic_agent: Any, db: Client) -> None:
+    """A service calling its agent with no assay run around it: where tracing is on
+    (``tracing_context(enabled=True)``, as ``ASSAY_TRACING=true``) each agent run is a root
+    run of the context's project, its model and tool calls under it, in the thread the
+    context names (not the conversation id pydantic-ai gives each run); where it is off, or
+    with framework tracing off, nothing is stored."""
+    adapter_for(pydantic_agent)  # installs the instrumentation, as instrument_frameworks()
+    project = f"pai-prod-{uuid.uuid4().hex[:8]}"
+    pydantic_agent.run_sync("get_weather for Lima")  # tracing off: not recorded
+    with tracing_context(enabled=True, client=db, project_name=project,
+                         metadata={"thread_id": "t-1"}):
+        pydantic_agent.run_sync("get_weather for Quito")
+        set_framework_tracing(False)
+        try:
+            pydantic_agent.run_sync("get_weather for Oslo")
+        finally:
+            set_framework_tracing(None)
+        pydantic_agent.run_sync("get_weather for Lima")
+    db.flush()
+    roots = list(db.list_runs(project_name=project, is_root=True))
+    assert len(roots) == 2
+    for root in roots:
+        runs = _walk(_tree(db, root))
+        assert [r.run_type for r in runs].count("llm") == 2
+        (tool,) = [r for r in runs if r.run_type == "tool"]
+        assert tool.name == "get_weather" and tool.outputs
+        assert all(r.trace_id == root.id for r in runs)
+        assert all(r.total_tokens for r in runs if r.run_type == "llm")
+    cities = sorted(next(r for r in _walk(_tree(db, root)) if r.run_type == "tool")
+                    .inputs["city"] for root in roots)
+    assert cities == ["Lima", "Quito"]
+    (thread,) = db.list_threads(project_name=project)
+    assert thread["thread_id"] == "t-1" and thread["count"] == 2
 
 
 def _shape(root: Run) -> str:

@@ -23,7 +23,9 @@ from assay.integrations import (
     adapter_for,
     framework_of,
     framework_parent,
+    framework_root,
     framework_tracing_enabled,
+    instrument_frameworks,
     instrument_loaded,
     query_text,
     register,
@@ -31,7 +33,7 @@ from assay.integrations import (
     set_framework_tracing,
     tool_calls_from,
 )
-from assay.tracing import trace
+from assay.tracing import trace, tracing_context
 
 from .conftest import make_pydantic_agent
 
@@ -167,6 +169,55 @@ def test_instrument_loaded_instruments_only_imported_frameworks(fake_framework: 
     instrument_loaded()
     instrument_loaded()
     assert impl.instrumented == 1
+
+
+def test_instrument_frameworks_installs_what_it_is_asked_for(fake_framework: Any) -> None:
+    from assay.errors import MissingDependencyError
+
+    fw, impl = fake_framework
+    sys.modules[FAKE_FW] = fw  # the framework is installed (imported here)
+    assert instrument_frameworks("fake") == ["fake"] and impl.instrumented == 1
+    with pytest.raises(InvalidInputError, match=r"unknown framework 'nope'.*langgraph"):
+        instrument_frameworks("fake", "nope")
+    assert impl.instrumented == 1  # refused before anything was installed
+    sys.modules.pop(FAKE_FW, None)  # named but not installed: its install hint
+    with pytest.raises(MissingDependencyError, match=r"assay\[fake\]"):
+        instrument_frameworks("fake")
+
+
+def test_instrument_frameworks_without_names_takes_every_installed_one(
+        fake_framework: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    fw, impl = fake_framework
+    absent = Integration("absent", ("h21a_not_installed",), FAKE_IMPL, "Absent agent")
+    monkeypatch.setattr(_registry, "INTEGRATIONS",
+                        {"fake": INTEGRATIONS["fake"], "absent": absent})
+    sys.modules.pop(FAKE_FW, None)
+    assert instrument_frameworks() == [] and impl.instrumented == 0
+    sys.modules[FAKE_FW] = fw
+    assert instrument_frameworks() == ["fake"] and impl.instrumented == 1
+
+
+def test_a_framework_call_outside_any_run_is_a_root_only_where_tracing_is_on(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("ASSAY_TRACING", raising=False)
+    client = Client(database_url=f"sqlite:///{tmp_path / 'roots.db'}")
+    assert framework_root() is None  # tracing off: record nothing
+    with tracing_context(enabled=True, client=client, project_name="svc",
+                         metadata={"thread_id": "t"}, tags=["prod"]):
+        spec = framework_root()
+        assert spec is not None
+        set_framework_tracing(False)
+        try:
+            assert framework_root() is None
+        finally:
+            set_framework_tracing(None)
+        with tracing_context(enabled=False):
+            assert framework_root() is None
+    run = spec.new_run("graph", "chain", {"q": 1}, metadata={"user": "u"})
+    assert run.parent_run_id is None and run.session_name == "svc" and run.client is client
+    assert run.metadata == {"thread_id": "t", "user": "u"} and run.tags == ["prod"]
+    monkeypatch.setenv("ASSAY_TRACING", "true")
+    assert framework_root() is not None
 
 
 def test_a_hook_that_cannot_be_installed_is_logged_not_raised(

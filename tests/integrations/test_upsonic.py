@@ -537,6 +537,38 @@ def test_no_assay_run_no_runs_recorded(srv: ScriptedModelServer, agent: Agent,
     assert [r.run_type for r in runs] == ["chain", "chain", "llm", "tool", "llm"]
 
 
+def test_an_agent_run_outside_any_assay_run_is_a_trace_of_its_own_where_tracing_is_on(
+        srv: ScriptedModelServer, db: Client) -> None:
+    """A service running its agents with no assay run around them: where tracing is on, each
+    agent run is a root run with its model and tool calls under it, on both capture paths
+    (an agent built after ``instrument()``: Upsonic's spans; one handed to assay: its own
+    objects); where tracing is off nothing is stored."""
+    import uuid
+
+    from assay._sync import run_sync
+    from assay.tracing import tracing_context
+
+    agents = {"spans": _span_path_agent(srv), "native": _span_path_agent(srv)}
+    require_adapter(agents["native"])
+    project = f"upsonic-prod-{uuid.uuid4().hex[:8]}"
+
+    async def ask(agent: Agent, city: str) -> None:
+        await agent.do_async(Task(f"How many people live in {city}? Use lookup_city"))
+
+    for agent in agents.values():  # (one loop for both calls: the agent's client is bound)
+        run_sync(ask(agent, "Lima"))  # tracing off: not recorded
+        with tracing_context(enabled=True, client=db, project_name=project):
+            run_sync(ask(agent, "Cairo"))
+    db.flush()
+    roots = list(db.list_runs(project_name=project, is_root=True))
+    assert len(roots) == 2
+    for root in roots:
+        runs = flat_runs(db.read_run(root.id, load_child_runs=True))
+        assert [r.run_type for r in runs] == ["chain", "llm", "tool", "llm"]
+        assert runs[0].name == "atlas" and "Cairo" in runs[0].inputs["input"]
+        assert runs[2].inputs == {"city": "Cairo"} and runs[1].total_tokens
+
+
 def test_model_set_after_capture_is_traced(srv: ScriptedModelServer, agent: Agent,
                                            db: Client) -> None:
     """A model given per call (``do_async(task, model=...)``) or set on the agent later is

@@ -3,8 +3,11 @@ CrewAI, Google ADK.
 
 The evaluators and ``evaluate()`` take a framework's agent object directly (``adapter_for``),
 and each framework's own hooks turn its LLM and tool calls into assay runs under the current
-run, with nothing for the user to decorate. ``set_framework_tracing(False)`` (or
-``ASSAY_FRAMEWORK_TRACING=false``) switches the recording off.
+run, with nothing for the user to decorate; outside any assay run, where tracing is on
+(``ASSAY_TRACING=true``, ``tracing_context(enabled=True)``), each framework call is a trace of
+its own (``instrument_frameworks()`` installs the hooks in a service that never starts an
+assay run). ``set_framework_tracing(False)`` (or ``ASSAY_FRAMEWORK_TRACING=false``) switches
+the recording off.
 """
 
 from typing import Any
@@ -17,8 +20,11 @@ from ._registry import (
     chat_messages,
     framework_of,
     framework_parent,
+    framework_recording,
+    framework_root,
     framework_tracing_enabled,
     instrument,
+    instrument_frameworks,
     instrument_loaded,
     is_adapter,
     query_text,
@@ -48,8 +54,11 @@ __all__ = [
     "chat_messages",
     "framework_of",
     "framework_parent",
+    "framework_recording",
+    "framework_root",
     "framework_tracing_enabled",
     "instrument",
+    "instrument_frameworks",
     "instrument_loaded",
     "is_adapter",
     "query_text",

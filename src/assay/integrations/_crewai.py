@@ -39,11 +39,13 @@ from .._json import jsonable as _jsonable
 from ..errors import InvalidInputError, require
 from ..evals._models import ToolCall
 from ..evals._toolcalls import extract_tool_calls
+from ..tracing._roots import RootSpec
 from ..tracing._run_tree import RunTree, fast_child
 from ._registry import (
     chat_messages,
     check_run_args,
     framework_parent,
+    framework_root,
     query_text,
     structured_output,
 )
@@ -301,7 +303,10 @@ class _Listener:
                 return
             parent = self.runs.get(parent_id) if parent_id else assay_parent
             if parent is None:
-                return
+                if parent_id is None:  # a kickoff outside any assay run: a root of its own
+                    parent = framework_root()  # where tracing is on (the emitter's context)
+                if parent is None:
+                    return
             self._note(event, source, llm, shown)
             self._create(event, parent)
 
@@ -312,10 +317,11 @@ class _Listener:
         elif shown:
             self.shown.add(event.event_id)
 
-    def _create(self, event: Any, parent: RunTree) -> None:
-        if event.type in _PASS_THROUGH and event.event_id not in self.shown:
+    def _create(self, event: Any, parent: RunTree | RootSpec) -> None:
+        if event.type in _PASS_THROUGH and event.event_id not in self.shown and not isinstance(
+                parent, RootSpec):
             # CrewAI's own flow (its agent executor runs as one): its steps' children go to
-            # the run above it
+            # the run above it (at the top, outside any assay run, it is the root itself)
             self.runs[event.event_id] = parent
             self.aliases.add(event.event_id)
             for child, _ in self.waiting.pop(event.event_id, ()):
@@ -324,7 +330,10 @@ class _Listener:
             return
         self.shown.discard(event.event_id)
         name, run_type, inputs = _describe(event)
-        run = fast_child(parent, name, run_type, inputs)
+        if isinstance(parent, RootSpec):
+            run = parent.new_run(name, run_type, inputs)
+        else:
+            run = fast_child(parent, name, run_type, inputs)
         us = _us(getattr(event, "timestamp", None))
         if us is not None:
             run._start_us = us

@@ -14,8 +14,10 @@ tools). An invocation that starts while an assay run is current (and framework t
 nests under it: each agent a chain run, each model call an llm run (model, provider, messages as
 GenAI parts, tokens from the response's usage, its first token from the first partial response of
 a streamed call, cost), each tool call a tool run (arguments, result, error), nested as ADK nests
-them (an agent transferred to sits under the agent that handed over). assay's runner has the
-plugin; a Runner of the user's own takes it as ``App(..., plugins=[adk_plugin()])``. Nothing
+them (an agent transferred to sits under the agent that handed over). An invocation with no
+assay run current is a root run of its own where tracing is on (``ASSAY_TRACING=true``,
+``tracing_context(enabled=True)``; ADK's session its thread). assay's runner has the plugin;
+a Runner of the user's own takes it as ``App(..., plugins=[adk_plugin()])``. Nothing
 global is touched: ADK's OpenTelemetry spans go wherever the user sends them.
 """
 
@@ -37,6 +39,7 @@ from ._registry import (
     check_run_args,
     content_text,
     framework_parent,
+    framework_root,
     query_text,
     structured_output,
 )
@@ -332,6 +335,8 @@ class _Capture:
 
     def __init__(self) -> None:
         self.roots: dict[str, RunTree] = {}  # invocation id -> the assay run it started under
+        self.own: dict[str, RunTree] = {}  # invocation id -> the root run it made (outside
+        # any assay run, tracing on): ended with the invocation, its answer the last text
         self.agents: dict[tuple[str, str], RunTree] = {}  # _step -> its agent's run
         self.llms: dict[tuple[str, str], RunTree] = {}  # _step -> its agent's open model call
         self.tools: dict[str, tuple[str, RunTree]] = {}  # _call -> (its invocation, its run)
@@ -368,6 +373,29 @@ class _Capture:
             if inv == invocation and self.tools.pop(call, None) is not None:
                 _close(run, error=error)
         self.roots.pop(invocation, None)
+        _close(self.own.pop(invocation, None), error=error)
+
+    def start_invocation(self, ctx: Any) -> bool:
+        """An invocation starts: under the current assay run, or a root run of its own where
+        tracing is on (named for its agent, its user's message as input, ADK's session as the
+        thread, its user id kept); False when it is not recorded."""
+        parent = framework_parent()
+        if parent is None:
+            spec = framework_root()
+            if spec is None:
+                return False
+            session, user = getattr(ctx, "session", None), getattr(ctx, "user_content", None)
+            metadata = {key: value for key, value in (
+                ("session_id", getattr(session, "id", None)),
+                ("user_id", getattr(session, "user_id", None)),
+                ("app_name", getattr(session, "app_name", None))) if value}
+            agent = getattr(ctx, "agent", None)
+            parent = self.own[ctx.invocation_id] = spec.new_run(
+                getattr(agent, "name", None) or "invocation", "chain",
+                {"input": _content_text(user)} if user is not None else {},
+                metadata=metadata or None)
+        self.roots[ctx.invocation_id] = parent
+        return True
 
 
 _CAPTURE = _Capture()
@@ -397,9 +425,7 @@ def _plugin_class() -> type:
             super().__init__(name="assay")
 
         async def before_run_callback(self, *, invocation_context: Any) -> None:
-            parent = framework_parent()
-            if parent is not None:
-                cap.roots[invocation_context.invocation_id] = parent
+            if cap.start_invocation(invocation_context):
                 _leave_invocation_span()
 
         async def after_run_callback(self, *, invocation_context: Any) -> None:
@@ -468,6 +494,9 @@ def _plugin_class() -> type:
                 agent = cap.agents.get(step)
                 if text and agent is not None:  # the agent's answer: its last model text
                     agent.outputs = {"output": text}
+                root = cap.own.get(step[0]) if cap.own else None
+                if text and root is not None:  # (a root of its own: the invocation's answer)
+                    root.outputs = {"output": text}
             if llm_response.usage_metadata is not None:
                 model = llm_response.model_version or run.metadata.get("ls_model_name") or ""
                 _usage(run, llm_response.usage_metadata, model)
@@ -529,7 +558,9 @@ def _leave_invocation_span() -> None:
 def adk_plugin() -> Any:
     """assay's ADK plugin, for a Runner of your own: ``App(name=..., root_agent=agent,
     plugins=[adk_plugin()])``. Its invocations started under an assay run (``evaluate()``,
-    ``trace()``, an evaluator) are recorded there; others cost a dict look-up a callback."""
+    ``trace()``, an evaluator) are recorded there, others as root runs where tracing is on
+    (``ASSAY_TRACING=true``, ``tracing_context(enabled=True)``); the rest cost a dict
+    look-up a callback."""
     return _plugin_class()()
 
 

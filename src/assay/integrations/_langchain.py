@@ -37,6 +37,7 @@ from ._registry import (
     QUERY_KEYS,
     content_text,
     framework_parent,
+    framework_root,
     once,
     query_text,
     structured_output,
@@ -355,7 +356,8 @@ def tool_calls(obj: Any) -> list[ToolCall] | None:
 # -- capture (the handler: _lc_capture.py) ------------------------------------------------------
 class _HandlerWhileTraced:
     """What ``register_configure_hook`` reads like a context variable: the handler while an
-    assay run is current and framework tracing is on, else None (LangChain then adds nothing)."""
+    assay run is current, or where a call would be a root run of its own (``framework_root``),
+    and framework tracing is on; else None (LangChain then adds nothing)."""
 
     __slots__ = ("handler",)
 
@@ -363,7 +365,9 @@ class _HandlerWhileTraced:
         self.handler = handler
 
     def get(self, default: Any = None) -> Any:
-        return self.handler if framework_parent() is not None else default
+        if framework_parent() is not None or framework_root() is not None:
+            return self.handler
+        return default
 
 
 # the process's one ``AssayCallbackHandler`` (made on first use)

@@ -28,6 +28,7 @@ from uuid import UUID
 from .._json import Deferred
 from ..errors import require
 from ..tracing._pending import register
+from ..tracing._roots import RootSpec
 from ..tracing._run_tree import SPEEDUPS, RunTree, fast_child
 from ._langchain import (
     _SCALAR_TYPES,
@@ -37,7 +38,7 @@ from ._langchain import (
     _step_json,
     _text,
 )
-from ._registry import framework_parent
+from ._registry import framework_parent, framework_root
 
 __all__ = ["make_handler"]
 
@@ -229,8 +230,14 @@ class _Capture:
     def _begin(self, kind: int, run_id: UUID, parent_run_id: UUID | None,
                tags: list[str] | None, metadata: dict[str, Any] | None, extra: Any,
                serialized: Any, value: Any) -> None:
-        """A step's start, logged with the assay run current now and the clock."""
+        """A step's start, logged with the assay run current now and the clock; a call's
+        outermost step outside any assay run, with what its root run is made with where
+        tracing is on (``framework_root``), or None."""
         parent = framework_parent()
+        if parent is None and parent_run_id is None:
+            parent = framework_root()
+            if parent is not None:
+                parent.wake()
         log = self._log
         log.append((kind, run_id, parent_run_id, parent, _time_ns(), tags, metadata, extra,
                     serialized, value))
@@ -238,9 +245,11 @@ class _Capture:
             self._kick(parent)
 
     @staticmethod
-    def _kick(parent: RunTree | None) -> None:
+    def _kick(parent: RunTree | RootSpec | None) -> None:
         """A long log: make sure a writer runs to build it (nothing may have woken one)."""
-        if parent is not None:
+        if isinstance(parent, RootSpec):
+            parent.wake()
+        elif parent is not None:
             try:
                 parent._get_writer()._ensure_running()
             except Exception:  # (a run without an assay client: built by its reader)
@@ -365,17 +374,21 @@ class _Capture:
         entry = self._runs.get(run_id.int)
         return entry[0] if entry is not None and entry[1] else None
 
-    def _start(self, run_id: UUID, parent_run_id: UUID | None, current: RunTree | None,
-               start_ns: int, name: str, run_type: str, inputs: Any, tags: list[str] | None,
+    def _start(self, run_id: UUID, parent_run_id: UUID | None,
+               current: RunTree | RootSpec | None, start_ns: int, name: str, run_type: str,
+               inputs: Any, tags: list[str] | None,
                metadata: dict[str, Any] | None) -> RunTree | None:
         """The step's run, under its LangChain parent's (or the assay run current when it
-        started); None for a hidden step (its children join its parent) or one with neither.
-        ``_runs`` is keyed by the ids' ints: a UUID's hash is a Python call."""
+        started, or a root of its own: ``RootSpec``); None for a hidden step (its children
+        join its parent) or one with none of these. ``_runs`` is keyed by the ids' ints: a
+        UUID's hash is a Python call."""
         runs = self._runs
         entry = runs.get(parent_run_id.int) if parent_run_id is not None else None
         parent = entry[0] if entry is not None else current
         if parent is None:
             return None
+        if isinstance(parent, RootSpec):
+            return self._root(parent, run_id, start_ns, name, run_type, inputs, tags, metadata)
         if tags and _HIDDEN in tags:
             runs[run_id.int] = (parent, False)
             return None
@@ -395,8 +408,20 @@ class _Capture:
         runs[run_id.int] = (run, True)
         return run
 
+    def _root(self, spec: RootSpec, run_id: UUID, start_ns: int, name: str, run_type: str,
+              inputs: Any, tags: list[str] | None,
+              metadata: dict[str, Any] | None) -> RunTree:
+        """A call's outermost step outside any assay run: a root run, keeping the call's
+        metadata whole (the user's, and LangGraph's ``configurable`` values such as its
+        ``thread_id``, which make the calls of one conversation a thread) and its own tags."""
+        run = spec.new_run(name, run_type, inputs, metadata=metadata or None,
+                           tags=_user_tags(tags) if tags else None)
+        run._start_us = start_ns // 1000
+        self._runs[run_id.int] = (run, True)
+        return run
+
     def _start_event(self, kind: int, run_id: UUID, parent_run_id: UUID | None,
-                     current: RunTree | None, start_ns: int, tags: list[str] | None,
+                     current: RunTree | RootSpec | None, start_ns: int, tags: list[str] | None,
                      metadata: dict[str, Any] | None, extra: Any, serialized: Any,
                      value: Any) -> None:
         """A start other than a chain's (those are built in ``_settle``)."""
@@ -416,7 +441,7 @@ class _Capture:
                             metadata, extra, value)
 
     def _llm_start(self, kind: int, run_id: UUID, parent_run_id: UUID | None,
-                   current: RunTree | None, start_ns: int, name: str | None,
+                   current: RunTree | RootSpec | None, start_ns: int, name: str | None,
                    tags: list[str] | None, metadata: dict[str, Any] | None,
                    kwargs: dict[str, Any], value: Any) -> None:
         inputs: dict[str, Any]

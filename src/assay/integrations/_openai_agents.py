@@ -9,8 +9,10 @@ extension point; the SDK's own exporter is left as the user configured it). A tr
 while an assay run is current (and framework tracing is on) becomes a chain run under it, and its
 spans become runs nested by the SDK's parent ids: generation/response spans -> llm runs (model,
 provider, messages, tokens), function spans -> tool runs (arguments, result, error),
-agent/handoff/guardrail/custom spans -> chain runs. Traces started with no assay run current are
-ignored: each span costs a dict lookup.
+agent/handoff/guardrail/custom spans -> chain runs. A trace started with no assay run current
+is a root run of its own where tracing is on (``ASSAY_TRACING=true``, ``tracing_context(
+enabled=True)``: its name, metadata and ``group_id`` as the thread, its first model call's
+input and its last one's answer), and ignored elsewhere: each span costs a dict lookup.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 from .._json import jsonable as _jsonable
 from .._prices import known_provider
+from .._thread_keys import THREAD_KEYS
 from ..errors import require
 from ..evals._models import ToolCall
 from ..tracing._otel_values import as_dict, parse_json
@@ -30,6 +33,7 @@ from ._registry import (
     chat_messages,
     check_run_args,
     framework_parent,
+    framework_root,
     keyword_names,
     once,
     query_text,
@@ -241,6 +245,16 @@ def _span_name(data: Any) -> str:
     return str(getattr(data, "name", None) or kind)
 
 
+def _trace_metadata(trace: Any) -> dict[str, Any] | None:
+    """A root run's metadata from the SDK trace's: its ``metadata``, and its ``group_id`` (the
+    SDK's "conversation or thread" id) as ``thread_id`` unless the metadata names a thread."""
+    metadata = dict(getattr(trace, "metadata", None) or {})
+    group = getattr(trace, "group_id", None)
+    if group and not any(key in metadata for key in THREAD_KEYS):
+        metadata["thread_id"] = str(group)
+    return metadata or None
+
+
 def _make_processor() -> Any:
     require("agents.tracing", "openai-agents", "OpenAI Agents SDK tracing")
     from agents.tracing import TracingProcessor
@@ -253,18 +267,30 @@ def _make_processor() -> Any:
             self._traces: dict[str, RunTree] = {}  # trace id -> the assay run it started under
             self._unstreamed: dict[str, RunTree] = {}  # trace id -> its open llm run, until a
             # streamed run's first chunk (first_token)
+            self._roots: dict[str, RunTree] = {}  # trace id -> the root run it made (outside
+            # any assay run, tracing on)
             self._lock = threading.Lock()
 
         def on_trace_start(self, trace: Any) -> None:
-            # no run of its own: the SDK opens a task span ("Agent workflow") for the whole
-            # run, which becomes the top run; the trace only remembers where it belongs
+            # under an assay run, no run of its own: the SDK opens a task span ("Agent
+            # workflow") for the whole run, which becomes the top run; the trace only remembers
+            # where it belongs. Outside any, where tracing is on, the trace is a root run
             parent = framework_parent()
-            if parent is not None:
-                self._traces[trace.trace_id] = parent
+            if parent is None:
+                spec = framework_root()
+                if spec is None:
+                    return
+                parent = self._roots[trace.trace_id] = spec.new_run(
+                    trace.name or "Agent workflow", "chain", {}, metadata=_trace_metadata(trace))
+            self._traces[trace.trace_id] = parent
 
         def on_trace_end(self, trace: Any) -> None:
             self._traces.pop(trace.trace_id, None)
             self._unstreamed.pop(trace.trace_id, None)
+            root = self._roots.pop(trace.trace_id, None)
+            if root is not None:
+                root.end()
+                root.patch()
 
         def on_span_start(self, span: Any) -> None:
             runs = self._runs
@@ -295,6 +321,11 @@ def _make_processor() -> Any:
                 run.metadata["assay_capture_error"] = repr(exc)
             run.end()
             run.patch()
+            root = self._roots.get(span.trace_id) if self._roots else None
+            if root is not None and run.run_type == "llm":  # the trace's conversation: its
+                if not root.inputs:  # first model call's input, its last one's answer
+                    root.inputs = run.inputs
+                root.outputs = run.outputs
 
         def first_token(self, trace_id: str) -> None:
             """A chunk of a streamed run of ``trace_id``: its open llm run's first token, if

@@ -11,7 +11,9 @@ pydantic-ai already emits GenAI semantic-convention spans (``chat`` with tokens 
 that instrumentation at an in-process ``TracerProvider`` whose only processor is assay's
 ``AssaySpanProcessor``, so nothing is exported anywhere and no global OTel state is touched.
 The global default it installs (``UnderAssayRuns``) gives a run those settings only while an
-assay run is current and framework tracing is on; any other run has no instrumentation at all
+assay run is current, or where tracing is on for new roots (``ASSAY_TRACING=true``,
+``tracing_context(enabled=True)``: the agent run is then a trace of its own), and framework
+tracing is on; any other run has no instrumentation at all
 (even with nothing recording, pydantic-ai's instrumentation costs an agent ~10% of its CPU),
 and the provider's sampler still drops a span started outside one.
 
@@ -35,7 +37,7 @@ from ._registry import (
     chat_messages,
     check_run_args,
     content_text,
-    framework_parent,
+    framework_recording,
     keyword_names,
     query_text,
     structured_output,
@@ -69,11 +71,13 @@ def _make_processor() -> Any:
     from ..tracing.otel import AssaySpanProcessor
 
     class UnderAssayRun(AssaySpanProcessor):
-        """AssaySpanProcessor that keeps only spans started while an assay run is current
-        (on a provider shared with the user's other spans, the rest are theirs)."""
+        """AssaySpanProcessor that keeps only spans started while an assay run is current,
+        or where tracing is on for new roots (``framework_root``: an agent run outside any
+        assay run is then a trace of its own); on a provider shared with the user's other
+        spans, the rest are theirs."""
 
         def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-            if framework_parent() is not None:
+            if framework_recording():
                 super().on_start(span, parent_context)
 
         def on_end(self, span: ReadableSpan) -> None:
@@ -92,13 +96,14 @@ def _make_settings() -> Any:
     instrumented = require("pydantic_ai.models.instrumented", "pydantic-ai", _FEATURE)
 
     class UnderAssayRunSampler(Sampler):
-        """Record a span only under a current assay run with framework tracing on: elsewhere
-        pydantic-ai's spans cost a non-recording span each."""
+        """Record a span only under a current assay run, or as a root where tracing is on,
+        with framework tracing on: elsewhere pydantic-ai's spans cost a non-recording span
+        each."""
 
         def should_sample(self, parent_context: Any, trace_id: int, name: str, kind: Any = None,
                           attributes: Any = None, links: Any = None,
                           trace_state: Any = None) -> SamplingResult:
-            if framework_parent() is None:
+            if not framework_recording():
                 return SamplingResult(Decision.DROP)
             return SamplingResult(Decision.RECORD_AND_SAMPLE, attributes)
 
@@ -123,7 +128,7 @@ class UnderAssayRuns:
         self.settings = settings
 
     def __get__(self, obj: Any, owner: Any = None) -> Any:
-        if framework_parent() is None or (obj is not None and obj is running.get()):
+        if (obj is not None and obj is running.get()) or not framework_recording():
             return False
         return self.settings
 

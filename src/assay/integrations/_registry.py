@@ -43,8 +43,11 @@ __all__ = [
     "content_text",
     "framework_of",
     "framework_parent",
+    "framework_recording",
+    "framework_root",
     "framework_tracing_enabled",
     "instrument",
+    "instrument_frameworks",
     "instrument_imported",
     "instrument_loaded",
     "is_adapter",
@@ -188,6 +191,30 @@ def framework_parent() -> RunTree | None:
             and os.environ.__class__ is os._Environ:
         return run
     return run if framework_tracing_enabled() else None
+
+
+_root_spec: Any = None  # assay.tracing's ``root_spec``, once imported
+
+
+def framework_root() -> Any:
+    """What a framework's outermost step should start a root run with when no assay run is
+    current (``framework_parent()`` None): a ``tracing._roots.RootSpec`` where tracing is on
+    for new roots (``ASSAY_TRACING=true``, ``tracing_context(enabled=True)``) and framework
+    tracing is on, else None (record nothing, as before)."""
+    global _root_spec
+    make = _root_spec
+    if make is None:
+        from ..tracing._roots import root_spec as make
+
+        _root_spec = make
+    spec = make()  # (None, the usual answer, first: it is the cheaper question)
+    return spec if spec is not None and framework_tracing_enabled() else None
+
+
+def framework_recording() -> bool:
+    """Whether a framework step starting now is recorded: under an assay run, or as a root
+    of its own (``framework_root``)."""
+    return framework_parent() is not None or framework_root() is not None
 
 
 # -- shared by the adapters --------------------------------------------------------------------
@@ -437,6 +464,55 @@ def instrument(name: str) -> bool:
             return False
         _instrumented.add(name)
         return True
+
+
+def instrument_frameworks(*names: str) -> list[str]:
+    """Install the hooks of the named frameworks (``"langgraph"``, ``"openai-agents"``,
+    ``"pydantic-ai"``, ``"upsonic"``, ``"crewai"``, ``"google-adk"``), or, with no name, of
+    every one of them that is installed (importing it); returns the names instrumented.
+
+    For a service that calls its agents with no assay run around them: with tracing on
+    (``ASSAY_TRACING=true`` or ``tracing_context(enabled=True)``) each framework call is then
+    a trace of its own. ``evaluate()``, the evaluators and a root ``trace`` block install the
+    hooks of the frameworks already imported without this call. A named framework that is not
+    installed raises its install hint; one whose hooks fail to install raises that error."""
+    from ..errors import require
+
+    by_name = {**INTEGRATIONS, **{i.extra: i for i in INTEGRATIONS.values()}}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise InvalidInputError(
+            f"unknown framework {', '.join(map(repr, unknown))}: assay knows "
+            f"{', '.join(i.extra for i in INTEGRATIONS.values())}")
+    wanted = {by_name[n] for n in names}
+    done: list[str] = []
+    for key, integration in INTEGRATIONS.items():
+        if names and integration not in wanted:
+            continue
+        present = [m for m in integration.modules if _installed(m)]
+        if not names and not present:
+            continue
+        require((present or integration.modules)[0], integration.extra,
+                f"assay's {integration.extra} integration")
+        impl = _impl(key)
+        if impl is None:  # (every integration listed has its module)
+            continue
+        with _lock:
+            impl.instrument()
+            _instrumented.add(key)
+        done.append(integration.extra)
+    return done
+
+
+def _installed(module: str) -> bool:
+    import importlib.util
+
+    if module in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # (a namespace package's parent missing, a stub module)
+        return False
 
 
 def _adopt_built() -> None:

@@ -29,7 +29,7 @@ from typing import Any
 from .._json import jsonable
 from ..tracing._run_tree import RunTree, fast_child, format_error
 from ._native_runs import ended_on_error, finish_llm, llm_inputs, parent_in
-from ._registry import once
+from ._registry import framework_root, once
 from ._upsonic_spans import _KEPT, _mark_root, _tool_failed
 
 __all__ = ["capture", "is_captured"]
@@ -197,10 +197,14 @@ def _make_classes() -> tuple[Any, Any]:
             if agent is not None and not isinstance(agent.model, AssayModel):
                 agent.model = AssayModel(agent.model)  # a model set or overridden since
             parent = parent_in(_KEPT)
-            if parent is None:
-                return _NONE
-            run = fast_child(parent, name or "Agent", "chain",
-                             {"input": task_description} if task_description else {})
+            inputs = {"input": task_description} if task_description else {}
+            if parent is not None:
+                run = fast_child(parent, name or "Agent", "chain", inputs)
+            else:  # outside any assay run: a root of its own where tracing is on
+                spec = framework_root()
+                if spec is None:
+                    return _NONE
+                run = spec.new_run(name or "Agent", "chain", inputs)
             if model:
                 run.metadata["upsonic.agent.model"] = model
             return _Open(run, current=True)

@@ -14,9 +14,10 @@ their start), and a kept span hangs from the nearest kept one (tracked in a cont
 as OpenTelemetry tracks the current span), so a trace reads agent -> llm, tool, llm as the agent
 did it.
 
-With no assay run current (or framework tracing switched off) no span is made either:
-outside ``evaluate()``/``trace()`` an instrumented agent records nothing and does next to no
-tracing work.
+With no assay run current no span is made either, unless tracing is on for new roots
+(``ASSAY_TRACING=true``, ``tracing_context(enabled=True)``: the agent run is then a root run of
+its own); with framework tracing switched off, or outside ``evaluate()``/``trace()`` with
+tracing off, an instrumented agent records nothing and does next to no tracing work.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from ..tracing._context import _CFG
 from ..tracing._otel_map import span_fields
 from ..tracing._traceable import _new_run
 from ..tracing.otel import AssaySpanProcessor, _view
-from ._registry import framework_parent
+from ._registry import framework_parent, framework_recording, framework_root
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -197,7 +198,7 @@ def assay_run_sampler() -> Any:
         def should_sample(self, parent_context: Any, trace_id: int, name: str, kind: Any = None,
                           attributes: Any = None, links: Any = None,
                           trace_state: Any = None) -> SamplingResult:
-            if _kind_of(name, attributes) is None or framework_parent() is None:
+            if _kind_of(name, attributes) is None or not framework_recording():
                 if name == _PIPELINE:
                     _note_pipeline_start()
                 return drop
@@ -232,7 +233,7 @@ def tracer_provider() -> Any:
                        links: Any = (), start_time: int | None = None,
                        record_exception: bool = True,
                        set_status_on_exception: bool = True) -> Any:
-            if _kind_of(name, attributes) is None or framework_parent() is None:
+            if _kind_of(name, attributes) is None or not framework_recording():
                 if name == _PIPELINE:
                     _note_pipeline_start()
                 return non_recording(current(context).get_span_context())
@@ -279,10 +280,14 @@ class UpsonicSpanProcessor(AssaySpanProcessor):
         if ctx is None or _kind(span) is None:
             return
         parent = self._resolve(span)
-        if parent is None:
-            return
+        if parent is not None:
+            run = _new_run(span.name or "span", "chain", None, parent, _CFG.get())
+        else:  # an agent run outside any assay run: a root of its own where tracing is on
+            spec = framework_root() if span.name == _AGENT else None
+            if spec is None:
+                return
+            run = spec.new_run(span.name or "span", "chain", None)
         key = (ctx.trace_id, ctx.span_id)
-        run = _new_run(span.name or "span", "chain", None, parent, _CFG.get())
         if span.start_time is not None:
             run._start_us = span.start_time // 1000
         self._open[key] = run

@@ -28,6 +28,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._thread_keys import THREAD_KEYS
 from ..errors import require
 from ._context import _CFG, _RUN
 from ._otel_map import SpanEvent, SpanView, span_fields
@@ -174,7 +175,12 @@ class AssaySpanProcessor(SpanProcessor):
         run.run_type = fields["run_type"]
         run.inputs = fields["inputs"]
         run.outputs = fields["outputs"]
-        run.metadata.update(fields["metadata"])
+        meta = fields["metadata"]
+        if run._meta and any(k in run._meta for k in THREAD_KEYS):
+            # the conversation the user named (tracing_context, the processor's metadata)
+            # over the one the span carries (pydantic-ai gives each agent run an id of its own)
+            meta = {k: v for k, v in meta.items() if k not in THREAD_KEYS}
+        run.metadata.update(meta)
         run.events.extend(fields["events"])
         if fields["tags"]:
             have = run.tags or []
