@@ -932,6 +932,8 @@ def test_a_graph_called_with_tracing_on_is_a_trace_of_its_own_with_its_thread(
         assert len(llms) == 2 and all(r.total_tokens for r in llms)
         assert [t.name for t in tools] == ["lookup_city"]
         assert all(r.trace_id == root.id for r in runs)
+        assert list(root.inputs) == ["messages"]  # the graph's input as it was given
+        assert root.inputs["messages"][0][0] == "user"
         assert root.outputs["messages"][-1]["content"]
     threads = client.list_threads(project_name="svc")
     assert sorted((t["thread_id"], t["count"]) for t in threads) == [("c-1", 2), ("c-2", 1)]

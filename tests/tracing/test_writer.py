@@ -397,3 +397,67 @@ def test_dotted_orders_left_to_the_fold_are_the_run_trees_own(client: Client,
     stored = {r.id: r.dotted_order for r in client.list_runs(project_name="orders")}
     assert len(stored) == len({r.id for r in made}) == 4 * (1 + 3 * 3) + 4 * 3 + 3 + 2
     assert stored == {r.id: r.dotted_order for r in made}
+
+
+# -- ASSAY_TRACING_SAMPLING_RATE ----------------------------------------------------------------
+@traceable
+def _step(i: int) -> int:
+    return i
+
+
+@traceable
+def _turn(i: int) -> int:
+    return _step(i)
+
+
+def test_a_sampling_rate_keeps_that_share_of_traces_whole_and_every_experiment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ASSAY_TRACING_SAMPLING_RATE=0.25``: about a quarter of the production traces are
+    stored, each whole (root and step), chosen by a hash of the trace id (the same decision
+    in any process); an experiment's traces are all stored."""
+    from assay.evaluation import evaluate
+
+    monkeypatch.setenv("ASSAY_TRACING_SAMPLING_RATE", "0.25")
+    client = Client(database_url=f"sqlite:///{tmp_path / 'sampled.db'}")  # a writer of its own
+    with tracing_context(enabled=True, client=client, project_name="svc"):
+        for i in range(400):
+            _turn(i)
+    results = evaluate(lambda inputs: {"echo": inputs["q"]}, client=client,
+                       data=[{"inputs": {"q": i}, "outputs": {}} for i in range(20)])
+    client.flush()
+    runs = list(client.list_runs(project_name="svc"))
+    roots = [r for r in runs if r.parent_run_id is None]
+    assert 50 <= len(roots) <= 150  # binomial(400, 0.25): 100 +- 8.7
+    assert all(int(str(r.trace_id)[-8:], 16) < 0.25 * 2**32 for r in runs)
+    assert sorted(r.trace_id for r in runs if r.parent_run_id is not None) == sorted(
+        r.id for r in roots)  # each kept trace whole
+    experiment = list(client.list_runs(project_name=results.experiment_name, is_root=True))
+    assert len(experiment) == 20
+
+
+@pytest.mark.parametrize(("rate", "stored"), [("0", 0), ("1", 40)])
+def test_a_sampling_rate_of_0_keeps_nothing_and_1_everything(
+        rate: str, stored: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ASSAY_TRACING_SAMPLING_RATE", rate)
+    client = Client(database_url=f"sqlite:///{tmp_path / 'rate.db'}")
+    with trace("marker", client=client, project_name="other", enabled=True):
+        pass  # (the project exists either way: a rate of 0 leaves "svc" uncreated)
+    with tracing_context(enabled=True, client=client, project_name="svc"):
+        for i in range(20):
+            _turn(i)
+    client.flush()
+    projects = {p.name for p in client.list_projects()}
+    count = len(list(client.list_runs(project_name="svc"))) if "svc" in projects else 0
+    assert count == stored
+
+
+@pytest.mark.parametrize("raw", ["1.5", "-0.1", "half"])
+def test_a_sampling_rate_that_is_not_a_share_is_refused_by_name(
+        raw: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from assay.errors import InvalidInputError
+
+    monkeypatch.setenv("ASSAY_TRACING_SAMPLING_RATE", raw)
+    client = Client(database_url=f"sqlite:///{tmp_path / 'bad.db'}")
+    with pytest.raises(InvalidInputError, match=r"ASSAY_TRACING_SAMPLING_RATE must be a number "
+                                                r"from 0 to 1.*" + repr(raw).replace(".", r"\.")):
+        client._tracing_writer()

@@ -30,6 +30,7 @@ from ..errors import InvalidInputError
 from ..schemas import Example, Feedback, TracerSession
 from ..store._examples import StoredExample
 from ..tracing import tracing_context
+from ..tracing._sampling import EVALUATORS_PROJECT
 from ._attachments import wants_attachments
 from ._comparative import aevaluate_comparative, evaluate_comparative
 from ._data import ResolvedData, dataset_id_of, load_dataset, resolve_data
@@ -282,7 +283,7 @@ async def _execute(prep: _Prepared) -> ExperimentResults:
     _RUN.set(None)  # this task's own context: roots are roots even inside a caller's trace
     # Runs that evaluators trace themselves (an LLM judge's calls) become roots of the
     # "evaluators" project of the same store, as in LangSmith, not of the experiment.
-    with tracing_context(client=prep.plan.client, project_name="evaluators"):
+    with tracing_context(client=prep.plan.client, project_name=EVALUATORS_PROJECT):
         return await _execute_inner(prep)
 
 

@@ -44,6 +44,7 @@ from ..errors import InvalidInputError, require
 from ..schemas import Run
 from ..tracing import tracing_context, tracing_is_enabled
 from ..tracing._pending import settle as _settle_pending
+from ..tracing._sampling import EVALUATORS_PROJECT
 from ..tracing._writer import RunWriter
 from ._evaluators import RowEvaluator, error_results
 from ._results import ExperimentResultRow, ExperimentResults
@@ -340,7 +341,7 @@ async def _run_batch_async(target: Target, evaluators: list[RowEvaluator], confi
     units = [Unit(i, example, rep) for i, (example, rep) in enumerate(items)]
     # as on the driver: runs the evaluators trace themselves go to the "evaluators" project,
     # if tracing is on there (the roots and what the target traces always are)
-    with tracing_context(client=client, project_name="evaluators",  # type: ignore[arg-type]  # _BufferClient: duck-typed
+    with tracing_context(client=client, project_name=EVALUATORS_PROJECT,  # type: ignore[arg-type]  # _BufferClient: duck-typed
                          enabled=config.trace_evaluators), relaxed_gc():
         await run_units(plan, units, rows)
     by_trace: dict[str, list[dict[str, Any]]] = {}

@@ -37,8 +37,13 @@ class RootSpec:
     def new_run(self, name: str, run_type: str, inputs: Any, *,
                 metadata: Mapping[str, Any] | None = None,
                 tags: Sequence[str] | None = None) -> RunTree:
-        """The call's root run (not posted: the hook patches it when the call ends)."""
-        return _new_run(name, run_type, inputs, None, self.cfg, metadata=metadata, tags=tags)
+        """The call's root run (not posted: the hook patches it when the call ends).
+        ``inputs`` as ``fast_child`` takes them: a dict, or an integration's ``Deferred``
+        dict, kept as it is (None: none)."""
+        run = _new_run(name, run_type, None, None, self.cfg, metadata=metadata, tags=tags)
+        if inputs is not None:
+            run.inputs = inputs
+        return run
 
     def wake(self) -> None:
         """Make sure the writer of the client the root will use runs: a process whose first

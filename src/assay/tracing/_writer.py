@@ -54,6 +54,7 @@ from .._gc import relaxed_gc
 from ._pending import SETTLERS
 from ._pending import settle as _settle_pending
 from ._run_tree import RunTree, rows, take
+from ._sampling import drop_unsampled, keep_below
 from ._untangle import untangle
 
 __all__ = ["RunWriter", "store_key", "writer_for"]
@@ -127,6 +128,8 @@ class RunWriter:
         self._waiting = 0
         self._holds: list[threading.Event] = []
         self._dropped_sessions: set[str] = set()
+        # ASSAY_TRACING_SAMPLING_RATE: the runs of traces left out are dropped here (_drain)
+        self._keep_below = keep_below()
         self._running = False
         self._thread: threading.Thread | None = None
         # relaxed_gc's block while a burst is being written (see _relax), or None
@@ -337,6 +340,8 @@ class RunWriter:
                 items = [q.popleft() for _ in range(count)]
             except IndexError:  # cleared meanwhile (a fork)
                 return
+            if self._keep_below is not None:
+                items = drop_unsampled(items, self._keep_below)
             posts: list[Any] = []
             patches: list[dict[str, Any]] = []
             markers: list[threading.Event] = []
