@@ -58,6 +58,7 @@ _EXPORTS: dict[str, str] = {
     "ReliabilityEvaluationResult": "assay.evals",
     "ExpectedToolCall": "assay.evals",
     "get_judge": "assay.llm",
+    "instrument_frameworks": "assay.integrations",
     "JudgeOptions": "assay.llm",
     "JudgeError": "assay.errors",
     "set_model_prices": "assay._model_prices",
@@ -100,6 +101,7 @@ if TYPE_CHECKING:  # pragma: no cover
         evaluate_online,
         evaluate_threads_online,
     )
+    from .integrations import instrument_frameworks
     from .llm import JudgeOptions, get_judge
     from .schemas import (
         Dataset,

@@ -366,14 +366,27 @@ class _Capture:
         """Close every run of the invocation still open (with ``error``, when it failed)."""
         # (the tables are shared by every thread's invocations: iterated over copies, which
         # list() makes in one step under the GIL)
+        own = self.own.get(invocation)
         for table in (self.llms, self.agents):
             for step in [k for k in list(table) if k[0] == invocation]:
-                _close(table.pop(step, None), error=error)
+                run = table.pop(step, None)
+                if run is not own:  # (the root stands for its top agent: closed below)
+                    _close(run, error=error)
         for call, (inv, run) in list(self.tools.items()):
             if inv == invocation and self.tools.pop(call, None) is not None:
                 _close(run, error=error)
         self.roots.pop(invocation, None)
         _close(self.own.pop(invocation, None), error=error)
+
+    def close_agent(self, step: tuple[str, str], error: BaseException | None = None) -> None:
+        """An agent's run ends, but for the root of its own that stands for the invocation's
+        top agent (ended with the invocation)."""
+        run = self.agents.pop(step, None)
+        if run is not None and run is self.own.get(step[0]):
+            if error is not None:
+                run.end(error=error)
+            return
+        _close(run, error=error)
 
     def start_invocation(self, ctx: Any) -> bool:
         """An invocation starts: under the current assay run, or a root run of its own where
@@ -440,25 +453,28 @@ def _plugin_class() -> type:
             parent = cap.agent_parent(step, agent)
             if parent is None:
                 return
+            cap.close_agent(step)  # (a step run again before it was closed)
+            if parent is cap.own.get(step[0]) and parent.name == agent.name:
+                cap.agents[step] = parent  # a root of its own: it is the top agent's run
+                return
             user = getattr(callback_context, "user_content", None)
             run = fast_child(parent, agent.name, "chain",
                              {"input": _content_text(user)} if user is not None else {})
             description = getattr(agent, "description", None)
             if description:
                 run.metadata["description"] = description
-            _close(cap.agents.pop(step, None))  # (a step run again before it was closed)
             cap.agents[step] = run
 
         async def after_agent_callback(self, *, agent: Any, callback_context: Any) -> None:
             step = _step(callback_context)
             _close(cap.llms.pop(step, None))
-            _close(cap.agents.pop(step, None))
+            cap.close_agent(step)
 
         async def on_agent_error_callback(self, *, agent: Any, callback_context: Any,
                                           error: Exception, **_: Any) -> None:
             step = _step(callback_context)
             _close(cap.llms.pop(step, None))
-            _close(cap.agents.pop(step, None), error=error)
+            cap.close_agent(step, error)
 
         async def before_model_callback(self, *, callback_context: Any,
                                         llm_request: Any) -> None:

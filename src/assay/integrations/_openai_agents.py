@@ -300,6 +300,12 @@ def _make_processor() -> Any:
                 if parent is None:
                     return
             data = span.span_data
+            if not span.parent_id and data.type == "task" and self._roots.get(
+                    span.trace_id) is parent and parent.name == _span_name(data):
+                # the SDK's run of a trace of its own making ("Agent workflow" in "Agent
+                # workflow"): the root stands for it (ended with the trace, not here)
+                runs[span.span_id] = parent
+                return
             kind = _RUN_TYPES.get(data.type, "chain")
             run = fast_child(parent, _span_name(data), kind, {})
             if kind == "llm":
@@ -311,7 +317,7 @@ def _make_processor() -> Any:
 
         def on_span_end(self, span: Any) -> None:
             run = self._runs.pop(span.span_id, None)
-            if run is None:
+            if run is None or run is self._roots.get(span.trace_id):
                 return
             if self._unstreamed.get(span.trace_id) is run:
                 self._unstreamed.pop(span.trace_id, None)
