@@ -78,8 +78,8 @@ def _model(srv: ScriptedModelServer) -> OpenAIChatModel:
     return OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(openai_client=client))
 
 
-def make_agent(srv: ScriptedModelServer, name: str = "atlas") -> Agent:
-    return Agent(_model(srv), name=name, tools=[lookup_city])
+def make_agent(srv: ScriptedModelServer, name: str = "atlas", **options: Any) -> Agent:
+    return Agent(_model(srv), name=name, tools=[lookup_city], **options)
 
 
 # function-scoped: an agent's HTTP client belongs to the first event loop it ran on, and each
@@ -466,14 +466,14 @@ def _traced(db: Client, agent: Agent, question: str) -> list[Any]:
     return flat_runs(db.read_run(root.id, load_child_runs=True))
 
 
-def _span_path_agent(srv: ScriptedModelServer, name: str = "atlas") -> Agent:
+def _span_path_agent(srv: ScriptedModelServer, name: str = "atlas", **options: Any) -> Agent:
     """An agent built after ``instrument()`` and never handed to assay: Upsonic's global
     instrumentation (assay's span path) is what traces it."""
     from assay.integrations import _upsonic
     from assay.integrations._upsonic_native import is_captured
 
     _upsonic.instrument()
-    built = make_agent(srv, name)
+    built = make_agent(srv, name, **options)
     assert built._instrument_settings is _upsonic._instrumentation() and not is_captured(built)
     return built
 
@@ -548,7 +548,8 @@ def test_an_agent_run_outside_any_assay_run_is_a_trace_of_its_own_where_tracing_
     from assay._sync import run_sync
     from assay.tracing import tracing_context
 
-    agents = {"spans": _span_path_agent(srv), "native": _span_path_agent(srv)}
+    agents = {path: _span_path_agent(srv, session_id=f"chat-{path}")  # (its thread)
+              for path in ("spans", "native")}
     require_adapter(agents["native"])
     project = f"upsonic-prod-{uuid.uuid4().hex[:8]}"
 
@@ -567,6 +568,8 @@ def test_an_agent_run_outside_any_assay_run_is_a_trace_of_its_own_where_tracing_
         assert [r.run_type for r in runs] == ["chain", "llm", "tool", "llm"]
         assert runs[0].name == "atlas" and "Cairo" in runs[0].inputs["input"]
         assert runs[2].inputs == {"city": "Cairo"} and runs[1].total_tokens
+    threads = db.list_threads(project_name=project)
+    assert sorted(t["thread_id"] for t in threads) == ["chat-native", "chat-spans"]
 
 
 def test_model_set_after_capture_is_traced(srv: ScriptedModelServer, agent: Agent,

@@ -192,7 +192,8 @@ def _make_classes() -> tuple[Any, Any]:
             self._before = before
 
         def agent_run_span(self, run_id: str, *, name: str = "", model: str = "",
-                           task_description: str = "", **_: Any) -> Any:
+                           task_description: str = "", user_id: str | None = None,
+                           session_id: str | None = None, **_: Any) -> Any:
             agent = self._agent()
             if agent is not None and not isinstance(agent.model, AssayModel):
                 agent.model = AssayModel(agent.model)  # a model set or overridden since
@@ -204,7 +205,9 @@ def _make_classes() -> tuple[Any, Any]:
                 spec = framework_root()
                 if spec is None:
                     return _NONE
-                run = spec.new_run(name or "Agent", "chain", inputs)
+                # (the agent's memory session: its runs one conversation, a thread)
+                meta = {k: v for k, v in (("session_id", session_id), ("user_id", user_id)) if v}
+                run = spec.new_run(name or "Agent", "chain", inputs, metadata=meta or None)
             if model:
                 run.metadata["upsonic.agent.model"] = model
             return _Open(run, current=True)
