@@ -70,7 +70,11 @@ def test_migrations_build_exactly_the_declared_schema(store_url: str) -> None:
         ctx = MigrationContext.configure(conn, opts={"compare_type": True})
         diff = [d for d in compare_metadata(ctx, metadata)
                 if not (isinstance(d, tuple) and d[0] == "remove_table"
-                        and d[1].name == "alembic_version")]
+                        and d[1].name == "alembic_version")
+                # an expression index, on each backend's own JSON functions: made by
+                # migration 0016 alone (tests/store/test_threads.py: the queries use it)
+                and not (isinstance(d, tuple) and d[0] == "remove_index"
+                         and d[1].name == "ix_runs_session_thread")]
     store.close()
     assert diff == []
 

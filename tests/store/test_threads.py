@@ -114,3 +114,30 @@ def test_thread_id_in_the_filter_language(
 def test_unknown_project_is_named(store: Store) -> None:
     with pytest.raises(NotFoundError):
         store.threads.list(uuid.uuid4())
+
+
+def test_one_threads_turns_are_read_through_the_thread_index(
+        conversations: tuple[Client, str, dict[str, list[str]]]) -> None:
+    """The thread index (migration 0016) holds the expression the queries spell, so one
+    thread's turns are a range of it, not a walk over the project's roots' JSON (on PostgreSQL
+    with sequential scans off: a few rows would be scanned anyway)."""
+    from sqlalchemy import select, text
+
+    from assay.store._run_filter import thread_id_sql
+    from assay.store._tables import runs
+
+    client, project, _ = conversations
+    store = _store(client)
+    pid = store.projects.read(project_name=project).id
+    dialect = store.engine.dialect.name
+    query = select(runs.c.id).where(*store.threads._where(pid),
+                                    thread_id_sql(runs, dialect) == "a")
+    sql = str(query.compile(store.engine, compile_kwargs={"literal_binds": True}))
+    with store.engine.connect() as conn:
+        if dialect == "postgresql":
+            conn.execute(text("SET enable_seqscan = off"))
+            plan = " ".join(r[0] for r in conn.execute(text("EXPLAIN " + sql)))
+        else:
+            plan = " ".join(r[-1] for r in conn.execute(text("EXPLAIN QUERY PLAN " + sql)))
+        assert len(conn.execute(query).all()) == 3
+    assert "ix_runs_session_thread" in plan, plan

@@ -24,7 +24,20 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Boolean, Text, and_, case, cast, false, func, literal, not_, or_, select
+from sqlalchemy import (
+    Boolean,
+    Text,
+    and_,
+    case,
+    cast,
+    false,
+    func,
+    literal,
+    literal_column,
+    not_,
+    or_,
+    select,
+)
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -35,7 +48,7 @@ from ..errors import InvalidInputError
 from ._tables import feedback
 
 __all__ = ["THREAD_KEYS", "FilterError", "compile_filter", "parse_filter", "text_search",
-           "thread_id_sql"]
+           "names_a_thread", "thread_id_of", "thread_id_sql"]
 
 MAX_LENGTH = 20_000  # characters in one filter
 
@@ -43,11 +56,30 @@ MAX_LENGTH = 20_000  # characters in one filter
 def thread_id_sql(table: Any, dialect: str) -> ColumnElement[Any]:
     """The thread id of a row of ``runs`` (or an alias), NULL when its metadata names none
     (``store/_threads.py``); the filter language's ``thread_id``."""
+    return thread_id_of(table.c.extra, dialect)
+
+
+def names_a_thread(extra: Any, dialect: str) -> ColumnElement[Any]:
+    """Whether a run's ``extra`` text holds one of the thread keys at all: a substring test
+    that is cheap beside parsing the JSON, made by the thread index's condition (migration
+    0016) for every root the fold stores, so that a root that names no thread costs no parse.
+    A query that reads the index says it too (its terms, literally, imply the index's)."""
+    text = cast(extra, Text) if dialect == "postgresql" else extra
+    find = func.strpos if dialect == "postgresql" else func.instr
+    zero: ColumnElement[Any] = literal_column("0")
+    return or_(*[find(text, literal_column(f"'\"{k}\"'")) > zero for k in THREAD_KEYS])
+
+
+def thread_id_of(extra: Any, dialect: str) -> ColumnElement[Any]:
+    """``thread_id_sql`` of a run's ``extra`` column. Its paths are literals, not bound
+    parameters: the expression is the one the thread index holds (migration 0016), which the
+    database uses only for a query that spells it the same way."""
     parts: list[ColumnElement[Any]]
     if dialect == "postgresql":
-        parts = [func.json_extract_path_text(table.c.extra, "metadata", k) for k in THREAD_KEYS]
+        parts = [func.json_extract_path_text(extra, literal_column("'metadata'"),
+                                             literal_column(f"'{k}'")) for k in THREAD_KEYS]
     else:
-        parts = [cast(func.json_extract(table.c.extra, f"$.metadata.{k}"), Text)
+        parts = [cast(func.json_extract(extra, literal_column(f"'$.metadata.{k}'")), Text)
                  for k in THREAD_KEYS]
     return func.coalesce(*parts)
 MAX_DEPTH = 32  # nested calls

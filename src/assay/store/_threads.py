@@ -21,7 +21,7 @@ from sqlalchemy import and_, func, select
 from .._ids import as_uuid
 from .._time import to_micros
 from ..schemas import Run
-from ._run_filter import THREAD_KEYS, compile_filter, thread_id_sql
+from ._run_filter import THREAD_KEYS, compile_filter, names_a_thread, thread_id_sql
 from ._stats import quantile
 from ._tables import runs
 from ._types import from_micros
@@ -94,7 +94,7 @@ class ThreadRepo:
         dialect = self.store.engine.dialect.name
         conds: list[Any] = [runs.c.tenant_id == self.store.tenant_id,
                             runs.c.session_id == str(as_uuid(project_id, "project_id")),
-                            runs.c.is_root.is_(True),
+                            runs.c.is_root.is_(True), names_a_thread(runs.c.extra, dialect),
                             thread_id_sql(runs, dialect).is_not(None)]
         if filter:
             conds.append(compile_filter(filter, runs, dialect))
@@ -154,8 +154,9 @@ class ThreadRepo:
                    .scalars()]
         if not ids:
             return []
-        return self.store.runs.list(project_ids=[str(project_id)], run_ids=ids,
-                                    order="desc" if order == "desc" else "asc",
+        # (by id alone: with the project's too, SQLite without ANALYZE statistics walks the
+        # project's start-time index instead of looking the ids up)
+        return self.store.runs.list(run_ids=ids, order="desc" if order == "desc" else "asc",
                                     offset=offset, limit=limit)
 
     def usage_of(self, root_ids: builtins.list[str]) -> dict[str, dict[str, Any]]:
@@ -187,8 +188,10 @@ class ThreadRepo:
                 runs.c.completion_cost, runs.c.total_cost]
         turns: dict[str, builtins.list[Any]] = {t: [] for t in ids}
         with self.store.read() as conn:
-            for row in conn.execute(select(*cols).where(and_(*conds), tid.in_(ids))
-                                    .order_by(runs.c.start_time, runs.c.id)):
+            # (ordered here, not by an ORDER BY: SQLite without ANALYZE statistics would walk
+            # the project's start-time index for it instead of the threads' own entries)
+            for row in sorted(conn.execute(select(*cols).where(and_(*conds), tid.in_(ids))),
+                              key=lambda r: (r.start_time, str(r.id))):
                 turns[row.tid].append(row)
         usage = self.usage_of([str(r.id) for rows in turns.values() for r in rows])
         group = {str(r.id): t for t, rows in turns.items() for r in rows}
