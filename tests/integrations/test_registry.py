@@ -196,6 +196,15 @@ def test_instrument_frameworks_without_names_takes_every_installed_one(
     sys.modules[FAKE_FW] = fw
     assert instrument_frameworks() == ["fake"] and impl.instrumented == 1
 
+    def broken() -> None:
+        raise AttributeError("this framework version has no hook")
+
+    impl.instrument = broken  # every installed one: logged and skipped; named: raised
+    _registry._instrumented.discard("fake")
+    assert instrument_frameworks() == []
+    with pytest.raises(AttributeError, match="no hook"):
+        instrument_frameworks("fake")
+
 
 def test_a_framework_call_outside_any_run_is_a_root_only_where_tracing_is_on(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

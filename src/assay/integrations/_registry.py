@@ -475,7 +475,8 @@ def instrument_frameworks(*names: str) -> list[str]:
     (``ASSAY_TRACING=true`` or ``tracing_context(enabled=True)``) each framework call is then
     a trace of its own. ``evaluate()``, the evaluators and a root ``trace`` block install the
     hooks of the frameworks already imported without this call. A named framework that is not
-    installed raises its install hint; one whose hooks fail to install raises that error."""
+    installed raises its install hint, one whose hooks fail to install that error; with no
+    name, such a framework is logged and skipped."""
     from ..errors import require
 
     by_name = {**INTEGRATIONS, **{i.extra: i for i in INTEGRATIONS.values()}}
@@ -492,14 +493,22 @@ def instrument_frameworks(*names: str) -> list[str]:
         present = [m for m in integration.modules if _installed(m)]
         if not names and not present:
             continue
-        require((present or integration.modules)[0], integration.extra,
-                f"assay's {integration.extra} integration")
-        impl = _impl(key)
-        if impl is None:  # (every integration listed has its module)
+        try:
+            require((present or integration.modules)[0], integration.extra,
+                    f"assay's {integration.extra} integration")
+            impl = _impl(key)
+            if impl is None:  # (every integration listed has its module)
+                continue
+            with _lock:
+                impl.instrument()
+                _instrumented.add(key)
+        except Exception:
+            if names:
+                raise
+            # (every installed one: a framework that does not import or fit here is skipped)
+            log.warning("assay could not instrument %s; its calls will not be traced",
+                        integration.extra, exc_info=True)
             continue
-        with _lock:
-            impl.instrument()
-            _instrumented.add(key)
         done.append(integration.extra)
     return done
 
