@@ -317,7 +317,9 @@ def _make_processor() -> Any:
 
         def on_span_end(self, span: Any) -> None:
             run = self._runs.pop(span.span_id, None)
-            if run is None or run is self._roots.get(span.trace_id):
+            roots = self._roots
+            root = roots.get(span.trace_id) if roots else None  # (a trace of its own's)
+            if run is None or run is root:
                 return
             if self._unstreamed.get(span.trace_id) is run:
                 self._unstreamed.pop(span.trace_id, None)
@@ -327,7 +329,6 @@ def _make_processor() -> Any:
                 run.metadata["assay_capture_error"] = repr(exc)
             run.end()
             run.patch()
-            root = self._roots.get(span.trace_id) if self._roots else None
             if root is not None and run.run_type == "llm":  # the trace's conversation: its
                 if not root.inputs:  # first model call's input, its last one's answer
                     root.inputs = run.inputs

@@ -120,6 +120,7 @@ _BY_MODULE: dict[str, str] = {m: name for name, i in INTEGRATIONS.items() for m 
 _by_type: dict[type, str | None] = {}  # type -> framework name (None: no framework's)
 _impls: dict[str, Any] = {}  # framework name -> its imported impl module (None: not written)
 _instrumented: set[str] = set()
+_failed: set[str] = set()  # of those, the ones whose hooks could not be installed
 _lock = threading.Lock()
 
 def once(make: Callable[[], _T]) -> Callable[[], _T]:
@@ -315,6 +316,7 @@ def register(name: str, integration: Integration) -> None:
         _by_type.clear()
         _impls.pop(name, None)
         _instrumented.discard(name)
+        _failed.discard(name)
 
 
 def is_adapter(obj: Any) -> bool:
@@ -442,27 +444,33 @@ def tool_calls_from(obj: Any) -> list[ToolCall] | None:
 
 
 # -- instrumentation ------------------------------------------------------------------------------
-def instrument(name: str) -> bool:
+def instrument(name: str, *, strict: bool = False) -> bool:
     """Install one framework's hooks once; False when its assay module is missing or failed.
 
-    A hook that cannot be installed is logged, never raised: evaluation goes on untraced."""
-    if name in _instrumented:
-        return True
+    A hook that cannot be installed is logged, never raised (evaluation goes on untraced), and
+    not tried again; ``strict``: tried again, and its error raised (``instrument_frameworks``
+    for a framework the user named)."""
+    if name in _instrumented and not (strict and name in _failed):
+        return name not in _failed
     with _lock:
-        if name in _instrumented:
-            return True
+        if name in _instrumented and not (strict and name in _failed):
+            return name not in _failed
         impl = _impl(name)
         if impl is None:
             return False
         try:
             impl.instrument()
         except Exception:  # a framework version we do not fit: evaluate anyway
+            if strict:
+                raise
             log.warning("assay could not instrument %s; its steps will not be traced", name,
                         exc_info=True)
             _impls[name] = impl  # keep the adapter usable
             _instrumented.add(name)  # and do not retry (and warn) on every call
+            _failed.add(name)
             return False
         _instrumented.add(name)
+        _failed.discard(name)
         return True
 
 
@@ -476,8 +484,8 @@ def instrument_frameworks(*names: str) -> list[str]:
     a trace of its own. ``evaluate()``, the evaluators and a root ``trace`` block install the
     hooks of the frameworks already imported without this call. A named framework that is not
     installed raises its install hint, one whose hooks fail to install that error; with no
-    name, such a framework is logged and skipped."""
-    from ..errors import require
+    name, such a framework is logged and skipped (``instrument``)."""
+    from ..errors import MissingDependencyError
 
     by_name = {**INTEGRATIONS, **{i.extra: i for i in INTEGRATIONS.values()}}
     unknown = [n for n in names if n not in by_name]
@@ -490,26 +498,13 @@ def instrument_frameworks(*names: str) -> list[str]:
     for key, integration in INTEGRATIONS.items():
         if names and integration not in wanted:
             continue
-        present = [m for m in integration.modules if _installed(m)]
-        if not names and not present:
-            continue
-        try:
-            require((present or integration.modules)[0], integration.extra,
-                    f"assay's {integration.extra} integration")
-            impl = _impl(key)
-            if impl is None:  # (every integration listed has its module)
-                continue
-            with _lock:
-                impl.instrument()
-                _instrumented.add(key)
-        except Exception:
+        if not any(_installed(m) for m in integration.modules):
             if names:
-                raise
-            # (every installed one: a framework that does not import or fit here is skipped)
-            log.warning("assay could not instrument %s; its calls will not be traced",
-                        integration.extra, exc_info=True)
+                raise MissingDependencyError(integration.modules[0], integration.extra,
+                                             f"assay's {integration.extra} integration")
             continue
-        done.append(integration.extra)
+        if instrument(key, strict=bool(names)):
+            done.append(integration.extra)
     return done
 
 
