@@ -366,6 +366,28 @@ def test_what_cannot_reach_the_workers_is_refused_by_name(client: Client, tmp_pa
         sys.path.remove(str(tmp_path))
 
 
+def test_traced_functions_travel_while_framework_hooks_hold_locks() -> None:
+    """A traced function sent by value carries the tracing module's globals, the list of
+    framework step lookups among them: it travels as a name (the hooks in it hold locks), and
+    the receiving process uses its own list."""
+    from assay.evaluation._ray import _dumps
+    from assay.tracing._context import STEP_RUNS
+
+    lock = threading.Lock()
+
+    def held() -> None:
+        with lock:
+            return None
+
+    STEP_RUNS.append(held)
+    try:
+        for fn in (_model, _plan, agent):  # a generator's wrapper is Python: by value
+            cloudpickle.loads(_dumps(fn))
+        assert cloudpickle.loads(_dumps(STEP_RUNS)) is STEP_RUNS
+    finally:
+        STEP_RUNS.remove(held)
+
+
 def test_bad_executor_arguments() -> None:
     with pytest.raises(InvalidInputError, match="executor must be 'local', 'ray' or a RayEx"):
         evaluate(agent, data=[{"inputs": {"x": 1}}], upload_results=False, executor="spark")

@@ -123,6 +123,36 @@ def test_agent_in_evaluate_stores_its_agent_llm_and_tool_runs(srv: ScriptedModel
             "reliability": 1.0}
 
 
+def test_a_traced_helper_in_a_tool_nests_under_the_tool_run(srv: ScriptedModelServer,
+                                                            db: Client) -> None:
+    """A tool's code that calls a ``@traceable`` function (sync and async tools): its run is
+    the tool run's child, in the example's trace."""
+    from assay.tracing import traceable
+
+    @traceable(name="atlas")
+    def atlas(city: str) -> str:
+        return population(city)
+
+    def lookup_city(city: str) -> str:
+        """The population of a city."""
+        return atlas(city)
+
+    async def alookup_city(city: str) -> str:
+        """The population of a city."""
+        return atlas(city)
+
+    for tool in (lookup_city, alookup_city):
+        agent = Agent(name="geo", model=gemini(srv), tools=[tool],
+                      instruction=f"Answer with {tool.__name__}'s figure.")
+        (row,) = evaluate(agent, data=_dataset(db, ["Cairo"], tool.__name__), client=db)
+        runs = _tree(db, row)
+        by_id = {r.id: r for r in runs}
+        (helper,) = [r for r in runs if r.name == "atlas"]
+        assert by_id[helper.parent_run_id].name == tool.__name__
+        assert by_id[helper.parent_run_id].run_type == "tool"
+        assert helper.inputs == {"city": "Cairo"} and helper.trace_id == row["run"].id
+
+
 def test_a_sequential_agent_nests_its_agents_and_the_users_runner_takes_the_plugin(
         srv: ScriptedModelServer, db: Client) -> None:
     """A ``SequentialAgent`` of a researcher (with the tool) and a writer: each agent's runs

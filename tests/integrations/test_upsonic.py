@@ -79,7 +79,8 @@ def _model(srv: ScriptedModelServer) -> OpenAIChatModel:
 
 
 def make_agent(srv: ScriptedModelServer, name: str = "atlas", **options: Any) -> Agent:
-    return Agent(_model(srv), name=name, tools=[lookup_city], **options)
+    options.setdefault("tools", [lookup_city])
+    return Agent(_model(srv), name=name, **options)
 
 
 # function-scoped: an agent's HTTP client belongs to the first event loop it ran on, and each
@@ -570,6 +571,33 @@ def test_an_agent_run_outside_any_assay_run_is_a_trace_of_its_own_where_tracing_
         assert runs[2].inputs == {"city": "Cairo"} and runs[1].total_tokens
     threads = db.list_threads(project_name=project)
     assert sorted(t["thread_id"] for t in threads) == ["chat-native", "chat-spans"]
+
+
+def test_a_traced_helper_in_a_tool_nests_under_the_tool_run_on_both_paths(
+        srv: ScriptedModelServer, db: Client) -> None:
+    """A tool's code that calls a ``@traceable`` function: its run is the tool run's child,
+    on both capture paths (an agent handed to assay; one traced through Upsonic's spans)."""
+    from assay.tracing import traceable
+
+    @traceable(name="atlas_lookup")
+    def atlas_lookup(city: str) -> str:
+        return population(city)
+
+    @tool(max_retries=0)  # async: Upsonic runs a sync tool in an executor thread, which starts
+    async def traced_lookup(city: str) -> str:  # with an empty context (no run to nest under)
+        """The population of a city."""
+        return atlas_lookup(city)
+
+    native = make_agent(srv, tools=[traced_lookup])
+    require_adapter(native)
+    spans = _span_path_agent(srv, tools=[traced_lookup])
+    for agent in (native, spans):
+        runs = _traced(db, agent, "How many people live in Osaka? Use traced_lookup")
+        by_id = {r.id: r for r in runs}
+        assert [r.run_type for r in runs] == ["chain", "chain", "llm", "tool", "chain", "llm"]
+        (helper,) = [r for r in runs if r.name == "atlas_lookup"]
+        assert by_id[helper.parent_run_id].name == "traced_lookup"
+        assert helper.inputs == {"city": "Osaka"}
 
 
 def test_model_set_after_capture_is_traced(srv: ScriptedModelServer, agent: Agent,

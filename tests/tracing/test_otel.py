@@ -110,6 +110,35 @@ async def test_agent_spans_nest_under_the_current_assay_run(tclient: Client,
     assert [c.name for c in rec.child_runs[0].child_runs][1::2] == ["get_weather", "add"]
 
 
+def test_a_traced_helper_in_a_tool_nests_under_the_tools_span(tclient: Client,
+                                                              provider: TracerProvider) -> None:
+    """A ``@traceable`` function a span's code calls (a pydantic-ai tool's) is a child of that
+    span's run, in its trace: under an assay run and, the processor recording, outside one."""
+    from opentelemetry.trace import get_current_span
+
+    from assay.tracing import traceable
+
+    @traceable(name="forecast")
+    def forecast(city: str) -> str:
+        return f"sunny in {city}"
+
+    tracer = provider.get_tracer("test")
+    with tracing_context(enabled=True, client=tclient, project_name="eval"), \
+            trace("target") as target, tracer.start_as_current_span("execute_tool weather"):
+        assert get_current_span().is_recording()
+        forecast("Paris")
+    with tracer.start_as_current_span("execute_tool weather"):  # no assay run current
+        forecast("Rome")
+    tclient.flush()
+    tree = tclient.read_run(target.id, load_child_runs=True)
+    [tool_run] = tree.child_runs
+    assert [(c.name, c.inputs) for c in tool_run.child_runs] == [("forecast", {"city": "Paris"})]
+    [own] = list(tclient.list_runs(project_name="otel", is_root=True))
+    assert own.name == "execute_tool weather"
+    [helper] = list(tclient.list_runs(project_name="otel", trace_id=own.id, is_root=False))
+    assert helper.name == "forecast" and helper.parent_run_id == own.id
+
+
 def test_hand_made_semconv_spans(tclient: Client, provider: TracerProvider) -> None:
     tracer = provider.get_tracer("test")
     with tracer.start_as_current_span("agent run") as root:

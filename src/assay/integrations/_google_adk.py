@@ -24,7 +24,8 @@ global is touched: ADK's OpenTelemetry spans go wherever the user sends them.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -419,6 +420,15 @@ def _call(tool_context: Any) -> str:
     call's context object, the same in its before and after callbacks."""
     return tool_context.function_call_id or f"context-{id(tool_context)}"
 _PLUGIN: list[type] = []
+# the tool run of the call running in this context (set by the plugin's before-tool callback,
+# which ADK awaits in the task that then runs the tool): what the tool's code traces nests under
+_TOOL: ContextVar[RunTree | None] = ContextVar("assay_adk_tool", default=None)
+
+
+def _tool_run() -> RunTree | None:
+    """The open tool run of the ADK tool running here (``tracing._context.STEP_RUNS``)."""
+    run = _TOOL.get()
+    return run if run is not None and not run.ended else None
 
 
 def _plugin_class() -> type:
@@ -438,8 +448,10 @@ def _plugin_class() -> type:
             super().__init__(name="assay")
 
         async def before_run_callback(self, *, invocation_context: Any) -> None:
-            if cap.start_invocation(invocation_context):
-                _leave_invocation_span()
+            # (ADK's span of the invocation left first: it is no parent of the plugin's runs)
+            undo = _leave_invocation_span()
+            if not cap.start_invocation(invocation_context):
+                undo()  # not recorded here: a processor of the user's keeps ADK's span
 
         async def after_run_callback(self, *, invocation_context: Any) -> None:
             cap.end_invocation(invocation_context.invocation_id)
@@ -532,6 +544,7 @@ def _plugin_class() -> type:
                 return
             run = fast_child(parent, tool.name, "tool", _jsonable(dict(tool_args)))
             cap.tools[_call(tool_context)] = (step[0], run)
+            _TOOL.set(run)
 
         def _end_tool(self, tool_context: Any, outputs: Any = None,
                       error: BaseException | None = None) -> None:
@@ -554,13 +567,17 @@ def _plugin_class() -> type:
     from ..tracing.otel import leave_scope_to_hook
 
     leave_scope_to_hook(ADK_SCOPE, cap.recording)
+    from ..tracing._context import STEP_RUNS
+
+    STEP_RUNS.append(_tool_run)
     _PLUGIN.append(AssayPlugin)
     return AssayPlugin
 
 
-def _leave_invocation_span() -> None:
+def _leave_invocation_span() -> Callable[[], None]:
     """ADK's span of the invocation (started before any plugin is called) is not stored by an
-    AssaySpanProcessor: its steps are the plugin's (the spans under it are left by scope)."""
+    AssaySpanProcessor: its steps are the plugin's (the spans under it are left by scope).
+    Returns what undoes it."""
     from opentelemetry import trace as otel
 
     span = otel.get_current_span()
@@ -568,7 +585,8 @@ def _leave_invocation_span() -> None:
     if scope is not None and scope.name == ADK_SCOPE:
         from ..tracing.otel import leave_span_to_hook
 
-        leave_span_to_hook(span)
+        return leave_span_to_hook(span)
+    return lambda: None
 
 
 def adk_plugin() -> Any:

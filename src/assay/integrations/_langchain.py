@@ -365,7 +365,7 @@ class _HandlerWhileTraced:
         self.handler = handler
 
     def get(self, default: Any = None) -> Any:
-        if framework_parent() is not None or framework_root() is not None:
+        if framework_parent(False) is not None or framework_root() is not None:
             return self.handler
         return default
 
@@ -388,7 +388,11 @@ def instrument() -> None:
     require("langchain_core.tracers.context", "langgraph", "LangChain tracing")
     from langchain_core.tracers.context import register_configure_hook
 
-    register_configure_hook(_HandlerWhileTraced(handler()), True)  # type: ignore[arg-type]  # a proxy
+    from ..tracing._context import STEP_RUNS
+
+    capture = handler()
+    register_configure_hook(_HandlerWhileTraced(capture), True)  # type: ignore[arg-type]  # a proxy
+    STEP_RUNS.append(capture.step_run)  # runs started in a tool's or node's code nest under it
     _installed = True
 
 

@@ -194,10 +194,17 @@ def _forget_oldest(runs: dict[Any, Any]) -> None:
         runs.pop(key, None)
 
 
+_child_config: Any = None  # LangChain's context variable of the config a step's code runs with
+
+
 def make_handler() -> Any:
     """The process's handler (a ``BaseCallbackHandler``: its class made on first use)."""
     require("langchain_core.callbacks", "langgraph", "LangChain tracing")
     from langchain_core.callbacks import BaseCallbackHandler
+    from langchain_core.runnables.config import var_child_runnable_config
+
+    global _child_config
+    _child_config = var_child_runnable_config
 
     class AssayCallbackHandler(_Capture, BaseCallbackHandler):
         """LangChain steps -> assay runs under the current assay run (see the module
@@ -233,7 +240,8 @@ class _Capture:
         """A step's start, logged with the assay run current now and the clock; a call's
         outermost step outside any assay run, with what its root run is made with where
         tracing is on (``framework_root``), or None."""
-        parent = framework_parent()
+        # (an outermost step may run inside another framework's step: its run is the parent)
+        parent = framework_parent(parent_run_id is None)
         if parent is None and parent_run_id is None:
             parent = framework_root()
             if parent is not None:
@@ -369,6 +377,24 @@ class _Capture:
                     log.warning("assay: a LangChain step could not be recorded", exc_info=True)
         finally:
             self._lock.release()
+
+    def step_run(self) -> RunTree | None:
+        """The run of the LangChain step running in this context (a tool's, a graph node's),
+        or None: what a run started by code inside the step nests under
+        (``tracing._context.STEP_RUNS``). LangChain hands the step's code a config whose
+        callbacks name the step's run id; the run is built now if its start is still in the
+        log (as a reader builds it: ``_settle``)."""
+        config = _child_config.get()
+        if not config:
+            return None
+        step = getattr(config.get("callbacks"), "parent_run_id", None)
+        if step is None:
+            return None
+        entry = self._runs.get(step.int)
+        if entry is None and self._log:
+            self._settle()
+            entry = self._runs.get(step.int)
+        return entry[0] if entry is not None else None
 
     def _own(self, run_id: UUID) -> RunTree | None:
         entry = self._runs.get(run_id.int)

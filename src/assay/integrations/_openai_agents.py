@@ -334,6 +334,16 @@ def _make_processor() -> Any:
                     root.inputs = run.inputs
                 root.outputs = run.outputs
 
+        def step_run(self) -> RunTree | None:
+            """The run of the SDK span current in this context (a function tool's, an
+            agent's), or None: what a run started by a tool's code nests under
+            (``tracing._context.STEP_RUNS``)."""
+            runs = self._runs
+            if not runs:  # (no span open anywhere: the usual case, no SDK call)
+                return None
+            span = _current_span()
+            return runs.get(span.span_id) if span is not None else None
+
         def first_token(self, trace_id: str) -> None:
             """A chunk of a streamed run of ``trace_id``: its open llm run's first token, if
             it has none yet."""
@@ -364,6 +374,16 @@ def instrument() -> None:
         return
     require("agents", "openai-agents", "OpenAI Agents SDK tracing")
     from agents import add_trace_processor
+    from agents.tracing import get_current_span
 
-    add_trace_processor(processor())
+    from ..tracing._context import STEP_RUNS
+
+    global _current_span
+    _current_span = get_current_span
+    capture = processor()
+    add_trace_processor(capture)
+    STEP_RUNS.append(capture.step_run)  # runs started in a tool's code nest under it
     _installed = True
+
+
+_current_span: Callable[[], Any] = lambda: None  # noqa: E731 - the SDK's, once installed

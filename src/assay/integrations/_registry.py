@@ -170,20 +170,30 @@ def framework_tracing_enabled() -> bool:
 
 
 _run_var: Any = None  # assay.tracing's current-run context variable, once imported
+_steps: Any = None  # ... its ``STEP_RUNS`` (other frameworks' steps running here)
+_innermost: Any = None
 
 
-def framework_parent() -> RunTree | None:
+def framework_parent(steps: bool = True) -> RunTree | None:
     """The run a framework step should become a child of, or None to record nothing.
 
     What every hook asks first: None when framework tracing is switched off or no traced assay
-    run is current (outside ``evaluate()``, ``trace()`` or ``@traceable``)."""
-    global _run_var
+    run is current (outside ``evaluate()``, ``trace()`` or ``@traceable``) and no framework's
+    step is running here. With ``steps``, the run of another framework's step running here
+    (an Agents SDK agent called in a LangChain tool: ``tracing._context.STEP_RUNS``) when it
+    is below the assay run; LangChain's own hooks, which nest their steps by LangChain's run
+    ids and ask at every runnable, pass False for the steps inside one of its calls."""
+    global _run_var, _steps, _innermost
     var = _run_var
     if var is None:  # resolved on first use: importing assay.evals stays free of tracing
         from ..tracing._context import _RUN as var
+        from ..tracing._context import STEP_RUNS, innermost
 
+        _steps, _innermost = STEP_RUNS, innermost
         _run_var = var
     run = var.get()
+    if steps and _steps:
+        run = _innermost(run)
     if run is None:
         return None
     # the switch as ``framework_tracing_enabled`` reads it, its usual case inline (this runs at

@@ -64,26 +64,25 @@ def _is_text(event: Any) -> bool:
 
 
 class _Open:
-    """A run for a ``with`` block of Upsonic's (an agent run, current for its model and tool
-    calls; a tool call): ended and stored at the block's end, with its error. A failed tool's
-    error is carried to the trace's root (see ``_mark_root``)."""
+    """A run for a ``with`` block of Upsonic's (an agent run, a tool call), current while the
+    block runs (an agent's model and tool calls, and what a tool's code traces, nest under
+    it): ended and stored at the block's end, with its error. A failed tool's error is carried
+    to the trace's root (see ``_mark_root``)."""
 
-    __slots__ = ("_run", "_current", "_outer")
+    __slots__ = ("_run", "_outer")
 
-    def __init__(self, run: RunTree, current: bool) -> None:
-        self._run, self._current = run, current
+    def __init__(self, run: RunTree) -> None:
+        self._run = run
         self._outer: RunTree | None = None
 
     def __enter__(self) -> RunTree:
-        if self._current:
-            self._outer = _KEPT.get()
-            _KEPT.set(self._run)
+        self._outer = _KEPT.get()
+        _KEPT.set(self._run)
         return self._run
 
     def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
         run = self._run
-        if self._current:
-            _KEPT.set(self._outer)
+        _KEPT.set(self._outer)
         if exc is not None and run.error is None:
             run.end(error=exc)
         if run.error and run.run_type == "tool":
@@ -210,7 +209,7 @@ def _make_classes() -> tuple[Any, Any]:
                 run = spec.new_run(name or "Agent", "chain", inputs, metadata=meta or None)
             if model:
                 run.metadata["upsonic.agent.model"] = model
-            return _Open(run, current=True)
+            return _Open(run)
 
         def tool_span(self, tool_name: str, tool_call_id: str,
                       tool_args: dict[str, Any] | None = None) -> Any:
@@ -222,7 +221,7 @@ def _make_classes() -> tuple[Any, Any]:
                              ({"input": tool_args} if tool_args is not None else {}))
             if tool_call_id:
                 run.metadata["tool_call_id"] = tool_call_id
-            return _Open(run, current=False)
+            return _Open(run)
 
         def set_tool_result(self, span: Any, execution_time: float, success: bool,
                             error: Exception | None = None, output: Any = None) -> None:

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from ..tracing._context import _CFG
+from ..tracing._context import _CFG, STEP_RUNS
 from ..tracing._otel_map import span_fields
 from ..tracing._traceable import _new_run
 from ..tracing.otel import AssaySpanProcessor, _view
@@ -254,6 +254,17 @@ def tracer_provider() -> Any:
 # a dropped pipeline span (set at a kept span's start, restored at its end, as the span itself
 # is made current and restored by Upsonic's ``with`` blocks)
 _KEPT: ContextVar[RunTree | None] = ContextVar("assay_upsonic_kept", default=None)
+
+
+def _kept_run() -> RunTree | None:
+    """The innermost open Upsonic run here (a tool call's, an agent's): what a run started by
+    a tool's code nests under (``tracing._context.STEP_RUNS``)."""
+    run = _KEPT.get()
+    return run if run is not None and not run.ended else None
+
+
+if _kept_run not in STEP_RUNS:
+    STEP_RUNS.append(_kept_run)
 
 
 class UpsonicSpanProcessor(AssaySpanProcessor):

@@ -20,6 +20,7 @@ static const char *cfg_names[N_CFG] = {
 static Py_ssize_t cfg_offsets[N_CFG];
 static PyTypeObject *cfg_type = NULL;
 static PyObject *run_var, *cfg_var, *env_enabled, *env_project, *fail_fn, *queued;
+static PyObject *step_runs, *innermost; /* _context.STEP_RUNS and innermost */
 static PyObject *str_start, *str_outputs, *str_put, *str_patch, *str_get_writer;
 
 #define CFG_SLOT(cfg, i) (*(PyObject **)((char *)(cfg) + cfg_offsets[i]))
@@ -30,9 +31,9 @@ static inline PyObject *cfg_get(PyObject *cfg, int i) {
 }
 
 PyObject *configure(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 7 || !PyType_Check(args[0])) {
+    if (nargs != 9 || !PyType_Check(args[0]) || !PyList_Check(args[7])) {
         PyErr_SetString(PyExc_TypeError, "configure(_Config, run_var, cfg_var, env_enabled, "
-                                         "env_project, fail, QUEUED)");
+                                         "env_project, fail, QUEUED, STEP_RUNS, innermost)");
         return NULL;
     }
     Py_ssize_t found[N_CFG];
@@ -47,6 +48,8 @@ PyObject *configure(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     Py_XSETREF(env_project, Py_NewRef(args[4]));
     Py_XSETREF(fail_fn, Py_NewRef(args[5]));
     Py_XSETREF(queued, Py_NewRef(args[6]));
+    Py_XSETREF(step_runs, Py_NewRef(args[7]));
+    Py_XSETREF(innermost, Py_NewRef(args[8]));
     Py_RETURN_NONE;
 }
 
@@ -211,6 +214,13 @@ static PyObject *call_vectorcall(PyObject *self, PyObject *const *argv, size_t n
     PyObject *args = argv[0], *kwargs = argv[1], *parent, *cfg, *run = NULL, *result = NULL;
     if (PyContextVar_Get(run_var, Py_None, &parent) < 0)
         return NULL;
+    if (PyList_GET_SIZE(step_runs) > 0) { /* a framework's step running here (_context) */
+        PyObject *inner = PyObject_CallOneArg(innermost, parent);
+        Py_DECREF(parent);
+        if (inner == NULL)
+            return NULL;
+        parent = inner;
+    }
     if (PyContextVar_Get(cfg_var, Py_None, &cfg) < 0) {
         Py_DECREF(parent);
         return NULL;

@@ -10,6 +10,7 @@ run is open); ``_CFG`` holds what the innermost ``tracing_context`` said. contex
 from __future__ import annotations
 
 import contextvars
+import logging
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -58,6 +59,66 @@ class _Config:
 _RUN: contextvars.ContextVar[RunTree | None] = contextvars.ContextVar("assay_run", default=None)
 _CFG: contextvars.ContextVar[_Config | None] = contextvars.ContextVar("assay_tracing_cfg",
                                                                       default=None)
+
+# -- framework steps running user code -----------------------------------------------------------
+# A framework step whose run is not ``_RUN`` (a LangChain tool or graph node, its run built off
+# the agent's thread; an Agents SDK function tool, its run made by the SDK's tracing processor)
+# runs user code that may start runs of its own: a ``@traceable`` helper, a wrapped client,
+# another framework's agent. Each integration with such steps adds here a function giving the
+# run of its step running in this context, or None; ``current_run`` answers the innermost, so
+# those runs nest under the step (as LangSmith nests them), and a call outside any assay run
+# joins the framework's trace of its own instead of starting another. Empty (no framework
+# instrumented), it costs nothing; the C traced call reads it too (``_call.c``).
+class _StepRuns(list):  # type: ignore[type-arg]  # (of Callable[[], RunTree | None])
+    """``STEP_RUNS``' type: pickled as a reference to the receiving process's own list (a
+    traced function sent to a Ray worker by value carries its globals, and the lookups hold
+    the hooks' objects, locks included)."""
+
+    __slots__ = ()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _step_runs, ()
+
+
+def _step_runs() -> list[Callable[[], RunTree | None]]:
+    return STEP_RUNS
+
+
+STEP_RUNS: list[Callable[[], RunTree | None]] = _StepRuns()
+_log = logging.getLogger("assay.tracing")
+
+
+def current_run() -> RunTree | None:
+    """The run code executing here is in: the current assay run, or the run of a framework
+    step running below it (``STEP_RUNS``)."""
+    run = _RUN.get()
+    return innermost(run) if STEP_RUNS else run
+
+
+def innermost(run: RunTree | None) -> RunTree | None:
+    """``run``, or the run of a framework step running here below it (or in a trace of its
+    own, when ``run`` is None): the deepest of the ``STEP_RUNS`` answers."""
+    for step_run in STEP_RUNS:
+        try:
+            step = step_run()
+        except Exception:  # an integration's bug must not break the user's call
+            _log.warning("assay: could not tell which framework step is running",
+                         exc_info=True)
+            continue
+        if step is not None and step is not run and _below(step, run):
+            run = step
+    return run
+
+
+def _below(step: RunTree, run: RunTree | None) -> bool:
+    if run is None:
+        return True
+    parent = step.parent
+    while parent is not None:
+        if parent is run:
+            return True
+        parent = parent.parent
+    return False
 
 # -- the environment switch, re-read cheaply -------------------------------------------------------
 # os.environ.get costs ~0.6 us (it encodes the key each time): too much for the switched-off path.
@@ -112,7 +173,7 @@ def tracing_is_enabled(enabled: bool | None = None) -> bool:
     """
     if enabled is not None:
         return enabled
-    run = _RUN.get()
+    run = current_run()
     cfg = _CFG.get()
     if cfg is not None and cfg.enabled is not None and cfg.at_run is run:
         return cfg.enabled
@@ -122,15 +183,16 @@ def tracing_is_enabled(enabled: bool | None = None) -> bool:
 
 
 def get_current_run_tree() -> RunTree | None:
-    """The traced run the caller is executing in, or None."""
-    return _RUN.get()
+    """The traced run the caller is executing in (a framework step's, inside a LangChain tool
+    or graph node, say), or None."""
+    return current_run()
 
 
 def get_tracing_context() -> dict[str, Any]:
     """The effective scoped settings (for integrations that start runs themselves)."""
     cfg = _CFG.get()
     return {
-        "parent": _RUN.get(),
+        "parent": current_run(),
         "enabled": None if cfg is None else cfg.enabled,
         "client": None if cfg is None else cfg.client,
         "project_name": None if cfg is None else cfg.project_name,
@@ -177,7 +239,7 @@ def tracing_context(
         if tag not in merged_tags:
             merged_tags.append(tag)
     run_token = _RUN.set(parent) if parent is not None else None
-    current = _RUN.get()
+    current = current_run()
     if outer is not None and enabled is None and outer.at_run is current:
         inherited_enabled = outer.enabled
     else:

@@ -618,7 +618,8 @@ static PyMethodDef methods[] = {
     {"close", (PyCFunction)(void (*)(void))close_run, METH_FASTCALL,
      "close(run, result) -> run._sent: RunTree._close"},
     {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL,
-     "configure(_Config, run_var, cfg_var, env_enabled, env_project, fail, QUEUED): what a "
+     "configure(_Config, run_var, cfg_var, env_enabled, env_project, fail, QUEUED, STEP_RUNS, "
+     "innermost): what a "
      "Call reads (see _call.c)."},
     {"pick", (PyCFunction)(void (*)(void))pick, METH_FASTCALL,
      "pick(mapping, keys): the dict's items of those keys whose value is not None, or None "

@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..errors import InvalidInputError
-from ._context import _CFG, _RUN, _Config, _env_enabled, env_project
+from ._context import _CFG, _RUN, STEP_RUNS, _Config, _env_enabled, env_project, innermost
 from ._run_tree import (
     SPEEDUPS,
     RunTree,
@@ -282,7 +282,8 @@ def _fail(run: RunTree, exc: BaseException) -> None:
 
 
 if SPEEDUPS is not None:  # what the C Call reads and calls back into
-    SPEEDUPS.configure(_Config, _RUN, _CFG, _env_enabled, env_project, _fail, QUEUED)
+    SPEEDUPS.configure(_Config, _RUN, _CFG, _env_enabled, env_project, _fail, QUEUED,
+                       STEP_RUNS, innermost)
 
 
 def _call_in(run: RunTree, fn: Callable[..., Any], args: tuple[Any, ...],
@@ -331,6 +332,8 @@ def _wrap_sync(fn: Callable[..., Any], o: _Options,
         if kwargs and EXTRA in kwargs and not isinstance(o, _PerCall):
             return _with_extra(fn, o, "sync", args, kwargs)
         parent = _RUN.get()
+        if STEP_RUNS:  # (a framework's step running here: see _context.STEP_RUNS)
+            parent = innermost(parent)
         cfg = _CFG.get()
         if not (forced if forced is not None else _is_on(parent, cfg)):
             return fn(*args, **kwargs)
@@ -360,7 +363,9 @@ def _wrap_async(fn: Callable[..., Any], o: _Options) -> Callable[..., Any]:
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
         if kwargs and EXTRA in kwargs and not isinstance(o, _PerCall):
             return await _with_extra(fn, o, "async", args, kwargs)
-        parent = _RUN.get()
+        prev = parent = _RUN.get()
+        if STEP_RUNS:
+            parent = innermost(prev)
         cfg = _CFG.get()
         if not (forced if forced is not None else _is_on(parent, cfg)):
             return await fn(*args, **kwargs)
@@ -369,10 +374,10 @@ def _wrap_async(fn: Callable[..., Any], o: _Options) -> Callable[..., Any]:
         try:
             result = await fn(*args, **kwargs)
         except BaseException as exc:
-            _reset(token, parent)
+            _reset(token, prev)
             _fail(run, exc)
             raise
-        _reset(token, parent)
+        _reset(token, prev)
         run.outputs = o.outputs(result)
         run.patch()
         return result
@@ -396,7 +401,9 @@ def _wrap_gen(fn: Callable[..., Any], o: _Options) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if kwargs and EXTRA in kwargs and not isinstance(o, _PerCall):
             return (yield from _with_extra(fn, o, "gen", args, kwargs))
-        parent = _RUN.get()
+        prev = parent = _RUN.get()
+        if STEP_RUNS:
+            parent = innermost(prev)
         cfg = _CFG.get()
         if not (forced if forced is not None else _is_on(parent, cfg)):
             return (yield from fn(*args, **kwargs))
@@ -450,7 +457,9 @@ def _wrap_async_gen(fn: Callable[..., Any], o: _Options) -> Callable[..., Any]:
             async for item in _with_extra(fn, o, "agen", args, kwargs):
                 yield item
             return
-        parent = _RUN.get()
+        prev = parent = _RUN.get()
+        if STEP_RUNS:
+            parent = innermost(prev)
         cfg = _CFG.get()
         if not (forced if forced is not None else _is_on(parent, cfg)):
             agen = fn(*args, **kwargs)
@@ -481,13 +490,13 @@ def _wrap_async_gen(fn: Callable[..., Any], o: _Options) -> Callable[..., Any]:
             try:
                 item = await (agen.asend(sent) if thrown is None else agen.athrow(thrown))
             except StopAsyncIteration:
-                _reset(token, parent)
+                _reset(token, prev)
                 break
             except BaseException as exc:
-                _reset(token, parent)
+                _reset(token, prev)
                 _fail(run, exc)
                 raise
-            _reset(token, parent)
+            _reset(token, prev)
             if o.is_llm and not items:
                 run._mark_first_token()
             items.append(item)
@@ -499,7 +508,7 @@ def _wrap_async_gen(fn: Callable[..., Any], o: _Options) -> Callable[..., Any]:
                 try:
                     await agen.aclose()
                 finally:
-                    _reset(token, parent)
+                    _reset(token, prev)
                 o.end_items(run, items)
                 raise
             except BaseException as exc:
@@ -619,7 +628,9 @@ class trace:
         if self._run is not None:
             raise InvalidInputError("a trace(...) block cannot be entered twice")
         name, run_type, inputs, kw = self._args
-        current = _RUN.get()
+        prev = current = _RUN.get()
+        if STEP_RUNS:
+            current = innermost(prev)
         cfg = _CFG.get()
         self._on = on = self._enabled if self._enabled is not None else _is_on(current, cfg)
         parent = self._parent if self._parent is not None else (current if on else None)
@@ -628,7 +639,7 @@ class trace:
         self._run = run = _new_run(name, run_type, inputs, parent, cfg, **kw)
         if on:
             run.post()
-            self._prev = current
+            self._prev = prev
             self._token = _RUN.set(run)
         return run
 

@@ -11,7 +11,7 @@ import json
 from typing import Any, TypeVar
 
 from ..errors import InvalidInputError
-from ._context import _CFG, _RUN
+from ._context import _CFG, current_run
 from ._run_tree import RunTree
 from ._traceable import _is_on
 from ._wrappers_common import LLMCallSpec, dump, field, record_usage, wrap_create
@@ -147,7 +147,7 @@ def wrap_anthropic(client: C, *, run_name: str | None = None) -> C:
     if original_stream is not None and not getattr(original_stream, "__assay_wrapped__", False):
         def stream(**kwargs: Any) -> Any:
             # output_format parsing is the SDK helper's own business: leave it untraced-by-us
-            if "output_format" in kwargs or not _is_on(_RUN.get(), _CFG.get()):
+            if "output_format" in kwargs or not _is_on(current_run(), _CFG.get()):
                 return original_stream(**kwargs)
             return _StreamManager(lambda: create(stream=True, **kwargs), is_async)
 

@@ -14,7 +14,7 @@ import functools
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ._context import _CFG, _RUN
+from ._context import _CFG, _RUN, STEP_RUNS, innermost
 from ._run_tree import RunTree
 from ._traceable import _fail, _is_on, _new_run
 
@@ -86,6 +86,8 @@ class LLMCallSpec:
 
     def start(self, kwargs: dict[str, Any], run_name: str | None) -> RunTree | None:
         parent = _RUN.get()
+        if STEP_RUNS:  # (a framework's step running here: see _context.STEP_RUNS)
+            parent = innermost(parent)
         cfg = _CFG.get()
         if not _is_on(parent, cfg):
             return None
