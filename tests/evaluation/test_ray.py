@@ -379,13 +379,13 @@ def test_traced_functions_travel_while_framework_hooks_hold_locks() -> None:
         with lock:
             return None
 
-    STEP_RUNS.append(held)
+    STEP_RUNS.append((None, held))
     try:
         for fn in (_model, _plan, agent):  # a generator's wrapper is Python: by value
             cloudpickle.loads(_dumps(fn))
         assert cloudpickle.loads(_dumps(STEP_RUNS)) is STEP_RUNS
     finally:
-        STEP_RUNS.remove(held)
+        STEP_RUNS.remove((None, held))
 
 
 def test_bad_executor_arguments() -> None:

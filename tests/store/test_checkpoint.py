@@ -89,13 +89,6 @@ def test_few_rows_start_no_checkpoint(tmp_path: Path) -> None:
     assert store.engine not in _checkpoint._running
 
 
-def test_a_memory_database_has_no_checkpointer() -> None:
-    store = Store.open("sqlite:///:memory:")
-    _checkpoint.wrote(store.engine, 10 * _checkpoint.CHECKPOINT_ROWS)
-    assert store.engine not in _checkpoint._running
-    store.close()
-
-
 def test_the_thread_keeps_the_wal_small_under_sustained_folds(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_checkpoint, "CHECKPOINT_ROWS", 300)

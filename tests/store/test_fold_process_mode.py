@@ -132,10 +132,22 @@ def test_an_agents_runs_traced_through_a_client(tmp_path: Path, process_mode: No
     assert stats.run_count == 300
 
 
-def test_a_database_in_memory_keeps_the_thread(process_mode: None) -> None:
-    with Store.open("sqlite://") as store:
-        assert not _background._folded_by_a_process(store.engine)
-        assert store.engine not in _background._processes
+def test_a_database_in_memory_is_refused_by_name(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each connection to an in-memory SQLite database sees an empty one of its own (the
+    writer's, the fold's): refused, naming it, and no file is made for it (``:memory:`` was
+    once taken for a file path)."""
+    from assay.client import Client
+    from assay.errors import InvalidInputError
+
+    monkeypatch.chdir(tmp_path)
+    for url in ("sqlite://", "sqlite:///:memory:", ":memory:",
+                "sqlite:///file:x?mode=memory&cache=shared&uri=true"):
+        with pytest.raises(InvalidInputError, match="in memory: assay's store needs a file"):
+            Store.open(url)
+    with pytest.raises(InvalidInputError, match="in memory"):
+        Client(database_url=":memory:")
+    assert os.listdir(tmp_path) == []
 
 
 _FORK_SCRIPT = textwrap.dedent("""

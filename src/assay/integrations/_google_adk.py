@@ -567,9 +567,9 @@ def _plugin_class() -> type:
     from ..tracing.otel import leave_scope_to_hook
 
     leave_scope_to_hook(ADK_SCOPE, cap.recording)
-    from ..tracing._context import STEP_RUNS
+    from ..tracing._context import add_step_lookup
 
-    STEP_RUNS.append(_tool_run)
+    add_step_lookup(_tool_run, _TOOL)
     _PLUGIN.append(AssayPlugin)
     return AssayPlugin
 

@@ -386,13 +386,16 @@ def instrument() -> None:
     if _installed:
         return
     require("langchain_core.tracers.context", "langgraph", "LangChain tracing")
+    from langchain_core.runnables.config import var_child_runnable_config
     from langchain_core.tracers.context import register_configure_hook
 
-    from ..tracing._context import STEP_RUNS
+    from ..tracing._context import add_step_lookup
 
     capture = handler()
     register_configure_hook(_HandlerWhileTraced(capture), True)  # type: ignore[arg-type]  # a proxy
-    STEP_RUNS.append(capture.step_run)  # runs started in a tool's or node's code nest under it
+    # runs started in a tool's or a node's code nest under it (LangChain sets that variable
+    # while a step's code runs)
+    add_step_lookup(capture.step_run, var_child_runnable_config)
     _installed = True
 
 

@@ -376,14 +376,27 @@ def instrument() -> None:
     from agents import add_trace_processor
     from agents.tracing import get_current_span
 
-    from ..tracing._context import STEP_RUNS
+    from ..tracing._context import add_step_lookup
 
     global _current_span
     _current_span = get_current_span
     capture = processor()
     add_trace_processor(capture)
-    STEP_RUNS.append(capture.step_run)  # runs started in a tool's code nest under it
+    add_step_lookup(capture.step_run, _span_variable())  # a tool's code's runs nest under it
     _installed = True
 
 
 _current_span: Callable[[], Any] = lambda: None  # noqa: E731 - the SDK's, once installed
+
+
+def _span_variable() -> Any:
+    """The context variable the SDK keeps its current span in (a private name: None, and the
+    lookup is asked at every run started, if a version has it elsewhere)."""
+    import contextvars
+
+    try:
+        from agents.tracing import scope
+    except ImportError:  # pragma: no cover - another layout
+        return None
+    var = getattr(scope, "_current_span", None)
+    return var if isinstance(var, contextvars.ContextVar) else None

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from ..tracing._context import _CFG, STEP_RUNS
+from ..tracing._context import _CFG, add_step_lookup
 from ..tracing._otel_map import span_fields
 from ..tracing._traceable import _new_run
 from ..tracing.otel import AssaySpanProcessor, _view
@@ -263,8 +263,7 @@ def _kept_run() -> RunTree | None:
     return run if run is not None and not run.ended else None
 
 
-if _kept_run not in STEP_RUNS:
-    STEP_RUNS.append(_kept_run)
+add_step_lookup(_kept_run, _KEPT)
 
 
 class UpsonicSpanProcessor(AssaySpanProcessor):

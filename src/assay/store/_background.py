@@ -115,23 +115,17 @@ def _enabled() -> bool:
     return _mode() != "off"
 
 
-def _folded_by_a_process(engine: Engine) -> bool:
+def _ensure_fold_process(engine: Engine) -> None:
     """``process`` mode: have this engine's fold process running (started, or again after it
-    left for want of work); False where the database cannot be shared with another process
-    (in memory): the thread folds it."""
+    left for want of work)."""
     with _guard:
         folder = _processes.get(engine)
         if folder is None:
-            url = engine.url
-            if engine.dialect.name == "sqlite" and (not url.database
-                                                    or url.database == ":memory:"):
-                return False
             from ._fold_process import FoldProcess
 
             folder = _processes[engine] = FoldProcess(
-                url.render_as_string(hide_password=False), idle_exit=PROCESS_IDLE_EXIT)
+                engine.url.render_as_string(hide_password=False), idle_exit=PROCESS_IDLE_EXIT)
         folder.ensure()
-    return True
 
 
 def claim(engine: Engine, on_append: Callable[[], None] | None = None) -> None:
@@ -150,10 +144,7 @@ def folds_here(engine: Engine) -> bool:
     journal keeps for the fold of its process (``_recent``) is not copied for nothing."""
     if _claimed.get(engine) is _nothing:
         return False
-    if _mode() != "process":
-        return True
-    url = engine.url  # an in-memory database has no fold process (``_folded_by_a_process``)
-    return engine.dialect.name == "sqlite" and (not url.database or url.database == ":memory:")
+    return _mode() != "process"
 
 
 def release(engine: Engine) -> None:
@@ -193,7 +184,8 @@ def appended(store: Store, items: int = 1) -> None:
     mode = _mode()
     if _stopping or mode == "off":
         return
-    if mode == "process" and _folded_by_a_process(engine):
+    if mode == "process":
+        _ensure_fold_process(engine)
         return
     with _guard:
         folder = _running.get(engine)

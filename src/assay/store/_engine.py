@@ -15,7 +15,6 @@ from typing import Any
 from sqlalchemy import create_engine, event
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.pool import NullPool
 
 from .. import _json
 from ..errors import InvalidInputError
@@ -35,6 +34,8 @@ def resolve_url(url: str | os.PathLike[str] | None = None) -> str:
         path = Path.cwd() / DEFAULT_DB_PATH
         return f"sqlite:///{path}"
     text = os.fspath(url)
+    if text == ":memory:":  # (sqlite3's name for a database in memory: refused by make_engine)
+        return "sqlite:///:memory:"
     if "://" not in text:  # a bare file path
         return f"sqlite:///{Path(text).resolve()}"
     if text.startswith("postgresql://") or text.startswith("postgres://"):
@@ -167,8 +168,12 @@ def make_engine(url: str, *, pool_size: int = 5) -> Engine:
     backend = parsed.get_backend_name()
     if backend == "sqlite":
         db = parsed.database
-        if db and db != ":memory:":
-            Path(db).parent.mkdir(parents=True, exist_ok=True)
+        if not db or db == ":memory:" or parsed.query.get("mode") == "memory":
+            raise InvalidInputError(
+                f"{url!r} is a SQLite database in memory: assay's store needs a file (each of "
+                "its connections, the writer's and the fold's among them, would see an empty "
+                "database of its own); give a file path, e.g. one in tempfile.mkdtemp()")
+        Path(db).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(
             parsed,
             module=sqlite,  # the bundled SQLite where installed (``_driver``)
@@ -176,14 +181,12 @@ def make_engine(url: str, *, pool_size: int = 5) -> Engine:
             json_deserializer=_json.loads_column,
             connect_args={"timeout": BUSY_TIMEOUT_S, "check_same_thread": False,
                           "cached_statements": CACHED_STATEMENTS},
-            poolclass=NullPool if db in (None, "", ":memory:") else None,
         )
         event.listen(engine, "connect", _sqlite_connect)
         event.listen(engine, "begin", _sqlite_begin)
-        if db and db != ":memory:":
-            from . import _checkpoint
+        from . import _checkpoint
 
-            _checkpoint.track(engine)  # closed at exit: the WAL copied back and removed
+        _checkpoint.track(engine)  # closed at exit: the WAL copied back and removed
         return engine
     if backend == "postgresql":
         from ..errors import require

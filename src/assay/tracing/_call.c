@@ -198,6 +198,28 @@ static void failed(PyObject *run, PyObject *token) {
 #endif
 }
 
+/* Whether _context.innermost must be asked for the parent: 1 when a lookup of STEP_RUNS has
+ * no gate or its gate (a framework's context variable) holds something here, 0 when none does
+ * (no framework step running: the usual case, no Python call), -1 on error. */
+static int steps_running(void) {
+    Py_ssize_t n = PyList_GET_SIZE(step_runs);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(step_runs, i);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2)
+            return 1; /* (not a (gate, lookup) pair: innermost says what is wrong) */
+        PyObject *gate = PyTuple_GET_ITEM(item, 0), *value;
+        if (gate == Py_None || !PyContextVar_CheckExact(gate))
+            return 1;
+        if (PyContextVar_Get(gate, Py_None, &value) < 0)
+            return -1;
+        int held = value == Py_None ? 0 : PyObject_IsTrue(value);
+        Py_DECREF(value);
+        if (held != 0)
+            return held;
+    }
+    return 0;
+}
+
 /* call(args, kwargs): fn(*args, **kwargs), traced as _wrap_sync's wrapper traces it. */
 static PyObject *call_vectorcall(PyObject *self, PyObject *const *argv, size_t nargsf,
                                  PyObject *kwnames) {
@@ -214,8 +236,9 @@ static PyObject *call_vectorcall(PyObject *self, PyObject *const *argv, size_t n
     PyObject *args = argv[0], *kwargs = argv[1], *parent, *cfg, *run = NULL, *result = NULL;
     if (PyContextVar_Get(run_var, Py_None, &parent) < 0)
         return NULL;
-    if (PyList_GET_SIZE(step_runs) > 0) { /* a framework's step running here (_context) */
-        PyObject *inner = PyObject_CallOneArg(innermost, parent);
+    int ask = steps_running();
+    if (ask != 0) { /* a framework's step may be running here: its run may be the parent */
+        PyObject *inner = ask > 0 ? PyObject_CallOneArg(innermost, parent) : NULL;
         Py_DECREF(parent);
         if (inner == NULL)
             return NULL;

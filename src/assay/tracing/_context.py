@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -64,12 +65,18 @@ _CFG: contextvars.ContextVar[_Config | None] = contextvars.ContextVar("assay_tra
 # A framework step whose run is not ``_RUN`` (a LangChain tool or graph node, its run built off
 # the agent's thread; an Agents SDK function tool, its run made by the SDK's tracing processor)
 # runs user code that may start runs of its own: a ``@traceable`` helper, a wrapped client,
-# another framework's agent. Each integration with such steps adds here a function giving the
-# run of its step running in this context, or None; ``current_run`` answers the innermost, so
-# those runs nest under the step (as LangSmith nests them), and a call outside any assay run
-# joins the framework's trace of its own instead of starting another. Empty (no framework
-# instrumented), it costs nothing; the C traced call reads it too (``_call.c``).
-class _StepRuns(list):  # type: ignore[type-arg]  # (of Callable[[], RunTree | None])
+# another framework's agent. Each integration with such steps adds here (``add_step_lookup``)
+# a function giving the run of its step running in this context, or None, with the context
+# variable the framework itself sets while such a step runs (its gate: the function is only
+# called when that variable holds something here, so that a run started outside any framework
+# step pays a variable read per framework, not a Python call); ``current_run`` answers the
+# innermost, so those runs nest under the step (as LangSmith nests them), and a call outside
+# any assay run joins the framework's trace of its own instead of starting another. Empty (no
+# framework instrumented), it costs nothing; the C traced call reads it too (``_call.c``).
+StepLookup = tuple["contextvars.ContextVar[Any] | None", Callable[[], "RunTree | None"]]
+
+
+class _StepRuns(list):  # type: ignore[type-arg]  # (of StepLookup)
     """``STEP_RUNS``' type: pickled as a reference to the receiving process's own list (a
     traced function sent to a Ray worker by value carries its globals, and the lookups hold
     the hooks' objects, locks included)."""
@@ -80,12 +87,22 @@ class _StepRuns(list):  # type: ignore[type-arg]  # (of Callable[[], RunTree | N
         return _step_runs, ()
 
 
-def _step_runs() -> list[Callable[[], RunTree | None]]:
+def _step_runs() -> list[StepLookup]:
     return STEP_RUNS
 
 
-STEP_RUNS: list[Callable[[], RunTree | None]] = _StepRuns()
+STEP_RUNS: list[StepLookup] = _StepRuns()
 _log = logging.getLogger("assay.tracing")
+_lookups_lock = threading.Lock()
+
+
+def add_step_lookup(lookup: Callable[[], RunTree | None],
+                    gate: contextvars.ContextVar[Any] | None = None) -> None:
+    """Have runs started while ``gate`` holds something (any time, for None) ask ``lookup``
+    which framework step's run they are in (once per lookup)."""
+    with _lookups_lock:
+        if all(known is not lookup for _, known in STEP_RUNS):
+            STEP_RUNS.append((gate, lookup))
 
 
 def current_run() -> RunTree | None:
@@ -98,7 +115,9 @@ def current_run() -> RunTree | None:
 def innermost(run: RunTree | None) -> RunTree | None:
     """``run``, or the run of a framework step running here below it (or in a trace of its
     own, when ``run`` is None): the deepest of the ``STEP_RUNS`` answers."""
-    for step_run in STEP_RUNS:
+    for gate, step_run in STEP_RUNS:
+        if gate is not None and not gate.get(None):
+            continue
         try:
             step = step_run()
         except Exception:  # an integration's bug must not break the user's call

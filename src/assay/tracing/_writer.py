@@ -84,7 +84,7 @@ def store_key(client: Any) -> tuple[str, ...]:
         return ("remote", http.api_url, hashlib.sha256(key.encode()).hexdigest())
     store = client._store
     url = store.engine.url
-    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+    if url.get_backend_name() == "sqlite":
         # one file however it was named (relative, through a symlink)
         return ("sqlite", os.path.realpath(url.database), store.tenant_id)
     return ("local", url.render_as_string(hide_password=False), store.tenant_id)
