@@ -16,12 +16,11 @@ import pytest
 pytest.importorskip("langgraph", reason="needs assay[langgraph]")
 pytest.importorskip("agents", reason="needs assay[openai-agents]")
 
-from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set_trace_processors
+from agents import Runner, function_tool, set_trace_processors
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
-from openai import AsyncOpenAI
 
 from assay._sync import run_sync
 from assay.client import Client
@@ -33,6 +32,7 @@ from assay.tracing import get_current_run_tree, trace, traceable, tracing_contex
 
 from .conftest import CITIES, city_dataset, population
 from .conftest import flat_runs as _flat
+from .test_openai_agents import geo_agent
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -173,19 +173,11 @@ def sdk_lookup_city(city: str) -> str:
     return atlas(city)
 
 
-def geo_agent(srv: ScriptedModelServer) -> Agent:
-    model = OpenAIChatCompletionsModel(
-        model="gpt-4o-mini",
-        openai_client=AsyncOpenAI(base_url=srv.base_url, api_key="scripted", max_retries=0))
-    return Agent(name="geo", instructions="Answer with the tool's figure.",
-                 tools=[sdk_lookup_city], model=model)
-
-
 def _sdk_tool(srv: ScriptedModelServer) -> Any:
     @tool
     async def ask_geo(city: str) -> str:
         """Ask the geography agent how many people live in a city."""
-        result = await Runner.run(geo_agent(srv),
+        result = await Runner.run(geo_agent(srv, sdk_lookup_city),
                                   f"How many people live in {city}? Use sdk_lookup_city.")
         return str(result.final_output)
 
