@@ -229,3 +229,28 @@ def test_an_agents_sdk_agent_in_a_graphs_tool_nests_under_it(srv: ScriptedModelS
     assert [r.name for r in roots] == ["LangGraph"]
     _check_sdk_inside_tool(list(db.list_runs(project_name=project, trace_id=roots[0].id)),
                            "Sydney")
+
+
+def test_a_graph_in_an_agents_sdk_tool_nests_under_it(srv: ScriptedModelServer,
+                                                      db: Client) -> None:
+    """The other way round: the SDK's agent is the target, its function tool runs a LangGraph
+    graph, whose runs (a call's outermost step asks which step is running) hang from the
+    SDK's tool run."""
+    graph = city_graph(srv, [lookup_city])
+
+    @function_tool
+    async def ask_graph(city: str) -> str:
+        """Ask the graph how many people live in a city."""
+        state = await graph.ainvoke({"messages": [("user", f"How many people live in {city}?")]})
+        return str(state["messages"][-1].content)
+
+    data = city_dataset(db, ["Madrid"])
+    (row,) = evaluate(geo_agent(srv, ask_graph), data=data, client=db)
+    runs = _flat(db.read_run(row["run"].id, load_child_runs=True))
+    by_id, named = {r.id: r for r in runs}, _by_name(runs)
+    (sdk_tool,) = named["ask_graph"]
+    (graph_root,) = [r for r in named["LangGraph"] if by_id[r.parent_run_id].name != "LangGraph"]
+    assert graph_root.parent_run_id == sdk_tool.id
+    (helper,) = named["atlas"]
+    assert "ask_graph" in _names_above(helper, by_id) and helper.inputs == {"city": "Madrid"}
+    assert len({r.trace_id for r in runs}) == 1
