@@ -29,6 +29,36 @@ def test_offload_runs_on_a_pool_thread_with_the_caller_s_context() -> None:
     assert value == "caller" and thread.startswith("assay-io")
 
 
+def test_run_in_executor_on_assays_loop_runs_in_the_tasks_context() -> None:
+    """A framework's ``run_in_executor(None, fn)`` on the loop ``run_sync`` runs coroutines on
+    (an agent's sync tool) sees the caller's context variables, as ``asyncio.to_thread``
+    would; asyncio's own default executor starts each call with an empty context."""
+    import threading
+
+    from assay._sync import run_sync
+
+    async def main() -> tuple[str, str]:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            None, lambda: (VAR.get(), threading.current_thread().name))
+
+    token = VAR.set("caller")
+    try:
+        value, thread = run_sync(main())
+    finally:
+        VAR.reset(token)
+    assert value == "caller" and thread.startswith("assay-loop-executor")
+
+    async def plain() -> str:
+        return await asyncio.get_running_loop().run_in_executor(None, VAR.get)
+
+    token = VAR.set("caller")
+    try:
+        assert asyncio.run(plain()) == "unset"  # (what assay's executor changes)
+    finally:
+        VAR.reset(token)
+
+
 def test_offload_raises_what_the_function_raised() -> None:
     def boom() -> None:
         raise KeyError("x")

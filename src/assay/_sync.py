@@ -14,9 +14,19 @@ from collections.abc import Callable, Coroutine
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
-__all__ = ["offload", "run_sync", "submit"]
+__all__ = ["ContextThreadPoolExecutor", "offload", "run_sync", "submit"]
 
 T = TypeVar("T")
+
+
+class ContextThreadPoolExecutor(ThreadPoolExecutor):
+    """A ThreadPoolExecutor whose tasks run in the submitter's context, so traced work in a
+    worker thread nests under the run that submitted it."""
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        ctx = contextvars.copy_context()  # one copy per task: a Context can't run in 2 threads
+        return super().submit(ctx.run, fn, *args, **kwargs)
+
 
 OFFLOAD_THREADS = 32  # as many as asyncio's default executor has at most
 _pool: ThreadPoolExecutor | None = None
@@ -75,6 +85,11 @@ def _shared_loop() -> asyncio.AbstractEventLoop:
     with _loop_lock:
         if _loop is None:
             loop = asyncio.new_event_loop()
+            # a framework's sync work handed to ``run_in_executor(None, ...)`` (Upsonic's sync
+            # tools) runs in the task's context, as ``asyncio.to_thread`` would run it: what it
+            # traces nests under the run that was current (the tool's)
+            loop.set_default_executor(ContextThreadPoolExecutor(
+                OFFLOAD_THREADS, thread_name_prefix="assay-loop-executor"))
             ready = threading.Event()
 
             def serve() -> None:

@@ -600,6 +600,33 @@ def test_a_traced_helper_in_a_tool_nests_under_the_tool_run_on_both_paths(
         assert helper.inputs == {"city": "Osaka"}
 
 
+def test_a_sync_tools_traced_helper_nests_under_it_in_evaluate(srv: ScriptedModelServer,
+                                                               db: Client) -> None:
+    """Upsonic runs a sync tool with ``run_in_executor(None, ...)``: on Upsonic's loop, where
+    ``evaluate()`` runs its agents, that executor now runs it in the task's context, so what
+    the tool traces is the tool run's child (on a loop of the user's, a sync tool's thread
+    starts with an empty context)."""
+    from assay.tracing import traceable
+
+    @traceable(name="atlas_lookup")
+    def atlas_lookup(city: str) -> str:
+        return population(city)
+
+    @tool(max_retries=0)
+    def sync_lookup(city: str) -> str:
+        """The population of a city."""
+        return atlas_lookup(city)
+
+    data = city_dataset(db, ["Lima"], "sync-tool", question="How many people live in {city}? "
+                        "Use sync_lookup")
+    (row,) = evaluate(make_agent(srv, tools=[sync_lookup]), data=data, client=db)
+    runs = _tree(db, row)
+    by_id = {r.id: r for r in runs}
+    (helper,) = [r for r in runs if r.name == "atlas_lookup"]
+    assert by_id[helper.parent_run_id].name == "sync_lookup"
+    assert helper.inputs == {"city": "Lima"}
+
+
 def test_model_set_after_capture_is_traced(srv: ScriptedModelServer, agent: Agent,
                                            db: Client) -> None:
     """A model given per call (``do_async(task, model=...)``) or set on the agent later is

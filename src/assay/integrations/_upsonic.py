@@ -429,6 +429,7 @@ async def _on_upsonic_loop(make: Any) -> Any:
     if not assay_owned or get_loop is None:
         return await make()
     target = get_loop()
+    _tools_in_context(target)
     ctx = contextvars.copy_context()
     done: concurrent.futures.Future[Any] = concurrent.futures.Future()
     box: list[asyncio.Task[Any]] = []
@@ -456,6 +457,24 @@ async def _on_upsonic_loop(make: Any) -> Any:
     except asyncio.CancelledError:
         target.call_soon_threadsafe(lambda: box and box[0].cancel())
         raise
+
+
+_context_loops: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
+_context_loops_guard = threading.Lock()
+
+
+def _tools_in_context(loop: asyncio.AbstractEventLoop) -> None:
+    """Upsonic runs a sync tool with ``run_in_executor(None, ...)``, whose default executor
+    starts it with an empty context: what the tool's code traces would belong to no run. On
+    Upsonic's loop, where assay runs its agents, the default executor becomes one that runs
+    each call in the caller's context (as ``asyncio.to_thread`` does), once per loop."""
+    from .._sync import OFFLOAD_THREADS, ContextThreadPoolExecutor
+
+    with _context_loops_guard:
+        if loop not in _context_loops:
+            loop.set_default_executor(ContextThreadPoolExecutor(
+                OFFLOAD_THREADS, thread_name_prefix="assay-upsonic-tools"))
+            _context_loops.add(loop)
 
 
 def _agent_module() -> Any:

@@ -14,9 +14,11 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+
+from .._sync import ContextThreadPoolExecutor
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -293,15 +295,6 @@ def with_context(fn: Callable[P, R]) -> Callable[P, R]:
         return ctx.run(fn, *args, **kwargs)
 
     return run
-
-
-class ContextThreadPoolExecutor(ThreadPoolExecutor):
-    """A ThreadPoolExecutor whose tasks run in the submitter's context, so traced work in a
-    worker thread nests under the run that submitted it."""
-
-    def submit(self, fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> Future[R]:
-        ctx = contextvars.copy_context()  # one copy per task: a Context can't run in 2 threads
-        return super().submit(ctx.run, fn, *args, **kwargs)
 
 
 _pool: ContextThreadPoolExecutor | None = None
