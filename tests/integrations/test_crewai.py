@@ -54,10 +54,10 @@ def lookup_city(city: str) -> str:
     return population(city)
 
 
-def crew(srv: ScriptedModelServer) -> Crew:
+def crew(srv: ScriptedModelServer, tool: Any = lookup_city) -> Crew:
     llm = LLM(model="openai/gpt-4o-mini", base_url=srv.base_url, api_key="scripted")
     researcher = Agent(role="researcher", goal="Find city figures with lookup_city",
-                       backstory="A careful researcher.", tools=[lookup_city], llm=llm,
+                       backstory="A careful researcher.", tools=[tool], llm=llm,
                        max_iter=3, verbose=False)
     writer = Agent(role="writer", goal="Write one sentence", backstory="A terse writer.",
                    llm=llm, max_iter=2, verbose=False)
@@ -109,6 +109,44 @@ def test_crew_in_evaluate_stores_llm_and_tool_runs(srv: ScriptedModelServer,
         assert "researcher" in chain and chain[-1] == row["run"].name
         assert {r.key: r.score for r in row["evaluation_results"]["results"]} == {
             "reliability": 1.0}
+
+
+def test_a_traced_helper_in_a_tool_nests_under_the_tool_run(srv: ScriptedModelServer,
+                                                            db: Client) -> None:
+    """A tool's code that calls a ``@traceable`` function: its run is the tool run's child
+    (CrewAI's open scopes name the tool's started event; its run, made on a bus worker, is
+    waited for), under ``evaluate()`` and outside any assay run where tracing is on."""
+    import uuid
+
+    from assay.integrations import _crewai
+    from assay.tracing import traceable, tracing_context
+
+    @traceable(name="atlas")
+    def atlas(city: str) -> str:
+        return population(city)
+
+    @tool("lookup_city")
+    def traced_lookup(city: str) -> str:
+        """The population of a city."""
+        return atlas(city)
+
+    def check(runs: list[Any], city: str) -> None:
+        by_id = {r.id: r for r in runs}
+        (helper,) = [r for r in runs if r.name == "atlas"]
+        assert by_id[helper.parent_run_id].run_type == "tool"
+        assert by_id[helper.parent_run_id].name == "lookup_city"
+        assert helper.inputs == {"city": city}
+
+    (row,) = evaluate(crew(srv, traced_lookup), data=_dataset(db, ["Osaka"]), client=db)
+    check(_tree(db, row), "Osaka")
+    project = f"crew-nest-{uuid.uuid4().hex[:8]}"
+    with tracing_context(enabled=True, client=db, project_name=project):
+        crew(srv, traced_lookup).kickoff(
+            inputs={"question": "How many people live in Cairo?", "city": "Cairo"})
+    _crewai._flush_bus()
+    db.flush()
+    (root,) = db.list_runs(project_name=project, is_root=True)
+    check(list(db.list_runs(project_name=project, trace_id=root.id)), "Cairo")
 
 
 def test_a_kickoff_outside_any_assay_run_is_a_trace_of_its_own_where_tracing_is_on(

@@ -285,11 +285,14 @@ class _Listener:
         self.providers: dict[str, Any] = {}  # llm call start id -> its LLM's provider
         self.shown: set[str] = set()  # start ids of a user flow's (and its steps') runs
         self.lock = threading.Lock()
+        self.created = threading.Condition(self.lock)  # a run made (``_step_run`` waits)
 
     # -- starts --
     def start(self, event: Any, source: Any = None) -> None:
         parent_id = event.parent_event_id
-        assay_parent = framework_parent()  # the emitter's context, copied by the bus
+        # the emitter's context, copied by the bus; CrewAI's own scopes are not asked (its
+        # events nest by their parent ids), but another framework's step may hold a kickoff
+        assay_parent = framework_parent(event.parent_event_id is None)
         llm = event.type == "llm_call_started"  # (source: the LLM object)
         # a flow of the user's (source: the flow) shows its steps; CrewAI's own (its agent
         # executor runs as one) pass their children to the run above
@@ -345,6 +348,7 @@ class _Listener:
             if model:
                 run.metadata["ls_model_name"] = model
         self.runs[event.event_id] = run
+        self.created.notify_all()  # (the lock is held: start and settle take it)
         for child, _ in self.waiting.pop(event.event_id, ()):
             self._create(child, run)
         end = self.ended.pop(event.event_id, None)
@@ -385,7 +389,7 @@ class _Listener:
         # call's start reached its listener: the first chunk's time waits here for its run
         call_id = getattr(event, "call_id", None)
         if call_id and call_id not in self.first_chunk and (self.runs or self.waiting
-                                                              or framework_parent()):
+                                                              or framework_parent(False)):
             self.first_chunk[call_id] = _us(getattr(event, "timestamp", None))
 
     def settle(self) -> None:
@@ -492,6 +496,33 @@ _ENDS = ("FlowFinishedEvent", "FlowFailedEvent", "MethodExecutionFinishedEvent",
          "ToolUsageErrorEvent")
 
 
+def _step_run() -> RunTree | None:
+    """The run of the CrewAI step running here (a tool's, an agent's): what a run started by
+    a tool's code nests under (``tracing._context.STEP_RUNS``). CrewAI keeps the started events
+    of the scopes open here in a context variable; their runs are made on the bus's worker
+    threads, so a tool's is waited for (up to a second) when a scope around it has a run (it
+    will have one too); any other scope's code nests under the innermost one made by now."""
+    listener, stack = _LISTENER, _scopes.get() if _scopes is not None else ()
+    if listener is None or not stack:
+        return None
+    runs = listener.runs
+    top, kind = stack[-1]
+    if kind == _TOOL_SCOPE and top not in runs and any(
+            event_id in runs for event_id, _ in stack[:-1]):
+        with listener.created:
+            listener.created.wait_for(lambda: top in runs, timeout=_STEP_WAIT)
+    for event_id, _ in reversed(stack):  # the innermost scope with a run
+        run = runs.get(event_id)
+        if run is not None:
+            return run
+    return None
+
+
+_STEP_WAIT = 1.0  # seconds a tool's code waits for its run from the bus's workers
+_TOOL_SCOPE = "tool_usage_started"
+_scopes: Any = None  # CrewAI's context variable of the open scopes' started events
+
+
 def _flush_bus() -> None:
     if _LISTENER is None:
         return
@@ -536,4 +567,24 @@ def instrument() -> None:
             bus.on(getattr(events, name))(on_end)
         bus.on(events.LLMStreamChunkEvent)(on_chunk)
         _LISTENER = listener
+        _install_step_lookup()
         _installed = True
+
+
+def _install_step_lookup() -> None:
+    """What a tool's code traces nests under the tool's run (``_step_run``), where CrewAI keeps
+    its scopes in the context variable this version of it has (a private name: without it,
+    such runs hang from the assay run, as before)."""
+    global _scopes
+    import contextvars
+
+    try:
+        from crewai.events import event_context  # (own venv)
+    except ImportError:  # pragma: no cover - another layout
+        return
+    var = getattr(event_context, "_event_id_stack", None)
+    if isinstance(var, contextvars.ContextVar):
+        from ..tracing._context import add_step_lookup
+
+        _scopes = var
+        add_step_lookup(_step_run, var)
