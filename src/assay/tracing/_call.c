@@ -202,15 +202,19 @@ static void failed(PyObject *run, PyObject *token) {
  * no gate or its gate (a framework's context variable) holds something here, 0 when none does
  * (no framework step running: the usual case, no Python call), -1 on error. */
 static int steps_running(void) {
-    Py_ssize_t n = PyList_GET_SIZE(step_runs);
-    for (Py_ssize_t i = 0; i < n; i++) {
+    /* (the list's size read at each turn and the pair held: a gate's value may run Python
+     * code in its truth test, during which another thread may change the list) */
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(step_runs); i++) {
         PyObject *item = PyList_GET_ITEM(step_runs, i);
         if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2)
             return 1; /* (not a (gate, lookup) pair: innermost says what is wrong) */
         PyObject *gate = PyTuple_GET_ITEM(item, 0), *value;
         if (gate == Py_None || !PyContextVar_CheckExact(gate))
             return 1;
-        if (PyContextVar_Get(gate, Py_None, &value) < 0)
+        Py_INCREF(item);
+        int got = PyContextVar_Get(gate, Py_None, &value);
+        Py_DECREF(item);
+        if (got < 0)
             return -1;
         int held = value == Py_None ? 0 : PyObject_IsTrue(value);
         Py_DECREF(value);
