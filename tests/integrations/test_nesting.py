@@ -254,3 +254,29 @@ def test_a_graph_in_an_agents_sdk_tool_nests_under_it(srv: ScriptedModelServer,
     (helper,) = named["atlas"]
     assert "ask_graph" in _names_above(helper, by_id) and helper.inputs == {"city": "Madrid"}
     assert len({r.trace_id for r in runs}) == 1
+
+
+def test_a_pydantic_ai_agent_in_a_graphs_tool_nests_under_it(srv: ScriptedModelServer,
+                                                             db: Client) -> None:
+    """A pydantic-ai agent a graph's tool runs (traced through pydantic-ai's instrumentation,
+    as a plain function calling an agent is): its agent, model and tool runs under the
+    graph's tool run, in the example's trace."""
+    pytest.importorskip("pydantic_ai", reason="needs assay[pydantic-ai]")
+    from .conftest import make_pydantic_agent
+
+    weather = make_pydantic_agent(srv.base_url)
+
+    @tool
+    async def ask_weather(city: str) -> str:
+        """Ask the weather agent about a city."""
+        return (await weather.run(f"What is the weather in {city}?")).output
+
+    data = city_dataset(db, ["Lima"], question="What is the weather in {city}?")
+    (row,) = evaluate(city_graph(srv, [ask_weather]), data=data, client=db)
+    runs = _flat(db.read_run(row["run"].id, load_child_runs=True))
+    by_id, named = {r.id: r for r in runs}, _by_name(runs)
+    (ask,) = named["ask_weather"]
+    below = [r for r in runs if "ask_weather" in _names_above(r, by_id)]
+    assert {r.run_type for r in below} >= {"chain", "llm", "tool"}, [r.name for r in below]
+    assert [r.name for r in below if r.run_type == "tool"] == ["get_weather"]
+    assert all(r.trace_id == ask.trace_id for r in below)
