@@ -430,8 +430,28 @@ OTEL_SCRIPT = textwrap.dedent('''
                 for r in sorted(client.list_runs(trace_id=trace_id),
                                 key=lambda r: r.dotted_order)]
 
+    # a service's Runner with the plugin, tracing on, no assay run: a root of its own
+    from google.adk.apps import App
+    from assay.integrations import adk_plugin
+    from assay.tracing import tracing_context
+
+    served = InMemoryRunner(app=App(name="svc", root_agent=agent, plugins=[adk_plugin()]))
+
+    async def serve():
+        session = await served.session_service.create_session(app_name="svc", user_id="u")
+        message = types.Content(role="user", parts=[types.Part(text="Population of 'Cairo'?")])
+        async for _ in served.run_async(user_id="u", session_id=session.id,
+                                        new_message=message):
+            pass
+
+    with tracing_context(enabled=True, client=client, project_name="svc"):
+        asyncio.run(serve())
+    client.flush()
+    [served_root] = client.list_runs(project_name="svc", is_root=True)
     print(json.dumps({"evaluated": tree(row["run"].trace_id), "own": tree(mine.trace_id),
-                      "scores": [r.score for r in row["evaluation_results"]["results"]]}))
+                      "scores": [r.score for r in row["evaluation_results"]["results"]],
+                      "served": tree(served_root.id),
+                      "svc": sorted(r.name for r in client.list_runs(project_name="svc"))}))
 ''')
 
 
@@ -441,7 +461,9 @@ def test_adks_own_spans_beside_the_plugin_are_stored_once(srv: ScriptedModelServ
     is recorded by the plugin only (ADK's spans of it are left out, or every step would be
     stored twice and reliability would see each call twice); a Runner of the user's own with
     no plugin is recorded from ADK's spans (content on spans, as ADK 2 sends it with
-    ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY``)."""
+    ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY``); a service's Runner with
+    the plugin, tracing on and no assay run, is a root of its own, and ADK's spans of it are
+    left to the plugin too."""
     env = {**os.environ, "ASSAY_DATABASE_URL": f"sqlite:///{tmp_path / 'assay.db'}",
            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"}
     done = subprocess.run([sys.executable, "-c", OTEL_SCRIPT, srv.url], env=env,
@@ -457,6 +479,10 @@ def test_adks_own_spans_beside_the_plugin_are_stored_once(srv: ScriptedModelServ
     assert [r[0] for r in own].count("llm") == 2
     assert [r[2] for r in own if r[0] == "tool"] == [{"city": "Lima"}]
     assert all(r[2] > 0 for r in own if r[0] == "llm")
+    # the service's invocation, a root of its own: the plugin's runs, ADK's spans not again
+    assert [r[:2] for r in out["served"]] == [
+        ["chain", "geo"], ["llm", GEMINI], ["tool", "lookup_city"], ["llm", GEMINI]]
+    assert out["svc"] == sorted(r[1] for r in out["served"])  # (ADK's spans: not stored)
 
 
 # -- ADK eval sets as datasets ---------------------------------------------------------------------

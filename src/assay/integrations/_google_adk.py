@@ -420,15 +420,22 @@ def _call(tool_context: Any) -> str:
     call's context object, the same in its before and after callbacks."""
     return tool_context.function_call_id or f"context-{id(tool_context)}"
 _PLUGIN: list[type] = []
-# the tool run of the call running in this context (set by the plugin's before-tool callback,
-# which ADK awaits in the task that then runs the tool): what the tool's code traces nests under
+# the run an invocation recorded here is under (its root of its own, or the assay run), and
+# the tool run of the call running in this context: set by the plugin's before-run and
+# before-tool callbacks, which ADK awaits in the task that then runs the invocation, the tool
+_INVOCATION: ContextVar[RunTree | None] = ContextVar("assay_adk_invocation", default=None)
 _TOOL: ContextVar[RunTree | None] = ContextVar("assay_adk_tool", default=None)
 
 
-def _tool_run() -> RunTree | None:
-    """The open tool run of the ADK tool running here (``tracing._context.STEP_RUNS``)."""
-    run = _TOOL.get()
-    return run if run is not None and not run.ended else None
+def _step_run() -> RunTree | None:
+    """The open run of the ADK step running here (``tracing._context.STEP_RUNS``): a tool's,
+    else the invocation's (so that ADK's own spans of an invocation recorded as a root of its
+    own are left to the plugin, as under an assay run: ``recording``)."""
+    for var in (_TOOL, _INVOCATION):
+        run = var.get()
+        if run is not None and not run.ended:
+            return run
+    return None
 
 
 def _plugin_class() -> type:
@@ -452,13 +459,17 @@ def _plugin_class() -> type:
             undo = _leave_invocation_span()
             if not cap.start_invocation(invocation_context):
                 undo()  # not recorded here: a processor of the user's keeps ADK's span
+            else:
+                _INVOCATION.set(cap.roots.get(invocation_context.invocation_id))
 
         async def after_run_callback(self, *, invocation_context: Any) -> None:
             cap.end_invocation(invocation_context.invocation_id)
+            _INVOCATION.set(None)
 
         async def on_run_error_callback(self, *, invocation_context: Any, error: Exception,
                                         **_: Any) -> None:
             cap.end_invocation(invocation_context.invocation_id, error)
+            _INVOCATION.set(None)
 
         async def before_agent_callback(self, *, agent: Any, callback_context: Any) -> None:
             step = _step(callback_context)
@@ -569,7 +580,7 @@ def _plugin_class() -> type:
     leave_scope_to_hook(ADK_SCOPE, cap.recording)
     from ..tracing._context import add_step_lookup
 
-    add_step_lookup(_tool_run, _TOOL)
+    add_step_lookup(_step_run, _INVOCATION)
     _PLUGIN.append(AssayPlugin)
     return AssayPlugin
 
