@@ -14,7 +14,8 @@ from collections.abc import Callable, Coroutine
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
-__all__ = ["ContextThreadPoolExecutor", "offload", "run_sync", "submit"]
+__all__ = ["ContextThreadPoolExecutor", "keep_context_in_executor", "offload", "run_sync",
+           "submit"]
 
 T = TypeVar("T")
 
@@ -29,6 +30,14 @@ class ContextThreadPoolExecutor(ThreadPoolExecutor):
 
 
 OFFLOAD_THREADS = 32  # as many as asyncio's default executor has at most
+
+
+def keep_context_in_executor(loop: asyncio.AbstractEventLoop, name: str) -> None:
+    """Make ``loop``'s default executor one that runs each call in the caller's context, as
+    ``asyncio.to_thread`` does: a framework's sync work handed to ``run_in_executor(None,
+    ...)`` (Upsonic's sync tools) then traces under the run that was current (the tool's)."""
+    loop.set_default_executor(ContextThreadPoolExecutor(OFFLOAD_THREADS,
+                                                        thread_name_prefix=name))
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -85,11 +94,7 @@ def _shared_loop() -> asyncio.AbstractEventLoop:
     with _loop_lock:
         if _loop is None:
             loop = asyncio.new_event_loop()
-            # a framework's sync work handed to ``run_in_executor(None, ...)`` (Upsonic's sync
-            # tools) runs in the task's context, as ``asyncio.to_thread`` would run it: what it
-            # traces nests under the run that was current (the tool's)
-            loop.set_default_executor(ContextThreadPoolExecutor(
-                OFFLOAD_THREADS, thread_name_prefix="assay-loop-executor"))
+            keep_context_in_executor(loop, "assay-loop-executor")
             ready = threading.Event()
 
             def serve() -> None:

@@ -414,15 +414,15 @@ OTEL_SCRIPT = textwrap.dedent('''
         {"inputs": {"question": "How many people live in 'Paris'?"}, "outputs": {}}])
     runner = InMemoryRunner(agent=agent, app_name="mine")  # no plugin: ADK's spans only
 
-    async def own():
-        session = await runner.session_service.create_session(app_name="mine", user_id="u")
-        message = types.Content(role="user", parts=[types.Part(text="Population of 'Lima'?")])
+    async def ask(runner, app_name, city):
+        session = await runner.session_service.create_session(app_name=app_name, user_id="u")
+        message = types.Content(role="user", parts=[types.Part(text=f"Population of '{city}'?")])
         async for _ in runner.run_async(user_id="u", session_id=session.id,
                                         new_message=message):
             pass
 
     with trace("own runner", client=client, enabled=True) as mine:
-        asyncio.run(own())
+        asyncio.run(ask(runner, "mine", "Lima"))
     client.flush()
 
     def tree(trace_id):
@@ -436,16 +436,8 @@ OTEL_SCRIPT = textwrap.dedent('''
     from assay.tracing import tracing_context
 
     served = InMemoryRunner(app=App(name="svc", root_agent=agent, plugins=[adk_plugin()]))
-
-    async def serve():
-        session = await served.session_service.create_session(app_name="svc", user_id="u")
-        message = types.Content(role="user", parts=[types.Part(text="Population of 'Cairo'?")])
-        async for _ in served.run_async(user_id="u", session_id=session.id,
-                                        new_message=message):
-            pass
-
     with tracing_context(enabled=True, client=client, project_name="svc"):
-        asyncio.run(serve())
+        asyncio.run(ask(served, "svc", "Cairo"))
     client.flush()
     [served_root] = client.list_runs(project_name="svc", is_root=True)
     print(json.dumps({"evaluated": tree(row["run"].trace_id), "own": tree(mine.trace_id),

@@ -597,7 +597,9 @@ def _leave_invocation_span() -> Callable[[], None]:
         from ..tracing.otel import leave_span_to_hook
 
         return leave_span_to_hook(span)
-    return lambda: None
+    from ..tracing.otel import nothing_to_undo
+
+    return nothing_to_undo
 
 
 def adk_plugin() -> Any:

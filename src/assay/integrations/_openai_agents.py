@@ -379,10 +379,11 @@ def instrument() -> None:
     from ..tracing._context import add_step_lookup
 
     global _current_span
-    _current_span = get_current_span
+    var = _span_variable()  # (the lookup's gate, and what get_current_span reads in the end)
+    _current_span = var.get if var is not None else get_current_span
     capture = processor()
     add_trace_processor(capture)
-    add_step_lookup(capture.step_run, _span_variable())  # a tool's code's runs nest under it
+    add_step_lookup(capture.step_run, var)  # a tool's code's runs nest under it
     _installed = True
 
 

@@ -466,14 +466,12 @@ _context_loops_guard = threading.Lock()
 def _tools_in_context(loop: asyncio.AbstractEventLoop) -> None:
     """Upsonic runs a sync tool with ``run_in_executor(None, ...)``, whose default executor
     starts it with an empty context: what the tool's code traces would belong to no run. On
-    Upsonic's loop, where assay runs its agents, the default executor becomes one that runs
-    each call in the caller's context (as ``asyncio.to_thread`` does), once per loop."""
-    from .._sync import OFFLOAD_THREADS, ContextThreadPoolExecutor
+    Upsonic's loop, where assay runs its agents, once per loop, it keeps the caller's."""
+    from .._sync import keep_context_in_executor
 
     with _context_loops_guard:
         if loop not in _context_loops:
-            loop.set_default_executor(ContextThreadPoolExecutor(
-                OFFLOAD_THREADS, thread_name_prefix="assay-upsonic-tools"))
+            keep_context_in_executor(loop, "assay-upsonic-tools")
             _context_loops.add(loop)
 
 

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
     from ..client import Client
 
-__all__ = ["AssaySpanProcessor", "leave_scope_to_hook", "leave_span_to_hook",
+__all__ = ["AssaySpanProcessor", "leave_scope_to_hook", "leave_span_to_hook", "nothing_to_undo",
            "span_to_run_fields"]
 
 _RECENT = 10_000  # ended spans remembered so late children still find their parent
@@ -121,7 +121,7 @@ def leave_span_to_hook(span: Any) -> Callable[[], None]:
     Returns what undoes it (the hook found, after all, that it records nothing)."""
     ctx = span.get_span_context()
     if ctx is None or not ctx.is_valid:
-        return _nothing
+        return nothing_to_undo
     key = (ctx.trace_id, ctx.span_id)
     owner = _OWNERS.get(key)
     _OWNERS[key] = None
@@ -133,8 +133,8 @@ def leave_span_to_hook(span: Any) -> Callable[[], None]:
     return undo
 
 
-def _nothing() -> None:
-    pass
+def nothing_to_undo() -> None:
+    """What ``leave_span_to_hook`` returns for a span it could not leave."""
 
 
 def _view(span: ReadableSpan) -> SpanView:
