@@ -59,6 +59,37 @@ def test_run_in_executor_on_assays_loop_runs_in_the_tasks_context() -> None:
         VAR.reset(token)
 
 
+def test_keep_context_replaces_asyncios_own_executor_and_leaves_the_users() -> None:
+    """Where a framework's tool run opens on a loop of the user's (Upsonic's sync tools):
+    asyncio's own default executor, made before (a DNS lookup makes one), is replaced by one
+    that keeps the caller's context and shut down; an executor the user set is theirs."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from assay._sync import keep_context_in_executor
+
+    async def main(users: bool) -> tuple[bool, str, bool, object]:
+        loop = asyncio.get_running_loop()
+        if users:
+            before = ThreadPoolExecutor(2)
+            loop.set_default_executor(before)
+        else:
+            await loop.run_in_executor(None, lambda: None)  # asyncio makes its executor
+            before = loop._default_executor  # type: ignore[attr-defined]
+        kept = keep_context_in_executor(loop, "kept-test")
+        assert keep_context_in_executor(loop, "kept-test") is kept  # (once per loop)
+        VAR.set("caller")
+        seen = await loop.run_in_executor(None, VAR.get)
+        await asyncio.sleep(0)  # (the replaced executor is shut down on the loop's thread)
+        return kept, seen, before._shutdown, loop._default_executor  # type: ignore[attr-defined]
+
+    kept, seen, shut, now = asyncio.run(main(users=False))
+    assert (kept, seen, shut) == (True, "caller", True)
+    assert now._thread_name_prefix == "kept-test"  # type: ignore[attr-defined]
+    kept, seen, shut, now = asyncio.run(main(users=True))
+    assert (kept, seen, shut) == (False, "unset", False)
+    assert now._thread_name_prefix != "kept-test"  # type: ignore[attr-defined]
+
+
 def test_offload_raises_what_the_function_raised() -> None:
     def boom() -> None:
         raise KeyError("x")

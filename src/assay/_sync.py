@@ -10,6 +10,7 @@ import asyncio
 import contextvars
 import os
 import threading
+import weakref
 from collections.abc import Callable, Coroutine
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -32,12 +33,38 @@ class ContextThreadPoolExecutor(ThreadPoolExecutor):
 OFFLOAD_THREADS = 32  # as many as asyncio's default executor has at most
 
 
-def keep_context_in_executor(loop: asyncio.AbstractEventLoop, name: str) -> None:
+_kept_loops: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
+_kept_guard = threading.Lock()
+_UNSAID = object()
+
+
+def keep_context_in_executor(loop: asyncio.AbstractEventLoop, name: str) -> bool:
     """Make ``loop``'s default executor one that runs each call in the caller's context, as
     ``asyncio.to_thread`` does: a framework's sync work handed to ``run_in_executor(None,
-    ...)`` (Upsonic's sync tools) then traces under the run that was current (the tool's)."""
-    loop.set_default_executor(ContextThreadPoolExecutor(OFFLOAD_THREADS,
-                                                        thread_name_prefix=name))
+    ...)`` (Upsonic's sync tools) then traces under the run that was current (the tool's).
+
+    Once per loop. Only an executor asyncio made itself (or none yet) is replaced, the one
+    replaced shut down on the loop's own thread once nothing can be handing it work; a default
+    executor the user set is theirs and left, as is a loop that does not say which it has
+    (uvloop). Whether the loop's default executor now keeps the caller's context."""
+    if loop in _kept_loops:
+        return True
+    with _kept_guard:
+        if loop in _kept_loops:
+            return True
+        current = getattr(loop, "_default_executor", _UNSAID)
+        if current is not None and not (
+                current.__class__ is ThreadPoolExecutor
+                and getattr(current, "_thread_name_prefix", "").startswith("asyncio")):
+            return False  # the user's own (or unknown): theirs to choose
+        loop.set_default_executor(ContextThreadPoolExecutor(OFFLOAD_THREADS,
+                                                            thread_name_prefix=name))
+        if current is not None:  # its running calls finish; nothing new reaches it
+            loop.call_soon_threadsafe(current.shutdown, False)
+        _kept_loops.add(loop)
+        return True
+
+
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 

@@ -604,8 +604,7 @@ def test_a_sync_tools_traced_helper_nests_under_it_in_evaluate(srv: ScriptedMode
                                                                db: Client) -> None:
     """Upsonic runs a sync tool with ``run_in_executor(None, ...)``: on Upsonic's loop, where
     ``evaluate()`` runs its agents, that executor now runs it in the task's context, so what
-    the tool traces is the tool run's child (on a loop of the user's, a sync tool's thread
-    starts with an empty context)."""
+    the tool traces is the tool run's child (on a loop of the user's too: the next test)."""
     from assay.tracing import traceable
 
     @traceable(name="atlas_lookup")
@@ -625,6 +624,48 @@ def test_a_sync_tools_traced_helper_nests_under_it_in_evaluate(srv: ScriptedMode
     (helper,) = [r for r in runs if r.name == "atlas_lookup"]
     assert by_id[helper.parent_run_id].name == "sync_lookup"
     assert helper.inputs == {"city": "Lima"}
+
+
+def test_a_sync_tools_traced_helper_nests_under_it_on_the_users_own_loop(
+        srv: ScriptedModelServer, db: Client) -> None:
+    """A service's own loop (``asyncio.run(agent.do_async(...))``), tracing on, no assay run:
+    the first tool run makes that loop's default executor (asyncio's, made before by an
+    earlier call) one that keeps the caller's context, so what a sync tool traces is the tool
+    run's child, not a trace of its own, on both capture paths."""
+    import uuid
+
+    from assay.tracing import traceable, tracing_context
+
+    @traceable(name="atlas_lookup")
+    def atlas_lookup(city: str) -> str:
+        return population(city)
+
+    @tool(max_retries=0)
+    def sync_lookup(city: str) -> str:
+        """The population of a city."""
+        return atlas_lookup(city)
+
+    native = make_agent(srv, tools=[sync_lookup])
+    require_adapter(native)
+    spans = _span_path_agent(srv, tools=[sync_lookup])
+    project = f"upsonic-own-loop-{uuid.uuid4().hex[:8]}"
+
+    async def ask(agent: Agent) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, lambda: None)  # asyncio's own
+        await agent.do_async(Task("How many people live in Lima? Use sync_lookup"))
+
+    with tracing_context(enabled=True, client=db, project_name=project):
+        for agent in (native, spans):
+            asyncio.run(ask(agent))
+    db.flush()
+    roots = list(db.list_runs(project_name=project, is_root=True))
+    assert sorted(r.name for r in roots) == ["atlas", "atlas"]  # (no helper a trace of its own)
+    for root in roots:
+        runs = flat_runs(db.read_run(root.id, load_child_runs=True))
+        by_id = {r.id: r for r in runs}
+        (helper,) = [r for r in runs if r.name == "atlas_lookup"]
+        assert by_id[helper.parent_run_id].name == "sync_lookup"
+        assert helper.inputs == {"city": "Lima"}
 
 
 def test_model_set_after_capture_is_traced(srv: ScriptedModelServer, agent: Agent,

@@ -429,7 +429,7 @@ async def _on_upsonic_loop(make: Any) -> Any:
     if not assay_owned or get_loop is None:
         return await make()
     target = get_loop()
-    _tools_in_context(target)
+    _sync.keep_context_in_executor(target, "assay-upsonic-tools")  # its sync tools
     ctx = contextvars.copy_context()
     done: concurrent.futures.Future[Any] = concurrent.futures.Future()
     box: list[asyncio.Task[Any]] = []
@@ -457,22 +457,6 @@ async def _on_upsonic_loop(make: Any) -> Any:
     except asyncio.CancelledError:
         target.call_soon_threadsafe(lambda: box and box[0].cancel())
         raise
-
-
-_context_loops: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
-_context_loops_guard = threading.Lock()
-
-
-def _tools_in_context(loop: asyncio.AbstractEventLoop) -> None:
-    """Upsonic runs a sync tool with ``run_in_executor(None, ...)``, whose default executor
-    starts it with an empty context: what the tool's code traces would belong to no run. On
-    Upsonic's loop, where assay runs its agents, once per loop, it keeps the caller's."""
-    from .._sync import keep_context_in_executor
-
-    with _context_loops_guard:
-        if loop not in _context_loops:
-            keep_context_in_executor(loop, "assay-upsonic-tools")
-            _context_loops.add(loop)
 
 
 def _agent_module() -> Any:

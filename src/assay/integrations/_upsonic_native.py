@@ -30,7 +30,7 @@ from .._json import jsonable
 from ..tracing._run_tree import RunTree, fast_child, format_error
 from ._native_runs import ended_on_error, finish_llm, llm_inputs, parent_in
 from ._registry import framework_root, once
-from ._upsonic_spans import _KEPT, _mark_root, _tool_failed
+from ._upsonic_spans import _KEPT, _mark_root, _tool_failed, keep_tool_context
 
 __all__ = ["capture", "is_captured"]
 
@@ -221,6 +221,7 @@ def _make_classes() -> tuple[Any, Any]:
                              ({"input": tool_args} if tool_args is not None else {}))
             if tool_call_id:
                 run.metadata["tool_call_id"] = tool_call_id
+            keep_tool_context()
             return _Open(run)
 
         def set_tool_result(self, span: Any, execution_time: float, success: bool,

@@ -22,12 +22,14 @@ tracing off, an instrumented agent records nothing and does next to no tracing w
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
+from .._sync import keep_context_in_executor
 from ..tracing._context import _CFG, add_step_lookup
 from ..tracing._otel_map import span_fields
 from ..tracing._traceable import _new_run
@@ -266,6 +268,19 @@ def _kept_run() -> RunTree | None:
 add_step_lookup(_kept_run, _KEPT)
 
 
+def keep_tool_context() -> None:
+    """Where a tool run opens: Upsonic runs a sync tool with ``run_in_executor(None, ...)``,
+    whose default executor starts it with an empty context, so what the tool's code traced
+    belonged to no run (a trace of its own where tracing is on). The running loop's default
+    executor is made one that keeps the caller's context, as ``asyncio.to_thread`` does (once
+    per loop; one the user set is left: ``keep_context_in_executor``)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # (a tool span opened off any loop: nothing to keep)
+        return
+    keep_context_in_executor(loop, "assay-upsonic-tools")
+
+
 class UpsonicSpanProcessor(AssaySpanProcessor):
     """Records Upsonic's agent, chat and tool spans as runs under the current assay run."""
 
@@ -305,6 +320,8 @@ class UpsonicSpanProcessor(AssaySpanProcessor):
         _KEPT.set(run)
         if span.name == _AGENT:
             self._held[run._id] = []
+        elif span.name == _TOOL:
+            keep_tool_context()
 
     def on_end(self, span: ReadableSpan) -> None:
         ctx = span.get_span_context()
