@@ -37,7 +37,9 @@ def _missing(reason: str) -> None:
     pytest.skip(f"{reason}; {INSTALL_HINT}")
 
 
-@pytest.fixture(scope="session")
+# per module: while playwright's sync API is open, its event loop counts as running in this
+# thread, and any later test of the process that runs a loop (asyncio.run) would fail
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     try:
         from playwright.sync_api import sync_playwright
