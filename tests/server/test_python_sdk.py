@@ -123,6 +123,18 @@ def test_streaming_llm_with_tool_in_chain(ws: Workspace) -> None:
     assert sorted(c.name for c in tree.child_runs) == ["chat", "lookup"]
     roots = list(ls.list_runs(project_name="py-agent", is_root=True))
     assert [r.name for r in roots] == ["agent"]
+    # a chain carries the tokens, cost and first token of the llm calls under it, as
+    # LangSmith's runs do (a trace's usage from its root: the docs' export recipe)
+    for chain_run in (roots[0], tree, by_name["agent"]):
+        assert (chain_run.prompt_tokens, chain_run.completion_tokens,
+                chain_run.total_tokens) == (1200, 350, 1550)
+        assert float(chain_run.total_cost) == pytest.approx(float(price.total_price))
+        assert chain_run.first_token_time == by_name["chat"].first_token_time is not None
+    assert by_name["lookup"].total_tokens is None  # (a tool that called no model)
+    # each run's page: app_path (the SDK's run.url) and get_run_url's link open the web UI's
+    for link in (roots[0].app_path, ls.get_run_url(run=roots[0])):
+        page = ws.http.get(link[link.index("/o/"):], follow_redirects=False)
+        assert page.status_code == 303 and page.headers["location"] == f"/ui/runs/{root_id}"
     # LangSmith's filter language, through the official client
     big_llm = ls.list_runs(project_name="py-agent",
                            filter='and(eq(run_type, "llm"), gt(total_tokens, 1000))')
@@ -209,6 +221,10 @@ def test_get_experiment_results_with_the_official_client(ws: Workspace) -> None:
         for run in example.runs:
             assert run.reference_example_id == example.id
             assert run.feedback_stats["exact"]["avg"] == (0.0 if q == "c" else 1.0)
+
+    # the legacy results table reads each root's feedback_stats from list_runs
+    table = ls.get_test_results(project_name=res.experiment_name)
+    assert sorted(table["feedback.exact"].tolist()) == [0.0, 0.0, 1.0, 1.0, 1.0, 1.0]
 
     # a page, and a filter per experiment, over HTTP
     session = ws.store.projects.read(project_name=res.experiment_name)

@@ -98,6 +98,18 @@ def test_runs_query_with_the_official_client(ws: Workspace) -> None:
     assert rolled[0].total_cost == pytest.approx(llm.total_cost)
     assert rolled[0].first_token_time == llm.first_token_time
 
+    # the run's page (client.runs.get_url, which replaces get_run_url): this server's web UI
+    from langsmith import Client as LangSmithClient
+
+    async def url_of(**params: Any) -> str:
+        ls = LangSmithClient(api_url=ws.server.url, api_key=ws.key)
+        return (await ls.runs.get_url(**params)).url
+
+    url = asyncio.run(url_of(run_id=recent["llm"], project_id=pid, trace_id=recent["root"]))
+    assert url == f"{ws.server.url}/ui/runs/{recent['llm']}"
+    with pytest.raises(Exception, match="404"):  # a trace the run is not in
+        asyncio.run(url_of(run_id=recent["llm"], project_id=pid, trace_id=old["root"]))
+
     # filters, the error flag, the trace
     assert [r.name for r in _query(ws, project_ids=[pid], filter='gt(total_tokens, 1000)',
                                    selects=["NAME"])] == ["chat"]

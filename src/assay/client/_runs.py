@@ -21,6 +21,7 @@ ID = uuid.UUID | str
 
 class RunMethods:
     _backend: Store
+    _remote: bool
 
     def _project_ids(self, project_id: Any, project_name: Any) -> list[str] | None:
         if project_id is None and project_name is None:
@@ -54,7 +55,10 @@ class RunMethods:
                                             **kwargs}])
 
     def read_run(self, run_id: ID, load_child_runs: bool = False) -> Run:
-        return self._backend.runs.read(run_id, load_child_runs=load_child_runs)
+        """The run (with its tree under ``child_runs`` when asked); a chain's tokens, cost and
+        first token are those of the llm calls under it, as LangSmith's reads give them."""
+        run = self._backend.runs.read(run_id, load_child_runs=load_child_runs)
+        return run if self._remote else self._backend.runs.roll_up_usage([run])[0]
 
     def list_runs(
         self,
@@ -87,13 +91,14 @@ class RunMethods:
         inputs and outputs. ``start_time``: runs that started at or after it.
         """
         refuse_unknown("list_runs", unknown, ("select",))
-        yield from self._backend.runs.list(
+        found = self._backend.runs.list(
             project_ids=self._project_ids(project_id, project_name), run_type=run_type,
             trace_id=trace_id, parent_run_id=parent_run_id, is_root=is_root, error=error,
             reference_example_ids=[reference_example_id] if reference_example_id else None,
             run_ids=run_ids, start_time=start_time, filter=filter, trace_filter=trace_filter,
             tree_filter=tree_filter, query=query, order=order, offset=offset, limit=limit,
         )
+        yield from found if self._remote else self._backend.runs.roll_up_usage(found)
 
     def get_run_stats(
         self,

@@ -28,6 +28,10 @@ DEFAULT_MAX_BODY_BYTES = Settings.max_body_bytes
 def _info(settings: Settings) -> dict[str, Any]:
     """What ``GET /info`` advertises decides what the SDKs send (see the wire notes)."""
     return {
+        # below 0.8.10 on purpose: from there the Python SDK queues create_feedback (default
+        # extend_trace_retention=True) with the runs instead of posting it, and evaluate()
+        # does not flush, so the seed's read_project right after it would miss the feedback.
+        # (The SDKs' v2 resources, which ask for 0.16, log an "older backend" warning.)
         "version": __version__,
         "license_expiration_time": None,
         "batch_ingest_config": {

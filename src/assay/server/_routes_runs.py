@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
@@ -66,19 +67,23 @@ def delete_traces(store: StoreDep, body: JsonBody) -> JSONResponse:
     return ok({"deleted": n})
 
 
-def derived_fields(run: Run, out: dict[str, Any],
-                   feedback_stats: dict[str, Any] | None = None) -> dict[str, Any]:
+def derived_fields(run: Run, out: dict[str, Any], feedback_stats: dict[str, Any] | None = None,
+                   tenant: str | None = None) -> dict[str, Any]:
     """Add to a run's wire JSON the fields LangSmith answers and its SDKs read that the record
     derives: ``parent_run_ids`` (root first), ``in_dataset``, ``feedback_stats``,
-    ``thread_id``; child runs' too."""
+    ``thread_id``, ``app_path`` (the run's page, LangSmith's form: the SDKs' ``run.url``);
+    child runs' too."""
     out["parent_run_ids"] = ([segment[-36:] for segment in run.dotted_order.split(".")[:-1]]
                              if run.dotted_order else
                              [str(run.parent_run_id)] if run.parent_run_id else [])
     out["in_dataset"] = run.reference_example_id is not None
     out["feedback_stats"] = feedback_stats
     out["thread_id"] = thread_of(run)  # the conversation its metadata names (list_threads)
+    if tenant is not None and run.session_id is not None:
+        out["app_path"] = f"/o/{tenant}/projects/p/{run.session_id}/r/{run.id}?" + urlencode(
+            {"trace_id": str(run.trace_id), "start_time": run.start_time.isoformat()})
     for child, child_out in zip(run.child_runs or (), out.get("child_runs") or (), strict=True):
-        derived_fields(child, child_out)
+        derived_fields(child, child_out, tenant=tenant)
     return out
 
 
@@ -86,8 +91,10 @@ def derived_fields(run: Run, out: dict[str, Any],
 def read_run(request: Request, store: StoreDep, run_id: uuid.UUID,
              load_child_runs: bool = False) -> JSONResponse:
     run = store.runs.read(run_id, load_child_runs=load_child_runs)
+    store.runs.roll_up_usage([run])  # a chain's tokens and cost: the llm calls under it
     stats = store.runs.feedback_stats([str(run.id)]).get(str(run.id))
-    return ok(derived_fields(run, with_run_attachment_urls(request, store, run), stats))
+    return ok(derived_fields(run, with_run_attachment_urls(request, store, run), stats,
+                             store.tenant_id))
 
 
 def _offset(cursor: str | None) -> int:
@@ -117,8 +124,12 @@ def query_runs(request: Request, store: StoreDep, body: JsonBody) -> JSONRespons
         tree_filter=q.tree_filter, query=q.query, order=q.order or "desc", offset=offset,
         limit=page + 1)
     more = len(found) > page
-    runs = (with_run_attachment_urls(request, store, found[:page])  # list_runs selects it
-            if "s3_urls" in (q.select or ()) else [model_jsonable(r) for r in found[:page]])
-    runs = [derived_fields(r, out) for r, out in zip(found[:page], runs, strict=True)]
+    found = list(store.runs.roll_up_usage(found[:page]))  # (as read_run: a chain's usage)
+    runs = (with_run_attachment_urls(request, store, found)  # list_runs selects it
+            if "s3_urls" in (q.select or ()) else [model_jsonable(r) for r in found])
+    # each run's feedback per key, as LangSmith's runs carry it (get_test_results' columns)
+    stats = store.runs.feedback_stats([str(r.id) for r in found]) if found else {}
+    runs = [derived_fields(r, out, stats.get(str(r.id)), store.tenant_id)
+            for r, out in zip(found, runs, strict=True)]
     return ok({"runs": runs,
                "cursors": {"next": str(offset + page) if more else None}})

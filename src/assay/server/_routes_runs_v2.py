@@ -215,3 +215,16 @@ def retrieve_run_v2(request: Request, store: StoreDep, run_id: uuid.UUID, projec
     if run.session_id != project_id:
         raise ApiError(404, "not_found", f"run {run_id} not found in project {project_id}")
     return JsonResponse(select_items(request, store, [run], chosen)[0])
+
+
+@router.get("/api/v2/runs/{run_id}/url")
+def run_url_v2(request: Request, store: StoreDep, run_id: uuid.UUID, project_id: uuid.UUID,
+               trace_id: uuid.UUID, start_time: str | None = None) -> JSONResponse:
+    """The run's page in this server's web UI (``client.runs.get_url``, which replaces
+    ``get_run_url``): ``{"url": ...}``, the run checked to be in that project and trace."""
+    del start_time
+    run = store.runs.read(run_id)
+    if run.session_id != project_id or run.trace_id != trace_id:
+        raise ApiError(404, "not_found",
+                       f"run {run_id} not found in project {project_id}, trace {trace_id}")
+    return JsonResponse({"url": f"{str(request.base_url).rstrip('/')}/ui/runs/{run_id}"})

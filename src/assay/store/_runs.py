@@ -522,6 +522,27 @@ class RunRepo:
                     out[str(row.id)] = usage
         return out
 
+    def roll_up_usage(self, found: Sequence[Run]) -> Sequence[Run]:
+        """``found`` (and their child runs) with each chain's tokens, cost and first token
+        summed over the llm calls under it, as LangSmith's run reads and ``/runs/query``
+        answer them (``subtree_usage``); a run's own values are kept, an llm run's always.
+        In place: what the API and ``Client`` hand out, never what the store keeps."""
+        todo: list[Run] = []
+        stack = list(found)
+        while stack:
+            run = stack.pop()
+            if run.run_type != "llm" and run.total_tokens is None and run.total_cost is None:
+                todo.append(run)
+            stack.extend(run.child_runs or ())
+        for i in range(0, len(todo), 500):
+            chunk = todo[i:i + 500]
+            usage = self.subtree_usage([r.id for r in chunk])
+            for run in chunk:
+                for name, value in usage.get(str(run.id), {}).items():
+                    if getattr(run, name) is None:
+                        setattr(run, name, value)
+        return found
+
     def delete_traces(
         self,
         project_id: uuid.UUID | str,

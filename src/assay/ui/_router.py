@@ -197,6 +197,10 @@ def create_ui_router(
     def sdk_project(project_id: str) -> RedirectResponse:
         return RedirectResponse(f"/ui/projects/{quote(project_id)}", status_code=303)
 
+    @router.get("/o/{tenant}/projects/p/{project_id}/r/{run_id}")
+    def sdk_run(run_id: str) -> RedirectResponse:  # get_run_url's link, a run's app_path
+        return RedirectResponse(f"/ui/runs/{quote(run_id)}", status_code=303)
+
     @router.get("/ui/projects", response_class=HTMLResponse)
     def projects(request: Request, store: StoreDep) -> Any:
         return show(request, store, "projects.html", _views_projects.projects_page)
