@@ -289,3 +289,19 @@ def test_the_summary_line_shows_a_small_cost_to_the_micro_dollar() -> None:
 
     assert "| cost $0.000020" in line(0.0000198)
     assert "| cost $1.2346" in line(1.23456)
+
+
+def test_a_latency_change_the_gate_lets_pass_is_not_called_a_regression() -> None:
+    """The per-metric line of a significant but small slowdown (3 ms -> 6 ms) says it is under
+    the gate rather than "regression", which the session's verdict would contradict."""
+    from types import SimpleNamespace
+
+    from assay.testing._summary import _status
+
+    def diff(base: float, low: float, kind: str = "latency") -> str:
+        return _status(SimpleNamespace(status="regression", kind=kind, baseline_mean=base,
+                                       ci_low=low))
+
+    assert diff(0.003, 0.0007).startswith("slower, under the gate (10 ms and 20%")
+    assert diff(0.100, 0.030) == "regression"  # 30 ms and 30%: the gate's regression
+    assert diff(0.003, 0.0007, kind="feedback") == "regression"
