@@ -245,3 +245,17 @@ def test_get_experiment_results_with_the_official_client(ws: Workspace) -> None:
         assert answer.status_code == 422 and words in answer.json()["detail"], answer.text
     other = ws.http.post(f"/datasets/{uuid.uuid4()}/runs", json={"session_ids": [str(session.id)]})
     assert other.status_code in (404, 422)
+
+
+def test_the_prompt_hub_is_refused_by_name(ws: Workspace) -> None:
+    """The SDK's prompt methods get a 422 naming the prompt hub as not served, not a bare 404
+    that reads like a broken server or a wrong endpoint."""
+    from langsmith import Client as LangSmithClient
+
+    ls = LangSmithClient(api_url=ws.server.url, api_key=ws.key)
+    for call in (lambda: ls.list_prompts(), lambda: ls.pull_prompt("my-prompt"),
+                 lambda: ls.push_prompt("my-prompt", object="Say {x}")):
+        with pytest.raises(Exception, match="422") as refused:
+            call()
+        assert "prompt hub" in str(refused.value)
+    assert ws.http.get("/api/v1/repos/").status_code == 422  # (under the SDKs' prefix too)

@@ -22,10 +22,10 @@ def _legacy_order(app: Any) -> list[Any]:
         _routes_comparative,
         _routes_dataset_tools,
         _routes_datasets,
-        _routes_evaluators,
         _routes_feedback,
         _routes_feedback_configs,
         _routes_feedback_tokens,
+        _routes_not_served,
         _routes_otel,
         _routes_queue_items,
         _routes_queues,
@@ -43,7 +43,7 @@ def _legacy_order(app: Any) -> list[Any]:
                _routes_feedback_tokens, _routes_feedback, _routes_results, _routes_shares,
                _routes_runs_v2,
                _routes_dataset_tools, _routes_queues, _routes_queue_items,
-               _routes_feedback_configs, _routes_evaluators,
+               _routes_feedback_configs, _routes_not_served,
                _routes_attachments, _routes_run_stats, _routes_traces_v2, _routes_threads_v2,
                _routes_otel)
     routes = list(app.router.routes)

@@ -138,16 +138,16 @@ def create_app(
                    _routes_feedback_tokens, _routes_feedback,
                    _routes_results, _routes_shares, _routes_runs_v2):
         app.include_router(module.router)
-    from . import (  # issue 23: dataset tools, annotation queues, feedback configs, evaluators
+    from . import (  # issue 23: dataset tools, annotation queues, feedback configs, refusals
         _routes_dataset_tools,
-        _routes_evaluators,
         _routes_feedback_configs,
+        _routes_not_served,
         _routes_queue_items,
         _routes_queues,
     )
 
     for module in (_routes_dataset_tools, _routes_queues, _routes_queue_items,
-                   _routes_feedback_configs, _routes_evaluators):
+                   _routes_feedback_configs, _routes_not_served):
         app.include_router(module.router)
     from . import _routes_attachments  # example attachments, downloads (issue 23)
 
