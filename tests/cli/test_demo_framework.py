@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -51,3 +52,11 @@ def test_demo_framework_names_the_choices(sqlite_url: str) -> None:
     result = runner.invoke(app, ["demo", "--framework", "smolagents", "--db", sqlite_url])
     assert result.exit_code != 0
     assert "smolagents" in result.output and "langgraph" in result.output
+
+
+def test_an_unknown_framework_is_refused_before_a_store_is_made(tmp_path: Path) -> None:
+    where = tmp_path / "new" / "assay.db"
+    result = runner.invoke(app, ["demo", "--framework", "bogus", "--db", str(where)])
+    assert result.exit_code == 2, result.output
+    assert "unknown demo framework 'bogus'" in " ".join(result.output.split())
+    assert not (tmp_path / "new").exists()  # (the store was created, then the name refused)

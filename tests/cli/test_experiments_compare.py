@@ -105,7 +105,7 @@ def test_lower_is_better_option(db: tuple[str, dict]) -> None:
 
 @pytest.mark.parametrize("args, code, message", [
     (["base"], 2, "at least two"),
-    (["base", "nope"], 3, "not found"),
+    (["base", "nope"], 3, "experiment 'nope' not found"),  # (the store says "project")
     (["base", "elsewhere"], 2, "same dataset"),
     (["base", "base"], 2, "twice"),
 ])

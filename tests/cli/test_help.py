@@ -61,3 +61,29 @@ def test_help_renders(path: tuple[str, ...], cmd: Any) -> None:
     assert result.exit_code == 0, result.output
     first_line = (cmd.help or cmd.short_help or "").strip().splitlines()[0]
     assert " ".join(first_line.split()[:3]) in " ".join(result.output.split())
+
+
+@pytest.mark.parametrize("path, cmd", COMMANDS, ids=IDS)
+def test_help_shows_no_rst_markup_and_no_ragged_lines(path: tuple[str, ...], cmd: Any) -> None:
+    """typer prints docstrings as they are: ``name`` came out with its backticks, and each line
+    break of a paragraph after the first stayed, so at 80 columns rich broke those lines again
+    and a word or two stood alone on a line (``assay experiments compare --help``)."""
+    result = CliRunner().invoke(app, [*path, "--help"], terminal_width=80)
+    assert "``" not in result.output
+    paragraphs = (cmd.help or "").split("\n\n")
+    assert all("\n" not in p for p in paragraphs), f"`assay {' '.join(path)}`: {cmd.help!r}"
+
+
+def test_readme_lists_every_exit_code() -> None:
+    """The README's exit codes are the CLI's: 4 (any other assay error) was missing."""
+    import re
+    from pathlib import Path
+
+    from assay.cli import _common
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    section = readme.split("## The command line", 1)[1].split("\n## ", 1)[0]
+    sentence = " ".join(section[section.index("exit codes are"):].split())
+    listed = {int(n) for n in re.findall(r"\b(\d) for ", sentence)}
+    codes = {0, 1, _common.EXIT_INPUT, _common.EXIT_NOT_FOUND, _common.EXIT_ERROR}
+    assert listed == codes, sentence

@@ -92,6 +92,18 @@ def test_bad_filter_exits_2_naming_it(db: tuple[str, dict[str, str]]) -> None:
     assert "latency takes seconds" in result.output and "at character 4" in result.output
 
 
+def test_an_unknown_run_type_is_refused_naming_the_types(db: tuple[str, dict[str, str]]) -> None:
+    """It matched no run and said so with exit 0, as if no run of a real type had been made."""
+    url, _ = db
+    result = run("list", "--db", url, "--run-type", "bogus")
+    assert result.exit_code == 2, result.output
+    said = " ".join(result.output.split())
+    assert "'bogus' is not a run type" in said
+    assert "chain, llm, tool, retriever, embedding, prompt, parser" in said
+    assert "no runs match" not in said
+    assert run("list", "--db", url, "--run-type", "retriever").exit_code == 0  # known, none
+
+
 def test_show_prints_the_tree(db: tuple[str, dict[str, str]]) -> None:
     url, ids = db
     result = run("show", ids["good"], "--db", url)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
@@ -17,9 +19,11 @@ from ..errors import AssayError, InvalidInputError, NotFoundError
 
 if TYPE_CHECKING:
     from ..client import Client
+    from ..store import Store
 
-__all__ = ["DbOption", "JsonOption", "console", "emit_json", "err_console", "error_line",
-           "handle_errors", "money", "open_client", "secs", "styled"]
+__all__ = ["DbOption", "JsonOption", "as_experiment", "console", "emit_json", "err_console",
+           "error_line", "handle_errors", "money", "open_client", "open_store", "require_store",
+           "secs", "styled"]
 
 # Without markup: what the CLI prints is mostly data (names, inputs, errors, install hints), and
 # rich reads ``[langgraph]`` in "pip install 'assay[langgraph]'" as a style tag and drops it
@@ -41,7 +45,8 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# exit codes: 0 ok, 1 failed check (e.g. regression), 2 bad input, 3 not found, 4 other assay error
+# exit codes (README, "The command line"): 0 ok, 1 failed check (a regression, ``db check``),
+# 2 bad input (typer's usage errors too), 3 not found, 4 other assay error (e.g. the store)
 EXIT_INPUT, EXIT_NOT_FOUND, EXIT_ERROR = 2, 3, 4
 
 
@@ -71,20 +76,73 @@ def emit_json(data: Any) -> None:
 
 @contextmanager
 def handle_errors() -> Iterator[None]:
+    """assay's errors as one line on stderr and their exit code. ``soft_wrap``: the line is
+    not cut at rich's width (80 columns when stderr is a pipe) but left to the terminal."""
     try:
         yield
     except InvalidInputError as exc:
-        err_console.print(styled(("error:", "red"), f" {exc}"))
+        err_console.print(styled(("error:", "red"), f" {exc}"), soft_wrap=True)
         raise typer.Exit(EXIT_INPUT) from None
     except NotFoundError as exc:
-        err_console.print(styled(("not found:", "red"), f" {exc}"))
+        err_console.print(styled(("not found:", "red"), f" {exc}"), soft_wrap=True)
         raise typer.Exit(EXIT_NOT_FOUND) from None
     except AssayError as exc:
-        err_console.print(styled(("error:", "red"), f" {exc}"))
+        err_console.print(styled(("error:", "red"), f" {exc}"), soft_wrap=True)
         raise typer.Exit(EXIT_ERROR) from None
 
 
-def open_client(db: str | None) -> Client:
+@contextmanager
+def as_experiment() -> Iterator[None]:
+    """The store calls every experiment a project: name it as the experiments commands do."""
+    try:
+        yield
+    except NotFoundError as exc:
+        text = str(exc)
+        if not text.startswith("project "):
+            raise
+        raise NotFoundError("experiment " + text.removeprefix("project ")) from exc
+
+
+def require_store(db: str | None) -> None:
+    """Refuse a SQLite store that does not exist: opening it would create it, and a read-only
+    command given a mistyped ``--db`` would answer from a new, empty store (and leave it
+    behind). Commands that write (import, demo, serve, keys create, db upgrade) skip this."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    from ..store import resolve_url
+
+    try:
+        url = make_url(resolve_url(db))
+    except ArgumentError:  # opening the store names a malformed URL
+        return
+    database = url.database or ""
+    if (url.get_backend_name() != "sqlite" or database in ("", ":memory:")
+            or url.query.get("uri") or Path(database).exists()):
+        return
+    if db is None:
+        raise NotFoundError(f"no store yet at {database}: `assay demo`, `assay datasets import "
+                            "FILE` or evaluate() create one here; --db names another")
+    source = "ASSAY_DATABASE_URL" if os.environ.get("ASSAY_DATABASE_URL") == db else "--db"
+    raise InvalidInputError(f"no store at {database}: the file does not exist (check {source}; "
+                            "`assay db upgrade --db PATH` creates an empty store)")
+
+
+def open_client(db: str | None, *, create: bool = False) -> Client:
+    """The CLI's client; ``create``: a missing SQLite store is made (else refused, see
+    ``require_store``). With ``ASSAY_API_URL`` and no ``--db`` the client is remote."""
     from ..client import Client
 
+    if not create and (db is not None or not os.environ.get("ASSAY_API_URL")):
+        require_store(db)
     return Client(database_url=db)
+
+
+def open_store(db: str | None, *, create: bool = False, migrate: bool = True) -> Store:
+    """``Store.open`` for the commands that use the store directly; ``create`` as in
+    ``open_client``."""
+    from ..store import Store
+
+    if not create:
+        require_store(db)
+    return Store.open(db, migrate=migrate)

@@ -14,6 +14,7 @@ from rich.table import Table
 from ._common import (
     DbOption,
     JsonOption,
+    as_experiment,
     console,
     emit_json,
     handle_errors,
@@ -64,7 +65,8 @@ def compare(
         opts = CompareOptions(confidence=confidence, resamples=resamples, seed=seed,
                               lower_is_better=frozenset(lower_is_better or ()))
         store = open_client(db).store
-        result, loaded = compare_experiments(store, experiments, opts)
+        with as_experiment():
+            result, loaded = compare_experiments(store, experiments, opts)
         chosen = [e.project.id for e in loaded]
         pairwise = [c for c in store.comparative.list(dataset_id=result.dataset_id)
                     if c.compares_two_of(chosen)][:50]

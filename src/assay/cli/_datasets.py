@@ -58,9 +58,14 @@ def show(
                    "versions": [v.model_dump() for v in versions]})
         return
     console.print(styled((ds.name, "bold"), f" ({ds.example_count} examples) {ds.id}"))
-    table = Table("id", "split", "inputs", "outputs")
+    table = Table()
+    # kept whole: an id is a UUIDv7, whose first digits are its time, the same for examples
+    # created together (their first 8 characters were one id for every row)
+    table.add_column("id", no_wrap=True)
+    for header in ("split", "inputs", "outputs"):
+        table.add_column(header)
     for e in examples:
-        table.add_row(str(e.id)[:8], ",".join(e.split or []), str(e.inputs)[:80],
+        table.add_row(str(e.id), ",".join(e.split or []), str(e.inputs)[:80],
                       str(e.outputs)[:80])
     console.print(table)
     if versions:
@@ -82,7 +87,8 @@ def import_(
 ) -> None:
     """Create a dataset from a JSONL or CSV file or an ADK eval set (all rows or none)."""
     with handle_errors():
-        ds = open_client(db).import_dataset(path, dataset_name=name, format=format)
+        ds = open_client(db, create=True).import_dataset(path, dataset_name=name,
+                                                          format=format)
     if json_out:
         emit_json(ds.model_dump())
     else:

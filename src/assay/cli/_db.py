@@ -6,8 +6,8 @@ from typing import Annotated, Any
 
 import typer
 
-from ..store import HEAD, Store
-from ._common import DbOption, JsonOption, console, emit_json, handle_errors, styled
+from ..store import HEAD
+from ._common import DbOption, JsonOption, console, emit_json, handle_errors, open_store, styled
 
 app = typer.Typer(help="Manage the store's schema.", no_args_is_help=True)
 
@@ -18,9 +18,10 @@ def upgrade(
     revision: Annotated[str, typer.Option(help="Target revision (default: head).")] = "head",
     json_out: JsonOption = False,
 ) -> None:
-    """Apply pending migrations to the store (opening a store also does this)."""
+    """Apply pending migrations to the store (opening a store also does this); creates a
+    store that does not exist yet."""
     with handle_errors():
-        store = Store.open(db, migrate=False)
+        store = open_store(db, create=True, migrate=False)
         before = store.schema_version()
         after = store.upgrade(revision)
     if json_out:
@@ -33,7 +34,7 @@ def upgrade(
 def version(db: DbOption = None, json_out: JsonOption = False) -> None:
     """Show the store's recorded schema version."""
     with handle_errors():
-        store = Store.open(db, migrate=False)
+        store = open_store(db, migrate=False)
         current = store.schema_version()
     if json_out:
         emit_json({"url": store.url, "version": current, "head": HEAD})
@@ -113,8 +114,8 @@ def check(
 ) -> None:
     """Verify that every project's maintained statistics equal a full recomputation.
 
-    Compares the per-project statistics and the hourly rollups (``run_hours``, the charts'
-    source): a project whose hours differ from a recount of its runs lists ``run_hours``.
+    Compares the per-project statistics and the hourly rollups (table run_hours, the charts'
+    source): a project whose hours differ from a recount of its runs lists run_hours.
 
     Exits 1 when a project differs (after --repair, when it still differs).
     """
@@ -125,7 +126,7 @@ def check(
     from ..store._tables import sessions
 
     with handle_errors():
-        store = Store.open(db)
+        store = open_store(db)
         store.settle()  # journaled writes count: fold them first
         if repair:
             with store.write() as conn:

@@ -53,7 +53,14 @@ def demo(
 
     trace_id = None
     with handle_errors():
-        client = open_client(db)
+        if framework is not None:  # a name refused before the store is created for it
+            from ..demo._frameworks import FRAMEWORKS
+            from ..errors import InvalidInputError
+
+            if framework not in FRAMEWORKS:
+                raise InvalidInputError(f"unknown demo framework {framework!r}: choose one of "
+                                        f"{', '.join(FRAMEWORKS)}")
+        client = open_client(db, create=True)
         with contextlib.ExitStack() as stack:
             if json_out:  # what a framework prints (Upsonic's tool errors) must not reach the
                 stack.enter_context(contextlib.redirect_stdout(sys.stderr))  # JSON's stream

@@ -15,6 +15,7 @@ from rich.table import Table
 from ._common import (
     DbOption,
     JsonOption,
+    as_experiment,
     console,
     emit_json,
     error_line,
@@ -177,7 +178,8 @@ def show(
             key: dict[str, Any] = {"project_id": uuid.UUID(name)}
         except ValueError:
             key = {"project_name": name}
-        stats = client.read_project(include_stats=True, **key)
+        with as_experiment():
+            stats = client.read_project(include_stats=True, **key)
         rows = _rows(client, stats.id, limit, filter_)
     if json_out:
         emit_json({"experiment": stats.model_dump(), "runs": rows})

@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from ..schemas import RUN_TYPES
 from ._common import (
     DbOption,
     JsonOption,
@@ -51,6 +52,14 @@ def _cost(run: Any) -> str:
     return money(float(run.total_cost)) if run.total_cost else ""
 
 
+def _run_type(value: str | None) -> str | None:
+    """A run type the store knows: another one matched no run, silently (exit 0)."""
+    if value is not None and value not in RUN_TYPES:
+        raise typer.BadParameter(f"{value!r} is not a run type: choose one of "
+                                 f"{', '.join(RUN_TYPES)}")
+    return value
+
+
 def _project(value: str | None) -> dict[str, Any]:
     if value is None:
         return {}
@@ -72,7 +81,8 @@ def list_(
         help='On any run of the run\'s trace: eq(name, "search").')] = None,
     query: Annotated[str | None, typer.Option(
         "--query", "-q", help="Text in the name, error, inputs or outputs.")] = None,
-    run_type: Annotated[str | None, typer.Option(help="llm, chain, tool, ...")] = None,
+    run_type: Annotated[str | None, typer.Option(
+        callback=_run_type, help=f"Only runs of this type: {', '.join(RUN_TYPES)}.")] = None,
     root: Annotated[bool, typer.Option("--root", help="Root runs only.")] = False,
     errors: Annotated[bool, typer.Option("--errors", help="Failed runs only.")] = False,
     limit: Annotated[int, typer.Option(min=1, help="Show at most this many, newest first.")] = 50,

@@ -91,11 +91,20 @@ def load_dataset(
                                              include_attachments=attachments))
     if not examples:
         where = f" in split(s) {split_list}" if split_list else ""
-        raise InvalidInputError(
-            f"dataset {dataset_id} has no examples{where} at version {at.isoformat()}")
+        raise InvalidInputError(f"dataset {_dataset_label(client, dataset_id)} has no "
+                                f"examples{where} at version {at.isoformat()}")
     return ResolvedData(examples=examples, dataset_id=str(dataset_id),
                         dataset_version=at.isoformat(),
                         splits=split_list or _split_names(examples))
+
+
+def _dataset_label(client: Client, dataset_id: str) -> str:
+    """``'name' (id)``: the name is what the user passed; looked up only for a message."""
+    try:
+        name = client.read_dataset(dataset_id=dataset_id).name
+    except Exception:  # noqa: BLE001 - the message still names the id
+        return str(dataset_id)
+    return f"{name!r} ({dataset_id})"
 
 
 def dataset_id_of(client: Client, data: Any) -> str | None:

@@ -80,10 +80,15 @@ class Store:
 
     @classmethod
     def open(cls, url: str | os.PathLike[str] | None = None, *, migrate: bool = True) -> Store:
-        """Open (and by default migrate) the store at ``url``; see ``resolve_url``."""
+        """Open (and by default migrate) the store at ``url``; see ``resolve_url``.
+
+        A database that cannot be reached or opened is a StoreError naming it (password
+        hidden) and the driver's reason, not the driver's exception with its traceback.
+        """
         engine = make_engine(resolve_url(url))
         if migrate:
-            _migrate.upgrade(engine)
+            with _opening(engine):
+                _migrate.upgrade(engine)
         return cls(engine)
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -99,11 +104,12 @@ class Store:
         return Store(self.engine, str(tenant_id))
 
     def schema_version(self) -> str | None:
-        with self.engine.connect() as conn:
+        with _opening(self.engine), self.engine.connect() as conn:
             return _migrate.current_revision(conn)
 
     def upgrade(self, revision: str = "head") -> str:
-        return _migrate.upgrade(self.engine, revision)
+        with _opening(self.engine):  # (``open(migrate=False)`` has not connected yet)
+            return _migrate.upgrade(self.engine, revision)
 
     def _active(self) -> Connection | None:
         active = _ACTIVE.get()
@@ -272,6 +278,18 @@ def _translate_errors() -> Iterator[None]:
         raise
     except sa_exc.SQLAlchemyError as exc:
         raise StoreError(f"database error: {exc.__class__.__name__}: {exc}") from exc
+
+
+@contextmanager
+def _opening(engine: Engine) -> Iterator[None]:
+    """The driver's failure to connect (refused, unknown host or database, bad password, not a
+    database file) as a one-line StoreError: the store's URL and the driver's own words."""
+    try:
+        yield
+    except sa_exc.DBAPIError as exc:
+        url = engine.url.render_as_string(hide_password=True)
+        reason = " ".join(str(exc.orig if exc.orig is not None else exc).split())
+        raise StoreError(f"cannot open the store at {url}: {reason}") from exc
 
 
 def open_store(url: str | os.PathLike[str] | None = None, *, migrate: bool = True) -> Store:

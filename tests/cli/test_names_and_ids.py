@@ -1,0 +1,100 @@
+"""What the CLI shows of ids and names: ids that tell rows apart, keys revoked by what
+``keys list`` shows, and errors that name an experiment or a dataset as the user knows it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from assay.cli import app
+from assay.client import Client
+
+
+def invoke(*args: str) -> Any:
+    return CliRunner().invoke(app, list(args), terminal_width=200)
+
+
+@pytest.fixture(autouse=True)
+def wide_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rich sizes its tables to the terminal; these tests read them as a 200-column one."""
+    from assay.cli import _common
+
+    monkeypatch.setattr(_common.console, "width", 200)
+
+
+def test_datasets_show_tells_the_examples_apart(sqlite_url: str) -> None:
+    """Examples created together share their UUIDv7's first digits (its time): the first 8
+    made one id for every row."""
+    with Client(database_url=sqlite_url) as client:
+        ds = client.create_dataset("D")
+        client.create_examples(dataset_id=ds.id, examples=[
+            {"inputs": {"q": str(i)}, "outputs": {"a": str(i)}} for i in range(3)])
+        ids = {str(e.id) for e in client.list_examples(dataset_id=ds.id)}
+    result = invoke("datasets", "show", "D", "--db", sqlite_url)
+    assert result.exit_code == 0, result.output
+    assert len(ids) == 3 and all(i in result.output for i in ids)
+
+
+def test_experiments_show_names_an_experiment(sqlite_url: str) -> None:
+    result = invoke("experiments", "show", "nope", "--db", sqlite_url)
+    assert result.exit_code == 3, result.output
+    assert "experiment 'nope' not found" in result.output
+    assert "project" not in result.output
+
+
+def test_evaluate_names_an_empty_dataset(sqlite_url: str) -> None:
+    from assay import evaluate
+    from assay.errors import InvalidInputError
+
+    with Client(database_url=sqlite_url) as client:
+        ds = client.create_dataset("Empty")
+        with pytest.raises(InvalidInputError) as raised:
+            evaluate(lambda inputs: {"output": 1}, data="Empty", client=client)
+    assert str(raised.value).startswith(f"dataset 'Empty' ({ds.id}) has no examples")
+
+
+def _keys(url: str) -> list[dict[str, Any]]:
+    keys: list[dict[str, Any]] = json.loads(invoke("keys", "list", "--db", url, "--json").output)
+    return keys
+
+
+def test_keys_revoke_takes_what_keys_list_shows(sqlite_url: str) -> None:
+    for _ in range(3):
+        assert invoke("keys", "create", "--db", sqlite_url).exit_code == 0
+    first, second, third = _keys(sqlite_url)
+
+    by_prefix = invoke("keys", "revoke", first["prefix"], "--db", sqlite_url)
+    assert by_prefix.exit_code == 0, by_prefix.output
+    # a start of the id: the help promised it, the store took only the whole id
+    start = second["id"][:8]
+    while sum(k["id"].startswith(start) for k in (first, third)):  # (made in the same moment:
+        start = second["id"][:len(start) + 1]  # the start grows until it names one key)
+    by_start = invoke("keys", "revoke", start, "--db", sqlite_url)
+    assert by_start.exit_code == 0, by_start.output
+    assert f"revoked key {second['id']}" in by_start.output
+    revoked = {k["id"]: k["revoked_at"] is not None for k in _keys(sqlite_url)}
+    assert revoked == {first["id"]: True, second["id"]: True, third["id"]: False}
+
+
+def test_keys_revoke_refuses_a_start_that_names_several_or_is_short(sqlite_url: str) -> None:
+    for _ in range(2):
+        assert invoke("keys", "create", "--db", sqlite_url).exit_code == 0
+    a, b = _keys(sqlite_url)
+    common = 0
+    while a["id"][common] == b["id"][common]:
+        common += 1
+    if common >= 8:
+        both = invoke("keys", "revoke", a["id"][:common], "--db", sqlite_url)
+        assert both.exit_code == 2 and "starts the ids of 2 keys" in both.output
+    short = invoke("keys", "revoke", a["id"][:5], "--db", sqlite_url)
+    assert short.exit_code == 3 and "not found" in short.output
+    assert all(k["revoked_at"] is None for k in _keys(sqlite_url))
+
+
+def test_keys_revoke_help_says_what_it_takes() -> None:
+    said = " ".join(invoke("keys", "revoke", "--help").output.split())
+    assert "unique prefix" not in said
+    assert "its id" in said and "asy_" in said
