@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
@@ -86,10 +87,14 @@ def test_seed_js_snippet(node: str, ws: Workspace) -> None:
 def test_update_feedback_with_the_official_js_client(node: str, ws: Workspace) -> None:
     from ._wire import make_run
 
-    run = make_run("scored", session="js-fb-update")
-    assert ws.http.post("/runs", json=run).status_code == 202
-    printed = parse_printed_json(_node(node, "feedback.mjs", ws, run["id"]))
+    example = str(uuid.uuid4())
+    run = make_run("scored", session="js-fb-update", reference_example_id=example)
+    other = make_run("other", session="js-fb-update")
+    assert ws.http.post("/runs/batch", json={"post": [run, other]}).status_code == 202
+    printed = parse_printed_json(_node(node, "feedback.mjs", ws, run["id"], example))
     assert (printed["score"], printed["value"], printed["comment"]) == (1, "bad", None)
+    assert printed["bySource"] == {"model": ["judge"], "api": ["q"]}
+    assert printed["forExample"] == [run["id"]]
     stored = ws.store.feedback.read(printed["id"])
     assert stored.score == 1.0 and stored.comment is None and stored.value == "bad"
     stats = ws.store.projects.read(project_name="js-fb-update", include_stats=True)

@@ -139,6 +139,14 @@ def test_streaming_llm_with_tool_in_chain(ws: Workspace) -> None:
     big_llm = ls.list_runs(project_name="py-agent",
                            filter='and(eq(run_type, "llm"), gt(total_tokens, 1000))')
     assert [r.name for r in big_llm] == ["chat"]
+    # a chain's usage is its llm calls' when filtered too (the SDK's docstring example)
+    big_chain = ls.list_runs(project_name="py-agent",
+                             filter='and(eq(run_type, "chain"), gt(total_tokens, 1000))')
+    assert [r.name for r in big_chain] == ["agent"]
+    assert {r.name for r in ls.list_runs(project_name="py-agent",
+                                         filter="gte(total_cost, 0.0001)")} == {"agent", "chat"}
+    assert not list(ls.list_runs(project_name="py-agent", is_root=True,
+                                 filter="gt(total_tokens, 2000)"))
     tools = ls.list_runs(project_name="py-agent", filter='eq(run_type, "tool")',
                          trace_filter='eq(name, "agent")')
     assert [r.name for r in tools] == ["lookup"]
@@ -161,6 +169,15 @@ def test_update_feedback_with_the_official_client(ws: Workspace) -> None:
     assert (got.score, got.value, got.comment) == (1, "bad", None)
     stats = ls.read_project(project_name="fb-update", include_stats=True).feedback_stats["q"]
     assert stats["n"] == 1 and stats["avg"] == 1.0
+    # by source type (the SDK's feedback_source_type, sent as ?source=): a judge's, the API's
+    from langsmith.schemas import FeedbackSourceType
+
+    ls.create_feedback(run["id"], key="judge", score=0.5,
+                       feedback_source_type=FeedbackSourceType.MODEL)
+    by_source = {kind: [f.key for f in ls.list_feedback(run_ids=[run["id"]],
+                                                         feedback_source_type=[kind])]
+                 for kind in (FeedbackSourceType.MODEL, FeedbackSourceType.API)}
+    assert by_source == {FeedbackSourceType.MODEL: ["judge"], FeedbackSourceType.API: ["q"]}
 
     # what the server refuses, it names; nothing changes
     bad = ws.http.patch(f"/feedback/{fb.id}", json={"score": {"x": 1}})

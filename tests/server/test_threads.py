@@ -70,6 +70,9 @@ def test_js_sdk_lists_and_reads_threads(ws: Workspace, node: str) -> None:  # no
     out = json.loads(_node(node, "threads.mjs", ws, project))
     assert out["threads"] == [{"thread_id": "t-1", "count": 3}, {"thread_id": "s-9", "count": 1}]
     assert [t["q"] for t in out["turns"]] == ["hi", "and then?", "bye"]
+    assert out["groups"] == [
+        {"thread_id": "t-1", "count": 3, "total_tokens": 36, "filter": 'eq(thread_id, "t-1")'},
+        {"thread_id": "s-9", "count": 1, "total_tokens": 12, "filter": 'eq(thread_id, "s-9")'}]
 
 
 def test_threads_in_the_web_ui(ws: Workspace) -> None:

@@ -322,8 +322,6 @@ def test_langsmith_arguments_assay_cannot_honour_are_refused_by_name(client: Cli
         (lambda: client.create_dataset("x", transformations=[{"path": ["a"]}]), "transformations="),
         (lambda: list(client.list_datasets(data_type="chat")), "data_type="),
         (lambda: list(client.list_projects(dataset_version="latest")), "dataset_version="),
-        (lambda: list(client.list_feedback(feedback_source_type="model")),
-         "feedback_source_type="),
         (lambda: client.update_examples(updates=[], example_ids=["x"], inputs=[{}]),
          "example_ids=, inputs="),
         (lambda: list(client.list_runs(project_name="p", thread_id="t")), "thread_id="),
@@ -337,3 +335,12 @@ def test_langsmith_arguments_assay_cannot_honour_are_refused_by_name(client: Cli
     assert list(client.list_runs(project_name="runs-here", select=["id"], filter=None)) == []
     assert len(list(client.list_dataset_versions(dataset_id=ds.id))) >= 1
     assert len(list(client.list_dataset_versions(dataset_id=ds.id, limit=1))) == 1
+    # feedback by its source's type (a judge's "model", the API's "api": none recorded)
+    run_id = str(uuid.uuid4())
+    client.create_run("scored", {"q": 1}, "chain", id=run_id, project_name="runs-here")
+    client.flush()
+    client.create_feedback(run_id, "judge", score=1, feedback_source_type="model")
+    client.create_feedback(run_id, "human", score=0)
+    assert [f.key for f in client.list_feedback(feedback_source_type="model")] == ["judge"]
+    assert [f.key for f in client.list_feedback(run_ids=[run_id],
+                                                feedback_source_type=["api"])] == ["human"]

@@ -221,14 +221,22 @@ class FeedbackMethods:
         run_ids: Sequence[ID] | None = None,
         feedback_key: Sequence[str] | None = None,
         project_ids: Sequence[ID] | None = None,
+        feedback_source_type: Sequence[str] | None = None,
         limit: int | None = None,
         offset: int = 0,
         **unknown: Any,
     ) -> Iterator[Feedback]:
+        """Feedback matching every filter given (LangSmith's ``list_feedback``);
+        ``feedback_source_type``: ``api``, ``model`` (evaluators), ``app`` (presigned
+        tokens)."""
         refuse_unknown("list_feedback", unknown)
+        kinds = feedback_source_type
+        if isinstance(kinds, str) or hasattr(kinds, "value"):  # one type (or its enum)
+            kinds = [kinds]  # type: ignore[list-item]
         yield from self._backend.feedback.list(
             run_ids=run_ids, project_ids=project_ids, feedback_key=feedback_key,
-            offset=offset, limit=limit)
+            source_types=[str(getattr(t, "value", t)) for t in kinds]
+            if kinds is not None else None, offset=offset, limit=limit)
 
     def update_feedback(
         self,

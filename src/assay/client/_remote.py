@@ -458,10 +458,12 @@ class _Feedback:
              project_ids: Sequence[uuid.UUID | str] | None = None,
              feedback_key: Sequence[str] | None = None,
              feedback_ids: Sequence[uuid.UUID | str] | None = None, offset: int = 0,
-             limit: int | None = None, pairwise: bool | None = None) -> list[Feedback]:
+             limit: int | None = None, pairwise: bool | None = None,
+             source_types: Sequence[str] | None = None) -> list[Feedback]:
         params = {"run": _ids(run_ids), "session": _ids(project_ids),
                   "key": list(feedback_key) if feedback_key is not None else None,
-                  "id": _ids(feedback_ids)}
+                  "id": _ids(feedback_ids),
+                  "source": list(source_types) if source_types is not None else None}
         for value in params.values():
             if value is not None and not value:
                 return []  # an empty filter matches nothing (and must not be dropped)

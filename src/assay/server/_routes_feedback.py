@@ -32,11 +32,15 @@ def list_feedback(
     session: Annotated[list[uuid.UUID] | None, Query()] = None,
     key: Annotated[list[str] | None, Query()] = None,
     id: Annotated[list[uuid.UUID] | None, Query()] = None,
+    source: Annotated[list[str] | None, Query()] = None,  # feedback_source_type(s)
     offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> JSONResponse:
+    # the Python SDK sends its enum's str(), "FeedbackSourceType.MODEL"; JS sends "model"
+    types = [t.rsplit(".", 1)[-1].lower() for t in source] if source is not None else None
     return ok(store.feedback.list(run_ids=run, project_ids=session, feedback_key=key,
-                                  feedback_ids=id, offset=offset, limit=limit))
+                                  feedback_ids=id, source_types=types, offset=offset,
+                                  limit=limit))
 
 
 @router.get("/feedback/{feedback_id}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 from urllib.parse import urlencode
@@ -16,7 +17,7 @@ from . import _ingest
 from ._attachments import with_run_attachment_urls
 from ._deps import FolderDep, JsonBody, Parts, StoreDep, ok
 from ._errors import ApiError
-from ._wire import RunQuery, TraceDelete, run_in, validate
+from ._wire import RunGroupQuery, RunQuery, TraceDelete, run_in, validate
 
 __all__ = ["router"]
 
@@ -133,3 +134,20 @@ def query_runs(request: Request, store: StoreDep, body: JsonBody) -> JSONRespons
             for r, out in zip(found, runs, strict=True)]
     return ok({"runs": runs,
                "cursors": {"next": str(offset + page) if more else None}})
+
+
+@router.post("/runs/group")
+def group_runs(store: StoreDep, body: JsonBody) -> JSONResponse:
+    """The JS SDK's ``listGroupRuns``: a project's turns grouped by conversation (``group_by:
+    "conversation"``, the one grouping LangSmith offers), most recently active first, each
+    with the summary ``list_threads`` gives and the filter that selects its turns."""
+    q = validate(RunGroupQuery, body)
+    if q.group_by != "conversation":
+        raise ApiError(422, "invalid_input",
+                       f"group_by {q.group_by!r}: runs group by 'conversation' (a thread)")
+    window: dict[str, Any] = {"filter": q.filter, "min_start_time": q.start_time,
+                              "max_start_time": q.end_time}
+    found = store.threads.list(q.session_id, **window, offset=q.offset, limit=q.limit)
+    groups = [{**model_jsonable(t), "group_key": t.thread_id,
+               "filter": f"eq(thread_id, {json.dumps(t.thread_id)})"} for t in found]
+    return ok({"groups": groups, "total": store.threads.count(q.session_id, **window)})

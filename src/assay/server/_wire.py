@@ -413,6 +413,9 @@ class TagIn(_In):
 # 65,535 in a statement); past that a clear 422 instead of the database's error
 MAX_QUERY_IDS = 10_000
 IdList = Annotated[list[uuid.UUID], Field(max_length=MAX_QUERY_IDS)]
+# one id or a list: the JS SDK's listRuns sends ``referenceExampleId`` (a string) bare
+IdOrIds = Annotated[list[uuid.UUID], BeforeValidator(
+    lambda v: [v] if isinstance(v, (str, uuid.UUID)) else v), Field(max_length=MAX_QUERY_IDS)]
 
 
 class RunQuery(_In):
@@ -425,7 +428,7 @@ class RunQuery(_In):
     run_type: str | None = None
     is_root: bool | None = None
     error: bool | None = None
-    reference_example: IdList | None = None
+    reference_example: IdOrIds | None = None
     start_time: Timestamp | None = None
     select: list[str] | None = None
     limit: int | None = Field(default=None, ge=1)
@@ -435,6 +438,18 @@ class RunQuery(_In):
     filter: str | None = None
     trace_filter: str | None = None
     tree_filter: str | None = None
+
+
+class RunGroupQuery(_In):
+    """``POST /runs/group`` (the JS SDK's ``listGroupRuns``): a project's turns grouped."""
+
+    session_id: uuid.UUID
+    group_by: str
+    filter: str | None = None
+    start_time: Timestamp | None = None
+    end_time: Timestamp | None = None
+    limit: int = Field(default=100, ge=1, le=1000)
+    offset: int = Field(default=0, ge=0)
 
 
 RunSelect = Literal[

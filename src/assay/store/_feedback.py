@@ -221,9 +221,12 @@ class FeedbackRepo:
         offset: int = 0,
         limit: int | None = None,
         pairwise: bool | None = None,
+        source_types: Sequence[str] | None = None,
     ) -> list[Feedback]:
         """Feedback matching every filter given; ``pairwise=False`` leaves out the scores of
-        comparisons (a run's own feedback only), ``True`` keeps only them."""
+        comparisons (a run's own feedback only), ``True`` keeps only them. ``source_types``:
+        its source's ``type`` (``api``, ``model``, ``app``; none recorded counts as ``api``,
+        the SDKs' default)."""
         self.store.settle()
         q = select(feedback).where(feedback.c.tenant_id == self.store.tenant_id)
         if run_ids is not None:
@@ -240,6 +243,9 @@ class FeedbackRepo:
             q = q.where(feedback.c.key.in_(list(feedback_key)))
         if feedback_ids is not None:
             q = q.where(feedback.c.id.in_([str(as_uuid(f, "feedback id")) for f in feedback_ids]))
+        if source_types is not None:
+            kind = func.coalesce(feedback.c.feedback_source["type"].as_string(), "api")
+            q = q.where(kind.in_([str(t) for t in source_types]))
         if pairwise is not None:
             cid = feedback.c.comparative_experiment_id
             q = q.where(cid.is_not(None) if pairwise else cid.is_(None))
