@@ -464,6 +464,10 @@ def test_stream_true_gives_each_llm_run_its_first_token(api: str, db: Client) ->
             assert llm.first_token_time is not None
             assert llm.start_time <= llm.first_token_time <= llm.end_time
             assert (llm.first_token_time - llm.start_time).total_seconds() >= 0.04
+            # a Chat Completions stream without include_usage reports no usage: unknown, not
+            # 0 tokens; the Responses stream reports it
+            assert (llm.total_tokens is None) if api == "chat" else llm.total_tokens
+            assert llm.extra["metadata"]["ls_model_name"] == "gpt-4o-mini"
         assert [r.inputs for r in runs if r.run_type == "tool"] == [{"city": city}]
         assert [r.score for r in row["evaluation_results"]["results"]] == [1.0]
 

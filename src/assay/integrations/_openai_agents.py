@@ -171,12 +171,16 @@ def _provider(model: str | None) -> tuple[str, str | None]:
 
 
 def _usage(run: RunTree, usage: Any, model: str | None) -> None:
+    """The call's model and tokens. A provider that reported no usage (a Chat Completions
+    stream without ``include_usage``) leaves the SDK's ``Usage(requests=1)``, all zeros:
+    that is unknown, not zero tokens (stored as such, the statistics would count 0)."""
     if isinstance(usage, Mapping):
         get = usage.get
     elif usage is not None:
         def get(key: str, default: Any = None) -> Any:
             return getattr(usage, key, default)
-    else:
+    if usage is None or not (get("input_tokens") or get("output_tokens")
+                             or get("total_tokens")):
         if model:
             provider, name = _provider(model)
             run.metadata["ls_provider"], run.metadata["ls_model_name"] = provider, name
