@@ -666,6 +666,11 @@ def test_a_sync_tools_traced_helper_nests_under_it_on_the_users_own_loop(
         (helper,) = [r for r in runs if r.name == "atlas_lookup"]
         assert by_id[helper.parent_run_id].name == "sync_lookup"
         assert helper.inputs == {"city": "Lima"}
+        # the same runs on both paths: llm runs named by their model, a tool's output its dict
+        # (Upsonic's spans carry "chat <model>" and the dict's Python repr)
+        assert [r.name for r in runs if r.run_type == "llm"] == ["gpt-4o-mini"] * 2
+        (tool_run,) = [r for r in runs if r.run_type == "tool"]
+        assert tool_run.outputs == {"output": {"func": population("Lima")}}
 
 
 def test_model_set_after_capture_is_traced(srv: ScriptedModelServer, agent: Agent,

@@ -22,6 +22,7 @@ tracing off, an instrumented agent records nothing and does next to no tracing w
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
 import time
@@ -70,6 +71,19 @@ def _parse(value: Any) -> Any:
     return value
 
 
+def _tool_output(value: Any) -> Any:
+    """A tool span's output as the native path stores it: Upsonic writes its behavioural
+    wrapper's dict as Python's repr (``"{'func': ...}"``), read back as that dict where it
+    holds literals only (``ast.literal_eval`` evaluates nothing else); other text as it is."""
+    value = _parse(value)  # (the attribute may hold that text JSON-encoded)
+    if isinstance(value, str) and value.startswith("{'func"):
+        try:
+            return ast.literal_eval(value)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return value
+    return value
+
+
 def _as_inputs(raw: Any) -> dict[str, Any]:
     value = _parse(raw)
     return dict(value) if isinstance(value, Mapping) else {"input": value}
@@ -85,7 +99,7 @@ def _tool_failed(result: Any) -> bool:
     ``func_before``/``func_after``/``func_cache`` keys when hooks or the cache answered), so a
     span whose output is not that dict's text is a failure (the exception's text, or Upsonic's
     message for missing arguments)."""
-    return isinstance(result, str) and not result.startswith("{'func")
+    return isinstance(result, str) and not result.startswith("{'func")  # (a dict once read)
 
 
 def upsonic_span_fields(span: ReadableSpan, kind: str,
@@ -104,6 +118,9 @@ def upsonic_span_fields(span: ReadableSpan, kind: str,
     view.attributes = attrs
     out = span_fields(view)
     if kind == _LLM:
+        model = attrs.get("gen_ai.request.model")
+        if model:  # named by its model as on the native path (the span: "chat <model>")
+            out["name"] = str(model)
         return out
     meta = out.setdefault("metadata", {})
     meta.pop("otel_attributes", None)  # read below; not kept twice
@@ -113,7 +130,7 @@ def upsonic_span_fields(span: ReadableSpan, kind: str,
         raw_in = attrs.get("langfuse.observation.input")
         out["inputs"] = _as_inputs(raw_in) if raw_in is not None else {}
         raw_out = attrs.get("langfuse.observation.output")
-        result = _parse(raw_out)
+        result = _tool_output(raw_out)
         out["outputs"] = {"output": result} if raw_out is not None else None
         if not out.get("error") and _tool_failed(result):
             out["error"] = result
