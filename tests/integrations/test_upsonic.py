@@ -600,11 +600,9 @@ def test_a_traced_helper_in_a_tool_nests_under_the_tool_run_on_both_paths(
         assert helper.inputs == {"city": "Osaka"}
 
 
-def test_a_sync_tools_traced_helper_nests_under_it_in_evaluate(srv: ScriptedModelServer,
-                                                               db: Client) -> None:
-    """Upsonic runs a sync tool with ``run_in_executor(None, ...)``: on Upsonic's loop, where
-    ``evaluate()`` runs its agents, that executor now runs it in the task's context, so what
-    the tool traces is the tool run's child (on a loop of the user's too: the next test)."""
+def _sync_tool_tracing_a_helper() -> Any:
+    """A sync Upsonic tool (``sync_lookup``) whose code calls a ``@traceable`` helper
+    (``atlas_lookup``): what the tool traces must nest under the tool's run."""
     from assay.tracing import traceable
 
     @traceable(name="atlas_lookup")
@@ -616,6 +614,15 @@ def test_a_sync_tools_traced_helper_nests_under_it_in_evaluate(srv: ScriptedMode
         """The population of a city."""
         return atlas_lookup(city)
 
+    return sync_lookup
+
+
+def test_a_sync_tools_traced_helper_nests_under_it_in_evaluate(srv: ScriptedModelServer,
+                                                               db: Client) -> None:
+    """Upsonic runs a sync tool with ``run_in_executor(None, ...)``: on Upsonic's loop, where
+    ``evaluate()`` runs its agents, that executor now runs it in the task's context, so what
+    the tool traces is the tool run's child (on a loop of the user's too: the next test)."""
+    sync_lookup = _sync_tool_tracing_a_helper()
     data = city_dataset(db, ["Lima"], "sync-tool", question="How many people live in {city}? "
                         "Use sync_lookup")
     (row,) = evaluate(make_agent(srv, tools=[sync_lookup]), data=data, client=db)
@@ -634,17 +641,9 @@ def test_a_sync_tools_traced_helper_nests_under_it_on_the_users_own_loop(
     run's child, not a trace of its own, on both capture paths."""
     import uuid
 
-    from assay.tracing import traceable, tracing_context
+    from assay.tracing import tracing_context
 
-    @traceable(name="atlas_lookup")
-    def atlas_lookup(city: str) -> str:
-        return population(city)
-
-    @tool(max_retries=0)
-    def sync_lookup(city: str) -> str:
-        """The population of a city."""
-        return atlas_lookup(city)
-
+    sync_lookup = _sync_tool_tracing_a_helper()
     native = make_agent(srv, tools=[sync_lookup])
     require_adapter(native)
     spans = _span_path_agent(srv, tools=[sync_lookup])
