@@ -13,7 +13,7 @@ from datetime import datetime
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, bindparam, func, or_, select, update
+from sqlalchemy import and_, bindparam, select, update
 from sqlalchemy.exc import IntegrityError
 
 from .._gc import build_many
@@ -23,6 +23,7 @@ from .._time import _MAX_US, _MIN_US
 from .._usage import derive_usage
 from ..errors import InvalidInputError, NotFoundError, StoreError
 from ..schemas import Run
+from . import _run_usage
 from ._aggregates import (
     FEEDBACK_RETURNING,
     ORPHAN,
@@ -34,7 +35,7 @@ from ._aggregates import (
 from ._bulk import insert_many
 from ._run_filter import compile_filter, text_search
 from ._tables import runs, shares
-from ._types import from_micros, sender_micros, to_micros
+from ._types import sender_micros, to_micros
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -51,8 +52,6 @@ RUN_FIELDS = (
 _IDENTITY = ("name", "run_type", "start_time", "trace_id", "parent_run_id", "dotted_order")
 _ID_FIELDS = ("id", "trace_id", "parent_run_id", "reference_example_id")
 _ORPHAN = ORPHAN  # a patch stored before its post arrived
-_USAGE_COLUMNS = ("prompt_tokens", "completion_tokens", "total_tokens", "prompt_cost",
-                  "completion_cost", "total_cost")
 _TEXT_FIELDS = ("name", "error")  # free text in text columns (the rest is JSON or ids)
 _COLUMN_ORDER = tuple(sorted(c.name for c in runs.columns))
 _COLUMNS = frozenset(_COLUMN_ORDER)
@@ -493,55 +492,14 @@ class RunRepo:
         return out
 
     def subtree_usage(self, run_ids: Sequence[uuid.UUID | str]) -> dict[str, dict[str, Any]]:
-        """Tokens and cost of the llm runs in each run's subtree (itself included), and its
-        earliest first token: ``{run id: {prompt_tokens, completion_tokens, total_tokens,
-        prompt_cost, completion_cost, total_cost, first_token_time}}``. A chain's own row
-        carries none of these; LangSmith shows them summed over what it called."""
-        ids = [str(as_uuid(i, "run id")) for i in run_ids]
-        top, below = runs.alias("top"), runs.alias("below")
-        sums = [func.sum(below.c[c]).label(c) for c in _USAGE_COLUMNS]
-        out: dict[str, dict[str, Any]] = {}
-        self.store.settle()
-        with self.store.read() as conn:
-            for i in range(0, len(ids), 500):
-                q = select(top.c.id, *sums, func.min(below.c.first_token_time).label("first")
-                           ).select_from(top.join(below, and_(
-                               below.c.trace_id == top.c.trace_id,
-                               below.c.tenant_id == top.c.tenant_id,
-                               or_(below.c.id == top.c.id,
-                                   below.c.dotted_order.startswith(top.c.dotted_order + ".")))
-                           )).where(top.c.id.in_(ids[i:i + 500]),
-                                    top.c.tenant_id == self.store.tenant_id,
-                                    below.c.run_type == "llm").group_by(top.c.id)
-                for row in conn.execute(q):
-                    m = row._mapping
-                    usage: dict[str, Any] = {  # PostgreSQL sums integers as numeric
-                        c: None if m[c] is None else (float(m[c]) if c.endswith("cost")
-                                                      else int(m[c])) for c in _USAGE_COLUMNS}
-                    usage["first_token_time"] = from_micros(m["first"])
-                    out[str(row.id)] = usage
-        return out
+        """Tokens, cost and earliest first token of the llm runs in each run's subtree (see
+        ``_run_usage.subtree_usage``)."""
+        return _run_usage.subtree_usage(self.store, run_ids)
 
     def roll_up_usage(self, found: Sequence[Run]) -> Sequence[Run]:
-        """``found`` (and their child runs) with each chain's tokens, cost and first token
-        summed over the llm calls under it, as LangSmith's run reads and ``/runs/query``
-        answer them (``subtree_usage``); a run's own values are kept, an llm run's always.
-        In place: what the API and ``Client`` hand out, never what the store keeps."""
-        todo: list[Run] = []
-        stack = list(found)
-        while stack:
-            run = stack.pop()
-            if run.run_type != "llm" and run.total_tokens is None and run.total_cost is None:
-                todo.append(run)
-            stack.extend(run.child_runs or ())
-        for i in range(0, len(todo), 500):
-            chunk = todo[i:i + 500]
-            usage = self.subtree_usage([r.id for r in chunk])
-            for run in chunk:
-                for name, value in usage.get(str(run.id), {}).items():
-                    if getattr(run, name) is None:
-                        setattr(run, name, value)
-        return found
+        """``found`` with each chain's usage that of the llm calls under it, as LangSmith's
+        reads give it (see ``_run_usage.roll_up_usage``)."""
+        return _run_usage.roll_up_usage(self.store, found)
 
     def delete_traces(
         self,
