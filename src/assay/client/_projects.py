@@ -230,13 +230,9 @@ class FeedbackMethods:
         ``feedback_source_type``: ``api``, ``model`` (evaluators), ``app`` (presigned
         tokens)."""
         refuse_unknown("list_feedback", unknown)
-        kinds = feedback_source_type
-        if isinstance(kinds, str) or hasattr(kinds, "value"):  # one type (or its enum)
-            kinds = [kinds]  # type: ignore[list-item]
         yield from self._backend.feedback.list(
             run_ids=run_ids, project_ids=project_ids, feedback_key=feedback_key,
-            source_types=[str(getattr(t, "value", t)) for t in kinds]
-            if kinds is not None else None, offset=offset, limit=limit)
+            source_types=feedback_source_type, offset=offset, limit=limit)
 
     def update_feedback(
         self,

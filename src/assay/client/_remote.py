@@ -36,6 +36,7 @@ from ..schemas import (
     TracerSession,
     TracerSessionResult,
 )
+from ..store._feedback import source_kinds
 
 if TYPE_CHECKING:
     from ..store._feedback_tokens import FeedbackToken
@@ -459,11 +460,11 @@ class _Feedback:
              feedback_key: Sequence[str] | None = None,
              feedback_ids: Sequence[uuid.UUID | str] | None = None, offset: int = 0,
              limit: int | None = None, pairwise: bool | None = None,
-             source_types: Sequence[str] | None = None) -> list[Feedback]:
+             source_types: Sequence[Any] | str | None = None) -> list[Feedback]:
         params = {"run": _ids(run_ids), "session": _ids(project_ids),
                   "key": list(feedback_key) if feedback_key is not None else None,
                   "id": _ids(feedback_ids),
-                  "source": list(source_types) if source_types is not None else None}
+                  "source": source_kinds(source_types) if source_types is not None else None}
         for value in params.values():
             if value is not None and not value:
                 return []  # an empty filter matches nothing (and must not be dropped)

@@ -36,10 +36,8 @@ def list_feedback(
     offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> JSONResponse:
-    # the Python SDK sends its enum's str(), "FeedbackSourceType.MODEL"; JS sends "model"
-    types = [t.rsplit(".", 1)[-1].lower() for t in source] if source is not None else None
     return ok(store.feedback.list(run_ids=run, project_ids=session, feedback_key=key,
-                                  feedback_ids=id, source_types=types, offset=offset,
+                                  feedback_ids=id, source_types=source, offset=offset,
                                   limit=limit))
 
 

@@ -21,6 +21,7 @@ from ._errors import ApiError
 __all__ = ["NOT_SERVED", "PROMPTS_NOT_SERVED", "router"]
 
 router = APIRouter()
+_METHODS = ["GET", "POST", "PATCH", "PUT", "DELETE"]  # every call of a family refused alike
 
 NOT_SERVED = ("online evaluator rules (/api/v1/platform/evaluators, client.evaluators) are not "
               "served by assay: its online evaluation is configured in code - `assay online "
@@ -28,10 +29,8 @@ NOT_SERVED = ("online evaluator rules (/api/v1/platform/evaluators, client.evalu
               "(see the README, 'Online evaluation of production traces')")
 
 
-@router.api_route("/api/v1/platform/evaluators", methods=["GET", "POST", "PATCH", "PUT",
-                                                           "DELETE"])
-@router.api_route("/api/v1/platform/evaluators/{rest:path}",
-                  methods=["GET", "POST", "PATCH", "PUT", "DELETE"])
+@router.api_route("/api/v1/platform/evaluators", methods=_METHODS)
+@router.api_route("/api/v1/platform/evaluators/{rest:path}", methods=_METHODS)
 def evaluators_not_served(store: StoreDep) -> JSONResponse:  # a key is still needed (401)
     raise ApiError(422, "unsupported", NOT_SERVED)
 
@@ -39,9 +38,6 @@ def evaluators_not_served(store: StoreDep) -> JSONResponse:  # a key is still ne
 PROMPTS_NOT_SERVED = ("the prompt hub (push_prompt, pull_prompt, list_prompts, ...: /repos, "
                       "/commits, /settings) is not served by assay: keep prompts in your code "
                       "or repository; assay serves datasets, experiments, traces and feedback")
-_METHODS = ["GET", "POST", "PATCH", "PUT", "DELETE"]
-
-
 @router.api_route("/settings", methods=_METHODS)
 @router.api_route("/repos", methods=_METHODS)
 @router.api_route("/repos/{rest:path}", methods=_METHODS)

@@ -125,7 +125,8 @@ def query_runs(request: Request, store: StoreDep, body: JsonBody) -> JSONRespons
         tree_filter=q.tree_filter, query=q.query, order=q.order or "desc", offset=offset,
         limit=page + 1)
     more = len(found) > page
-    found = list(store.runs.roll_up_usage(found[:page]))  # (as read_run: a chain's usage)
+    found = found[:page]
+    store.runs.roll_up_usage(found)  # (in place, as read_run: a chain's usage)
     runs = (with_run_attachment_urls(request, store, found)  # list_runs selects it
             if "s3_urls" in (q.select or ()) else [model_jsonable(r) for r in found])
     # each run's feedback per key, as LangSmith's runs carry it (get_test_results' columns)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from ._base import Store
 
-__all__ = ["UPDATABLE", "FeedbackRepo", "feedback_label"]
+__all__ = ["UPDATABLE", "FeedbackRepo", "feedback_label", "source_kinds"]
 
 UPDATABLE = ("score", "value", "correction", "comment")  # what update_feedback may change
 
@@ -221,12 +221,12 @@ class FeedbackRepo:
         offset: int = 0,
         limit: int | None = None,
         pairwise: bool | None = None,
-        source_types: Sequence[str] | None = None,
+        source_types: Sequence[Any] | str | None = None,
     ) -> list[Feedback]:
         """Feedback matching every filter given; ``pairwise=False`` leaves out the scores of
         comparisons (a run's own feedback only), ``True`` keeps only them. ``source_types``:
         its source's ``type`` (``api``, ``model``, ``app``; none recorded counts as ``api``,
-        the SDKs' default)."""
+        the SDKs' default), one or several, in any of the SDKs' spellings (``source_kinds``)."""
         self.store.settle()
         q = select(feedback).where(feedback.c.tenant_id == self.store.tenant_id)
         if run_ids is not None:
@@ -245,7 +245,7 @@ class FeedbackRepo:
             q = q.where(feedback.c.id.in_([str(as_uuid(f, "feedback id")) for f in feedback_ids]))
         if source_types is not None:
             kind = func.coalesce(feedback.c.feedback_source["type"].as_string(), "api")
-            q = q.where(kind.in_([str(t) for t in source_types]))
+            q = q.where(kind.in_(source_kinds(source_types)))
         if pairwise is not None:
             cid = feedback.c.comparative_experiment_id
             q = q.where(cid.is_not(None) if pairwise else cid.is_(None))
@@ -318,3 +318,11 @@ class FeedbackRepo:
             raise NotFoundError(f"feedback {fid} not found")
 
 
+
+
+def source_kinds(given: Sequence[Any] | str) -> list[str]:
+    """Feedback source types as stored, from how callers spell them: one or several, plain
+    (``"model"``: JS, assay's ``Client``), LangSmith's enum (its ``.value``), or that enum's
+    ``str()``, which the Python SDK sends on the wire (``"FeedbackSourceType.MODEL"``)."""
+    items = [given] if isinstance(given, str) or hasattr(given, "value") else list(given)
+    return [str(getattr(t, "value", t)).rsplit(".", 1)[-1].lower() for t in items]

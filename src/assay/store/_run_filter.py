@@ -45,6 +45,7 @@ from .._ids import as_uuid
 from .._thread_keys import THREAD_KEYS
 from .._time import to_micros
 from ..errors import InvalidInputError
+from ._run_usage import USAGE_COLUMNS, llm_runs_under
 from ._tables import feedback, runs
 
 __all__ = ["THREAD_KEYS", "FilterError", "compile_filter", "parse_filter", "text_search",
@@ -439,21 +440,17 @@ class _Compiler:
         return _apply(col, op, self._value(attr, kind, raw, op))
 
 
-_USAGE = frozenset({"total_tokens", "prompt_tokens", "completion_tokens", "total_cost",
-                    "prompt_cost", "completion_cost"})
+_USAGE = frozenset(USAGE_COLUMNS)
 
 
 def _with_subtree(table: Any, column: ColumnElement[Any], name: str) -> ColumnElement[Any]:
-    """A usage attribute as reads give it (``RunsStore.roll_up_usage``): an llm run's own, a
+    """A usage attribute as reads give it (``_run_usage.roll_up_usage``): an llm run's own, a
     chain's summed over the llm calls under it, as LangSmith filters them (``and(eq(run_type,
     "chain"), gt(total_tokens, 5000))``: its SDK's own example). A correlated sum over the
     run's trace (``ix_runs_trace``) for each non-llm run the condition is asked of."""
     below = runs.alias("usage_below")
     summed = select(func.sum(below.c[name])).where(
-        below.c.trace_id == table.c.trace_id, below.c.tenant_id == table.c.tenant_id,
-        below.c.run_type == "llm",
-        or_(below.c.id == table.c.id,
-            below.c.dotted_order.startswith(table.c.dotted_order + "."))).scalar_subquery()
+        llm_runs_under(table, below)).scalar_subquery()
     return case((table.c.run_type == "llm", column), else_=func.coalesce(column, summed))
 
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, func, or_, select
+from sqlalchemy.sql.elements import ColumnElement
 
 from .._ids import as_uuid
 from ..schemas import Run
@@ -23,10 +24,19 @@ from ._types import from_micros
 if TYPE_CHECKING:
     from ._base import Store
 
-__all__ = ["USAGE_COLUMNS", "roll_up_usage", "subtree_usage"]
+__all__ = ["USAGE_COLUMNS", "llm_runs_under", "roll_up_usage", "subtree_usage"]
 
 USAGE_COLUMNS = ("prompt_tokens", "completion_tokens", "total_tokens", "prompt_cost",
                  "completion_cost", "total_cost")
+
+
+def llm_runs_under(top: Any, below: Any) -> ColumnElement[bool]:
+    """``below`` is an llm run in ``top``'s subtree (``top`` itself included): the condition
+    both the reads' sums and the filter language's chain usage (``_run_filter``) use."""
+    return and_(below.c.trace_id == top.c.trace_id, below.c.tenant_id == top.c.tenant_id,
+                below.c.run_type == "llm",
+                or_(below.c.id == top.c.id,
+                    below.c.dotted_order.startswith(top.c.dotted_order + ".")))
 
 
 def subtree_usage(store: Store, run_ids: Sequence[uuid.UUID | str]) -> dict[str, dict[str, Any]]:
@@ -42,14 +52,9 @@ def subtree_usage(store: Store, run_ids: Sequence[uuid.UUID | str]) -> dict[str,
     with store.read() as conn:
         for i in range(0, len(ids), 500):
             q = select(top.c.id, *sums, func.min(below.c.first_token_time).label("first")
-                       ).select_from(top.join(below, and_(
-                           below.c.trace_id == top.c.trace_id,
-                           below.c.tenant_id == top.c.tenant_id,
-                           or_(below.c.id == top.c.id,
-                               below.c.dotted_order.startswith(top.c.dotted_order + ".")))
-                       )).where(top.c.id.in_(ids[i:i + 500]),
-                                top.c.tenant_id == store.tenant_id,
-                                below.c.run_type == "llm").group_by(top.c.id)
+                       ).select_from(top.join(below, llm_runs_under(top, below))
+                       ).where(top.c.id.in_(ids[i:i + 500]),
+                               top.c.tenant_id == store.tenant_id).group_by(top.c.id)
             for row in conn.execute(q):
                 m = row._mapping
                 usage: dict[str, Any] = {  # PostgreSQL sums integers as numeric
