@@ -226,6 +226,8 @@ def _output_turns(outputs: Mapping[str, Any]) -> list[Turn] | None:
         return found
     for key in ("output", "message", "content", "text", "completion"):
         value = outputs.get(key)
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            value = "".join(value)  # a streamed reply, stored as its pieces
         if isinstance(value, str):
             return [Turn("assistant", value)]
         if isinstance(value, Mapping):

@@ -127,7 +127,7 @@ def test_shared_dataset_page_in_the_web_ui(ws: Workspace) -> None:
     public = httpx.get(ws.server.url + link.group(1))  # no key, no cookie
     assert public.status_code == 200 and 'id="shared-note"' in public.text
     assert "2+2?" in public.text and experiment in public.text  # examples and experiments
-    assert 'data-key="feedback:right">0.5' in public.text
+    assert 'data-key="feedback:right" data-value="0.5"' in public.text
     # nothing of the workspace beyond it: no forms, no links into the key-holders' pages
     assert "Share this dataset" not in public.text and "/ui/experiments/" not in public.text
     assert f"/ui/datasets/{ds.id}" not in public.text

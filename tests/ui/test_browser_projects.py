@@ -107,6 +107,10 @@ def test_review_a_queue_with_the_keyboard_and_see_the_statistic(tab: Any, prod: 
     tab.click("text=triage")
     tab.wait_for_url(f"**/ui/queues/{queue.id}")
     assert "0 of 3 reviewed" in tab.inner_text("#progress")
+    # the Enter hint on the blue button is readable: dark text on its own light key cap
+    hint = tab.eval_on_selector("#done kbd", "k => [getComputedStyle(k).color, "
+                                "getComputedStyle(k).backgroundColor]")
+    assert hint[0] != hint[1] and hint[0] != "rgb(255, 255, 255)", hint
     shot(tab, screenshots, "queue")
     for key in ("1", "2", "1"):  # 1 = yes, 2 = no; Enter = done, next run
         tab.keyboard.press(key)

@@ -9,8 +9,10 @@ A batch is handed to one of assay's threads by ``add`` itself once it is due (fu
 oldest row ``interval`` old), not by a task of the event loop: examples with a sync target run
 one after the other without ever giving the loop a turn, and a task would have written
 nothing until the last of them (a killed experiment would have lost all its feedback, and the
-end waited for all of it). A timer task only catches rows left queued while no example
-finishes. One write at a time; what arrives meanwhile goes in the next.
+end waited for all of it). A timer thread catches rows left queued while no example finishes:
+a thread, for the same reason (a sync target that runs for minutes holds the loop, and the
+rows of the example before it would wait for it). One write at a time; what arrives meanwhile
+goes in the next. A lock keeps the queue whole between ``add`` and the timer.
 
 A plain score's row is a list of ``SCORE_COLUMNS`` values (``add_results``); what all of them
 share, the experiment and the source, is journaled once per batch, and the fold makes them
@@ -28,8 +30,8 @@ two in one.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future
@@ -94,23 +96,26 @@ class FeedbackSink:
         self._due = math.inf  # when the oldest queued row is to be written
         self._writing: Future[None] | None = None  # the write under way
         self._detached = False
-        self._task: asyncio.Task[None] | None = None
+        self._lock = threading.Lock()  # the queue, between add() and the timer thread
+        self._stop = threading.Event()
         self._error: BaseException | None = None
         self.written = 0
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._tick())
+        threading.Thread(target=self._tick, name="assay-feedback-timer", daemon=True).start()
 
     def add(self, rows: Sequence[Any]) -> None:
         """Queue all feedback of one row (stored together); write the batch if it is due."""
         if self._error is not None:
             raise StoreError(f"storing feedback failed: {self._error}") from self._error
-        pending, now = self._pending, _clock()
-        if not pending:
-            self._due = now + self.interval
-        pending.extend(rows)
-        if len(pending) >= self.batch_size or now >= self._due:
-            self._write_pending()
+        now = _clock()
+        with self._lock:
+            pending = self._pending
+            if not pending:
+                self._due = now + self.interval
+            pending.extend(rows)
+            if len(pending) >= self.batch_size or now >= self._due:
+                self._write_pending()
 
     def add_results(self, results: Sequence[EvaluationResult | tuple[str, Any]],
                     run_id: str) -> None:
@@ -127,7 +132,7 @@ class FeedbackSink:
 
     def _write_pending(self) -> None:
         """Hand what is queued to a thread, unless a write is under way (it goes next) or the
-        experiment's row is not there yet (it waits)."""
+        experiment's row is not there yet (it waits). Called holding the lock."""
         writing = self._writing
         if not self._pending or self._detached or (writing is not None and not writing.done()):
             return
@@ -141,12 +146,12 @@ class FeedbackSink:
         rows, self._pending, self._due = self._pending, [], math.inf
         self._writing = submit(self._write_noting, rows)
 
-    async def _tick(self) -> None:
+    def _tick(self) -> None:
         """Rows left queued while no example finishes are written when due all the same."""
-        while not self._detached:
-            await asyncio.sleep(self.interval)
+        while not self._stop.wait(self.interval):
             if _clock() >= self._due:
-                self._write_pending()
+                with self._lock:
+                    self._write_pending()
 
     def _write_noting(self, rows: list[Any]) -> None:
         try:
@@ -170,11 +175,9 @@ class FeedbackSink:
     async def detach(self) -> list[Any]:
         """Stop storing (a write under way completes) and hand over what is still queued, for
         ``finish``; re-raise a failed write."""
-        self._detached = True
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        with self._lock:  # no write starts after this one
+            self._detached = True
+        self._stop.set()
         if self._writing is not None:
             await asyncio.wrap_future(self._writing)  # never raises: see _write_noting
         self._raise()

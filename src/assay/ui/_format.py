@@ -51,6 +51,14 @@ def id_tail(value: Any) -> str:
     return "…" + str(value)[-8:]
 
 
+def error_line(value: Any, n: int = 200) -> str:
+    """The line of an error people read first: a traceback's last line (the exception and its
+    message), cut to ``n`` characters; the whole text stays one click away."""
+    lines = [ln for ln in str(value or "").splitlines() if ln.strip()]
+    line = lines[-1].strip() if lines else ""
+    return line if len(line) <= n else line[: n - 1] + "…"
+
+
 def raw(value: float | None) -> str:
     """The exact number for data-value attributes (sorting, tests); empty when missing."""
     return "" if value is None else repr(float(value))
@@ -58,4 +66,4 @@ def raw(value: float | None) -> str:
 
 FILTERS = {"secs": secs, "usd": usd, "pct": pct, "num": num, "signed": signed, "when": when,
            "pretty": pretty, "as_json": as_json, "short": short, "raw": raw, "id_tail": id_tail,
-           "user_meta": user_meta, "metric_value": metric_value}
+           "user_meta": user_meta, "metric_value": metric_value, "error_line": error_line}

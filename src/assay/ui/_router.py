@@ -9,7 +9,9 @@ from typing import Annotated, Any
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Depends, Form, Query, Request
-from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 
 from ..analysis import CompareOptions
@@ -40,6 +42,32 @@ def _environment() -> Any:
 
 
 
+def _bad_fields(exc: RequestValidationError) -> str:
+    """A page's bad query or form values, named: ``threshold: Input should be ... (got 'x')``."""
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err.get("loc", ())[1:]) or "request"
+        got = f" (got {err['input']!r})" if isinstance(err.get("input"), str) else ""
+        parts.append(f"{where}: {err.get('msg', 'invalid')}{got}")
+    return "bad value: " + "; ".join(parts)
+
+
+def _html_errors(page: Callable[[Request, str, int], Response]) -> type[APIRoute]:
+    """A route class whose bad query and form values answer the HTML error page (FastAPI's
+    own answer is JSON, which a person following a link should not get)."""
+    class HtmlErrorRoute(APIRoute):
+        def get_route_handler(self) -> Callable[[Request], Any]:
+            handler = super().get_route_handler()
+
+            async def guarded(request: Request) -> Response:
+                try:
+                    return await handler(request)
+                except RequestValidationError as exc:
+                    return page(request, _bad_fields(exc), 400)
+            return guarded
+    return HtmlErrorRoute
+
+
 def _status(exc: AssayError) -> int:
     if isinstance(exc, NotFoundError):
         return 404
@@ -63,7 +91,6 @@ def create_ui_router(
     env = _environment()
     check = check_key or getattr(get_store, "check_key", None)
     auth = getattr(get_store, "auth", check is not None)
-    router = APIRouter(include_in_schema=False)
     StoreDep = Annotated[Any, Depends(get_store)]  # a Store, or a LoginRedirect
 
     def render(request: Request | None, name: str, context: dict[str, Any],
@@ -72,17 +99,22 @@ def create_ui_router(
                "logged_in": bool(request and request.cookies.get(COOKIE_NAME)), **context}
         return HTMLResponse(env.get_template(name).render(ctx), status_code=status)
 
+    def error_page(request: Request | None, message: str, status: int) -> HTMLResponse:
+        return render(request, "error.html", {"message": message, "status": status}, status)
+
+    router = APIRouter(include_in_schema=False, route_class=_html_errors(error_page))
+
     def show(request: Request, store: Store | LoginRedirect, name: str,
              build: Callable[[Store], dict[str, Any]]) -> HTMLResponse | RedirectResponse:
-        """Render a page; assay's own errors become an HTML page with the right status."""
+        """Render a page; assay's own errors become an HTML page with the right status (a page
+        that names a bad filter in place sets ``status`` in its context)."""
         if isinstance(store, LoginRedirect):
             return RedirectResponse(store.location, status_code=303)
         try:
             context = build(store)
         except AssayError as exc:
-            status = _status(exc)
-            return render(request, "error.html", {"message": str(exc), "status": status}, status)
-        return render(request, name, context)
+            return error_page(request, str(exc), _status(exc))
+        return render(request, name, context, context.get("status", 200))
 
     @router.get("/", response_class=HTMLResponse)
     def datasets(request: Request, store: StoreDep) -> Any:
@@ -119,8 +151,7 @@ def create_ui_router(
         whose it is)."""
         base = getattr(get_store, "store", None)
         if base is None:
-            return render(request, "error.html", {"message": f"no shared {what} here",
-                                                  "status": 404}, 404)
+            return error_page(request, f"no shared {what} here", 404)
         return show(request, base, template, build)
 
     @router.get("/public/{share_token}/r", response_class=HTMLResponse)
@@ -247,8 +278,7 @@ def create_ui_router(
         try:
             return RedirectResponse(safe_next(work(store)), status_code=303)
         except AssayError as exc:
-            status = _status(exc)
-            return render(request, "error.html", {"message": str(exc), "status": status}, status)
+            return error_page(request, str(exc), _status(exc))
 
     @router.post("/ui/runs/{run_id}/feedback", response_model=None)
     def add_feedback(request: Request, store: StoreDep, run_id: str,
@@ -319,6 +349,17 @@ def create_ui_router(
         response = RedirectResponse("/ui/login", status_code=303)
         response.delete_cookie(COOKIE_NAME, path="/")
         return response
+
+    # the lists live on the home page; any other /ui/ address is a page that does not exist
+    @router.get("/ui")
+    @router.get("/ui/datasets")
+    @router.get("/ui/experiments")
+    def home_lists() -> RedirectResponse:
+        return RedirectResponse("/", status_code=303)
+
+    @router.get("/ui/{rest:path}", response_class=HTMLResponse)
+    def no_such_page(request: Request, rest: str) -> HTMLResponse:
+        return error_page(request, f"no page at /ui/{rest}", 404)
 
     return router
 

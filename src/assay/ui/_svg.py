@@ -10,6 +10,12 @@ from markupsafe import Markup, escape
 __all__ = ["histogram_svg", "series_svg"]
 
 W, H, PAD_L, PAD_B, PAD_T = 320, 150, 34, 22, 18
+CHAR_W = 6.2  # a tick label's character at 10px, wide enough for digits and "$"
+
+
+def _pad_left(*labels: str) -> int:
+    """The left margin that fits the y axis's labels (right-aligned against the axis)."""
+    return max(PAD_L, round(CHAR_W * max(len(t) for t in labels)) + 8)
 
 
 def histogram_svg(
@@ -86,13 +92,15 @@ def series_svg(
     top = max(values) or 1.0
     lo = min(0.0, min(values))
     span = (top - lo) or 1.0
-    plot_w, plot_h = w - PAD_L - 8, h - PAD_B - PAD_T
+    top_label, lo_label = fmt(top), fmt(lo)
+    pad = _pad_left(top_label, lo_label)
+    plot_w, plot_h = w - pad - 8, h - PAD_B - PAD_T
     n = len(labels)
     step = plot_w / max(n, 1)
     base = PAD_T + plot_h
 
     def x_at(i: int) -> float:
-        return PAD_L + step * (i + 0.5)
+        return pad + step * (i + 0.5)
 
     def y_at(v: float) -> float:
         return PAD_T + plot_h * (1 - (v - lo) / span)
@@ -123,18 +131,19 @@ def series_svg(
                    f'data-value="{v!r}"><title>{tip}</title></circle>')
             href = links[i] if links is not None and i < len(links) else None
             parts.append(f'<a href="{escape(href)}">{dot}</a>' if href else dot)
-    parts.append(f'<line x1="{PAD_L}" y1="{base}" x2="{w - 8}" y2="{base}" class="axis"/>')
-    parts.append(f'<line x1="{PAD_L}" y1="{PAD_T}" x2="{PAD_L}" y2="{base}" class="axis"/>')
-    parts.append(f'<text x="{PAD_L - 4}" y="{PAD_T + 8}" text-anchor="end" '
-                 f'class="tick">{escape(fmt(top))}</text>')
-    parts.append(f'<text x="{PAD_L - 4}" y="{base}" text-anchor="end" class="tick">'
-                 f'{escape(fmt(lo))}</text>')
-    parts.append(f'<text x="{PAD_L}" y="{h - 6}" class="tick">{escape(labels[0])}</text>')
+    parts.append(f'<line x1="{pad}" y1="{base}" x2="{w - 8}" y2="{base}" class="axis"/>')
+    parts.append(f'<line x1="{pad}" y1="{PAD_T}" x2="{pad}" y2="{base}" class="axis"/>')
+    parts.append(f'<text x="{pad - 4}" y="{PAD_T + 8}" text-anchor="end" '
+                 f'class="tick">{escape(top_label)}</text>')
+    parts.append(f'<text x="{pad - 4}" y="{base}" text-anchor="end" class="tick">'
+                 f'{escape(lo_label)}</text>')
+    parts.append(f'<text x="{pad}" y="{h - 6}" class="tick">{escape(labels[0])}</text>')
     parts.append(f'<text x="{w - 8}" y="{h - 6}" text-anchor="end" class="tick">'
                  f'{escape(labels[-1])}</text>')
     if len(lines) > 1:
         for k, name in enumerate(lines):
-            parts.append(f'<text x="{w - 8}" y="{24 + 11 * k}" text-anchor="end" class="tick" '
-                         f'fill="{_COLORS[k % len(_COLORS)]}">{escape(name)}</text>')
+            parts.append(f'<text x="{w - 8}" y="{24 + 11 * k}" text-anchor="end" '
+                         f'class="tick legend" style="fill:{_COLORS[k % len(_COLORS)]}">'
+                         f'{escape(name)}</text>')
     parts.append("</svg>")
     return Markup("".join(parts))

@@ -66,14 +66,14 @@ def dataset_page(store: Store, dataset_id: str, *, split: str | None, as_of: str
 def _shared_experiments(store: Store, dataset_id: Any) -> dict[str, Any]:
     projects = store.projects.list(reference_dataset_id=dataset_id, include_stats=True)
     return {"experiments": projects, "share": None,
-            "feedback_keys": _feedback_columns(projects)}  # type: ignore[arg-type]  # stats
+            **_feedback_columns(projects)}  # type: ignore[arg-type]  # with stats
 
 
-def _feedback_columns(projects: list[TracerSessionResult]) -> list[str]:
-    keys: list[str] = []
-    for p in projects:
-        keys += [k for k in (p.feedback_stats or {}) if k not in keys]
-    return sorted(keys)
+def _feedback_columns(projects: list[TracerSessionResult]) -> dict[str, list[str]]:
+    """The keys of the experiments' feedback on runs and of their summary evaluators."""
+    return {"feedback_keys": sorted({k for p in projects for k in p.feedback_stats or {}}),
+            "summary_keys": sorted({k for p in projects
+                                    for k in p.session_feedback_stats or {}})}
 
 
 def experiments_page(store: Store, dataset_id: str) -> dict[str, Any]:
@@ -82,7 +82,7 @@ def experiments_page(store: Store, dataset_id: str) -> dict[str, Any]:
     from ._views_projects import trends
 
     return {"dataset": ds, "experiments": projects,
-            "feedback_keys": _feedback_columns(projects),  # type: ignore[arg-type]  # with stats
+            **_feedback_columns(projects),  # type: ignore[arg-type]  # with stats
             "trends": trends(projects),
             "pairwise": store.comparative.list(dataset_id=ds.id, limit=50)}
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from ..errors import InvalidInputError
+from ..schemas import RUN_TYPES
 from ..store._browse import Page, page_runs
 from ..store._search import SLICE_RUNS, SearchPage, search_runs
 from ..store._series import series
@@ -97,29 +98,45 @@ def _charts(store: Store, project: Any, since: datetime | None) -> list[Any]:
     ]
 
 
+def _check_filters(run_type: str | None, feedback_key: str | None, score_min: float | None,
+                   score_max: float | None) -> None:
+    if run_type and run_type not in RUN_TYPES:
+        raise InvalidInputError(f"run_type {run_type!r}: one of {', '.join(RUN_TYPES)}")
+    if not feedback_key and (score_min is not None or score_max is not None):
+        raise InvalidInputError("score ≥ / ≤ need a feedback key to compare")
+
+
 def project_page(store: Store, project_id: str, *, where: str | None = None,
                  run_type: str | None = None, errors: bool = False, window: str = "all",
                  feedback_key: str | None = None, score_min: float | None = None,
                  score_max: float | None = None, q: str | None = None,
                  cursor: str | None = None, slice_runs: int = SLICE_RUNS) -> dict[str, Any]:
-    """``q`` searches ``slice_runs`` runs of the project per request (``store/_search.py``)."""
+    """``q`` searches ``slice_runs`` runs of the project per request (``store/_search.py``).
+    A filter that cannot be applied is named above the (empty) table; the page, its filter
+    box included, stays, so the filter can be mended in place."""
     project = store.projects.read(project_id=project_id, include_stats=True)
-    since, _ = _window(window)
     where = (where or "").strip() or None
     query = (q or "").strip() or None
-    combined = _and(where, feedback_filter(feedback_key, score_min, score_max))
-    filters: dict[str, Any] = {"is_root": None if run_type else True,
-                               "run_type": run_type or None, "error": True if errors else None,
-                               "start_time": since, "filter": combined}
     searched: SearchPage | None = None
-    if query:  # bounded: a slice of the project per request (``store/_search.py``)
-        searched = search_runs(store, query, project_id=str(project.id),
-                               cursor=cursor or None, limit=TRACES_PER_PAGE,
-                               slice_runs=slice_runs, **filters)
-        page = Page(searched.runs, searched.next_cursor)
-    else:
-        page = page_runs(store, project_ids=[str(project.id)], cursor=cursor or None,
-                         limit=TRACES_PER_PAGE, **filters)
+    page, since, filter_error = Page([], None), None, None
+    try:
+        _check_filters(run_type, feedback_key, score_min, score_max)
+        since, _ = _window(window)
+        combined = _and(where, feedback_filter(feedback_key, score_min, score_max))
+        filters: dict[str, Any] = {"is_root": None if run_type else True,
+                                   "run_type": run_type or None,
+                                   "error": True if errors else None,
+                                   "start_time": since, "filter": combined}
+        if query:  # bounded: a slice of the project per request (``store/_search.py``)
+            searched = search_runs(store, query, project_id=str(project.id),
+                                   cursor=cursor or None, limit=TRACES_PER_PAGE,
+                                   slice_runs=slice_runs, **filters)
+            page = Page(searched.runs, searched.next_cursor)
+        else:
+            page = page_runs(store, project_ids=[str(project.id)], cursor=cursor or None,
+                             limit=TRACES_PER_PAGE, **filters)
+    except InvalidInputError as exc:
+        filter_error = str(exc)
     params = {"where": where, "run_type": run_type, "errors": "true" if errors else None,
               "window": window if window != "all" else None, "feedback_key": feedback_key,
               "score_min": score_min, "score_max": score_max, "q": query}
@@ -136,12 +153,13 @@ def project_page(store: Store, project_id: str, *, where: str | None = None,
     return {"project": project, "runs": page.runs, "feedback": by_run, "next_url": next_url,
             "usage": usage, "searched": searched, "slice_runs": slice_runs,
             "first_url": first_url, "where": where or "", "run_type": run_type or "",
-            "errors": errors, "window": window, "windows": list(WINDOWS),
+            "errors": errors, "window": window, "windows": list(WINDOWS), "run_types": RUN_TYPES,
             "feedback_key": feedback_key or "", "score_min": score_min, "score_max": score_max,
             "q": query or "", "charts": _charts(store, project, since),
             "feedback_keys": sorted((getattr(project, "feedback_stats", None) or {}).keys()),
+            "filter_error": filter_error, "status": 400 if filter_error else 200,
             "filtered": bool(where or run_type or errors or window != "all" or feedback_key
-                             or query)}
+                             or query or filter_error)}
 
 
 def trends(experiments: list[Any]) -> list[Any]:
@@ -188,23 +206,39 @@ def queue_page(store: Store, queue_id: str) -> dict[str, Any]:
     full = store.runs.read(run.id, load_child_runs=True) if run is not None else None
     return {"queue": queue, "run": full, "left": store.queues.size(queue.id),
             "total": store.queues.size(queue.id, status=None),
-            "rubric": _rubric(queue),
+            "rubric": _rubric(store, queue),
             "feedback": store.feedback.list(run_ids=[full.id]) if full is not None else []}
 
 
-def _rubric(queue: Any) -> list[dict[str, Any]]:
-    """The queue's feedback keys with their categorical options (``value_descriptions``) or
-    the scores described (``score_descriptions``)."""
+def _g(value: float | None) -> str:
+    return "" if value is None else f"{value:g}"
+
+
+def _rubric(store: Store, queue: Any) -> list[dict[str, Any]]:
+    """The queue's feedback keys with their options: the item's own ``value_descriptions``,
+    else the key's categorical feedback config (each option stores its category's value as the
+    score and its label as the value); scores described by ``score_descriptions``, or the
+    bounds of a continuous config."""
+    items = [i for i in getattr(queue, "rubric_items", None) or [] if i.get("feedback_key")]
+    configs = {c.feedback_key: c.feedback_config for c in store.feedback_configs.list(
+        feedback_keys=[i["feedback_key"] for i in items])} if items else {}
     out = []
-    for item in getattr(queue, "rubric_items", None) or []:
-        key = item.get("feedback_key")
-        if not key:
-            continue
+    for item in items:
+        key = item["feedback_key"]
+        config = configs.get(key) or {}
         values = item.get("value_descriptions") or {}
-        scores = item.get("score_descriptions") or {}
+        options = [{"label": k, "help": v, "score": None} for k, v in values.items()]
+        if not options and config.get("type") == "categorical":
+            options = [{"label": c.get("label") or _g(c["value"]), "help": "",
+                        "score": c["value"]} for c in config.get("categories") or []]
+        scores = [{"score": k, "help": v}
+                  for k, v in (item.get("score_descriptions") or {}).items()]
+        if not scores and config.get("type") == "continuous" and (
+                config.get("min") is not None or config.get("max") is not None):
+            scores = [{"score": f"{_g(config.get('min'))}..{_g(config.get('max'))}",
+                       "help": "the key's range"}]
         out.append({"key": key, "description": item.get("description") or "",
-                    "options": [{"label": k, "help": v} for k, v in values.items()],
-                    "scores": [{"score": k, "help": v} for k, v in scores.items()]})
+                    "options": options, "scores": scores})
     return out
 
 
@@ -284,14 +318,21 @@ def review(store: Store, queue_id: str, run_id: str, fields: dict[str, str], *,
         store.queues.update_run(queue.id, run.id, added_at=datetime.now(UTC))
         return 0
     stored = 0
-    keys = [item["key"] for item in _rubric(queue)]
+    rubric = _rubric(store, queue)
+    keys = [item["key"] for item in rubric]
     extra = fields.get("key:extra", "").strip()
     if extra:
         keys.append(extra)
+    # a category picked stores its value as the score, its label as the value (LangSmith's)
+    picked = {(item["key"], o["label"]): o["score"] for item in rubric for o in item["options"]
+              if o["score"] is not None}
     for key in keys:
         slot = "extra" if key == extra and extra else key
         score = number_field(fields.get(f"score:{slot}", ""), f"score of {key!r}")
         value = fields.get(f"value:{slot}", "")
+        if score is None and (key, value) in picked:
+            score = picked[key, value]
+            value = "" if value == _g(score) else value  # a category without a label
         if score is None and not value.strip():
             continue
         add_feedback(store, str(run.id), key=key, score=score, value=value,
