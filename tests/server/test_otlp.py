@@ -207,6 +207,10 @@ def test_bad_input_is_refused_clearly_and_nothing_else_is_lost(server: Server) -
         assert r.status_code == 400 and "ExportTraceServiceRequest" in r.json()["detail"]
         r = http.post(ENDPOINT, content=b"<xml/>", headers={"content-type": "text/xml"})
         assert r.status_code == 415 and "application/x-protobuf" in r.json()["detail"]
+        deep = '{"arrayValue": {"values": [' * 600 + "]}}" * 600  # past Python's depth
+        r = http.post(ENDPOINT, content=f'{{"resourceSpans": [], "x": {deep}}}',
+                      headers={"content-type": "application/json"})
+        assert r.status_code == 400 and "too deeply" in r.json()["detail"]
         r = http.post(ENDPOINT, content=b"\0" * (2 * 1024 * 1024),
                       headers={"content-type": "application/x-protobuf"})
         assert r.status_code == 413

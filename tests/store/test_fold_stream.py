@@ -57,17 +57,18 @@ def _both_ways(store: Store, monkeypatch: pytest.MonkeyPatch,
     return got[0], got[1], streamed
 
 
-def _agent_batches(n: int = 60, *, parents_first: bool = False
+def _agent_batches(n: int = 60, *, parents_first: bool = False, orders: bool = False
                    ) -> tuple[list[list[Any]], list[str]]:
     """An agent's trace in batches of 7, each child's order left to the fold, as the writer
     journals it (``parents_first``: it leaves a child's order to the fold only when the
     parent went first), or with each root after its children, so that some children come one
     batch before their parent (the batch-by-batch fold gives them their orders when the two
-    batches are in one transaction)."""
+    batches are in one transaction). ``orders``: every run keeps its order, as the SDKs'
+    batches send them (a server's requests)."""
     ids, llm_ids = _ids(n), _ids(n // 3)
     rows = _agent_rows(ids, llm_ids)
     for row in rows:
-        if row[_PARENT] is not None:
+        if row[_PARENT] is not None and not orders:
             row[_DOTTED] = None
     if parents_first:
         return [rows[i:i + 7] for i in range(0, len(rows), 7)], ids + llm_ids
@@ -137,7 +138,9 @@ def test_other_entries_and_orphans_are_folded_as_before(
     monkeypatch.setenv("ASSAY_BACKGROUND_FOLD", "0")
 
     def journal_them(st: Store) -> tuple[list[str]]:
-        batches, ids = _agent_batches(30, parents_first=True)
+        # an SDK's batches carry every run's dotted order (a child posted without one, by the
+        # single-run API, is folded as before: the store derives its order from its parent)
+        batches, ids = _agent_batches(30, parents_first=True, orders=True)
         for k, batch in enumerate(batches):
             st.journal.append_runs(batch, columns=COLUMNS, extra=EXTRA)
             if k == 1:
@@ -205,7 +208,9 @@ def test_runs_posted_at_their_start_and_ended_by_a_patch(
     ends = WRITER_COLUMNS.index("end_time"), WRITER_COLUMNS.index("outputs")
 
     def journal_them(st: Store) -> tuple[list[str]]:
-        batches, ids = _agent_batches(30, parents_first=True)
+        # an SDK's batches carry every run's dotted order (a child posted without one, by the
+        # single-run API, is folded as before: the store derives its order from its parent)
+        batches, ids = _agent_batches(30, parents_first=True, orders=True)
         roots = [r for r in batches[0] if r[_PARENT] is None]
         for root in roots:  # posted at its start
             root[ends[0]] = root[ends[1]] = None
@@ -232,7 +237,9 @@ def test_a_server_s_requests_stream_too(store: Store, monkeypatch: pytest.Monkey
     from .test_fold_fast import _patch
 
     def journal_them(st: Store) -> tuple[list[str]]:
-        batches, ids = _agent_batches(30, parents_first=True)
+        # an SDK's batches carry every run's dotted order (a child posted without one, by the
+        # single-run API, is folded as before: the store derives its order from its parent)
+        batches, ids = _agent_batches(30, parents_first=True, orders=True)
         posts = [_row_posts([list(r) for r in batch], COLUMNS, EXTRA) for batch in batches]
         roots = [p for p in posts[0] if p.get("parent_run_id") is None]
         for k, batch in enumerate(posts):

@@ -18,17 +18,18 @@ def test_export_import_round_trip(client: Client, tmp_path: Path, fmt: str) -> N
         {"inputs": {"q": "What is 2+2?", "n": 4, "tags": ["math"]}, "outputs": {"a": "4"},
          "metadata": {"level": 1}, "split": "test"},
         {"inputs": {"q": 'quotes "and", commas'}, "outputs": None, "split": ["train", "hard"]},
+        {"inputs": {"q": "", "n": 0, "s": "0042"}, "outputs": {"a": ""}},  # "" is not absent
     ])
     path = tmp_path / f"out.{fmt}"
-    assert client.export_dataset(path, dataset_name="src") == 2
+    assert client.export_dataset(path, dataset_name="src") == 3
     copy = client.import_dataset(path, dataset_name="copy")
-    assert copy.example_count == 2
+    assert copy.example_count == 3
     src = sorted(client.list_examples(dataset_id=ds.id), key=lambda e: str(e.inputs["q"]))
     dst = sorted(client.list_examples(dataset_id=copy.id), key=lambda e: str(e.inputs["q"]))
     assert [e.inputs for e in dst] == [e.inputs for e in src]
     assert [e.outputs or None for e in dst] == [e.outputs or None for e in src]
     assert [e.split for e in dst] == [e.split for e in src]
-    assert dst[0].metadata["level"] == 1 and "level" not in dst[1].metadata
+    assert dst[1].metadata["level"] == 1 and "level" not in dst[2].metadata
 
 
 def test_export_as_of_a_tag(client: Client, tmp_path: Path) -> None:

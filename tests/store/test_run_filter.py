@@ -74,8 +74,10 @@ CASES = [
     ('has(tags, "beta")', {"good"}),
     ('not(has(tags, "beta"))', ALL - {"good"}),  # runs without tags included
     ('gte(start_time, "2026-05-01T12:00:10Z")', {"bad", "tool", "open"}),
-    ("gt(total_tokens, 100)", {"chat"}),
-    ("gt(total_cost, 0)", {"chat"}),
+    # a chain's usage is its llm calls' (LangSmith's); the chat was posted with its parent
+    # and no dotted order, which the store derives
+    ("gt(total_tokens, 100)", {"good", "chat"}),
+    ("gt(total_cost, 0)", {"good", "chat"}),
     ('eq(trace_id, "{good}")', {"good", "chat"}),
     ('eq(parent_run_id, "{bad}")', {"tool"}),
     # one feedback row meets both halves (the good run has correctness 1 and helpful 0)

@@ -312,3 +312,23 @@ def test_a_conversation_id_names_the_thread_unless_the_metadata_does() -> None:
     assert mine["metadata"]["thread_id"] == "mine" and "session_id" not in mine["metadata"]
     both = span_fields(view({"gen_ai.conversation.id": 42, "session.id": "s-1"}))
     assert both["metadata"]["thread_id"] == "42" and "session_id" not in both["metadata"]
+
+
+def test_langsmith_otel_mode_keeps_a_tools_arguments_and_result() -> None:
+    """LangSmith's tracer in OpenTelemetry mode sends a tool run's inputs and outputs as
+    gen_ai.prompt / gen_ai.completion (JSON objects), with execute_tool as its operation."""
+    out = span_fields(view({
+        "langsmith.span.kind": "tool", "gen_ai.operation.name": "execute_tool",
+        "gen_ai.prompt": '{"city": "Lima"}', "gen_ai.completion": '{"output": "Sunny in Lima"}'},
+        name="get_weather"))
+    assert out["run_type"] == "tool" and out["name"] == "get_weather"
+    assert out["inputs"] == {"city": "Lima"} and out["outputs"] == {"output": "Sunny in Lima"}
+    plain = span_fields(view({"langsmith.span.kind": "tool", "gen_ai.completion": "42"}))
+    assert plain["outputs"] == {"output": "42"}  # not an object: the result as sent
+
+
+def test_openllmetry_string_results_and_openinference_tags_as_json_text() -> None:
+    out = span_fields(view({"traceloop.span.kind": "workflow",
+                            "traceloop.entity.output": '"a joke"', "tag.tags": '["a", "b"]'}))
+    assert out["outputs"] == {"output": "a joke"} and out["tags"] == ["a", "b"]
+    assert span_fields(view({"tag.tags": "a, b"}))["tags"] == ["a", "b"]

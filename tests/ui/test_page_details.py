@@ -160,3 +160,28 @@ def test_a_queue_offers_the_categories_of_a_keys_feedback_config(site: dict[str,
     assert r.status_code == 303
     got = {f.key: (f.score, f.value) for f in store.feedback.list(run_ids=[LLM])}
     assert got == {"tone": (1.0, "polite"), "stars": (5.0, None), "quality": (7.0, None)}
+
+
+def test_a_traces_chain_rows_sum_the_llm_calls_under_them(site: dict[str, Any]) -> None:
+    store, http = site["store"], site["http"]
+    root, step = "00000000-0000-4000-8000-0000000000d0", "00000000-0000-4000-8000-0000000000d1"
+    t = "2025-01-01T00:00:0{}Z"
+
+    def run(rid: str, kind: str, parent: str | None, at: int, **more: Any) -> dict[str, Any]:
+        return {"id": rid, "name": f"{kind}-{rid[-2:]}", "run_type": kind, "trace_id": root,
+                "parent_run_id": parent, "session_name": "agents", "start_time": t.format(at),
+                "end_time": t.format(at + 1), "inputs": {"q": "x"}, "outputs": {"a": "y"},
+                **more}
+
+    usage = {"extra": {"metadata": {"usage_metadata": {"input_tokens": 20, "output_tokens": 5}}}}
+    store.runs.upsert(posts=[
+        run(root, "chain", None, 0), run(step, "chain", root, 1),
+        run("00000000-0000-4000-8000-0000000000d2", "llm", step, 2, **usage),
+        run("00000000-0000-4000-8000-0000000000d3", "llm", root, 3, **usage)])
+    page = http.get(f"/ui/runs/{root}").text
+
+    def tokens(rid: str) -> str:
+        row = page.split(f'data-id="{rid}"')[1].split("</tr>")[0]
+        return re.findall(r'<td class="num">([^<]*)', row)[1].strip()  # first token, tokens
+
+    assert tokens(root) == "50" and tokens(step) == "25"

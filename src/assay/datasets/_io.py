@@ -57,8 +57,8 @@ def _looks_like_json(text: str) -> bool:
 
 def _cell(value: Any) -> str:
     """Plain strings stay readable; anything that would read back as another type is JSON."""
-    if isinstance(value, str) and not _looks_like_json(value):
-        return value
+    if isinstance(value, str) and value and not _looks_like_json(value):
+        return value  # (an empty string is written '""': an empty cell is a key left out)
     return _json.dumps(value)
 
 

@@ -13,8 +13,11 @@ agent evaluators (``ReliabilityEvaluator(["lookup"])`` reads the run's own tool 
 
 What makes passes safe to repeat and to interrupt:
 - the sample is decided by a hash of (rule, run id): the same runs are kept every pass;
-- a run counts as scored once it has this rule's feedback without an error: a pass skips it,
-  and one whose evaluators raised is tried again next pass;
+- a run counts as scored once it has this rule's feedback and none of it is an error: a pass
+  skips it; one with error rows gets, next pass, only the evaluators that left them (an
+  evaluator that raised writes an error row under each of its ``keys``) run again, so a slow
+  or paid evaluator that succeeded is not paid for twice (all of them if an error row is no
+  given evaluator's), and the error rows its new results do not replace are deleted;
 - each feedback row's id is derived from (rule, run, key), and a run's rows are written at once:
   a pass killed after a run's evaluators ran and before its rows were written redoes that run,
   and a retried one replaces its rows instead of adding to them.
@@ -33,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._sync import offload, run_sync
 from .._time import utcnow
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, NotFoundError
 from ..schemas import Run
 from ._evaluators import RowEvaluator, adapt_evaluator, as_list
 from ._sink import feedback_rows
@@ -52,8 +55,9 @@ _PAGE = 500
 @dataclass
 class OnlinePass:
     """What one pass did: runs it looked at, kept by the sample, found scored already, scored
-    now (``errors`` of them with an evaluator that raised), and still running (for the next
-    pass); ``resume_from`` is where the next pass of a watch starts."""
+    now (``errors`` of them with an evaluator that raised; ``retried`` of them had an error
+    row from an earlier pass, and only the evaluators that left one ran), and still running
+    (for the next pass); ``resume_from`` is where the next pass of a watch starts."""
 
     rule: str
     considered: int = 0
@@ -61,6 +65,7 @@ class OnlinePass:
     already_scored: int = 0
     scored: int = 0
     errors: int = 0
+    retried: int = 0
     running: int = 0
     feedback: int = 0
     resume_from: datetime | None = None
@@ -99,6 +104,38 @@ def sampled(rule: str, run_id: Any, rate: float) -> bool:
     return int.from_bytes(digest[:8], "big") / 2**64 < rate
 
 
+@dataclass
+class Prior:
+    """This rule's feedback already on one run: rows without an error, counted by key (a
+    retry's ids come after them), and the ids of the error rows, by key."""
+
+    ok: dict[str, int] = field(default_factory=dict)
+    errors: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def done(self) -> bool:
+        return not self.errors
+
+    def retry(self, evs: list[RowEvaluator]) -> tuple[list[RowEvaluator], dict[str, int]]:
+        """The evaluators to run again and the rows of each key they must not overwrite: those
+        whose keys hold the error rows, beside what the others wrote; every evaluator, over
+        nothing kept, if an error row is none of theirs (an evaluator dropped from the rule,
+        one that returned an error result of its own key)."""
+        failed = [ev for ev in evs if not self.errors.keys().isdisjoint(ev.keys)]
+        if self.errors.keys() <= {k for ev in failed for k in ev.keys}:
+            return failed, self.ok
+        return evs, {}
+
+
+def check_project(project_name: Any, what: str) -> None:
+    """Refuse a missing project name: ``list_runs`` with none lists every project's runs
+    (experiments too), and a pass would score them all."""
+    if not isinstance(project_name, str) or not project_name.strip():
+        raise InvalidInputError(
+            f"{what} needs project_name (the name of the project to score), "
+            f"got {project_name!r}")
+
+
 def prepare(evaluators: Sequence[Any], rule: str | None, kind: str, sampling_rate: Any,
             max_concurrency: Any, client: Client | None,
             ) -> tuple[list[RowEvaluator], str, Client]:
@@ -130,27 +167,47 @@ def _page(client: Client, project_name: str, filter: str | None, since: datetime
                                  start_time=since, offset=offset, limit=_PAGE))
 
 
-def _scored(client: Client, rule: str, run_ids: list[uuid.UUID]) -> set[str]:
-    """Which of the runs hold this rule's feedback, errors aside."""
-    out: set[str] = set()
+def _scored(client: Client, rule: str, run_ids: list[Any]) -> dict[str, Prior]:
+    """This rule's feedback on each of the runs holding some: one query per 100 runs, of the
+    model-sourced rows only (an online rule's), so human feedback is not read."""
+    out: dict[str, Prior] = {}
     for i in range(0, len(run_ids), 100):  # remote: ids in the query string, kept short
-        for fb in client.store.feedback.list(run_ids=run_ids[i:i + 100], pairwise=False):
+        for fb in client.store.feedback.list(run_ids=run_ids[i:i + 100], pairwise=False,
+                                             source_types="model"):
             meta = (fb.feedback_source.metadata if fb.feedback_source else None) or {}
-            if meta.get("online_rule") == rule and not (fb.extra or {}).get("error"):
-                out.add(str(fb.run_id))
+            if meta.get("online_rule") != rule:
+                continue
+            prior = out.setdefault(str(fb.run_id), Prior())
+            if (fb.extra or {}).get("error"):
+                prior.errors.setdefault(fb.key, []).append(str(fb.id))
+            else:
+                prior.ok[fb.key] = prior.ok.get(fb.key, 0) + 1
     return out
 
 
+def _forget(client: Client, feedback_ids: list[str]) -> None:
+    """Delete stale error rows (one gone already, by a pass beside this one, is fine)."""
+    for fid in feedback_ids:
+        try:
+            client.store.feedback.delete(fid)
+        except NotFoundError:
+            pass
+
+
 async def _score(client: Client, rule: str, evs: list[RowEvaluator], run: Run,
-                 report: OnlinePass, row_of: Callable[[Run], Any] = _Row) -> None:
+                 report: OnlinePass, row_of: Callable[[Run], Any] = _Row,
+                 prior: Prior | None = None) -> None:
     """Run the evaluators on ``run`` (``row_of`` makes what they read of it) and write their
-    results as its feedback, with ids derived from (rule, run, key)."""
+    results as its feedback, with ids derived from (rule, run, key); a retry (``prior``) runs
+    only the evaluators that failed, numbers its rows after those kept, and deletes the error
+    rows it did not replace (after the write: killed between, the next pass does it again)."""
+    evs, kept = prior.retry(evs) if prior is not None else (evs, {})
     if any(ev.needs_run for ev in evs):  # with its subtree: tool calls, llm calls
         run = await offload(lambda: client.read_run(run.id, load_child_runs=True))
     row = row_of(run)
     results = [r for ev in evs for r in await ev.aevaluate(row)]
     rows = feedback_rows(results, run.id, run.trace_id, run.session_id)
-    seen: dict[str, int] = {}
+    seen = {key: n - 1 for key, n in kept.items()}
     for r, item in zip(results, rows, strict=True):
         meta = dict(item["feedback_source"].get("metadata") or {})
         meta["online_rule"] = rule
@@ -160,6 +217,12 @@ async def _score(client: Client, rule: str, evs: list[RowEvaluator], run: Run,
         n = seen[r.key] = seen.get(r.key, -1) + 1  # two results of one key: two rows
         item["id"] = uuid.uuid5(_NAMESPACE, f"{rule}:{run.id}:{r.key}:{n}")
     await offload(lambda: client.store.feedback.create_many(rows, return_records=False))
+    if prior is not None:
+        written = {str(item["id"]) for item in rows}
+        stale = [f for ids in prior.errors.values() for f in ids if f not in written]
+        if stale:
+            await offload(_forget, client, stale)
+        report.retried += 1
     report.scored += 1
     report.feedback += len(rows)
     report.scored_run_ids.append(run.id)
@@ -184,15 +247,16 @@ async def aevaluate_online(
     ``rule`` names this evaluation (default: the evaluators' names): a run is scored once per
     rule, so a new rule name scores everything again. Returns what the pass did.
     """
+    check_project(project_name, "evaluate_online")
     evs, name, client = prepare(evaluators, rule, "online", sampling_rate, max_concurrency,
                                 client)
     report = OnlinePass(rule=name)
     started = utcnow()
     gate = asyncio.Semaphore(max_concurrency)
 
-    async def one(run: Run) -> None:
+    async def one(run: Run, prior: Prior | None) -> None:
         async with gate:
-            await _score(client, name, evs, run, report)
+            await _score(client, name, evs, run, report, prior=prior)
 
     offset = 0
     oldest_running: datetime | None = None
@@ -213,9 +277,11 @@ async def aevaluate_online(
                     oldest_running = run.start_time
                 continue
             keep.append(run)
-        done = await offload(_scored, client, name, [r.id for r in keep]) if keep else set()
-        report.already_scored += len(done)
-        await asyncio.gather(*(one(r) for r in keep if str(r.id) not in done))
+        priors = await offload(_scored, client, name, [r.id for r in keep]) if keep else {}
+        todo = [(r, priors.get(str(r.id))) for r in keep]
+        todo = [(r, p) for r, p in todo if p is None or not p.done]
+        report.already_scored += len(keep) - len(todo)
+        await asyncio.gather(*(one(r, p) for r, p in todo))
         if len(page) < _PAGE:
             break
     # the next pass of a watch: from the oldest run still running, else from the newest seen
@@ -261,6 +327,7 @@ async def watch_online(
     """Passes every ``interval`` seconds until cancelled (or ``passes`` of them). Each pass
     after the first starts ``lag`` before where the last one left off, so runs posted a little
     late are still scored; ``on_pass(report)`` is called after each one."""
+    check_project(project_name, "watch_online")
     if interval <= 0:
         raise InvalidInputError(f"interval must be a positive number of seconds, got {interval!r}")
     reports: list[OnlinePass] = []

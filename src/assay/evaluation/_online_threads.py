@@ -6,7 +6,9 @@ makes one pass over the project's threads (``store/_threads.py``: the turns whos
 names one ``session_id``/``thread_id``/``conversation_id``). A thread whose last turn ended at
 least ``idle`` ago, with no turn still running, is scored: every evaluator reads the whole
 conversation, and its results become feedback on the thread's last turn (source ``model``,
-``metadata.online_rule`` and ``metadata.thread_id``).
+``metadata.online_rule`` and ``metadata.thread_id``). With a ``filter``, the conversation is the
+turns the filter keeps and the last turn the last of those: the one the thread's summary (and
+so the "scored already" check) names, or a thread would be scored again every pass.
 
 What an evaluator reads (the row evaluators of ``evaluate()``, no example):
 ``inputs = {"thread_id": ..., "messages": [{"role": "user"|"assistant", "content": ...}, ...],
@@ -14,9 +16,10 @@ What an evaluator reads (the row evaluators of ``evaluate()``, no example):
 outputs, ``run`` the last turn (with its subtree when asked for).
 
 Safe to repeat, as ``evaluate_online``: the sample is a hash of (rule, thread id); a thread
-counts as scored when its last turn holds this rule's feedback without an error, so a thread
+counts as scored when its last turn holds this rule's feedback with no error, so a thread
 that goes on later (a new last turn) is scored again, as the conversation it has become; the
-feedback ids come from (rule, last turn, key).
+evaluators that raised are run again next pass (those alone); the feedback ids come from (rule,
+last turn, key).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from .._sync import offload, run_sync
 from .._time import utcnow
 from ..errors import InvalidInputError
 from ..schemas import Run
-from ._online import OnlinePass, _Row, _score, _scored, prepare, sampled
+from ._online import OnlinePass, Prior, _Row, _score, _scored, prepare, sampled
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -109,25 +112,30 @@ async def aevaluate_threads_online(
             report.running += 1
             continue
         keep.append(t)
-    done = await offload(_scored, client, name, [t.last_trace_id for t in keep]) if keep \
-        else set()
-    report.already_scored = sum(str(t.last_trace_id) in done for t in keep)
+    priors = await offload(_scored, client, name, [t.last_trace_id for t in keep]) if keep \
+        else {}
+    todo = [(t, priors.get(str(t.last_trace_id))) for t in keep]
+    todo = [(t, p) for t, p in todo if p is None or not p.done]
+    report.already_scored = len(keep) - len(todo)
     gate = asyncio.Semaphore(max_concurrency)
 
-    async def one(t: ThreadSummary) -> None:
+    async def one(t: ThreadSummary, prior: Prior | None) -> None:
         async with gate:
+            # the turns the summary counted (the filter's), up to the last it named: a turn
+            # that arrived since waits for the next pass, when the summary names it
             turns = await offload(lambda: list(client.read_thread(
-                thread_id=t.thread_id, project_name=project_name)))
-            if not turns:
+                thread_id=t.thread_id, project_name=project_name, filter=filter)))
+            ids = [str(turn.id) for turn in turns]
+            if str(t.last_trace_id) not in ids:
                 return
-            last = turns[-1]
+            turns = turns[:ids.index(str(t.last_trace_id)) + 1]
 
             def row_of(run: Run) -> _ThreadRow:
                 return _ThreadRow(t.thread_id, turns[:-1] + [run], run)
 
-            await _score(client, name, evs, last, report, row_of)
+            await _score(client, name, evs, turns[-1], report, row_of, prior)
 
-    await asyncio.gather(*(one(t) for t in keep if str(t.last_trace_id) not in done))
+    await asyncio.gather(*(one(t, p) for t, p in todo))
     report.resume_from = now
     return report
 

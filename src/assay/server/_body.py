@@ -203,6 +203,9 @@ def loads(data: bytes | str, what: str = "request body") -> Any:
             raise ApiError(400, "malformed_json", f"{what} is not UTF-8: {exc.reason}") from None
         except ValueError as exc:
             raise ApiError(400, "malformed_json", f"{what} is not valid JSON: {exc}") from None
+        except RecursionError:  # past the interpreter's depth: refused, not a 500
+            raise ApiError(400, "malformed_json",
+                           f"{what} nests objects or arrays too deeply") from None
     return value
 
 

@@ -476,8 +476,9 @@ def insert_new(repo: RunRepo, conn: Connection, posts: list[Mapping[str, Any]],
     # COPY as they are made, so the server indexes them while this builds the next ones
     candidates: list[tuple[int, Mapping[str, Any], str, str]] = []
     for i, (post, rid) in enumerate(zip(posts, ids, strict=True)):
-        if rid in stored or rid in patched:
-            rest.append((i, post))
+        if rid in stored or rid in patched or (
+                not post.get("dotted_order") and post.get("parent_run_id") is not None):
+            rest.append((i, post))  # a child without a dotted order: the general path derives it
             continue
         try:
             key = (post.get("session_id"), post.get("session_name"))

@@ -36,7 +36,9 @@ def llm_runs_under(top: Any, below: Any) -> ColumnElement[bool]:
     return and_(below.c.trace_id == top.c.trace_id, below.c.tenant_id == top.c.tenant_id,
                 below.c.run_type == "llm",
                 or_(below.c.id == top.c.id,
-                    below.c.dotted_order.startswith(top.c.dotted_order + ".")))
+                    below.c.dotted_order.startswith(top.c.dotted_order + "."),
+                    # posted with a parent but no dotted order: a child of ``top`` counts
+                    and_(below.c.dotted_order.is_(None), below.c.parent_run_id == top.c.id)))
 
 
 def subtree_usage(store: Store, run_ids: Sequence[uuid.UUID | str]) -> dict[str, dict[str, Any]]:

@@ -13,7 +13,7 @@ from datetime import datetime
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, bindparam, select, update
+from sqlalchemy import and_, bindparam, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from .._gc import build_many
@@ -279,6 +279,7 @@ class RunRepo:
             for k, v in clean.items():
                 if k != "status" and k != "session_id":  # a patch never moves a run
                     cur[k] = v
+        self._derive_dotted_orders(conn, existing)
         inserts: list[dict[str, Any]] = []
         updates: list[dict[str, Any]] = []
         posted: dict[str, list[str]] = {}  # session -> runs whose post is now stored
@@ -309,6 +310,37 @@ class RunRepo:
             fb.apply(conn)
         return len(ids)
 
+    def _derive_dotted_orders(self, conn: Connection, rows: dict[str, dict[str, Any]]) -> None:
+        """A run posted with a parent but no dotted order (``create_run(parent_run_id=...)``,
+        LangSmith's single-run API) gets its parent's order and its own segment, as LangSmith
+        derives it: trees and the chain roll-ups read by dotted order. The parent is in the
+        batch or stored; unknown yet, the run keeps none and nests by its parent on reads."""
+        need = [r for r in rows.values() if not r.get("dotted_order")
+                and r.get("parent_run_id") is not None and r.get("start_time") is not None
+                and r.get("status") != _ORPHAN]  # a patch's placeholder start: not yet
+        if not need:
+            return
+        stored = dotted_orders_of(conn, self.store.tenant_id,
+                                  {str(r["parent_run_id"]) for r in need} - rows.keys())
+
+        def order_of(run_id: str, depth: int = 0) -> str | None:
+            row = rows.get(run_id)
+            if row is None:
+                return stored.get(run_id)
+            have: str | None = row.get("dotted_order")
+            if have or depth > _MAX_DEPTH or row.get("start_time") is None:
+                return have
+            own = dotted_segment_us(row["start_time"], run_id)
+            parent = row.get("parent_run_id")
+            above = None if parent is None else order_of(str(parent), depth + 1)
+            if parent is not None and above is None:
+                return None
+            row["dotted_order"] = have = own if above is None else f"{above}.{own}"
+            return have
+
+        for row in need:
+            order_of(row["id"])
+
     # -- queries ------------------------------------------------------------------------------
     def read(self, run_id: uuid.UUID | str, *, load_child_runs: bool = False) -> Run:
         rid = str(as_uuid(run_id, "run_id"))
@@ -324,9 +356,11 @@ class RunRepo:
                 q = select(runs).where(
                     runs.c.trace_id == row.trace_id, runs.c.tenant_id == self.store.tenant_id
                 )
-                if row.dotted_order:
-                    q = q.where(runs.c.dotted_order.startswith(row.dotted_order + ".",
-                                                               autoescape=True))
+                if row.dotted_order:  # a run posted with a parent but no dotted order
+                    # (``create_run(parent_run_id=...)``) has none: it nests by its parent
+                    q = q.where(or_(runs.c.dotted_order.startswith(row.dotted_order + ".",
+                                                                   autoescape=True),
+                                    runs.c.dotted_order.is_(None)))
                 desc = [_row_to_run(r) for r in conn.execute(q.order_by(runs.c.dotted_order))]
                 _attach(run, desc)
         return run
@@ -563,14 +597,38 @@ class RunRepo:
         return deleted
 
 
+_MAX_DEPTH = 1000  # a parent chain longer than this is a loop, not a trace
+
+
+def dotted_orders_of(conn: Connection, tenant: Any, run_ids: set[str]) -> dict[str, str]:
+    """The stored dotted orders of ``run_ids`` (those that have one)."""
+    out: dict[str, str] = {}
+    ids = sorted(run_ids)
+    for i in range(0, len(ids), 500):
+        q = select(runs.c.id, runs.c.dotted_order).where(
+            runs.c.id.in_(ids[i:i + 500]), runs.c.tenant_id == tenant,
+            runs.c.dotted_order.is_not(None))
+        out.update({str(rid): order for rid, order in conn.execute(q)})
+    return out
+
+
 def _attach(root: Run, descendants: list[Run]) -> None:
-    """Nest descendants (already in dotted order) under their parents."""
+    """Nest descendants (in dotted order; those without one anywhere) under their parents;
+    siblings by start time where some have no dotted order. A run of the trace not under
+    ``root`` stays out."""
+    descendants = [r for r in descendants if r.id != root.id]
     by_id: dict[Any, Run] = {root.id: root}
     root.child_runs = []
     for run in descendants:
         run.child_runs = []
         by_id[run.id] = run
+    unordered: set[Any] = set()
     for run in descendants:
         parent = by_id.get(run.parent_run_id)
         if parent is not None:
             parent.child_runs.append(run)  # type: ignore[union-attr]  # set to [] above
+            if run.dotted_order is None:
+                unordered.add(parent.id)
+    for pid in unordered:
+        by_id[pid].child_runs.sort(  # type: ignore[union-attr]  # set to [] above
+            key=lambda r: (r.start_time, r.dotted_order or ""))

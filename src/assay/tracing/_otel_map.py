@@ -397,6 +397,10 @@ def _llm_io(attrs: Mapping[str, Any], span: SpanView, out: dict[str, Any],
         out["outputs"] = _as_dict(attrs["output.value"], "output")
 
 
+_TOOL_INPUTS = ("tool.parameters", "input.value", "traceloop.entity.input", "gen_ai.prompt")
+_TOOL_OUTPUTS = ("output.value", "traceloop.entity.output", "gen_ai.completion")
+
+
 def _generic_io(attrs: Mapping[str, Any], out: dict[str, Any]) -> None:
     for key in ("traceloop.entity.input", "input.value", "gen_ai.prompt"):
         if key in attrs and not out["inputs"]:
@@ -405,7 +409,9 @@ def _generic_io(attrs: Mapping[str, Any], out: dict[str, Any]) -> None:
         out["inputs"] = {"messages": parse_json(attrs["gen_ai.input.messages"])}
     for key in ("final_result", "traceloop.entity.output", "output.value", "gen_ai.completion"):
         if key in attrs and out["outputs"] is None:
-            value = parse_json(attrs[key])
+            # OpenLLMetry JSON-encodes every result: a string comes as a JSON string literal
+            value = (parse_result if key == "traceloop.entity.output" else parse_json)(
+                attrs[key])
             out["outputs"] = value if isinstance(value, dict) and key != "final_result" else {
                 "output": value}
     if "gen_ai.output.messages" in attrs and out["outputs"] is None:
@@ -453,13 +459,17 @@ def span_fields(span: SpanView) -> dict[str, Any]:
     elif run_type == "tool":
         out["name"] = str(attrs.get("gen_ai.tool.name") or attrs.get("tool.name") or out["name"])
         args = attrs.get("gen_ai.tool.call.arguments", attrs.get("tool_arguments"))
-        if args is None:
-            args = attrs.get("tool.parameters", attrs.get("input.value",
-                                                          attrs.get("traceloop.entity.input")))
+        if args is None:  # ...; LangSmith's OpenTelemetry mode sends gen_ai.prompt/completion
+            args = next((attrs[k] for k in _TOOL_INPUTS if k in attrs), None)
         out["inputs"] = _as_dict(args, "input") if args is not None else {}
         result = attrs.get("gen_ai.tool.call.result", attrs.get("tool_response"))
         if result is None:
-            result = attrs.get("output.value", attrs.get("traceloop.entity.output"))
+            result = next((attrs[k] for k in _TOOL_OUTPUTS if k in attrs), None)
+        if result is not None and "gen_ai.completion" in attrs and result is attrs[
+                "gen_ai.completion"]:
+            value = parse_json(result)  # LangSmith's outputs object, as its tracer sent it
+            if isinstance(value, dict):
+                out["outputs"], result = value, None
         if (args is None or result is None) and span.events:  # the older GenAI events
             event_args, event_result = _tool_events(span)
             if args is None and event_args is not None:
@@ -499,7 +509,7 @@ def span_fields(span: SpanView) -> dict[str, Any]:
         value = attrs.get(attr)
         if value is not None and value != "" and not any(k in meta for k in THREAD_KEYS):
             meta[key] = str(value)
-    tags = attrs.get("langsmith.span.tags", attrs.get("tag.tags"))
+    tags = parse_json(attrs.get("langsmith.span.tags", attrs.get("tag.tags")))
     if isinstance(tags, str):
         tags = [t.strip() for t in tags.split(",") if t.strip()]
     if isinstance(tags, (list, tuple)):

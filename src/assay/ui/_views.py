@@ -12,6 +12,7 @@ from .._usage import cache_counts
 from ..analysis import CompareOptions, ExampleResult, compare_experiments, side_by_side
 from ..errors import InvalidInputError
 from ..schemas import Run, TracerSessionResult
+from ..store._run_usage import roll_up_usage
 from ._format import pct, secs
 
 if TYPE_CHECKING:
@@ -143,6 +144,7 @@ def _walk(run: Run, depth: int, t0: datetime, total: float, out: list[Node]) -> 
 def run_page(store: Store, run_id: str, *, shared: bool = False) -> dict[str, Any]:
     """A trace: ``shared`` is the page a share link opens (no feedback, no way elsewhere)."""
     run = store.runs.read(run_id, load_child_runs=True)
+    roll_up_usage(store, [run])  # a chain's row sums the llm calls under it, as the API reads
     nodes: list[Node] = []
     ends = [run.end_time or run.start_time]
     stack = list(run.child_runs or [])

@@ -1,0 +1,79 @@
+"""Runs created one at a time with a parent but no dotted order (LangSmith's single-run API,
+``create_run(parent_run_id=...)``): they nest in their trace and count in its chains' usage,
+through assay's own Client and through the official SDK against the server."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from assay import Client
+
+from .conftest import Workspace
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*is deprecated")
+
+USAGE = {"metadata": {"usage_metadata": {"input_tokens": 3, "output_tokens": 4}}}
+
+
+def _trace(client: Any, project: str) -> uuid.UUID:
+    """root -> step -> llm (7 tokens), and an llm (7 tokens) right under root: each made with
+    create_run and ended with update_run, as LangSmith's docs show the API."""
+    root, step, deep, near = (uuid.uuid4() for _ in range(4))
+    t0 = datetime.now(UTC) - timedelta(seconds=10)
+    made = [(root, "root", "chain", None, 0), (step, "step", "chain", root, 1),
+            (deep, "deep", "llm", step, 2), (near, "near", "llm", root, 3)]
+    for rid, name, kind, parent, at in made:
+        more = {"extra": USAGE} if kind == "llm" else {}
+        if parent is not None:
+            more.update(parent_run_id=parent, trace_id=root)
+        client.create_run(name=name, run_type=kind, inputs={"q": name}, id=rid,
+                          project_name=project, start_time=t0 + timedelta(seconds=at), **more)
+    for rid, *_ in reversed(made):
+        client.update_run(rid, outputs={"a": 1}, end_time=t0 + timedelta(seconds=5))
+    return root
+
+
+def _check(client: Any, root: uuid.UUID, project: str) -> None:
+    tree = client.read_run(root, load_child_runs=True)
+    assert [c.name for c in tree.child_runs] == ["step", "near"]
+    assert [c.name for c in tree.child_runs[0].child_runs] == ["deep"]
+    assert tree.total_tokens == 14 and tree.child_runs[0].total_tokens == 7
+    listed = {r.name: r for r in client.list_runs(project_name=project)}
+    assert listed["root"].total_tokens == 14 and listed["step"].total_tokens == 7
+    assert listed["deep"].dotted_order.startswith(listed["step"].dotted_order + ".")
+    assert listed["step"].dotted_order.startswith(listed["root"].dotted_order + ".")
+
+
+def test_assays_client(sqlite_url: str) -> None:
+    client = Client(database_url=sqlite_url)
+    _check(client, _trace(client, "one-by-one"), "one-by-one")
+
+
+def test_the_langsmith_sdk_against_the_server(ws: Workspace) -> None:
+    from langsmith import Client as LangSmithClient
+
+    sdk = LangSmithClient(api_url=ws.server.url, api_key=ws.key)
+    root = _trace(sdk, "sdk-one-by-one")
+    sdk.flush()
+    _check(sdk, root, "sdk-one-by-one")
+    sdk.cleanup()
+
+
+def test_a_child_stored_before_its_parent_still_nests(sqlite_url: str) -> None:
+    """The child arrives first (its parent unknown, so no order derived): it nests by its
+    parent on reads, and counts in the parent's usage."""
+    client = Client(database_url=sqlite_url)
+    root, child = uuid.uuid4(), uuid.uuid4()
+    t0 = datetime.now(UTC)
+    client.create_run(name="child", run_type="llm", inputs={}, id=child, parent_run_id=root,
+                      trace_id=root, project_name="late", start_time=t0, extra=USAGE)
+    client.create_run(name="root", run_type="chain", inputs={}, id=root, project_name="late",
+                      start_time=t0 - timedelta(seconds=1))
+    tree = client.read_run(root, load_child_runs=True)
+    assert [c.name for c in tree.child_runs] == ["child"] and tree.total_tokens == 7
+    listed = {r.name: r for r in client.list_runs(project_name="late")}
+    assert listed["root"].total_tokens == 7
