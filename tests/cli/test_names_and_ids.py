@@ -98,3 +98,23 @@ def test_keys_revoke_help_says_what_it_takes() -> None:
     said = " ".join(invoke("keys", "revoke", "--help").output.split())
     assert "unique prefix" not in said
     assert "its id" in said and "asy_" in said
+
+
+def test_a_plain_csv_is_imported_by_naming_its_columns(sqlite_url: str, tmp_path: Any) -> None:
+    """The error for a CSV without inputs.<key> columns named options the CLI lacked."""
+    data = tmp_path / "plain.csv"
+    data.write_text("question,answer,notes\nWhat is 2+2?,4,easy\n")
+    refused = invoke("datasets", "import", str(data), "--db", sqlite_url)
+    assert refused.exit_code == 2 and "--input-keys" in refused.output
+    assert "question, answer, notes" in refused.output
+    done = invoke("datasets", "import", str(data), "--input-keys", "question",
+                  "--output-keys", "answer", "--db", sqlite_url)
+    assert done.exit_code == 0, done.output
+    [ex] = Client(database_url=sqlite_url).list_examples(dataset_name="plain")
+    assert ex.inputs == {"question": "What is 2+2?"} and ex.outputs == {"answer": "4"}
+    alone = invoke("datasets", "import", str(data), "--output-keys", "answer", "--db", sqlite_url)
+    assert alone.exit_code == 2 and "--output-keys needs --input-keys" in alone.output
+    flat = tmp_path / "flat.jsonl"
+    flat.write_text('{"question": "2+2?", "answer": "4"}\n')
+    shaped = invoke("datasets", "import", str(flat), "--db", sqlite_url)
+    assert shaped.exit_code != 0 and '{"inputs": {...}, "outputs": {...}}' in shaped.output

@@ -130,6 +130,8 @@ def test_argument_subset_and_exact_matching() -> None:
     assert res.checks[0].was_called is True and res.checks[0].matched_times == 0
     assert len(res.argument_mismatches) == 1
     assert "'limit': 5" in res.argument_mismatches[0] and "Argument mismatches" in res.summary
+    # the summary names the call that is missing, not just its tool (which was called)
+    assert res.summary.startswith("Missing expected tool calls: [\"search({'q': 'weather'})\"]")
     assert ReliabilityEvaluator([{"name": "search", "args": {"q": "weather", "limit": 5},
                                   "args_match": "exact"}]).run(history).passed
 

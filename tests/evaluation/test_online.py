@@ -152,6 +152,9 @@ def test_the_command_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
             return len(outputs["answer"]) < 8
 
         tools = ReliabilityEvaluator(["lookup"])
+
+        def judge(outputs):
+            raise TimeoutError("the judge timed out")
     '''))
     monkeypatch.chdir(tmp_path)
     runner = CliRunner()
@@ -166,3 +169,9 @@ def test_the_command_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert "4 scored before" in result.output
     bad = runner.invoke(app, ["online", project, "-e", "my_evals:nope", "--db", store_url])
     assert bad.exit_code != 0 and "has no 'nope'" in bad.output
+    # every evaluation failed: said with the first error's text, and not a success
+    failing = runner.invoke(app, ["online", project, "-e", "my_evals:judge", "--db", store_url])
+    assert failing.exit_code == 4, failing.output
+    assert "4 runs scored" in failing.output and "4 with an evaluator error" in failing.output
+    assert "first evaluator error: judge: " in failing.output and "timed out" in failing.output
+    assert runner.invoke(app, [*args, "--sample", "0"]).exit_code == 2  # the range says (0, 1]

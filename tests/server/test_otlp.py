@@ -30,6 +30,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.trace import Status, StatusCode
 
 from assay.demo import ScriptedModelServer
@@ -548,3 +549,45 @@ def test_protobuf_spans_with_bad_ids_or_times_are_rejected_alone(server: Server)
     assert "more than a day in the future" in message
     runs = _check_tree(store, "pb-partial")
     assert [r.name for r in runs] == ["invoke_agent weather"]  # the one good span: the root
+
+
+class _OneTrace(RandomIdGenerator):
+    """Every root span in one trace: OTLP allows several parentless spans per trace."""
+
+    def generate_trace_id(self) -> int:
+        return 0x5EC00D00_00000000_00000000_00000001
+
+
+def _two_roots() -> list[ReadableSpan]:
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(id_generator=_OneTrace())
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("two-roots")
+    for root in ("root-one", "root-two"):
+        with tracer.start_as_current_span(root), tracer.start_as_current_span(f"child-of-{root}"):
+            pass
+    return list(memory.get_finished_spans())  # child-of-root-one, root-one, child..., root-two
+
+
+def test_a_trace_with_two_root_spans_keeps_both(server: Server) -> None:
+    """The second root took the first's run id (a root's is its trace's) and was dropped as a
+    copy, its child moved under the other root; now each root keeps its own subtree, in one
+    request or two, and an export sent again is still stored once."""
+    spans = _two_roots()
+    assert len({s.context.trace_id for s in spans}) == 1
+    for project, requests in (("one-request", [spans]), ("two-requests", [spans[:2], spans[2:]])):
+        key, store = server.new_key()
+        with httpx.Client(base_url=server.url, headers={
+                "x-api-key": key, "Langsmith-Project": project}) as http:
+            for body in [*requests, requests[-1]]:  # the last one retried
+                r = http.post(ENDPOINT, content=_request(body),
+                              headers={"content-type": "application/x-protobuf"})
+                assert r.status_code == 200 and r.content == b"", r.text
+        runs = {r.name: r for r in store.runs.list()}
+        assert sorted(runs) == ["child-of-root-one", "child-of-root-two", "root-one", "root-two"]
+        one, two = runs["root-one"], runs["root-two"]
+        assert one.parent_run_id is None and two.parent_run_id is None and one.id != two.id
+        assert runs["child-of-root-one"].parent_run_id == one.id
+        assert runs["child-of-root-two"].parent_run_id == two.id
+        tree = store.runs.read(two.id, load_child_runs=True)
+        assert [c.name for c in tree.child_runs] == ["child-of-root-two"]

@@ -239,6 +239,19 @@ def test_the_gate_fails_a_session_on_a_significant_regression(pytester: pytest.P
     assert "quality regressed" in out and "test_gate.py::test_q[7]" in out
     assert "test_gate.py::test_q[0]" not in out.split("quality regressed")[1]
     assert "latency regressed" not in out  # sub-millisecond noise never fails the gate
+    # the failed session is no 'previous' baseline: the same regression run again fails again
+    again = run(pytester, "--assay-baseline", "previous", "--assay-fail-on-regression")
+    assert again.ret == 1
+    again.stdout.fnmatch_lines([f"*against {baseline.name}:*", "*quality: 1 -> 0.25*"])
+    # a baseline that cannot be read fails the gate (it turned it off), the statistics shown
+    typo = run(pytester, "--assay-baseline", "no-such-experiment", "--assay-fail-on-regression")
+    assert typo.ret == 1
+    typo.stdout.fnmatch_lines(["*assay: gate:* (suite gate): 8 test runs*",
+                               "*the regression gate could not run*",
+                               "*baseline 'no-such-experiment'*not found*"])
+    alone = run(pytester, "--assay-fail-on-regression")  # nothing to gate against
+    assert alone.ret == pytest.ExitCode.USAGE_ERROR
+    alone.stderr.fnmatch_lines(["*--assay-fail-on-regression needs --assay-baseline*"])
     lenient = run(pytester, "--assay-baseline", baseline.name)
     assert lenient.ret == 0
     lenient.stdout.fnmatch_lines([f"*against {baseline.name}:*",

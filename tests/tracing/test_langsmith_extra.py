@@ -124,7 +124,7 @@ def test_refused_and_logged(tclient: Client, caplog: pytest.LogCaptureFixture) -
             f(1, langsmith_extra={"metadata": ["not", "a", "mapping"]})
         with pytest.raises(InvalidInputError, match="must be a mapping"):
             f(1, langsmith_extra="nope")
-        with pytest.raises(InvalidInputError, match="assay RunTree"):
+        with pytest.raises(InvalidInputError, match="malformed 'langsmith-trace' header"):
             f(1, langsmith_extra={"parent": {"langsmith-trace": "x"}})
         with caplog.at_level(logging.WARNING, logger="assay.tracing"):
             assert f(2, langsmith_extra={"replicas": [], "metadata": {"ok": True}}) == 2

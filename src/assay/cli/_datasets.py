@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from ..errors import InvalidInputError
 from ._common import (
     DbOption,
     JsonOption,
@@ -82,13 +83,25 @@ def import_(
     format: Annotated[str | None, typer.Option(
         "--format", help="jsonl, csv, openai (OpenAI fine-tuning lines) or adk-evalset "
         "(default: from the file name).")] = None,
+    input_keys: Annotated[str | None, typer.Option(
+        "--input-keys", help="A plain CSV's input columns, comma-separated (default: the "
+        "columns named inputs.<key>).")] = None,
+    output_keys: Annotated[str | None, typer.Option(
+        "--output-keys", help="A plain CSV's reference-output columns, comma-separated "
+        "(with --input-keys).")] = None,
     db: DbOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Create a dataset from a JSONL or CSV file or an ADK eval set (all rows or none)."""
+    def keys(text: str | None) -> list[str] | None:
+        return None if text is None else [k.strip() for k in text.split(",") if k.strip()]
+
     with handle_errors():
-        ds = open_client(db, create=True).import_dataset(path, dataset_name=name,
-                                                          format=format)
+        if output_keys is not None and input_keys is None:
+            raise InvalidInputError("--output-keys needs --input-keys")
+        ds = open_client(db, create=True).import_dataset(
+            path, dataset_name=name, format=format, input_keys=keys(input_keys),
+            output_keys=keys(output_keys))
     if json_out:
         emit_json(ds.model_dump())
     else:

@@ -22,7 +22,15 @@ import typer
 
 from .._time import utcnow
 from ..errors import InvalidInputError
-from ._common import DbOption, JsonOption, console, emit_json, handle_errors, open_client
+from ._common import (
+    EXIT_ERROR,
+    DbOption,
+    JsonOption,
+    console,
+    emit_json,
+    handle_errors,
+    open_client,
+)
 
 __all__ = ["online"]
 
@@ -83,7 +91,8 @@ def online(
         "--filter", "-f", help='Runs to score, in the filter language: eq(name, "agent").')
     ] = None,
     sample: Annotated[float, typer.Option(
-        min=0.0, max=1.0, help="Share of the runs to score (the same runs every pass).")] = 1.0,
+        help="Share of the runs to score, above 0 and at most 1 (the same runs every "
+        "pass).")] = 1.0,
     since: Annotated[str | None, typer.Option(
         help="Runs started since: an ISO time or an age (15m, 2h, 7d). Default: all.")] = None,
     watch: Annotated[bool, typer.Option(
@@ -110,12 +119,15 @@ def online(
         if json_out:
             emit_json({k: v for k, v in vars(report).items() if k != "scored_run_ids"})
             return
+        one = noun[:-1] if report.scored == 1 else noun
         console.print(
-            f"{report.rule}: {report.scored} {noun} scored ({report.feedback} feedback"
+            f"{report.rule}: {report.scored} {one} scored ({report.feedback} feedback"
             f"{f', {report.errors} with an evaluator error' if report.errors else ''}), "
             f"{report.already_scored} scored before, {report.running} "
             f"{'not quiet yet' if threads else 'still running'}; "
             f"{report.sampled} of {report.considered} {noun} in the sample")
+        if report.first_error:
+            console.print(f"  first evaluator error: {report.first_error}", soft_wrap=True)
 
     with handle_errors():
         client = open_client(db)
@@ -135,7 +147,10 @@ def online(
                 console.print("stopped")
             return
         if not watch:
-            show(evaluate_online(project, evaluators, **options))
+            report = evaluate_online(project, evaluators, **options)
+            show(report)
+            if report.scored and report.errors == report.scored:  # nothing really scored
+                raise typer.Exit(EXIT_ERROR)
             return
         try:
             asyncio.run(watch_online(project, evaluators, interval=interval, on_pass=show,

@@ -160,7 +160,9 @@ def read_examples(
                 raise InvalidInputError(f"{path}: CSV has no column(s) {missing}")
         elif not any(c.startswith("inputs.") for c in cols):
             raise InvalidInputError(
-                f"{path}: CSV needs 'inputs.<key>' columns, or pass input_keys/output_keys")
+                f"{path}: CSV needs 'inputs.<key>' (and 'outputs.<key>') columns, or name the "
+                f"input and output columns (input_keys=/output_keys=, or --input-keys/"
+                f"--output-keys on the command line); columns here: {', '.join(cols)}")
         for lineno, row in enumerate(reader, 2):
             if None in row:
                 raise ExampleValidationError(len(out), f"{path}:{lineno}: more cells than columns")

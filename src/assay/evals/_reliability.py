@@ -143,8 +143,10 @@ class ReliabilityEvaluator:
         missing = [specs[slots[s]].name for s in missing_slots]
         messages: list[str] = []
         mismatches: list[str] = []
-        if missing:
-            messages.append(f"Missing expected tool calls: {missing}.")
+        if missing:  # an expected call with arguments is named with them: its tool may
+            # have been called, with others (the mismatches below say how)
+            messages.append("Missing expected tool calls: "
+                            f"{[specs[slots[s]].describe() for s in missing_slots]}.")
             for k in _unique([slots[s] for s in missing_slots]):
                 spec = specs[k]
                 same_name = [c for c in calls if c.name == spec.name]

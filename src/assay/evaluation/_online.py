@@ -66,6 +66,7 @@ class OnlinePass:
     scored: int = 0
     errors: int = 0
     retried: int = 0
+    first_error: str | None = None  # the first evaluator error of the pass, as its row says
     running: int = 0
     feedback: int = 0
     resume_from: datetime | None = None
@@ -226,8 +227,11 @@ async def _score(client: Client, rule: str, evs: list[RowEvaluator], run: Run,
     report.scored += 1
     report.feedback += len(rows)
     report.scored_run_ids.append(run.id)
-    if any(r.is_error for r in results):
+    failed = [r for r in results if r.is_error]
+    if failed:
         report.errors += 1
+        if report.first_error is None:
+            report.first_error = f"{failed[0].key}: {failed[0].comment}"
 
 
 async def aevaluate_online(

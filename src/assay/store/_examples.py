@@ -71,7 +71,10 @@ def normalize_example(item: Any, index: int | None = None) -> dict[str, Any]:
         "created_at", "dataset_id", "modified_at", "attachments", "attachment_urls",
     }
     if unknown:
-        raise _bad(index, f"unknown field(s) {sorted(unknown)}")
+        hint = ("" if "inputs" in item else
+                ': an example is {"inputs": {...}, "outputs": {...}} (a CSV with plain '
+                "columns takes input_keys/output_keys)")
+        raise _bad(index, f"unknown field(s) {sorted(unknown)}{hint}")
     inputs = item.get("inputs")
     if not isinstance(inputs, Mapping):
         raise _bad(index, f"'inputs' must be a mapping, got {type(inputs).__name__}")

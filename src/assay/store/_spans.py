@@ -12,7 +12,9 @@ in the transaction that stores a batch:
   segment) with its parent's id already set: visible at once, even if its parent never comes;
 - when a run arrives, stored runs that name it as parent and are not below it yet are moved
   under it (their subtree's orders rewritten), and runs that named a root span by its span id
-  (a root's run id is its trace's) are pointed at the root.
+  (a root's run id is its trace's) are pointed at the root;
+- a trace may have several root spans: the first takes the trace's id, the others keep their
+  span's (``_second_roots``), each with its own subtree.
 
 A root, and only a root, has no parent, so adoption never changes which runs are roots and the
 project statistics kept per write stay right. On PostgreSQL a transaction-scoped advisory lock
@@ -124,6 +126,28 @@ def _root_spans(conn: Connection, tenant: str, roots: set[str]) -> dict[str, str
     return out
 
 
+def _second_roots(conn: Connection, tenant: str, items: Sequence[SpanRun],
+                  stored: dict[str, str | None]) -> bool:
+    """A trace's run id goes to its first root span; another parentless span of the same
+    trace (OTLP allows several) keeps the id its span gives it (``alias_id``), or it would be
+    taken for the first one sent again and dropped, its children moved under the other root.
+    The first is the one stored, else the batch's first; returns whether any run changed id."""
+    parentless = [i for i in items if i.parent_span_id is None]
+    if not parentless:
+        return False
+    kept = {i.post["id"] for i in parentless if i.post["id"] in stored}
+    owners = {rid: span for rid, span in _root_spans(conn, tenant, kept).items()
+              if span} if kept else {}
+    changed = False
+    for item in parentless:
+        rid = item.post["id"]
+        if owners.setdefault(rid, item.span_id) != item.span_id and item.alias_id != rid:
+            item.post["id"] = item.alias_id
+            item.values = None  # computed with the old id
+            changed = True
+    return changed
+
+
 def _place(items: Sequence[SpanRun], orders: dict[str, str],
            root_spans: dict[str, str | None]) -> None:
     """Give every post its parent and dotted order (provisional where the parent is unknown).
@@ -219,8 +243,12 @@ def _store_once(store: Store, items: Sequence[SpanRun], default_project: str) ->
     with store.write() as conn:
         _lock_traces(conn, [i.post["trace_id"] for i in items])
         ids = {i.post["id"] for i in items}
-        stored = _known(conn, tenant, ids | {i.parent_id for i in items if i.parent_id}
-                        | {i.post["trace_id"] for i in items})
+        wanted = ids | {i.parent_id for i in items if i.parent_id} | {
+            i.post["trace_id"] for i in items}
+        stored = _known(conn, tenant, wanted)
+        if _second_roots(conn, tenant, items, stored):  # rare: re-read with their new ids
+            ids = {i.post["id"] for i in items}
+            stored = _known(conn, tenant, wanted | ids)
         orders = {k: v for k, v in stored.items() if v}
         # a child whose parent is not found by id may name a stored root by its span id
         roots = {i.post["trace_id"] for i in items

@@ -81,6 +81,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "of the session's assay experiment")
     if not config.pluginmanager.has_plugin("langsmith_plugin"):
         config.addinivalue_line("markers", "langsmith(**kwargs): alias of @pytest.mark.assay")
+    if config.getoption("assay_fail_on_regression") and not config.getoption("assay_baseline"):
+        raise pytest.UsageError(
+            "--assay-fail-on-regression needs --assay-baseline (an experiment's name or id, "
+            "or 'previous'): without one there is nothing to gate against")
     state = _State(config)
     config.stash[_STATE] = state
     if not state.is_worker and config.pluginmanager.has_plugin("xdist"):
@@ -289,15 +293,22 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
         for project_id in experiments.values():
             client.update_project(project_id, end_time=utcnow())
-        from ._summary import summarize
+        from ._summary import GATE_KEY, summarize
 
         state.report = summarize(client, experiments, baseline=options.assay_baseline,
                                  fail_on_regression=options.assay_fail_on_regression)
     except Exception as exc:
         tracker.problem(f"could not summarize the experiment: {type(exc).__name__}: {exc}")
         return
-    if options.assay_fail_on_regression and state.report.regressions:
+    report = state.report
+    if options.assay_fail_on_regression and (report.regressions or report.gate_errors):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        for project_id in report.regressed:  # never a 'previous' baseline (see _summary)
+            try:
+                meta = client.read_project(project_id=project_id).metadata
+                client.update_project(project_id, metadata={**meta, GATE_KEY: "failed"})
+            except Exception as exc:  # noqa: BLE001 - reported; the outcome stands
+                tracker.problem(f"could not mark {project_id} as failed: {exc}")
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..errors import NotFoundError
+
 if TYPE_CHECKING:
     from ..client import Client
 
@@ -27,6 +29,8 @@ _MAX_NAMED = 10
 class Report:
     lines: list[str] = field(default_factory=list)
     regressions: list[str] = field(default_factory=list)
+    gate_errors: list[str] = field(default_factory=list)  # a baseline that could not be read
+    regressed: list[str] = field(default_factory=list)  # ids of experiments that regressed
 
 
 def _fmt(value: Any, unit: str = "") -> str:
@@ -59,6 +63,9 @@ def _stats_line(stats: Any) -> str:
     return " | ".join(parts)
 
 
+GATE_KEY = "assay_gate"  # experiment metadata: "failed" when its session failed the gate
+
+
 def _baseline_id(client: Client, current: Any, baseline: str) -> str | None:
     if baseline != "previous":
         return baseline
@@ -66,6 +73,9 @@ def _baseline_id(client: Client, current: Any, baseline: str) -> str | None:
         reference_dataset_id=current.reference_dataset_id)
         if str(p.id) != str(current.id) and isinstance(p.extra, dict)
         and "pytest" in ((p.extra or {}).get("metadata") or {})
+        # a session that failed its gate is no baseline: run again, it would pass against
+        # itself; a change accepted on purpose is gated once against its own experiment
+        and ((p.extra or {}).get("metadata") or {}).get(GATE_KEY) != "failed"
         and p.start_time <= current.start_time]
     if not candidates:
         return None
@@ -87,7 +97,12 @@ def summarize(client: Client, experiments: dict[str, str], *, baseline: str | No
             continue
         from ..analysis import compare_experiments
 
-        comparison, loaded = compare_experiments(client.store, [base, project_id])
+        try:
+            comparison, loaded = compare_experiments(client.store, [base, project_id])
+        except NotFoundError as exc:  # a mistyped baseline must not turn the gate off
+            report.lines.append(f"  baseline {baseline!r}: {exc}")
+            report.gate_errors.append(f"baseline {baseline!r} for {stats.name}: {exc}")
+            continue
         report.lines.append(f"  against {comparison.baseline.name}:")
         for d in comparison.diffs:
             if d.diff is None:
@@ -114,9 +129,14 @@ def summarize(client: Client, experiments: dict[str, str], *, baseline: str | No
             named = ", ".join(_nodeid(client, r) or r.key for r in worse[:_MAX_NAMED]) or "-"
             if len(worse) > _MAX_NAMED:
                 named += f" and {len(worse) - _MAX_NAMED} more"
+            if project_id not in report.regressed:
+                report.regressed.append(project_id)
             report.regressions.append(
                 f"{d.metric} regressed in {stats.name} against {comparison.baseline.name} "
                 f"({_fmt(d.baseline_mean)} -> {_fmt(d.candidate_mean)}); worse: {named}")
+    if report.gate_errors and fail_on_regression:
+        report.lines.append("assay: the regression gate could not run (failing the session):")
+        report.lines.extend(f"  {e}" for e in report.gate_errors)
     if report.regressions:
         report.lines.append("assay: significant regressions:" if fail_on_regression
                             else "assay: significant regressions (not failing the session):")

@@ -230,14 +230,17 @@ def tracing_context(
     project_name: str | None = None,
     metadata: Mapping[str, Any] | None = None,
     tags: Sequence[str] | None = None,
-    parent: RunTree | None = None,
+    parent: RunTree | Mapping[Any, Any] | str | None = None,
 ) -> Iterator[None]:
     """Scoped tracing switches; inner contexts override outer ones, metadata and tags add up.
 
     ``enabled`` turns tracing on or off for everything started inside (a run forced on with
     ``trace(enabled=True)`` still traces its own descendants). ``client`` and ``project_name``
     apply to new root runs; ``metadata`` and ``tags`` to every run started inside. ``parent``
-    makes runs started inside children of that run (e.g. one received from another thread).
+    makes runs started inside children of that run (e.g. one received from another thread), or
+    of another process's run: its ``to_headers()`` (``request.headers``; ``RunTree.from_headers``
+    reads them: none without a ``langsmith-trace``) or that header's dotted order alone; runs
+    inside then also get its baggage's metadata and tags.
     """
     if metadata is not None and not isinstance(metadata, Mapping):
         from ..errors import InvalidInputError
@@ -251,8 +254,13 @@ def tracing_context(
         from ._traceable import _instrument_imported
 
         _instrument_imported()
+    if parent is not None and isinstance(parent, Mapping | str):
+        parent = _remote(parent, client, project_name)
     outer = _CFG.get()
     merged_meta = dict(outer.metadata) if outer is not None and outer.metadata else {}
+    if parent is not None and parent._remote:  # another process's run: its baggage too
+        merged_meta.update(parent.metadata)
+        tags = [*parent.tags, *(tags or ())]
     if metadata:
         merged_meta.update(metadata)
     merged_tags = list(outer.tags) if outer is not None and outer.tags else []
@@ -281,6 +289,16 @@ def tracing_context(
         _CFG.reset(token)
         if run_token is not None:
             _RUN.reset(run_token)
+
+
+def _remote(parent: Mapping[Any, Any] | str, client: Client | None,
+            project_name: str | None) -> RunTree | None:
+    """Another process's run from its headers (or dotted order), or None (no trace in them)."""
+    from ._run_tree import RunTree
+
+    if isinstance(parent, str):
+        return RunTree.from_dotted_order(parent, client=client, project_name=project_name)
+    return RunTree.from_headers(parent, client=client, project_name=project_name)
 
 
 # -- threads ------------------------------------------------------------------------------------

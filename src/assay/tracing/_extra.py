@@ -5,8 +5,9 @@
 traces that one call with those options; the function never sees the keyword (as with
 LangSmith's decorator). Read: ``name``, ``metadata`` and ``tags`` (added to the decorator's),
 ``project_name``, ``client``, ``run_id``, ``reference_example_id``, ``run_extra``, ``parent`` or
-``run_tree`` (a ``RunTree`` to nest under; sync and async functions) and ``on_end`` (called with
-the finished ``RunTree``). Other keys are logged once and left out: the call still runs.
+``run_tree`` (a ``RunTree`` to nest under, or another process's ``to_headers()``; sync and
+async functions) and ``on_end`` (called with the finished ``RunTree``). Other keys are logged
+once and left out: the call still runs.
 
 Only calls that pass the keyword come here (the wrappers test ``kwargs`` first): the usual call
 pays nothing for it. Each such call builds its own wrapper (tens of microseconds).
@@ -20,7 +21,7 @@ from contextlib import nullcontext
 from typing import Any
 
 from ..errors import InvalidInputError
-from ._context import _Config, tracing_context
+from ._context import _Config, _remote, tracing_context
 from ._run_tree import RunTree
 from ._traceable import (
     EXTRA,
@@ -92,10 +93,16 @@ def _options(o: _Options, extra: Mapping[str, Any]) -> _OneCall:
 
 
 def _parent(extra: Mapping[str, Any]) -> RunTree | None:
+    """The run to nest under: a ``RunTree``, or another process's from its headers (a mapping
+    with ``langsmith-trace``, as ``run.to_headers()`` made them; None without it) or that
+    header's dotted order, in the project its baggage names else this call's."""
     parent = extra.get("run_tree") or extra.get("parent")
     if parent is None or isinstance(parent, RunTree):
         return parent
-    raise InvalidInputError(f"langsmith_extra['parent'] must be an assay RunTree, got "
+    if isinstance(parent, Mapping | str):
+        return _remote(parent, extra.get("client"), extra.get("project_name"))
+    raise InvalidInputError(f"langsmith_extra['parent'] must be an assay RunTree, "
+                            f"distributed-tracing headers (a mapping) or a dotted order, got "
                             f"{type(parent).__name__}")
 
 
@@ -114,6 +121,8 @@ def with_extra(fn: Callable[..., Any], o: _Options, kind: str, args: tuple[Any, 
         raise InvalidInputError(f"langsmith_extra must be a mapping, got {extra!r}")
     one = _options(o, extra)
     parent = _parent(extra)
+    if parent is not None and parent._remote:  # its project (baggage, else this call's)
+        one.project_name = None
     on_end = extra.get("on_end")
     if kind == "sync":
         with tracing_context(parent=parent) if parent is not None else nullcontext():

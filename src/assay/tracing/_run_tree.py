@@ -17,6 +17,7 @@ more.
 
 from __future__ import annotations
 
+import logging
 import operator
 import os
 import time
@@ -48,6 +49,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _RUNTIME = {"sdk": "assay", "library": "assay", "runtime": "python"}
 _new_id = new_id_text
 _time_ns = time.time_ns
+log = logging.getLogger("assay.tracing")
 
 
 def _now_us() -> int:
@@ -452,6 +454,40 @@ class RunTree:
     def create_child(self, name: str, run_type: str = "chain", inputs: Any = None,
                      **kwargs: Any) -> RunTree:
         return RunTree(name, run_type, inputs, parent=self, **kwargs)
+
+    # -- distributed tracing (LangSmith's headers) --------------------------------------------
+    _remote = False  # True on a parent read from another process's headers (never written)
+
+    def to_headers(self) -> dict[str, str]:
+        """LangSmith's distributed-tracing headers for continuing this run's trace in another
+        process: ``langsmith-trace`` (the dotted order) and ``baggage`` (the run's metadata,
+        tags and project, URL-encoded), which ``RunTree.from_headers`` there (assay's or
+        LangSmith's) reads back."""
+        from ._headers import to_headers
+
+        return to_headers(self)
+
+    @classmethod
+    def from_headers(cls, headers: Mapping[Any, Any], *, client: Client | None = None,
+                     project_name: str | None = None) -> RunTree | None:
+        """The run another process sent its ``to_headers()`` from (LangSmith's or assay's), as a
+        parent for runs here: they join its trace under it, in the project its baggage names
+        (else ``project_name``, the ``tracing_context``'s, ``ASSAY_PROJECT``), with its
+        baggage's metadata and tags. None when the headers carry no ``langsmith-trace``; a
+        malformed one is refused (``InvalidInputError``), as LangSmith raises. Header names
+        are matched in any case, as str or bytes. The parent itself is never written here
+        (its process writes it): ``post()``/``patch()`` on it do nothing."""
+        from ._headers import from_headers
+
+        return from_headers(headers, client, project_name)
+
+    @classmethod
+    def from_dotted_order(cls, dotted_order: str, *, client: Client | None = None,
+                          project_name: str | None = None) -> RunTree:
+        """``from_headers`` of a ``langsmith-trace`` value alone (no baggage)."""
+        from ._headers import remote_parent
+
+        return remote_parent(dotted_order, None, client, project_name)
 
     def end(self, outputs: Any = None, error: BaseException | str | None = None,
             end_time: datetime | None = None) -> None:

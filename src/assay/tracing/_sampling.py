@@ -23,23 +23,29 @@ from ._run_tree import RunTree
 __all__ = ["ENV_SAMPLING", "EVALUATORS_PROJECT", "drop_unsampled", "keep_below"]
 
 ENV_SAMPLING = "ASSAY_TRACING_SAMPLING_RATE"
+ENV_SAMPLING_LANGSMITH = "LANGSMITH_TRACING_SAMPLING_RATE"  # read when assay's is unset
 EVALUATORS_PROJECT = "evaluators"  # where evaluate() traces its evaluators (never sampled)
 _SPAN = 1 << 32  # the hash's range: a trace id's last 8 hex digits
 
 
 def keep_below() -> int | None:
-    """The hash value under which a trace is kept, from ``ASSAY_TRACING_SAMPLING_RATE`` (None:
-    unset or 1, keep every trace). Read when a process first traces toward a store."""
-    raw = os.environ.get(ENV_SAMPLING)
+    """The hash value under which a trace is kept, from ``ASSAY_TRACING_SAMPLING_RATE``, else
+    ``LANGSMITH_TRACING_SAMPLING_RATE`` (None: both unset or 1, keep every trace). Read when a
+    process first traces toward a store."""
+    name = ENV_SAMPLING
+    raw = os.environ.get(name)
     if raw is None or not raw.strip():
-        return None
+        name = ENV_SAMPLING_LANGSMITH
+        raw = os.environ.get(name)
+        if raw is None or not raw.strip():
+            return None
     try:
         rate = float(raw)
     except ValueError:
         rate = -1.0
     if not 0.0 <= rate <= 1.0:
         raise InvalidInputError(
-            f"{ENV_SAMPLING} must be a number from 0 to 1 (the share of traces kept), "
+            f"{name} must be a number from 0 to 1 (the share of traces kept), "
             f"got {raw!r}")
     return None if rate >= 1.0 else int(rate * _SPAN)
 

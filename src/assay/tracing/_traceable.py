@@ -20,7 +20,16 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..errors import InvalidInputError
-from ._context import _CFG, _RUN, STEP_RUNS, _Config, _env_enabled, env_project, innermost
+from ._context import (
+    _CFG,
+    _RUN,
+    STEP_RUNS,
+    _Config,
+    _env_enabled,
+    _remote,
+    env_project,
+    innermost,
+)
 from ._run_tree import (
     SPEEDUPS,
     RunTree,
@@ -609,10 +618,17 @@ class trace:
         reference_example_id: uuid.UUID | str | None = None,
         run_id: uuid.UUID | str | None = None,
         enabled: bool | None = None,
-        parent: RunTree | None = None,
+        parent: RunTree | Mapping[Any, Any] | str | None = None,
         extra: Mapping[str, Any] | None = None,
     ) -> None:
         check_run_type(run_type)
+        if parent is not None and isinstance(parent, Mapping | str):
+            # another process's run, from its to_headers(): its project, metadata and tags
+            parent = _remote(parent, client, project_name)
+            if parent is not None:
+                project_name = None
+                metadata = {**parent.metadata, **(metadata or {})}
+                tags = [*parent.tags, *[t for t in tags or () if t not in parent.tags]]
         self._args: tuple[str, str, Any, dict[str, Any]]
         self._args = (name, run_type, inputs, dict(client=client, project_name=project_name,
                       project_id=project_id, metadata=metadata, tags=tags,
