@@ -32,3 +32,15 @@ def llm_server() -> Iterator[FakeLLMServer]:
     server = FakeLLMServer().start()
     yield server
     server.stop()
+
+
+@pytest.fixture(params=[True, False], ids=["c-wrapper", "python-wrapper"])
+def wrapper(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Each test twice: with the compiled call wrapper, and with the reference one in Python
+    (as where the extension is not built). True for the compiled one."""
+    if not request.param:
+        from assay.tracing import _traceable
+
+        monkeypatch.setattr(_traceable, "SPEEDUPS", None)
+        monkeypatch.setattr(_traceable._wrap_sync, "__defaults__", (None,))
+    return bool(request.param)

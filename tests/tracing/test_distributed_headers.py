@@ -18,7 +18,6 @@ from assay.client import Client
 from assay.errors import InvalidInputError
 from assay.tracing import (
     RunTree,
-    _traceable,
     get_current_run_tree,
     trace,
     traceable,
@@ -63,12 +62,7 @@ def _b_runs(client: Client) -> dict[int, Any]:
             if r.name == "_handler"}
 
 
-@pytest.mark.parametrize("compiled", [True, False], ids=["c-wrapper", "python-wrapper"])
-def test_b_continues_a_trace_from_its_headers(tclient: Client, compiled: bool,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    if not compiled:  # the reference wrapper, as where the extension is not built
-        monkeypatch.setattr(_traceable, "SPEEDUPS", None)
-        monkeypatch.setattr(_traceable._wrap_sync, "__defaults__", (None,))
+def test_b_continues_a_trace_from_its_headers(tclient: Client, wrapper: bool) -> None:
     root_id, headers = _service_a(tclient)
     assert set(headers) == {"langsmith-trace", "baggage"}
     a_handle = next(r for r in tclient.list_runs(project_name="svc-a") if r.name == "handle")

@@ -15,7 +15,7 @@ import pytest
 
 from assay.client import Client
 from assay.errors import InvalidInputError, NotFoundError
-from assay.tracing import _traceable, trace, traceable, tracing_context
+from assay.tracing import trace, traceable, tracing_context
 
 
 def on(client: Client, project: str = "t") -> Any:
@@ -27,12 +27,7 @@ def runs(client: Client, project: str = "t") -> dict[str, Any]:
     return {r.name: r for r in client.list_runs(project_name=project)}
 
 
-@pytest.mark.parametrize("compiled", [True, False], ids=["c-wrapper", "python-wrapper"])
-def test_sync_call_with_every_read_key(tclient: Client, compiled: bool,
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    if not compiled:  # the reference wrapper, as where the extension is not built
-        monkeypatch.setattr(_traceable, "SPEEDUPS", None)
-        monkeypatch.setattr(_traceable._wrap_sync, "__defaults__", (None,))
+def test_sync_call_with_every_read_key(tclient: Client, wrapper: bool) -> None:
     seen: list[dict[str, Any]] = []
 
     @traceable(metadata={"app": "bot"}, tags=["base"])
