@@ -165,6 +165,39 @@ def test_a_database_url_given_as_the_server_url_is_refused_by_name(
     assert [d.name for d in local.list_datasets()] == ["fine"]
 
 
+def test_a_server_that_is_not_assay_is_named_at_the_first_call() -> None:
+    """ASSAY_API_URL at another service (here: one answering JSON to everything) failed at the
+    first read as a pydantic validation error of a Dataset."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from assay.errors import RemoteError
+
+    class Other(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = json.dumps({"status": "ok", "items": []}).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    other = ThreadingHTTPServer(("127.0.0.1", 0), Other)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{other.server_address[1]}"
+    try:
+        with pytest.raises(RemoteError, match="is not an assay server") as err:
+            next(iter(Client(api_url=url).list_datasets()))
+        assert url in str(err.value) and "assay serve" in str(err.value)
+    finally:
+        other.shutdown()
+        other.server_close()
+
+
 def test_assay_evaluate_against_the_server(server: Server) -> None:
     from assay.evaluation import evaluate
 

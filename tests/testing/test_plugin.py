@@ -125,6 +125,35 @@ def test_a_suite_without_marked_tests_writes_nothing(pytester: pytest.Pytester, 
     assert not db.parent.exists() and not (pytester.path / ".assay").exists()
 
 
+def test_a_skipped_test_says_why_and_markers_shape_the_experiment(pytester: pytest.Pytester,
+                                                                   db: Path) -> None:
+    """A skipped test, as LangSmith's plugin keeps it: the run with its reason, no pass/fail
+    score; the markers' repetitions and split in the experiment's metadata."""
+    pytester.makepyfile(test_skip=textwrap.dedent('''
+        import pytest
+
+        @pytest.mark.assay(test_suite_name="skips", repetitions=3, split="smoke")
+        def test_ran():
+            assert True
+
+        @pytest.mark.assay(test_suite_name="skips")
+        def test_needs_a_key():
+            pytest.skip("no API key here")
+    '''))
+    run(pytester).assert_outcomes(passed=1, skipped=1)  # repetitions run inside the test
+    [exp] = experiments(db)
+    # the markers' repetitions and split, in the experiment as evaluate() records them
+    assert (exp.metadata["num_repetitions"], exp.metadata["dataset_splits"]) == (
+        3, ["base", "smoke"])  # the skipped test's example is in the default split
+    client = Client(database_url=f"sqlite:///{db}")
+    roots = list(client.list_runs(project_id=exp.id, is_root=True))
+    [skipped] = [r for r in roots if r.name == "test_needs_a_key"]
+    assert "no API key here" in skipped.outputs["skipped_reason"] and skipped.error is None
+    scored = {str(f.run_id) for f in client.list_feedback(project_ids=[exp.id])
+              if f.key == "pass"}
+    assert scored == {str(r.id) for r in roots if r.name == "test_ran"} and len(scored) == 3
+
+
 def test_bad_use_is_named_and_tracking_problems_never_change_outcomes(
         pytester: pytest.Pytester, db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytester.makepyfile(test_bad='''

@@ -53,9 +53,31 @@ class _Http:
         if api_key:
             headers["x-api-key"] = api_key
         self.client = httpx.Client(base_url=self.api_url, headers=headers, timeout=timeout)
+        self._checked = False
+
+    def _check_server(self) -> None:
+        """Once, before the first request: the URL must be a server of LangSmith's API (``GET
+        /info``: an object with its ``version``), or every answer would be read as the wrong
+        thing and fail later as a model's validation error."""
+        try:
+            resp = self.client.get("/info")
+        except httpx.HTTPError as exc:
+            raise RemoteError(f"cannot reach the assay server at {self.api_url}: {exc}") from exc
+        try:
+            info = resp.json() if resp.status_code == 200 else None
+        except ValueError:
+            info = None
+        if not isinstance(info, dict) or "version" not in info:
+            raise RemoteError(
+                f"{self.api_url} is not an assay server: GET /info answered HTTP "
+                f"{resp.status_code} {resp.headers.get('content-type', '')!s}, not the server's "
+                f"info (api_url / ASSAY_API_URL must point at `assay serve`)", resp.status_code)
+        self._checked = True
 
     def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
                 body: Any = None) -> Any:
+        if not self._checked:
+            self._check_server()
         content = None if body is None else _json.dumps(body).encode()
         headers = {"content-type": "application/json"} if content is not None else None
         clean = {k: _param(v) for k, v in (params or {}).items() if v is not None}

@@ -38,6 +38,7 @@ from ._evaluators import adapt_evaluator, adapt_summary_evaluator, as_list
 from ._experiment import (
     Creation,
     ExperimentState,
+    check_resume,
     check_same_dataset,
     end_experiment,
     experiment_metadata,
@@ -197,6 +198,10 @@ def _prepare_inner(o: _Options) -> _Prepared:
     remote = resolve_executor(o.executor)
     if o.metadata is not None and not isinstance(o.metadata, dict):
         raise InvalidInputError(f"metadata must be a dict, got {type(o.metadata).__name__}")
+    for what, value in (("experiment_prefix", o.experiment_prefix),
+                        ("description", o.description)):
+        if value is not None and not isinstance(value, str):  # before anything is created
+            raise InvalidInputError(f"{what} must be a string, got {type(value).__name__}")
     tgt = adapt_target(o.target)
     evs = [adapt_evaluator(e) for e in as_list(o.evaluators, "evaluators")]
     sevs = [adapt_summary_evaluator(e)
@@ -228,6 +233,10 @@ def _prepare_inner(o: _Options) -> _Prepared:
     reps = o.num_repetitions or (int(existing.metadata.get("num_repetitions") or 1)
                                if existing is not None else 1)
 
+    wanted: set[tuple[str, int]] = set()
+    if existing is not None:  # before its metadata changes: a mismatch changes nothing
+        wanted = {(str(ex.id), r) for r in range(reps) for ex in resolved.examples}
+        check_resume(o.client, existing, wanted)  # type: ignore[arg-type]  # client resolved
     state: ExperimentState | None = None
     creation: Creation | None = None
     if o.upload_results:
@@ -257,7 +266,7 @@ def _prepare_inner(o: _Options) -> _Prepared:
                                 client=o.client if o.upload_results else None)
     done: dict[tuple[str, int], Any] = {}
     if state is not None and not state.created:
-        wanted = {(str(ex.id), r) for r in range(reps) for ex in examples}
+        wanted = wanted or {(str(ex.id), r) for r in range(reps) for ex in examples}
         done = finished_rows(o.client, state.id, wanted=wanted,  # type: ignore[arg-type]  # client resolved
                              need_feedback=bool(evs), errors_count=o.error_handling == "log")
     units: Iterable[Unit]

@@ -38,6 +38,7 @@ __all__ = [
     "RUNNER",
     "Creation",
     "ExperimentState",
+    "check_resume",
     "check_same_dataset",
     "experiment_metadata",
     "find_experiment",
@@ -205,6 +206,31 @@ def new_name(prefix: str | None) -> str:
 class Finished:
     run: Run
     feedback: list[Feedback]
+
+
+def check_resume(client: Client, existing: TracerSession,
+                 wanted: set[tuple[str, int]]) -> None:
+    """Refuse a resume that would delete what it does not redo: the runs of (example,
+    repetition) pairs outside this request (other splits, examples or repetitions than the
+    experiment was started with), or a project's runs that are no experiment's examples (a
+    tracing project named as the experiment). ``finished_rows`` deletes every trace not kept."""
+    roots = client.store.runs.list(project_ids=[str(existing.id)], is_root=True)
+    foreign = [r for r in roots if r.reference_example_id is None]
+    outside = {(str(r.reference_example_id), r.metadata.get("repetition"))
+               for r in roots if r.reference_example_id is not None} - wanted
+    if foreign:
+        raise InvalidInputError(
+            f"{existing.name!r} holds {len(foreign)} run(s) that are not an experiment's "
+            f"examples (a tracing project?): evaluate() resumes experiments only, and would "
+            f"delete them; name a new experiment (experiment_prefix=...)")
+    if outside:
+        raise InvalidInputError(
+            f"experiment {existing.name!r} holds {len(outside)} (example, repetition) pair(s) "
+            f"this run would not redo (other splits, examples or repetitions than it was "
+            f"started with: {existing.metadata.get('dataset_splits') or 'all'} splits, "
+            f"{existing.metadata.get('num_repetitions') or 1} repetition(s)): resuming would "
+            f"delete them; resume with the same data, splits and num_repetitions, or start a "
+            f"new experiment")
 
 
 def finished_rows(

@@ -2,8 +2,9 @@
 
 ``evaluate_online("prod", evaluators=[...])`` makes one pass over the project's finished root
 runs (optionally those matching a ``filter`` in LangSmith's filter language, started since
-``since``), keeps a ``sampling_rate`` share of them, and runs every evaluator on each run not
-scored by this ``rule`` yet, writing the results as the run's feedback (source ``model``,
+``since``, read as UTC when it has no timezone, as every stored time is), keeps a
+``sampling_rate`` share of them, and runs every evaluator on each run not scored by this
+``rule`` yet, writing the results as the run's feedback (source ``model``,
 ``metadata.online_rule``). ``watch_online`` repeats passes until stopped; ``assay online`` is the
 command line.
 

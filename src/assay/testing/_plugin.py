@@ -246,6 +246,8 @@ class _Running:
         outputs = case.outputs
         if outputs is None and self.result is not None:
             outputs = self.result if isinstance(self.result, dict) else {"output": self.result}
+        if outputs is None and skipped:  # kept, and said why, as LangSmith's plugin does
+            outputs = {"skipped_reason": repr(exc)}
         try:
             if case.run is not None and self._trace is not None:
                 if outputs is not None:
@@ -290,10 +292,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     options = session.config.option
     try:
         from .._time import utcnow
+        from ._summary import GATE_KEY, describe, summarize
 
         for project_id in experiments.values():
             client.update_project(project_id, end_time=utcnow())
-        from ._summary import GATE_KEY, summarize
+            describe(client, project_id)
 
         state.report = summarize(client, experiments, baseline=options.assay_baseline,
                                  fail_on_regression=options.assay_fail_on_regression)

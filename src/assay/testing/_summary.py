@@ -16,7 +16,7 @@ from ..errors import NotFoundError
 if TYPE_CHECKING:
     from ..client import Client
 
-__all__ = ["Report", "summarize"]
+__all__ = ["Report", "describe", "summarize"]
 
 # A latency change is a regression worth failing CI only when it is large in practice too:
 # sub-millisecond tests differ "significantly" from run to run on any busy machine.
@@ -80,6 +80,22 @@ def _baseline_id(client: Client, current: Any, baseline: str) -> str | None:
     if not candidates:
         return None
     return str(max(candidates, key=lambda p: p.start_time).id)
+
+
+def describe(client: Client, project_id: str) -> None:
+    """Set the experiment's ``num_repetitions`` and ``dataset_splits`` from what its tests ran
+    (markers' ``repetitions`` and ``split``), as ``evaluate()`` records them: the experiment is
+    made by the session's first test, before the others' markers are known."""
+    roots = list(client.list_runs(project_id=project_id, is_root=True))
+    reps = 1 + max((int(r.metadata.get("repetition") or 0) for r in roots), default=0)
+    ids = sorted({str(r.reference_example_id) for r in roots if r.reference_example_id})
+    splits = sorted({s for ex in (client.list_examples(example_ids=ids) if ids else [])
+                     for s in ex.split or []})
+    project = client.read_project(project_id=project_id)
+    meta = project.metadata
+    if meta.get("num_repetitions") != reps or meta.get("dataset_splits") != splits:
+        client.update_project(project_id, metadata={**meta, "num_repetitions": reps,
+                                                    "dataset_splits": splits})
 
 
 def summarize(client: Client, experiments: dict[str, str], *, baseline: str | None,
