@@ -234,9 +234,10 @@ def _prepare_inner(o: _Options) -> _Prepared:
                                if existing is not None else 1)
 
     wanted: set[tuple[str, int]] = set()
+    roots = None  # the resumed experiment's root runs, read once
     if existing is not None:  # before its metadata changes: a mismatch changes nothing
         wanted = {(str(ex.id), r) for r in range(reps) for ex in resolved.examples}
-        check_resume(o.client, existing, wanted)  # type: ignore[arg-type]  # client resolved
+        roots = check_resume(o.client, existing, wanted)  # type: ignore[arg-type]  # client resolved
     state: ExperimentState | None = None
     creation: Creation | None = None
     if o.upload_results:
@@ -268,7 +269,8 @@ def _prepare_inner(o: _Options) -> _Prepared:
     if state is not None and not state.created:
         wanted = wanted or {(str(ex.id), r) for r in range(reps) for ex in examples}
         done = finished_rows(o.client, state.id, wanted=wanted,  # type: ignore[arg-type]  # client resolved
-                             need_feedback=bool(evs), errors_count=o.error_handling == "log")
+                             need_feedback=bool(evs), errors_count=o.error_handling == "log",
+                             roots=roots)
     units: Iterable[Unit]
     if isinstance(examples, ExampleStream) and not done:
         units = _stream_units(examples, reps)

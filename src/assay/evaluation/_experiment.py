@@ -209,11 +209,12 @@ class Finished:
 
 
 def check_resume(client: Client, existing: TracerSession,
-                 wanted: set[tuple[str, int]]) -> None:
+                 wanted: set[tuple[str, int]]) -> list[Run]:
     """Refuse a resume that would delete what it does not redo: the runs of (example,
     repetition) pairs outside this request (other splits, examples or repetitions than the
     experiment was started with), or a project's runs that are no experiment's examples (a
-    tracing project named as the experiment). ``finished_rows`` deletes every trace not kept."""
+    tracing project named as the experiment). ``finished_rows`` deletes every trace not kept.
+    Returns the experiment's root runs, for ``finished_rows``."""
     roots = client.store.runs.list(project_ids=[str(existing.id)], is_root=True)
     foreign = [r for r in roots if r.reference_example_id is None]
     outside = {(str(r.reference_example_id), r.metadata.get("repetition"))
@@ -231,6 +232,7 @@ def check_resume(client: Client, existing: TracerSession,
             f"{existing.metadata.get('num_repetitions') or 1} repetition(s)): resuming would "
             f"delete them; resume with the same data, splits and num_repetitions, or start a "
             f"new experiment")
+    return roots
 
 
 def finished_rows(
@@ -240,11 +242,13 @@ def finished_rows(
     wanted: set[tuple[str, int]],
     need_feedback: bool,
     errors_count: bool,
+    roots: list[Run] | None = None,
 ) -> dict[tuple[str, int], Finished]:
     """Rows already done in a resumed experiment; deletes every trace and feedback that is not
-    part of one (see the module docstring)."""
+    part of one (see the module docstring). ``roots``: its root runs, if read already."""
     store = client.store
-    roots = store.runs.list(project_ids=[str(experiment_id)], is_root=True)
+    if roots is None:
+        roots = store.runs.list(project_ids=[str(experiment_id)], is_root=True)
     feedback: dict[str, list[Feedback]] = {}
     for fb in store.feedback.list(project_ids=[str(experiment_id)], pairwise=False):
         if fb.run_id is not None:

@@ -50,7 +50,6 @@ from ._fold_rows import (
     apply_new_runs,
 )
 from ._fold_usage import usage_columns
-from ._tables import runs
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -233,13 +232,11 @@ def fill_orders(conn: Connection, tenant: str, items: list[Any],
         return []
     if not lookup:  # their parents may have come later in the batch
         return [item for item in waiting if not settle(item)]
-    wanted = sorted({_parent_of(i) for i in waiting} - known.keys())
-    from sqlalchemy import select
-
-    for i in range(0, len(wanted), 500):
-        known.update(conn.execute(select(runs.c.id, runs.c.dotted_order).where(
-            runs.c.id.in_(wanted[i : i + 500]), runs.c.tenant_id == tenant)).all())
     from ._journal import log
+    from ._runs import dotted_orders_of
+
+    known.update(dotted_orders_of(conn, tenant, {_parent_of(i) for i in waiting}
+                                  - known.keys()))
 
     for item in waiting:  # in order: a child of a waiting run comes after it
         if not settle(item):  # its parent never reached the store: kept without an order

@@ -74,7 +74,8 @@ from ._fold_scores import insert_scores, score_rows
 from ._fold_stream import fold_streamed
 from ._queue import AFTER, ENTRIES, claim, claimed, mark, queue_store, set_mark, trim
 from ._queue import append as append_to_queue
-from ._tables import journal, runs
+from ._runs import dotted_orders_of
+from ._tables import journal
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -184,10 +185,8 @@ def _fill_orders(conn: Connection, tenant: str, posts: list[Any]) -> None:
     waiting = [post for post in posts if not settle(post)]
     if not waiting:
         return
-    wanted = sorted({p["parent_run_id"] for p in waiting} - known.keys())
-    for i in range(0, len(wanted), 500):
-        known.update(conn.execute(select(runs.c.id, runs.c.dotted_order).where(
-            runs.c.id.in_(wanted[i : i + 500]), runs.c.tenant_id == tenant)).all())
+    known.update(dotted_orders_of(conn, tenant, {p["parent_run_id"] for p in waiting}
+                                  - known.keys()))
     for post in waiting:  # in order: a child of a waiting run comes after it
         if not settle(post):  # its parent never reached the store: kept without an order
             log.warning("assay store: run %s: parent %s not stored, no dotted order",

@@ -601,7 +601,8 @@ _MAX_DEPTH = 1000  # a parent chain longer than this is a loop, not a trace
 
 
 def dotted_orders_of(conn: Connection, tenant: Any, run_ids: set[str]) -> dict[str, str]:
-    """The stored dotted orders of ``run_ids`` (those that have one)."""
+    """The stored dotted orders of ``run_ids`` (those that have one): what a child posted
+    without an order is placed under (the writer's rows in the fold, single posts here)."""
     out: dict[str, str] = {}
     ids = sorted(run_ids)
     for i in range(0, len(ids), 500):
