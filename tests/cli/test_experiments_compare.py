@@ -59,6 +59,7 @@ def test_no_regression_exits_zero(db: tuple[str, dict]) -> None:
     assert "same vs base (baseline)" in result.output
     assert "no significant regressions" in result.output
     assert "correctness" in result.output and "latency" in result.output
+    assert "left out" not in result.output  # every example paired
 
 
 def test_regression_fails_only_when_asked(db: tuple[str, dict]) -> None:
@@ -178,3 +179,27 @@ def test_pairwise_results_among_the_compared(db: tuple[str, dict]) -> None:
     plain = run("base", "same", "--db", url)  # no comparison of these two: no pairwise table
     assert plain.exit_code == 0 and "pairwise" not in plain.output
 
+
+
+def test_unpaired_examples_are_reported(sqlite_url: str) -> None:
+    """A candidate that ran on part of the dataset (killed, or the dataset grew): what was
+    left out of the comparison is said, in the table and in --json."""
+    store = Store.open(sqlite_url)
+    ds, examples = make_dataset(store, "grown", 10)
+
+    def ok(i: int, ex: Any, rep: int) -> Outcome:
+        return Outcome(latency=1.0, scores={"correctness": 1.0})
+
+    add_experiment(store, ds.id, examples[:8], "first-eight", ok)
+    add_experiment(store, ds.id, examples[3:], "last-seven", ok, start=T0 + timedelta(hours=1))
+    store.close()
+    table = run("first-eight", "last-seven", "--db", sqlite_url)
+    assert table.exit_code == 0, table.output
+    assert ("5 examples paired; left out: 3 only in the baseline, 2 only in last-seven"
+            in " ".join(table.output.split()))
+    out = json.loads(run("first-eight", "last-seven", "--db", sqlite_url, "--json").output)
+    [pairing] = out["pairings"]
+    assert (pairing["paired"], pairing["only_in_baseline"], pairing["only_in_candidate"],
+            pairing["unpaired"]) == (5, 3, 2, 5)
+    assert pairing["candidate"]["name"] == "last-seven"
+    assert {d["n"] for d in out["diffs"] if d["metric"] == "correctness"} == {5}

@@ -118,3 +118,18 @@ def test_a_plain_csv_is_imported_by_naming_its_columns(sqlite_url: str, tmp_path
     flat.write_text('{"question": "2+2?", "answer": "4"}\n')
     shaped = invoke("datasets", "import", str(flat), "--db", sqlite_url)
     assert shaped.exit_code != 0 and '{"inputs": {...}, "outputs": {...}}' in shaped.output
+
+
+def test_datasets_export_reports_as_json(sqlite_url: str, tmp_path: Any) -> None:
+    """The README promises --json on every command that reports: export says what it wrote."""
+    import json
+
+    data = tmp_path / "two.csv"
+    data.write_text("inputs.q,outputs.a\n1,2\n3,4\n")
+    assert invoke("datasets", "import", str(data), "--db", sqlite_url).exit_code == 0
+    out = tmp_path / "back.jsonl"
+    done = invoke("datasets", "export", "two", str(out), "--db", sqlite_url, "--json")
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.output) == {"dataset": "two", "path": str(out), "examples": 2,
+                                       "as_of": None}
+    assert len(out.read_text().splitlines()) == 2

@@ -110,6 +110,7 @@ def test_sigkill_halfway_then_resume(client: Client, store: Store, tenant_env: d
     at_kill = list(client.list_runs(project_id=exp.id, is_root=True))
     fb_at_kill = Counter(str(f.run_id) for f in client.list_feedback(project_ids=[exp.id]))
     finished = [r for r in at_kill if r.end_time is not None and fb_at_kill[str(r.id)] == 2]
+    assert set(fb_at_kill) <= {str(r.id) for r in at_kill}  # no feedback stored before its run
     assert 0 < len(finished) < TOTAL
     assert len(at_kill) < TOTAL
 

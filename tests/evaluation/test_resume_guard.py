@@ -13,6 +13,8 @@ from assay.client import Client
 from assay.errors import InvalidInputError
 from assay.tracing import traceable, tracing_context
 
+from .conftest import make_dataset
+
 
 def target(inputs: dict) -> dict:
     return {"y": 2 * inputs["x"]}
@@ -77,3 +79,16 @@ def test_bad_names_are_refused_before_an_experiment_exists(client: Client, bad: 
     with pytest.raises(InvalidInputError, match=f"{next(iter(bad))} must be a string"):
         evaluate(target, data="typed", client=client, **bad)
     assert not [p for p in client.list_projects() if p.reference_dataset_id is not None]
+
+
+def test_an_unknown_experiment_id_is_an_error_not_a_new_experiment(client: Client) -> None:
+    """A mistyped id would otherwise have started an experiment named like an id."""
+    import uuid
+
+    from assay.errors import NotFoundError
+
+    data = make_dataset(client, "ids", 2)
+    missing = str(uuid.uuid4())
+    with pytest.raises(NotFoundError, match=f"experiment {missing} not found"):
+        evaluate(lambda i: i, data=data, experiment=missing, client=client)
+    assert [p.name for p in client.list_projects() if p.name == missing] == []

@@ -77,3 +77,49 @@ def test_a_child_stored_before_its_parent_still_nests(sqlite_url: str) -> None:
     assert [c.name for c in tree.child_runs] == ["child"] and tree.total_tokens == 7
     listed = {r.name: r for r in client.list_runs(project_name="late")}
     assert listed["root"].total_tokens == 7
+
+
+def _late_chain(client: Any, project: str) -> uuid.UUID:
+    """root, then an llm whose parents arrive after it, the nearest last:
+    root -> outer -> inner -> llm (7 tokens), created llm, inner, outer."""
+    root, outer, inner, llm = (uuid.uuid4() for _ in range(4))
+    t0 = datetime.now(UTC) - timedelta(seconds=10)
+    client.create_run(name="root", run_type="chain", inputs={}, id=root, project_name=project,
+                      start_time=t0)
+    for rid, name, kind, parent, at in [(llm, "llm", "llm", inner, 3),
+                                        (inner, "inner", "chain", outer, 2),
+                                        (outer, "outer", "chain", root, 1)]:
+        client.create_run(name=name, run_type=kind, inputs={}, id=rid, parent_run_id=parent,
+                          trace_id=root, project_name=project,
+                          start_time=t0 + timedelta(seconds=at),
+                          **({"extra": USAGE} if kind == "llm" else {}))
+        client.flush()  # each stored on its own, before its parent (the SDK batches them)
+    return root
+
+
+def _check_late_chain(client: Any, root: uuid.UUID, project: str) -> None:
+    listed = {r.name: r for r in client.list_runs(project_name=project)}
+    assert listed["llm"].dotted_order.startswith(listed["inner"].dotted_order + ".")
+    assert listed["inner"].dotted_order.startswith(listed["outer"].dotted_order + ".")
+    assert listed["outer"].dotted_order.startswith(listed["root"].dotted_order + ".")
+    assert listed["root"].total_tokens == 7 and listed["outer"].total_tokens == 7
+    tree = client.read_run(root, load_child_runs=True)
+    assert tree.total_tokens == 7
+    assert [c.name for c in tree.child_runs[0].child_runs[0].child_runs] == ["llm"]
+
+
+def test_runs_waiting_for_their_parents_are_placed_when_they_arrive(sqlite_url: str) -> None:
+    """A grandparent's usage counts a run stored before its parents: each is given its
+    dotted order when its parent is stored, the ones below it then too."""
+    client = Client(database_url=sqlite_url)
+    _check_late_chain(client, _late_chain(client, "later"), "later")
+
+
+def test_runs_waiting_for_their_parents_through_the_sdk(ws: Workspace) -> None:
+    from langsmith import Client as LangSmithClient
+
+    sdk = LangSmithClient(api_url=ws.server.url, api_key=ws.key)
+    root = _late_chain(sdk, "sdk-later")
+    sdk.flush()
+    _check_late_chain(sdk, root, "sdk-later")
+    sdk.cleanup()

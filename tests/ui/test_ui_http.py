@@ -297,3 +297,25 @@ def test_pairwise_comparisons_on_the_experiments_and_compare_pages(local: Any) -
     one = http.get(f"/o/t/datasets/{ds.id}/compare", params={"selectedSessions": ids[0]})
     assert one.headers["location"] == f"/ui/experiments/{ids[0]}"
     assert http.get(f"/o/t/projects/p/{ids[1]}").headers["location"] == f"/ui/projects/{ids[1]}"
+
+
+def test_the_compare_page_says_which_examples_were_left_out(local: Any) -> None:
+    """A candidate run on part of the dataset: the page says how many examples paired and how
+    many were left out on each side (the table's differences are over the paired ones)."""
+    from assay import Client, evaluate
+
+    store, http = local
+    client = Client(store=store)
+    ds = client.create_dataset("partly")
+    client.create_examples(dataset_id=ds.id, examples=[{"inputs": {"q": q}} for q in "abcd"])
+    full = evaluate(lambda i: {"a": i["q"]}, data="partly", client=client)
+    part = evaluate(lambda i: {"a": i["q"]}, data=list(client.list_examples(dataset_id=ds.id))[:3],
+                    client=client)
+    ids = [str(client.read_project(project_name=r.experiment_name).id) for r in (full, part)]
+    page = http.get("/ui/compare", params={"ids": ",".join(ids)}).text
+    said = " ".join(page.split())
+    assert (f'data-candidate="{ids[1]}">3 examples paired; left out: 1 only in the baseline, '
+            f"0 only in {part.experiment_name}") in said
+    other_way = http.get("/ui/compare", params={"ids": ",".join(ids), "baseline": ids[1]})
+    assert (f"3 examples paired; left out: 0 only in the baseline, 1 only in "
+            f"{full.experiment_name}") in " ".join(other_way.text.split())

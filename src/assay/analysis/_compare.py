@@ -20,7 +20,7 @@ from ._data import BUILTIN_METRICS, ExampleResult, ExperimentData, load_experime
 if TYPE_CHECKING:
     from ..store import Store
 
-__all__ = ["CompareOptions", "MetricDiff", "ExperimentRef", "Comparison", "compare",
+__all__ = ["CompareOptions", "MetricDiff", "ExperimentRef", "Comparison", "Pairing", "compare",
            "compare_experiments", "side_by_side"]
 
 
@@ -69,12 +69,28 @@ class MetricDiff(BaseModel):
         return "no significant change"
 
 
+class Pairing(BaseModel):
+    """How one candidate's examples paired with the baseline's: only ``paired`` examples are
+    compared; the others (a partial run, a dataset edited between the two) are left out, and
+    a reader must know how many."""
+
+    candidate: ExperimentRef
+    paired: int
+    only_in_baseline: int
+    only_in_candidate: int
+
+    @property
+    def unpaired(self) -> int:
+        return self.only_in_baseline + self.only_in_candidate
+
+
 class Comparison(BaseModel):
     dataset_id: uuid.UUID
     baseline: ExperimentRef
     candidates: list[ExperimentRef]
     options: CompareOptions
     diffs: list[MetricDiff]
+    pairings: list[Pairing] = []
 
     @property
     def regressions(self) -> list[MetricDiff]:
@@ -93,6 +109,13 @@ def _metrics(experiments: Sequence[ExperimentData],
         keys += [k for k in data.score_keys if k not in keys]
     out = [(f"feedback:{k}", k, k in lower) for k in keys]
     return out + [(m, m, low) for m, low in BUILTIN_METRICS.items()]
+
+
+def _pairing(base: ExperimentData, cand: ExperimentData) -> Pairing:
+    b = {r.key for r in base.rows if r.example_id is not None}
+    c = {r.key for r in cand.rows if r.example_id is not None}
+    return Pairing(candidate=_ref(cand), paired=len(b & c), only_in_baseline=len(b - c),
+                   only_in_candidate=len(c - b))
 
 
 def _diff(metric: str, name: str, lower_better: bool, base: ExperimentData,
@@ -152,7 +175,8 @@ def compare(experiments: Sequence[ExperimentData],
         for metric, name, lower in _metrics([base, cand], opts.lower_is_better)
     ]
     return Comparison(dataset_id=datasets.pop(), baseline=_ref(base),  # type: ignore[arg-type]  # None refused above
-                      candidates=[_ref(c) for c in cands], options=opts, diffs=diffs)
+                      candidates=[_ref(c) for c in cands], options=opts, diffs=diffs,
+                      pairings=[_pairing(base, c) for c in cands])
 
 
 def compare_experiments(

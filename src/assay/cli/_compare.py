@@ -76,6 +76,8 @@ def compare(
         for item, diff in zip(data["diffs"], result.diffs, strict=True):
             item["status"] = diff.status
         data["regressions"] = len(regressions)
+        for item, pairing in zip(data["pairings"], result.pairings, strict=True):
+            item["unpaired"] = pairing.unpaired
         data["pairwise"] = [c.model_dump(mode="json", include={
             "id", "name", "created_at", "experiments_info", "feedback_stats"}) for c in pairwise]
         emit_json(data)
@@ -117,6 +119,11 @@ def _print(result: Comparison) -> None:
                           metric_value(d.candidate_mean, d.kind), signed(d.diff, d.kind), ci,
                           str(d.n), status)
         console.print(table)
+        pairing = next(p for p in result.pairings if p.candidate.id == cand.id)
+        if pairing.unpaired:
+            console.print(styled((
+                f"{pairing.paired} examples paired; left out: {pairing.only_in_baseline} only "
+                f"in the baseline, {pairing.only_in_candidate} only in {cand.name}", "yellow")))
     n = len(result.regressions)
     if n:
         names = ", ".join(f"{d.metric} ({d.candidate.name})" for d in result.regressions)

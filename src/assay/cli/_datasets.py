@@ -117,8 +117,12 @@ def export(
         "--format", help="jsonl, csv or openai (OpenAI fine-tuning lines; default: from the "
         "file name).")] = None,
     db: DbOption = None,
+    json_out: JsonOption = False,
 ) -> None:
     """Write a dataset's examples to a JSONL or CSV file, or as OpenAI fine-tuning JSONL."""
     with handle_errors():
         n = open_client(db).export_dataset(path, dataset_name=name, as_of=as_of, format=format)
-    console.print(f"wrote {n} examples to {path}")
+    if json_out:
+        emit_json({"dataset": name, "path": str(path), "examples": n, "as_of": as_of})
+    else:
+        console.print(f"wrote {n} examples to {path}")

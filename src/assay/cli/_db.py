@@ -105,6 +105,22 @@ def _hours_differing(conn: Any) -> dict[str, int]:
     return bad
 
 
+def _feedback_without_run(conn: Any) -> dict[str, int]:
+    """Per session: feedback rows naming a run that is not stored (a process killed between
+    storing an experiment's feedback and its runs, before feedback waited for them; or feedback
+    posted for a run that never arrived). Reads count it; a resume of the experiment redoes
+    those examples."""
+    from sqlalchemy import func, select
+
+    from ..store._tables import feedback, runs
+
+    missing = ~select(runs.c.id).where(runs.c.id == feedback.c.run_id).exists()
+    query = (select(feedback.c.session_id, func.count())
+             .where(feedback.c.run_id.is_not(None), missing)
+             .group_by(feedback.c.session_id))
+    return {sid: n for sid, n in conn.execute(query)}
+
+
 @app.command("check")
 def check(
     db: DbOption = None,
@@ -115,7 +131,9 @@ def check(
     """Verify that every project's maintained statistics equal a full recomputation.
 
     Compares the per-project statistics and the hourly rollups (table run_hours, the charts'
-    source): a project whose hours differ from a recount of its runs lists run_hours.
+    source): a project whose hours differ from a recount of its runs lists run_hours. Feedback
+    naming a run that is not stored is listed as feedback_without_run (--repair keeps it:
+    resume the experiment, or delete the feedback).
 
     Exits 1 when a project differs (after --repair, when it still differs).
     """
@@ -135,22 +153,31 @@ def check(
         checked = 0
         with store.read() as conn:
             hours = _hours_differing(conn)
+            lost = _feedback_without_run(conn)
             for row in conn.execute(select(sessions)):
                 checked += 1
                 diff = _differences(session_stats(conn, row), recompute_session_stats(conn, row))
                 if hours.pop(row.id, 0):
                     diff.append("run_hours")
+                found: dict[str, Any] = {"project": row.name, "id": row.id, "fields": diff}
+                if n := lost.pop(row.id, 0):
+                    diff.append("feedback_without_run")
+                    found["feedback_without_run"] = n
                 if diff:
-                    bad.append({"project": row.name, "id": row.id, "fields": diff})
+                    bad.append(found)
             for orphan in sorted(hours, key=str):  # hours of a project that no longer exists
                 bad.append({"project": None, "id": orphan, "fields": ["run_hours"]})
     if json_out:
         emit_json({"checked": checked, "mismatched": bad, "repaired": repair})
     elif bad:
         for b in bad:
-            console.print(styled((str(b["project"]), "red"),
-                                 f" ({b['id']}): {', '.join(b['fields'])}"))
+            fields = [f"{f} ({b[f]} rows)" if f in b else f for f in b["fields"]]
+            console.print(styled((str(b["project"]), "red"), f" ({b['id']}): {', '.join(fields)}"))
         console.print(f"{len(bad)} of {checked} projects differ; run `assay db check --repair`")
+        if any("feedback_without_run" in b for b in bad):
+            console.print("feedback_without_run: --repair keeps it; resume the experiment "
+                          "(evaluate(..., experiment=...)) to redo those examples, or delete "
+                          "the feedback")
     else:
         console.print(f"{checked} projects checked: statistics consistent")
     if bad:

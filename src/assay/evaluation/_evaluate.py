@@ -329,7 +329,8 @@ async def _execute_inner(prep: _Prepared) -> ExperimentResults:
     try:
         if plan.upload:
             plan.sink = FeedbackSink(prep.client.store, interval=0.02,  # type: ignore[union-attr]  # client resolved
-                                     hold=prep.creation, experiment_id=plan.session_id)
+                                     hold=prep.creation, experiment_id=plan.session_id,
+                                     writer=plan.writer)
             plan.sink.start()
         try:
             with relaxed_gc():
@@ -353,10 +354,10 @@ async def _execute_inner(prep: _Prepared) -> ExperimentResults:
     except BaseException as exc:
         followers.launch()
         try:
-            if plan.sink is not None and not stored:  # what did run is kept
+            if plan.sink is not None and not stored:  # what did run is kept, runs first
+                await offload(prep.client.flush)  # type: ignore[union-attr]  # client resolved
                 with contextlib.suppress(Exception):  # a failed write: raised already, or
                     await plan.sink.close()           # second to the error being raised
-                await offload(prep.client.flush)  # type: ignore[union-attr]  # client resolved
         finally:
             if followers.git is not None:  # its write never outlives the experiment
                 await asyncio.gather(followers.git, return_exceptions=True)
@@ -408,14 +409,15 @@ def _record_git(prep: _Prepared) -> None:
 
 def _store_the_end(prep: _Prepared, feedback: list[dict[str, Any]],
                    summary: list[EvaluationResult]) -> None:
-    """Everything an experiment stores after its last example, on one thread: the feedback
-    still queued, then the last runs (one after the other is measured faster than side by
-    side: the two only contend for the interpreter and the write lock), then what needs them
-    stored (dropping the traces of ignored errors), the summary feedback and the end time."""
+    """Everything an experiment stores after its last example, on one thread: the last runs,
+    then the feedback still queued (after its runs: feedback is never stored before the run it
+    scores; one after the other is measured faster than side by side: the two only contend
+    for the interpreter and the write lock), then what needs them stored (dropping the traces
+    of ignored errors), the summary feedback and the end time."""
     client, state, sink = prep.client, prep.state, prep.plan.sink
     assert client is not None and state is not None and sink is not None
-    sink.finish(feedback)
     client.flush()
+    sink.finish(feedback)
     if prep.plan.ignored_traces:
         client.store.runs.delete_traces(str(state.id), trace_ids=prep.plan.ignored_traces)
     if summary:

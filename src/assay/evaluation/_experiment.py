@@ -74,7 +74,8 @@ def experiment_metadata(user: dict[str, Any] | None, data: ResolvedData,
 
 
 def find_experiment(client: Client, experiment: Any) -> TracerSession | None:
-    """The stored experiment ``experiment`` names (object, id or name), or None if no such name."""
+    """The stored experiment ``experiment`` names (object, id or name), or None if no such name
+    (a name first, as a project may be named like an id); an id that names none is an error."""
     if isinstance(experiment, TracerSession):
         return client.read_project(project_id=experiment.id)
     if isinstance(experiment, uuid.UUID):
@@ -89,15 +90,16 @@ def find_experiment(client: Client, experiment: Any) -> TracerSession | None:
         as_id = uuid.UUID(experiment)
     except ValueError:
         as_id = None
-    if as_id is not None:
-        try:
-            return client.read_project(project_id=as_id)
-        except NotFoundError:
-            pass
     try:
         return client.read_project(project_name=experiment)
     except NotFoundError:
-        return None
+        if as_id is None:
+            return None  # a name not stored yet: the experiment is started under it
+    try:  # an id: to resume, never to name a new experiment (a mistyped id would be one)
+        return client.read_project(project_id=as_id)
+    except NotFoundError:
+        raise NotFoundError(f"experiment {experiment} not found: no experiment has that id "
+                            "(experiment= resumes a stored experiment by id or name)") from None
 
 
 def check_same_dataset(existing: TracerSession, dataset_id: str) -> None:

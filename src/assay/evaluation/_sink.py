@@ -19,12 +19,15 @@ share, the experiment and the source, is journaled once per batch, and the fold 
 full rows again.
 
 ``hold``: the experiment's project row being written meanwhile (``Creation``): nothing is
-written before it is done, and nothing at all if it failed.
+written before it is done, and nothing at all if it failed. ``writer``: the run writer the
+rows' runs were handed to before their feedback was added; a batch waits until the writer has
+stored everything queued before it (``RunWriter.barrier``), so a process killed in between
+never leaves feedback whose run is lost (read_project counted it, resume redid the run).
 
 The end: ``detach()`` stops the background writes and hands over what is left, ``finish()``
-stores it (blocking, on a thread): an experiment calls it on the thread that then stores its
-last runs and its end time, one hop off the event loop instead of several. ``close()`` is the
-two in one.
+stores it (blocking, on a thread, once the run writer is flushed): an experiment calls it on
+the thread that stores its last runs and its end time, one hop off the event loop instead of
+several. ``close()`` is the two in one.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from ._schemas import EvaluationResult
 
 if TYPE_CHECKING:
     from ..store import Store
+    from ..tracing._writer import RunWriter
     from ._experiment import Creation
 
 __all__ = ["SCORE_COLUMNS", "FeedbackSink", "feedback_rows"]
@@ -85,9 +89,11 @@ def feedback_rows(results: Sequence[EvaluationResult], run_id: Any, trace_id: An
 
 class FeedbackSink:
     def __init__(self, store: Store, *, batch_size: int = 2000, interval: float = 1.0,
-                 hold: Creation | None = None, experiment_id: str | None = None) -> None:
+                 hold: Creation | None = None, experiment_id: str | None = None,
+                 writer: RunWriter | None = None) -> None:
         self._store = store
         self._hold = hold
+        self._writer = writer
         # what every plain score's row shares (see SCORE_COLUMNS)
         self._defaults = {"session_id": experiment_id, "feedback_source": {"type": "model"}}
         self.batch_size = batch_size
@@ -144,7 +150,8 @@ class FeedbackSink:
                 self._pending = []
                 return
         rows, self._pending, self._due = self._pending, [], math.inf
-        self._writing = submit(self._write_noting, rows)
+        runs_stored = self._writer.barrier() if self._writer is not None else None
+        self._writing = submit(self._write_noting, rows, runs_stored)
 
     def _tick(self) -> None:
         """Rows left queued while no example finishes are written when due all the same."""
@@ -153,8 +160,10 @@ class FeedbackSink:
                 with self._lock:
                     self._write_pending()
 
-    def _write_noting(self, rows: list[Any]) -> None:
+    def _write_noting(self, rows: list[Any], runs_stored: threading.Event | None) -> None:
         try:
+            if runs_stored is not None:
+                runs_stored.wait()  # the writer sets it even when it stops on a bug
             self._write(rows)
         except BaseException as exc:  # surfaced by add(), detach() and close()
             self._error = exc
@@ -179,14 +188,17 @@ class FeedbackSink:
             self._detached = True
         self._stop.set()
         if self._writing is not None:
+            if self._writer is not None and not self._writing.done():
+                self._writer.wake()  # its runs are stored now, not after the writer's linger
             await asyncio.wrap_future(self._writing)  # never raises: see _write_noting
         self._raise()
         rows, self._pending = self._pending, []
         return rows
 
     def finish(self, rows: list[Any]) -> None:
-        """Store the rows ``detach`` handed over (blocking: on a thread). They wait for the
-        experiment's row like every other write, and are dropped if it failed."""
+        """Store the rows ``detach`` handed over (blocking: on a thread), after their runs
+        (the caller flushed the run writer first). They wait for the experiment's row like
+        every other write, and are dropped if it failed."""
         if self._hold is not None:
             self._hold.done.wait()
             if self._hold.failed:

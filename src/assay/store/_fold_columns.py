@@ -233,7 +233,7 @@ def fill_orders(conn: Connection, tenant: str, items: list[Any],
     if not lookup:  # their parents may have come later in the batch
         return [item for item in waiting if not settle(item)]
     from ._journal import log
-    from ._runs import dotted_orders_of
+    from ._placing import dotted_orders_of
 
     known.update(dotted_orders_of(conn, tenant, {_parent_of(i) for i in waiting}
                                   - known.keys()))

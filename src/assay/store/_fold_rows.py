@@ -46,6 +46,7 @@ from ._driver import in_marks, sqlite
 from ._fold_usage import names_usage, usage_columns
 from ._multirow import insert_many
 from ._pg_copy import CopyRows
+from ._placing import place_waiting
 from ._tables import runs
 
 if TYPE_CHECKING:
@@ -610,7 +611,8 @@ class FoldScope:
 def apply_new_runs(conn: Connection, tenant: str, deltas: RunDeltas,
                    posted: Mapping[str, list[str]], scope: FoldScope | None = None) -> None:
     """The statistics of a batch of new runs written by a fast path (``deltas``), and the
-    feedback that was waiting for them (``posted``: run ids by session). With ``scope``:
+    feedback and the runs that were waiting for them (``posted``: run ids by session;
+    ``place_waiting``). With ``scope``:
     staged there instead, written by ``FoldScope.write``."""
     if scope is not None:
         scope.staged.append((tenant, deltas, posted))
@@ -619,6 +621,7 @@ def apply_new_runs(conn: Connection, tenant: str, deltas: RunDeltas,
     fb = FeedbackDeltas()
     adopt_pending_feedback(conn, tenant, posted, fb)
     fb.apply(conn)
+    place_waiting(conn, tenant, (rid for ids in posted.values() for rid in ids))
 
 
 class _Rows:

@@ -72,9 +72,9 @@ from ._fold_rows import (
 )
 from ._fold_scores import insert_scores, score_rows
 from ._fold_stream import fold_streamed
+from ._placing import dotted_orders_of
 from ._queue import AFTER, ENTRIES, claim, claimed, mark, queue_store, set_mark, trim
 from ._queue import append as append_to_queue
-from ._runs import dotted_orders_of
 from ._tables import journal
 
 if TYPE_CHECKING:

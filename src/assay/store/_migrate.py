@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["HEAD", "current_revision", "upgrade"]
 
-HEAD = "0016"
+HEAD = "0017"
 _MIGRATIONS = Path(__file__).parent / "migrations"
 _PG_LOCK = 0x617373617900  # "assay\0"
 

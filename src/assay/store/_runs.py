@@ -33,6 +33,8 @@ from ._aggregates import (
     adopt_pending_feedback,
 )
 from ._bulk import insert_many
+from ._placing import MAX_DEPTH as _MAX_DEPTH
+from ._placing import dotted_orders_of, place_waiting
 from ._run_filter import compile_filter, text_search
 from ._tables import runs, shares
 from ._types import sender_micros, to_micros
@@ -308,6 +310,10 @@ class RunRepo:
             fb = FeedbackDeltas()
             adopt_pending_feedback(conn, self.store.tenant_id, posted, fb)
             fb.apply(conn)
+        # runs stored earlier waiting for one of these as their parent (it may have been
+        # stored as a patch's placeholder, or without an order of its own until now)
+        place_waiting(conn, self.store.tenant_id,
+                      [r["id"] for r in existing.values() if r.get("dotted_order")])
         return len(ids)
 
     def _derive_dotted_orders(self, conn: Connection, rows: dict[str, dict[str, Any]]) -> None:
@@ -597,20 +603,6 @@ class RunRepo:
         return deleted
 
 
-_MAX_DEPTH = 1000  # a parent chain longer than this is a loop, not a trace
-
-
-def dotted_orders_of(conn: Connection, tenant: Any, run_ids: set[str]) -> dict[str, str]:
-    """The stored dotted orders of ``run_ids`` (those that have one): what a child posted
-    without an order is placed under (the writer's rows in the fold, single posts here)."""
-    out: dict[str, str] = {}
-    ids = sorted(run_ids)
-    for i in range(0, len(ids), 500):
-        q = select(runs.c.id, runs.c.dotted_order).where(
-            runs.c.id.in_(ids[i:i + 500]), runs.c.tenant_id == tenant,
-            runs.c.dotted_order.is_not(None))
-        out.update({str(rid): order for rid, order in conn.execute(q)})
-    return out
 
 
 def _attach(root: Run, descendants: list[Run]) -> None:

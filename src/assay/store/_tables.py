@@ -140,6 +140,8 @@ sessions = Table(
 
 # Runs carry derived columns (latency, first token, tokens, costs, flags) computed when written,
 # so that session statistics are index-friendly SQL aggregates.
+_UNPLACED = "dotted_order IS NULL AND parent_run_id IS NOT NULL"
+
 runs = Table(
     "runs",
     metadata,
@@ -190,6 +192,10 @@ runs = Table(
     # partial (migration 0010): ``parent_run_id = x`` never looks for a root's NULL
     Index("ix_runs_parent", "parent_run_id", sqlite_where=text("parent_run_id IS NOT NULL"),
           postgresql_where=text("parent_run_id IS NOT NULL")),
+    # runs stored before their parent, waiting for it to be placed (migration 0017,
+    # _placing.py): nearly always empty, probed by every write of runs
+    Index("ix_runs_unplaced", "tenant_id", "parent_run_id", sqlite_where=text(_UNPLACED),
+          postgresql_where=text(_UNPLACED)),
 )
 
 feedback = Table(

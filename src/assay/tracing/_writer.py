@@ -243,6 +243,23 @@ class RunWriter:
     def close(self, timeout: float | None = None) -> bool:
         return self.flush(timeout)
 
+    def barrier(self) -> threading.Event:
+        """An event set once every run queued before this call is stored, at the writer's own
+        pace (``flush`` hurries it). What must never be stored before those runs waits on it:
+        an experiment's feedback, which a crash in between would leave pointing at no run."""
+        marker = threading.Event()
+        if not self._q and not self._running:  # nothing queued or being stored
+            marker.set()
+            return marker
+        self._q.append(marker)
+        if not self._running:
+            self._ensure_running()
+        return marker
+
+    def wake(self) -> None:
+        """Store what is queued now rather than at the next tick (someone waits on it)."""
+        self._wake.set()
+
     # -- writer thread ------------------------------------------------------------------------
     def _loop(self) -> None:
         try:

@@ -1,0 +1,84 @@
+"""Where a run posted without a dotted order goes in its trace, once its parent is known.
+
+LangSmith's single-run API (``create_run(parent_run_id=...)``) sends no dotted order; the store
+derives it from the parent's (``RunRepo._derive_dotted_orders``, the fold's ``fill_orders``).
+A child that arrives before its parent cannot be placed then and is stored without one: reads
+nest it by ``parent_run_id``, but a grandparent's roll-up (which reads by dotted order) missed
+it. ``place_waiting`` places such runs when their parent is written, and their own waiting
+children after them.
+
+Found through a small partial index of the runs without an order (``ix_runs_unplaced``,
+migration 0017): one probe per write finds it empty, the common case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import bindparam, select, update
+
+from .._ids import dotted_segment_us
+from ._driver import marked
+from ._tables import runs
+from ._types import to_micros
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+__all__ = ["MAX_DEPTH", "dotted_orders_of", "place_waiting"]
+
+_CHUNK = 500
+MAX_DEPTH = 1000  # a parent chain longer than this is a loop, not a trace
+_PROBE = ("SELECT 1 FROM runs WHERE tenant_id = ? AND dotted_order IS NULL "
+          "AND parent_run_id IS NOT NULL LIMIT 1")
+
+
+def dotted_orders_of(conn: Connection, tenant: Any, run_ids: set[str]) -> dict[str, str]:
+    """The stored dotted orders of ``run_ids`` (those that have one): what a child posted
+    without an order is placed under (the writer's rows in the fold, single posts here)."""
+    out: dict[str, str] = {}
+    ids = sorted(run_ids)
+    for i in range(0, len(ids), _CHUNK):
+        q = select(runs.c.id, runs.c.dotted_order).where(
+            runs.c.id.in_(ids[i:i + _CHUNK]), runs.c.tenant_id == tenant,
+            runs.c.dotted_order.is_not(None))
+        out.update({str(rid): order for rid, order in conn.execute(q)})
+    return out
+
+
+def place_waiting(conn: Connection, tenant: str, written: Iterable[str]) -> int:
+    """Give the stored runs waiting for a run of ``written`` (their parent, now stored) their
+    dotted order, then theirs in turn; returns how many were placed."""
+    if conn.exec_driver_sql(marked(conn, _PROBE), (tenant,)).first() is None:
+        return 0  # nothing waits anywhere in the workspace: one probe of an empty index
+    placed = 0
+    parents = set(written)
+    for _ in range(MAX_DEPTH):
+        if not parents:
+            break
+        ids = sorted(parents)
+        waiting: list[Any] = []
+        for i in range(0, len(ids), _CHUNK):
+            waiting += conn.execute(select(runs.c.id, runs.c.parent_run_id, runs.c.start_time)
+                                    .where(runs.c.tenant_id == tenant,
+                                           runs.c.dotted_order.is_(None),
+                                           runs.c.parent_run_id.in_(ids[i:i + _CHUNK]))).all()
+        if not waiting:
+            break
+        above = dotted_orders_of(conn, tenant, {str(w.parent_run_id) for w in waiting})
+        rows = []
+        for w in waiting:
+            order = above.get(str(w.parent_run_id))
+            if order is not None:  # its parent has no order yet either: placed with it
+                own = dotted_segment_us(to_micros(w.start_time) or 0, str(w.id))  # never NULL
+                rows.append({"_id": w.id, "_order": f"{order}.{own}"})
+        if not rows:
+            break
+        conn.execute(update(runs).where(runs.c.tenant_id == tenant,
+                                        runs.c.id == bindparam("_id"))
+                     .values(dotted_order=bindparam("_order")), rows)
+        placed += len(rows)
+        parents = {str(r["_id"]) for r in rows}
+    return placed
+
