@@ -85,7 +85,15 @@ def test_a_thread_that_goes_on_is_scored_again(
     report = evaluate_threads_online(project, [resolved], idle=timedelta(0), client=client)
     assert [str(r) for r in report.scored_run_ids] == [later]
     assert [f.score for f in _feedback(client, later)] == [1.0]
-    assert [f.score for f in _feedback(client, ids["b"][0])] == [0.0]  # the old verdict stays
+    # the conversation it has become replaces the old verdict: one score per thread and rule
+    assert _feedback(client, ids["b"][0]) == []
+    assert [f.score for f in _feedback(client, ids["a"][-1])] == [1.0]  # other threads' stay
+    stats = client.read_project(project_name=project, include_stats=True)
+    assert stats.feedback_stats["resolved"].n == 2 and stats.feedback_stats["resolved"].avg == 1.0
+    human = client.create_feedback(later, "resolved", score=0.0)  # a person's: never replaced
+    _turn(client, project, "b", 11, "bye")
+    evaluate_threads_online(project, [resolved], idle=timedelta(0), client=client)
+    assert [f.id for f in _feedback(client, later)] == [human.id]
 
 
 def test_idle_waits_for_a_quiet_conversation(bot: tuple[Client, str, dict[str, list[str]]],

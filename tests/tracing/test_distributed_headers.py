@@ -244,3 +244,34 @@ def test_langsmith_sampling_rate_is_read_when_assay_s_is_unset(
     with pytest.raises(InvalidInputError, match="LANGSMITH_TRACING_SAMPLING_RATE must be a "
                                                 "number from 0 to 1"):
         keep_below()
+
+
+def test_a_client_s_own_sampling_rate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Client(tracing_sampling_rate=...)``, LangSmith's keyword: the traces made with that
+    client are sampled at its rate (whole traces), over the environment's; another client of
+    the same store (sharing its writer) keeps its own."""
+    monkeypatch.delenv("ASSAY_TRACING_SAMPLING_RATE", raising=False)
+    monkeypatch.setenv("LANGSMITH_TRACING_SAMPLING_RATE", "0")  # the process keeps nothing
+    url = f"sqlite:///{tmp_path / 'client-rate.db'}"
+    half = Client(database_url=url, tracing_sampling_rate=0.5)
+    every = Client(store=half.store, tracing_sampling_rate=1.0)
+    default = Client(store=half.store)
+    try:
+        for client, project in ((half, "half"), (every, "every"), (default, "default")):
+            with tracing_context(enabled=True, client=client, project_name=project):
+                for i in range(200):
+                    _handler(i)
+        half.flush()
+        roots = {p: list(half.list_runs(project_name=p, is_root=True))
+                 for p in ("half", "every")}
+        assert len(roots["every"]) == 200
+        assert 60 < len(roots["half"]) < 140  # a hash of each trace id: about half
+        kept = {r.trace_id for r in roots["half"]}
+        children = list(half.list_runs(project_name="half", is_root=False))
+        assert children and {r.trace_id for r in children} <= kept  # with their roots
+        assert "default" not in {p.name for p in half.list_projects()}
+    finally:
+        half.close()
+    with pytest.raises(InvalidInputError, match=r"tracing_sampling_rate must be a number from "
+                                                r"0 to 1 \(the share of traces kept\), got 2"):
+        Client(database_url=url, tracing_sampling_rate=2)

@@ -24,7 +24,9 @@ class Client(DatasetMethods, ProjectMethods, FeedbackMethods, QueueMethods, RunM
     ``Client()`` opens the embedded store (``ASSAY_DATABASE_URL`` or ``.assay/assay.db``);
     ``Client(database_url=...)`` another one; ``Client(store=...)`` shares an open store.
     ``Client(api_url=..., api_key=...)`` (or ``ASSAY_API_URL`` / ``ASSAY_API_KEY``) talks to an
-    ``assay serve`` server instead, with the same methods.
+    ``assay serve`` server instead, with the same methods. ``tracing_sampling_rate``: the
+    share of traces made with this client that are kept (LangSmith's keyword; default: the
+    ``ASSAY_TRACING_SAMPLING_RATE`` environment variable, else every trace).
     """
 
     def __init__(
@@ -34,7 +36,12 @@ class Client(DatasetMethods, ProjectMethods, FeedbackMethods, QueueMethods, RunM
         api_key: str | None = None,
         database_url: str | os.PathLike[str] | None = None,
         store: Store | None = None,
+        tracing_sampling_rate: float | None = None,
     ) -> None:
+        if tracing_sampling_rate is not None:  # else the environment's (see tracing/_sampling)
+            from ..tracing._sampling import below_of
+
+            self._sampling_below = below_of(tracing_sampling_rate)
         if api_url is None and store is None and database_url is None:
             api_url = os.environ.get("ASSAY_API_URL") or None
         if api_url is not None:  # remote mode: the same repositories, over an assay server
@@ -80,6 +87,8 @@ class Client(DatasetMethods, ProjectMethods, FeedbackMethods, QueueMethods, RunM
                 writer = self.__dict__.get("_run_writer")
                 if writer is None:
                     writer = self.__dict__["_run_writer"] = writer_for(self)
+                    if "_sampling_below" in self.__dict__ and writer is not None:
+                        writer.sampled_clients = True
         return writer
 
     def flush(self, timeout: float | None = None) -> None:

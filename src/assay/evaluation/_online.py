@@ -30,7 +30,7 @@ import asyncio
 import hashlib
 import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from .._sync import offload, run_sync
 from .._time import utcnow
 from ..errors import InvalidInputError, NotFoundError
-from ..schemas import Run
+from ..schemas import Feedback, Run
 from ._evaluators import RowEvaluator, adapt_evaluator, as_list
 from ._sink import feedback_rows
 
@@ -169,26 +169,32 @@ def _page(client: Client, project_name: str, filter: str | None, since: datetime
                                  start_time=since, offset=offset, limit=_PAGE))
 
 
-def _scored(client: Client, rule: str, run_ids: list[Any]) -> dict[str, Prior]:
-    """This rule's feedback on each of the runs holding some: one query per 100 runs, of the
-    model-sourced rows only (an online rule's), so human feedback is not read."""
-    out: dict[str, Prior] = {}
+def rule_feedback(client: Client, rule: str, run_ids: list[Any]) -> Iterator[Feedback]:
+    """This rule's feedback on ``run_ids``: one query per 100 runs, of the model-sourced rows
+    only (an online rule's), so human feedback is not read."""
     for i in range(0, len(run_ids), 100):  # remote: ids in the query string, kept short
         for fb in client.store.feedback.list(run_ids=run_ids[i:i + 100], pairwise=False,
                                              source_types="model"):
             meta = (fb.feedback_source.metadata if fb.feedback_source else None) or {}
-            if meta.get("online_rule") != rule:
-                continue
-            prior = out.setdefault(str(fb.run_id), Prior())
-            if (fb.extra or {}).get("error"):
-                prior.errors.setdefault(fb.key, []).append(str(fb.id))
-            else:
-                prior.ok[fb.key] = prior.ok.get(fb.key, 0) + 1
+            if meta.get("online_rule") == rule:
+                yield fb
+
+
+def _scored(client: Client, rule: str, run_ids: list[Any]) -> dict[str, Prior]:
+    """This rule's feedback on each of the runs holding some."""
+    out: dict[str, Prior] = {}
+    for fb in rule_feedback(client, rule, run_ids):
+        prior = out.setdefault(str(fb.run_id), Prior())
+        if (fb.extra or {}).get("error"):
+            prior.errors.setdefault(fb.key, []).append(str(fb.id))
+        else:
+            prior.ok[fb.key] = prior.ok.get(fb.key, 0) + 1
     return out
 
 
-def _forget(client: Client, feedback_ids: list[str]) -> None:
-    """Delete stale error rows (one gone already, by a pass beside this one, is fine)."""
+def forget(client: Client, feedback_ids: list[str]) -> None:
+    """Delete feedback rows no longer current: stale error rows, a thread's superseded score
+    (one gone already, by a pass beside this one, is fine)."""
     for fid in feedback_ids:
         try:
             client.store.feedback.delete(fid)
@@ -198,11 +204,15 @@ def _forget(client: Client, feedback_ids: list[str]) -> None:
 
 async def _score(client: Client, rule: str, evs: list[RowEvaluator], run: Run,
                  report: OnlinePass, row_of: Callable[[Run], Any] = _Row,
-                 prior: Prior | None = None) -> None:
+                 prior: Prior | None = None,
+                 superseded: Callable[[], list[str]] | None = None) -> None:
     """Run the evaluators on ``run`` (``row_of`` makes what they read of it) and write their
     results as its feedback, with ids derived from (rule, run, key); a retry (``prior``) runs
     only the evaluators that failed, numbers its rows after those kept, and deletes the error
-    rows it did not replace (after the write: killed between, the next pass does it again)."""
+    rows it did not replace (after the write: killed between, the next pass does it again).
+    ``superseded``: the ids of rows these results replace (a thread's score on what was its
+    last turn), deleted before the write: killed between, the run holds no score of the rule,
+    so the next pass scores it again."""
     evs, kept = prior.retry(evs) if prior is not None else (evs, {})
     if any(ev.needs_run for ev in evs):  # with its subtree: tool calls, llm calls
         run = await offload(lambda: client.read_run(run.id, load_child_runs=True))
@@ -218,12 +228,14 @@ async def _score(client: Client, rule: str, evs: list[RowEvaluator], run: Run,
         item["feedback_source"]["metadata"] = meta
         n = seen[r.key] = seen.get(r.key, -1) + 1  # two results of one key: two rows
         item["id"] = uuid.uuid5(_NAMESPACE, f"{rule}:{run.id}:{r.key}:{n}")
+    if superseded is not None:
+        await offload(lambda: forget(client, superseded()))
     await offload(lambda: client.store.feedback.create_many(rows, return_records=False))
     if prior is not None:
         written = {str(item["id"]) for item in rows}
         stale = [f for ids in prior.errors.values() for f in ids if f not in written]
         if stale:
-            await offload(_forget, client, stale)
+            await offload(forget, client, stale)
         report.retried += 1
     report.scored += 1
     report.feedback += len(rows)

@@ -17,9 +17,10 @@ outputs, ``run`` the last turn (with its subtree when asked for).
 
 Safe to repeat, as ``evaluate_online``: the sample is a hash of (rule, thread id); a thread
 counts as scored when its last turn holds this rule's feedback with no error, so a thread
-that goes on later (a new last turn) is scored again, as the conversation it has become; the
-evaluators that raised are run again next pass (those alone); the feedback ids come from (rule,
-last turn, key).
+that goes on later (a new last turn) is scored again, as the conversation it has become, and
+that score replaces the one on its earlier last turn (one score per thread and rule: the
+project's feedback statistics count threads, not passes); the evaluators that raised are run
+again next pass (those alone); the feedback ids come from (rule, last turn, key).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from .._sync import offload, run_sync
 from .._time import utcnow
 from ..errors import InvalidInputError
 from ..schemas import Run
-from ._online import OnlinePass, Prior, _Row, _score, _scored, prepare, sampled
+from ._online import OnlinePass, Prior, _Row, _score, _scored, prepare, rule_feedback, sampled
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -133,7 +134,13 @@ async def aevaluate_threads_online(
             def row_of(run: Run) -> _ThreadRow:
                 return _ThreadRow(t.thread_id, turns[:-1] + [run], run)
 
-            await _score(client, name, evs, turns[-1], report, row_of, prior)
+            def superseded() -> list[str]:  # the thread's score on what was its last turn
+                return [str(fb.id) for fb in rule_feedback(client, name, ids[:len(turns) - 1])
+                        if fb.feedback_source is not None
+                        and (fb.feedback_source.metadata or {}).get("thread_id") == t.thread_id]
+
+            await _score(client, name, evs, turns[-1], report, row_of, prior,
+                         superseded if len(turns) > 1 and prior is None else None)
 
     await asyncio.gather(*(one(t, p) for t, p in todo))
     report.resume_from = now

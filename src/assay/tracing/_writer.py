@@ -130,6 +130,7 @@ class RunWriter:
         self._dropped_sessions: set[str] = set()
         # ASSAY_TRACING_SAMPLING_RATE: the runs of traces left out are dropped here (_drain)
         self._keep_below = keep_below()
+        self.sampled_clients = False  # a client with a sampling rate of its own writes here
         self._running = False
         self._thread: threading.Thread | None = None
         # relaxed_gc's block while a burst is being written (see _relax), or None
@@ -357,7 +358,7 @@ class RunWriter:
                 items = [q.popleft() for _ in range(count)]
             except IndexError:  # cleared meanwhile (a fork)
                 return
-            if self._keep_below is not None:
+            if self._keep_below is not None or self.sampled_clients:
                 items = drop_unsampled(items, self._keep_below)
             posts: list[Any] = []
             patches: list[dict[str, Any]] = []
