@@ -68,7 +68,13 @@ def settled(value: Any) -> Any:
 def _fallback(value: Any) -> Any:
     if value.__class__ is Deferred:
         return value.resolved()
-    return repr(value)
+    try:
+        return repr(value)
+    except Exception:  # noqa: BLE001 - a broken __repr__ must not lose the run that holds it
+        return f"<{type(value).__qualname__} object (its repr failed)>"
+
+
+_BAD_BYTES = "invalid utf-8 sequence"  # pydantic-core's words for bytes that are not text
 
 
 _SCALARS = frozenset((str, int, float, bool, type(None)))
@@ -89,6 +95,14 @@ def jsonable(value: Any) -> Any:
         if isinstance(value, (list, tuple)):
             return [jsonable(v) for v in value]
         raise
+    except ValueError as exc:
+        if _BAD_BYTES in str(exc):  # binary data (an image's bytes): as base64 text
+            return pydantic_core.to_jsonable_python(value, fallback=_fallback,
+                                                    serialize_unknown=True, bytes_mode="base64")
+        # past pydantic-core's depth (~250 levels): containers by hand
+        if "serialization depth" not in str(exc) or not isinstance(value, (dict, list, tuple)):
+            raise
+        return _plain(value)
 
 
 def _escape_char(match: re.Match[str]) -> str:
@@ -156,6 +170,19 @@ def _escape_model(value: Any) -> Any:
     return escape_text(value) if isinstance(value, str) else value
 
 
+TOO_DEEP = "a value nests objects or arrays too deeply to be stored"
+
+
+def _plain(value: Any) -> Any:
+    """``jsonable`` for a value past pydantic-core's serialization depth (~250 levels, which
+    stored values may be): containers walked here, anything else converted as usual."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return jsonable(value)
+
+
 def model_jsonable(model: pydantic.BaseModel, **kwargs: Any) -> Any:
     """``model.model_dump(mode="json", **kwargs)`` that keeps lone surrogates exact, keys too.
 
@@ -171,13 +198,42 @@ def model_jsonable(model: pydantic.BaseModel, **kwargs: Any) -> Any:
             encoded = _to_json(data)  # a lone surrogate in a value (kept): look the slow way
         if _REPLACEMENT not in encoded:  # nothing replaced: the common case
             return data
-    except (UnicodeEncodeError, pydantic_core.PydanticSerializationError):
-        pass  # a lone surrogate somewhere
+    except (UnicodeEncodeError, ValueError) as exc:
+        if "serialization depth" in str(exc):  # a stored value nested past pydantic-core's
+            return _plain(model.model_dump(**kwargs))
+        if not isinstance(exc, (UnicodeEncodeError, pydantic_core.PydanticSerializationError)):
+            raise
+        # else a lone surrogate somewhere
     return unescape(_escape_model(model).model_dump(mode="json", **kwargs))
 
 
 def _to_json(value: Any) -> bytes:
-    return pydantic_core.to_json(value, fallback=_fallback, serialize_unknown=True)
+    try:
+        out = pydantic_core.to_json(value, fallback=_fallback, serialize_unknown=True)
+    except pydantic_core.PydanticSerializationError as exc:
+        if _BAD_BYTES not in str(exc):
+            raise
+        # binary data (an image's bytes) as base64 text: the run is kept (it was refused)
+        out = pydantic_core.to_json(value, fallback=_fallback, serialize_unknown=True,
+                                    bytes_mode="base64")
+    if b'"..."' in out:  # maybe a value past pydantic-core's depth, which it writes as "..."
+        return _exact(value, out)
+    return out
+
+
+def _exact(value: Any, out: bytes) -> bytes:
+    """The text of a value pydantic-core cut short at its depth (~250 levels) with ``"..."``:
+    ``json``'s, whole (a stored example or feedback value was silently truncated before). A
+    cycle stays pydantic-core's ``"..."``; a value past the interpreter's depth is refused."""
+    try:
+        return json.dumps(value, default=jsonable, ensure_ascii=True,
+                          separators=(",", ":")).encode()
+    except ValueError:  # a circular reference: nothing to write whole
+        return out
+    except RecursionError:
+        from .errors import InvalidInputError
+
+        raise InvalidInputError(TOO_DEEP) from None
 
 
 def dumps(value: Any) -> str:
@@ -224,8 +280,12 @@ def loads_column(data: str | bytes) -> Any:
 
 def from_json_column(data: str | bytes) -> Any:
     """``loads_column`` with pydantic-core's parser, for JSON text read by raw SQL (which
-    bypasses the engines' deserializer): stored text holds no lone surrogate to refuse."""
-    value = pydantic_core.from_json(data)
+    bypasses the engines' deserializer): stored text holds no lone surrogate to refuse; a
+    value nested past pydantic-core's depth (about 200 levels) goes through ``json``."""
+    try:
+        value = pydantic_core.from_json(data)
+    except ValueError:
+        value = json.loads(data)
     if _ESC in data if isinstance(data, str) else _ESC_UTF8 in data:
         value = unescape(value)
     return value

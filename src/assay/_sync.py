@@ -15,8 +15,8 @@ from collections.abc import Callable, Coroutine
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
-__all__ = ["ContextThreadPoolExecutor", "keep_context_in_executor", "offload", "run_sync",
-           "submit"]
+__all__ = ["ContextThreadPoolExecutor", "awaited", "keep_context_in_executor", "offload",
+           "on_a_running_loop", "run_sync", "submit"]
 
 T = TypeVar("T")
 
@@ -148,6 +148,22 @@ def _forget_loop() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_loop)
+
+
+def on_a_running_loop() -> bool:
+    """Whether this thread is running an event loop: sync code called from a coroutine, which
+    must not block it (``run_sync`` would run the work on a loop of its own, away from the
+    clients an agent bound to this one)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+async def awaited(coro: Coroutine[Any, Any, Any], then: Callable[[Any], T]) -> T:
+    """``then`` of what ``coro`` gives: a sync evaluator's answer when it is awaited instead."""
+    return then(await coro)
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:

@@ -133,3 +133,29 @@ def test_datasets_export_reports_as_json(sqlite_url: str, tmp_path: Any) -> None
     assert json.loads(done.output) == {"dataset": "two", "path": str(out), "examples": 2,
                                        "as_of": None}
     assert len(out.read_text().splitlines()) == 2
+
+
+def test_import_refuses_broken_files_by_name_and_creates_no_store(tmp_path: Any) -> None:
+    """An open quote (it read the rest of the file into one cell), bytes that are not UTF-8 (a
+    traceback, exit 1), a missing file (it created an empty store first); Excel's BOM is read."""
+    db = tmp_path / "new" / "store.db"
+    url = f"sqlite:///{db}"
+    missing = invoke("datasets", "import", str(tmp_path / "nope.csv"), "--db", url)
+    assert missing.exit_code == 2 and "does not exist" in missing.output
+    assert not db.exists() and not db.parent.exists()
+    quoted = tmp_path / "quoted.csv"
+    quoted.write_text('question,answer\n"unterminated,a1\nq2,a2\n')
+    refused = invoke("datasets", "import", str(quoted), "--input-keys", "question",
+                     "--output-keys", "answer", "--db", url)
+    said = " ".join(refused.output.split())
+    assert refused.exit_code == 2 and "malformed CSV" in said and "quoted.csv:" in said
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(b'{"inputs": {"q": 1}}\n\xff\xfe\n')
+    refused = invoke("datasets", "import", str(binary), "--db", url)
+    assert refused.exit_code == 2 and "not UTF-8" in refused.output
+    excel = tmp_path / "excel.csv"
+    excel.write_bytes("\ufeffinputs.question,outputs.answer\nhi,there\n".encode())
+    done = invoke("datasets", "import", str(excel), "--db", url)
+    assert done.exit_code == 0, done.output
+    [ex] = Client(database_url=url).list_examples(dataset_name="excel")
+    assert ex.inputs == {"question": "hi"} and ex.outputs == {"answer": "there"}

@@ -363,10 +363,19 @@ def test_each_evaluator_runs_many_times_on_one_agent(srv: ScriptedModelServer) -
 def test_switch_off_records_no_framework_runs(srv: ScriptedModelServer, db: Client) -> None:
     set_framework_tracing(False)
     try:
-        results = evaluate(react_agent(srv), data=_dataset(db, ["Sydney"]), client=db)
+        results = evaluate(react_agent(srv), data=_dataset(db, ["Sydney"]), client=db,
+                           evaluators=[ReliabilityEvaluator(None).as_evaluator(client=db),
+                                       ReliabilityEvaluator(["lookup_city"])])
         (row,) = list(results)
         assert row["run"].outputs["output"].startswith("Answer: Sydney")
         assert len(_tree(db, row)) == 1  # the example's root alone
+        # no tool runs: the calls are read from the graph's own result (its messages)
+        assert [(r.key, r.score) for r in row["evaluation_results"]["results"]] == [
+            ("reliability", 1.0), ("reliability", 1.0)]
+        stored = db.read_run(row["run"].id)  # read without its children, as a user may
+        result = ReliabilityEvaluator([{"name": "lookup_city", "args": {"city": "Sydney"}}]
+                                      ).run(stored)
+        assert result.passed and result.actual_tool_calls == ["lookup_city"]
     finally:
         set_framework_tracing(None)
 

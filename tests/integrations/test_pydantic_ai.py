@@ -92,6 +92,27 @@ def test_the_three_evaluators_take_the_agent_directly(model: ScriptedModelServer
     assert not wrong.passed and wrong.argument_mismatches
 
 
+def test_the_agent_evaluators_run_inside_evaluate_one_example_at_a_time(
+        model: ScriptedModelServer, pydantic_agent: Any, client: Client) -> None:
+    """PerformanceEvaluator/AccuracyEvaluator.as_evaluator() in evaluate() at its default
+    concurrency (evaluators called on its event loop): the agent runs on that loop, where its
+    HTTP client lives (it ran on a loop of its own and failed: "bound to a different event
+    loop"), and the evaluators still answer when called directly."""
+    perf = PerformanceEvaluator(pydantic_agent, num_iterations=2, warmup_runs=0).as_evaluator()
+    judge = OpenAIJudge("gpt-4o-mini", base_url=model.base_url)
+    accuracy = AccuracyEvaluator(judge).as_evaluator()
+    data = [{"inputs": {"question": f"get_weather for {c}"},
+             "outputs": {"answer": f"sunny in {c}"}} for c in ("Paris", "Rome")]
+    rows = list(evaluate(pydantic_agent, data=data, evaluators=[perf, accuracy], client=client))
+    for row in rows:
+        results = {r.key: r for r in row["evaluation_results"]["results"]}
+        assert results["latency_seconds"].score > 0, results["latency_seconds"].comment
+        assert results["memory_peak_bytes"].score > 0
+        assert results["accuracy"].score is not None, results["accuracy"].comment
+    direct = perf({"question": "get_weather for Oslo"})  # outside any loop: a plain call
+    assert {r["key"] for r in direct["results"]} >= {"latency_seconds"}
+
+
 def test_evaluate_stores_llm_and_tool_runs_under_each_example_at_concurrency_8(
         model: ScriptedModelServer, pydantic_agent: Any, client: Client) -> None:
     results = evaluate(pydantic_agent, data=_data(CITIES),

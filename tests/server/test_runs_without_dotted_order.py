@@ -48,18 +48,29 @@ def _check(client: Any, root: uuid.UUID, project: str) -> None:
     assert listed["step"].dotted_order.startswith(listed["root"].dotted_order + ".")
 
 
-def test_assays_client(sqlite_url: str) -> None:
+def _flows() -> dict[str, tuple[Any, Any]]:
+    """(make the runs, check them): runs made one at a time in order, and runs stored before
+    their parents (each placed when its parent is stored, the ones below it then too: a
+    grandparent's usage counts them)."""
+    return {"one-by-one": (_trace, _check), "later": (_late_chain, _check_late_chain)}
+
+
+@pytest.mark.parametrize("flow", ["one-by-one", "later"])
+def test_assays_client(sqlite_url: str, flow: str) -> None:
+    make, check = _flows()[flow]
     client = Client(database_url=sqlite_url)
-    _check(client, _trace(client, "one-by-one"), "one-by-one")
+    check(client, make(client, flow), flow)
 
 
-def test_the_langsmith_sdk_against_the_server(ws: Workspace) -> None:
+@pytest.mark.parametrize("flow", ["one-by-one", "later"])
+def test_the_langsmith_sdk_against_the_server(ws: Workspace, flow: str) -> None:
     from langsmith import Client as LangSmithClient
 
+    make, check = _flows()[flow]
     sdk = LangSmithClient(api_url=ws.server.url, api_key=ws.key)
-    root = _trace(sdk, "sdk-one-by-one")
+    root = make(sdk, f"sdk-{flow}")
     sdk.flush()
-    _check(sdk, root, "sdk-one-by-one")
+    check(sdk, root, f"sdk-{flow}")
     sdk.cleanup()
 
 
@@ -106,20 +117,3 @@ def _check_late_chain(client: Any, root: uuid.UUID, project: str) -> None:
     tree = client.read_run(root, load_child_runs=True)
     assert tree.total_tokens == 7
     assert [c.name for c in tree.child_runs[0].child_runs[0].child_runs] == ["llm"]
-
-
-def test_runs_waiting_for_their_parents_are_placed_when_they_arrive(sqlite_url: str) -> None:
-    """A grandparent's usage counts a run stored before its parents: each is given its
-    dotted order when its parent is stored, the ones below it then too."""
-    client = Client(database_url=sqlite_url)
-    _check_late_chain(client, _late_chain(client, "later"), "later")
-
-
-def test_runs_waiting_for_their_parents_through_the_sdk(ws: Workspace) -> None:
-    from langsmith import Client as LangSmithClient
-
-    sdk = LangSmithClient(api_url=ws.server.url, api_key=ws.key)
-    root = _late_chain(sdk, "sdk-later")
-    sdk.flush()
-    _check_late_chain(sdk, root, "sdk-later")
-    sdk.cleanup()

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -182,7 +183,8 @@ def _serve_no_auth(db: str, *extra: str) -> tuple[subprocess.Popen[str], str]:
 
 
 def _post_batch(url: str, n: int, session: str) -> None:
-    posts = [make_run(f"r{i}", session=session, end_time="2026-01-01T00:00:01Z")
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    posts = [make_run(f"r{i}", session=session, start=start, end_time="2026-01-01T00:00:01Z")
              for i in range(n)]
     assert httpx.post(f"{url}/runs/batch", json={"post": posts}).status_code == 202
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from assay.errors import InvalidInputError
 from assay.server._body import loads, parse_multipart
 from assay.server._errors import ApiError
 from assay.server._wire import RunIn, plain_run, run_dict, run_in
@@ -66,8 +67,36 @@ def test_sub_millisecond_end_is_clamped_to_start() -> None:
     raw = {**make_run("fast", start=T0), "end_time": ms(T0)}
     row = _clean(plain_run(raw))  # type: ignore[arg-type]
     assert row["end_time"] == row["start_time"]
-    far = {**raw, "end_time": ms(T0) - 5}  # 5 ms before: a real error, kept as sent
-    assert _clean(plain_run(far))["end_time"] < _clean(plain_run(far))["start_time"]  # type: ignore[arg-type]
+    far = {**raw, "end_time": ms(T0) - 5}  # 5 ms before: a real error (a negative latency
+    assert plain_run(far) is None             # in every statistic), refused in words
+    with pytest.raises(ApiError, match=r"end_time .* is before its start_time"):
+        run_in(far)
+    with pytest.raises(InvalidInputError, match="end_time is before its start_time"):
+        _clean({**make_run("local", start=T0), "end_time": T0 - timedelta(seconds=10)})
+
+
+def test_a_run_that_ends_before_it_starts_is_refused_by_every_ingest_path(
+        ws: Workspace) -> None:
+    """/runs, /runs/batch and /runs/multipart (its C pass and the Python one): 422 naming the
+    run, nothing stored; the project's latency never goes negative."""
+    def bad() -> dict[str, Any]:
+        run = make_run("backwards", session="backwards", start=T0 + timedelta(seconds=10))
+        run["end_time"] = T0.isoformat()
+        return run
+
+    one = bad()
+    resp = ws.http.post("/runs", json=one)
+    assert resp.status_code == 422 and "is before its start_time" in resp.text, resp.text
+    resp = ws.http.post("/runs/batch", json={"post": [bad()]})
+    assert resp.status_code == 422 and "is before its start_time" in resp.text, resp.text
+    for encoding in ("zstd", None):
+        run = bad()
+        body, headers = multipart([(f"post.{run['id']}", run)], encoding=encoding)
+        resp = ws.http.post("/runs/multipart", content=body, headers=headers)
+        assert resp.status_code == 422 and "is before its start_time" in resp.text, resp.text
+    from assay import Client
+
+    assert "backwards" not in {p.name for p in Client(store=ws.store).list_projects()}
 
 
 NOT_PLAIN = {

@@ -4,6 +4,7 @@ read what the store holds afterwards."""
 
 from __future__ import annotations
 
+import socket
 import textwrap
 from pathlib import Path
 
@@ -278,6 +279,10 @@ def test_the_gate_fails_a_session_on_a_significant_regression(pytester: pytest.P
     typo.stdout.fnmatch_lines(["*assay: gate:* (suite gate): 8 test runs*",
                                "*the regression gate could not run*",
                                "*baseline 'no-such-experiment'*not found*"])
+    # ... and that session is no 'previous' baseline either: the regression still fails
+    after_typo = run(pytester, "--assay-baseline", "previous", "--assay-fail-on-regression")
+    assert after_typo.ret == 1
+    after_typo.stdout.fnmatch_lines([f"*against {baseline.name}:*", "*quality: 1 -> 0.25*"])
     alone = run(pytester, "--assay-fail-on-regression")  # nothing to gate against
     assert alone.ret == pytest.ExitCode.USAGE_ERROR
     alone.stderr.fnmatch_lines(["*--assay-fail-on-regression needs --assay-baseline*"])
@@ -285,6 +290,33 @@ def test_the_gate_fails_a_session_on_a_significant_regression(pytester: pytest.P
     assert lenient.ret == 0
     lenient.stdout.fnmatch_lines([f"*against {baseline.name}:*",
                                   "*significant regressions (not failing the session)*"])
+
+
+def test_a_gated_session_fails_when_its_results_cannot_be_stored(
+        pytester: pytest.Pytester, db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wrong key or a server that is down: the tests still run, but a session asked to fail
+    on a regression cannot pass on a comparison that never ran (it exited 0)."""
+    pytester.makepyfile(test_gate=textwrap.dedent("""
+        import pytest
+        from assay import testing as t
+
+        @pytest.mark.assay(test_suite_name="gate-down")
+        def test_q():
+            t.log_feedback(key="quality", score=1.0)
+    """))
+    monkeypatch.delenv("ASSAY_DATABASE_URL")
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("ASSAY_API_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("ASSAY_API_KEY", "asy_wrong")
+    plain = run(pytester)
+    plain.assert_outcomes(passed=1)
+    assert plain.ret == 0  # not gated: the tests' own outcome
+    gated = run(pytester, "--assay-baseline", "previous", "--assay-fail-on-regression")
+    gated.assert_outcomes(passed=1)
+    assert gated.ret == 1
+    gated.stdout.fnmatch_lines(["*the regression gate could not run*failing the session*"])
 
 
 UPSONIC_SUITE = '''

@@ -99,6 +99,8 @@ def import_(
     with handle_errors():
         if output_keys is not None and input_keys is None:
             raise InvalidInputError("--output-keys needs --input-keys")
+        if not path.exists():  # before a store is created for it
+            raise InvalidInputError(f"dataset file {path} does not exist")
         ds = open_client(db, create=True).import_dataset(
             path, dataset_name=name, format=format, input_keys=keys(input_keys),
             output_keys=keys(output_keys))

@@ -128,9 +128,19 @@ def read_examples(
         from ..integrations._adk_evalset import read_eval_set
 
         return read_eval_set(path)
+    try:
+        return _read_rows(path, fmt, input_keys, output_keys)
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"{path} is not UTF-8 text ({exc.reason} at byte "
+                                f"{exc.start}): save it as UTF-8") from None
+
+
+def _read_rows(path: Path, fmt: str, input_keys: Sequence[str] | None,
+               output_keys: Sequence[str] | None) -> list[dict[str, Any]]:
+    """The examples of a JSONL or CSV file (UTF-8, with or without the BOM Excel writes)."""
     out: list[dict[str, Any]] = []
     if fmt in ("jsonl", "openai"):
-        with path.open(encoding="utf-8") as fh:
+        with path.open(encoding="utf-8-sig") as fh:
             for lineno, line in enumerate(fh, 1):
                 if not line.strip():
                     continue
@@ -151,42 +161,55 @@ def read_examples(
                 item.pop("modified_at", None)
                 out.append(item)
         return out
-    with path.open(encoding="utf-8", newline="") as fh:
-        reader = csv.DictReader(fh)
-        cols = reader.fieldnames or []
+    with path.open(encoding="utf-8-sig", newline="") as fh:
+        # strict: a quote left open is an error, not the rest of the file read into one cell
+        reader = csv.DictReader(fh, strict=True)
+        try:
+            return _csv_rows(path, reader, input_keys, output_keys, out)
+        except csv.Error as exc:
+            raise ExampleValidationError(
+                len(out), f"{path}:{reader.line_num}: malformed CSV: {exc}") from None
+
+
+def _csv_rows(path: Path, reader: csv.DictReader[str], input_keys: Sequence[str] | None,
+              output_keys: Sequence[str] | None, out: list[dict[str, Any]]
+              ) -> list[dict[str, Any]]:
+    """The rows of a CSV file as examples (``out``, filled as they are read)."""
+    cols = reader.fieldnames or []
+    if input_keys is not None:
+        missing = [k for k in list(input_keys) + list(output_keys or []) if k not in cols]
+        if missing:
+            raise InvalidInputError(f"{path}: CSV has no column(s) {missing}")
+    elif not any(c.startswith("inputs.") for c in cols):
+        raise InvalidInputError(
+            f"{path}: CSV needs 'inputs.<key>' (and 'outputs.<key>') columns, or name the "
+            f"input and output columns (input_keys=/output_keys=, or --input-keys/"
+            f"--output-keys on the command line); columns here: {', '.join(cols)}")
+    for lineno, row in enumerate(reader, 2):
+        if None in row:
+            raise ExampleValidationError(len(out), f"{path}:{lineno}: more cells than columns")
+        item: dict[str, Any]
         if input_keys is not None:
-            missing = [k for k in list(input_keys) + list(output_keys or []) if k not in cols]
-            if missing:
-                raise InvalidInputError(f"{path}: CSV has no column(s) {missing}")
-        elif not any(c.startswith("inputs.") for c in cols):
-            raise InvalidInputError(
-                f"{path}: CSV needs 'inputs.<key>' (and 'outputs.<key>') columns, or name the "
-                f"input and output columns (input_keys=/output_keys=, or --input-keys/"
-                f"--output-keys on the command line); columns here: {', '.join(cols)}")
-        for lineno, row in enumerate(reader, 2):
-            if None in row:
-                raise ExampleValidationError(len(out), f"{path}:{lineno}: more cells than columns")
-            if input_keys is not None:
-                item = {
-                    "inputs": {k: row[k] for k in input_keys},
-                    "outputs": {k: row[k] for k in (output_keys or [])} or None,
-                }
-            else:
-                item = {
-                    "inputs": {c[7:]: _uncell(v) for c, v in row.items()
-                               if c.startswith("inputs.") and v != ""},
-                    "outputs": {c[8:]: _uncell(v) for c, v in row.items()
-                                if c.startswith("outputs.") and v != ""} or None,
-                }
-                if row.get("id"):
-                    item["id"] = row["id"]
-                if row.get("metadata"):
-                    try:
-                        item["metadata"] = json.loads(row["metadata"])
-                    except ValueError:
-                        raise ExampleValidationError(
-                            len(out), f"{path}:{lineno}: metadata is not JSON") from None
-                if row.get("split"):
-                    item["split"] = row["split"].split(",")
-            out.append(item)
+            item = {
+                "inputs": {k: row[k] for k in input_keys},
+                "outputs": {k: row[k] for k in (output_keys or [])} or None,
+            }
+        else:
+            item = {
+                "inputs": {c[7:]: _uncell(v) for c, v in row.items()
+                           if c.startswith("inputs.") and v != ""},
+                "outputs": {c[8:]: _uncell(v) for c, v in row.items()
+                            if c.startswith("outputs.") and v != ""} or None,
+            }
+            if row.get("id"):
+                item["id"] = row["id"]
+            if row.get("metadata"):
+                try:
+                    item["metadata"] = json.loads(row["metadata"])
+                except ValueError:
+                    raise ExampleValidationError(
+                        len(out), f"{path}:{lineno}: metadata is not JSON") from None
+            if row.get("split"):
+                item["split"] = row["split"].split(",")
+        out.append(item)
     return out

@@ -20,7 +20,8 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from .._sync import run_sync
+from .._sync import awaited as _awaited
+from .._sync import on_a_running_loop, run_sync
 from ..errors import InvalidInputError
 from ..llm import JudgeOptions, agenerate_structured, get_judge
 from ._agent import AgentUnderTest, output_text
@@ -241,7 +242,7 @@ class AccuracyEvaluator:
         """
         template = self
 
-        def accuracy(inputs: Any, outputs: Any, reference_outputs: Any) -> dict[str, Any]:
+        def accuracy(inputs: Any, outputs: Any, reference_outputs: Any) -> Any:
             if reference_outputs is None:
                 raise InvalidInputError("accuracy evaluator: the example has no reference "
                                         "outputs to compare with")
@@ -251,7 +252,12 @@ class AccuracyEvaluator:
             expected = _field(reference_outputs, reference_key,
                               ("expected_output", "expected", "reference", "answer", "output"),
                               "reference outputs")
-            result = template.score_output(output, query=query, expected_output=expected)
+            if on_a_running_loop():  # evaluate() calls it on its loop: awaited there, where a
+                return _awaited(template.ascore_output(  # framework judge's clients live
+                    output, query=query, expected_output=expected), feedback)
+            return feedback(template.score_output(output, query=query, expected_output=expected))
+
+        def feedback(result: AccuracyEvaluationResult) -> dict[str, Any]:
             if not result.evaluation_scores:
                 errors = "; ".join(f"iteration {it.index}: {it.error}" for it in result.iterations)
                 return {"key": key, "score": None, "comment": f"judge failed: {errors}"}

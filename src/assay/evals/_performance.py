@@ -29,7 +29,8 @@ import tracemalloc
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .._sync import run_sync
+from .._sync import awaited as _awaited
+from .._sync import on_a_running_loop, run_sync
 from ..errors import InvalidInputError
 from ..integrations._registry import instrument_loaded
 from ._agent import AgentUnderTest
@@ -194,9 +195,13 @@ class PerformanceEvaluator:
         """
         template = self
 
-        def performance(inputs: Any) -> dict[str, Any]:
+        def performance(inputs: Any) -> Any:
             task = _task_from(inputs, input_key)
-            result = template.run(task)
+            if on_a_running_loop():  # evaluate() calls it on its loop: awaited there, where
+                return _awaited(template.arun(task), feedback)  # the agent's clients live
+            return feedback(template.run(task))
+
+        def feedback(result: PerformanceEvaluationResult) -> dict[str, Any]:
             lat, inc, peak = (result.latency_stats, result.memory_increase_stats,
                               result.memory_peak_stats)
             n = result.num_iterations

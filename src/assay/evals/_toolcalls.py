@@ -101,6 +101,9 @@ def _from_runs(runs: Iterable[Any]) -> list[ToolCall]:
         _flatten(run, flat, seen)
     tools = _in_model_order(_ordered(flat),
                             _ordered([r for r in flat if _get(r, "run_type") == "tool"]))
+    if not tools:  # no tool runs traced (framework tracing off, a run read without its
+        # children): the calls the framework's own result records, kept in the run's outputs
+        return [call for run in runs for call in _asked(run)]
     return [ToolCall(name=str(_get(r, "name")), args=_tool_args(_get(r, "inputs")),
                      id=str(_get(r, "id")) if _get(r, "id") is not None else None) for r in tools]
 

@@ -114,6 +114,9 @@ class RunIn(_In):
                 start, end = _aware(start), _aware(end)
             if end < start and start - end < _ONE_MS:
                 self.end_time = self.start_time
+            elif end < start:  # a negative latency would skew every statistic
+                raise ValueError(f"run {self.id}: end_time {end.isoformat()} is before its "
+                                 f"start_time {start.isoformat()}")
         return self
 
 
@@ -196,7 +199,9 @@ def plain_run(raw: dict[str, Any], *, copy: bool = True) -> dict[str, Any] | Non
         end = _micros(raw["end_time"])
         if end is _NOT_PLAIN:
             return None
-    if start is not None and end is not None and end < start and start - end < 1000:
+    if start is not None and end is not None and end < start:
+        if start - end >= 1000:
+            return None  # an end before the start: RunIn refuses it, in words
         end = start  # as RunIn._precision
     # judged plain: only now is anything changed (``raw`` itself when ``copy`` is False)
     out = dict(raw) if copy else raw

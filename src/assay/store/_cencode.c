@@ -321,6 +321,8 @@ static PyObject *admitted_post(PyObject *self, PyObject *const *argv, Py_ssize_t
         return r < 0 ? NULL : Py_NewRef(Py_None);
     if (v[F_START] != NULL && v[F_END] != NULL && end < start && start - end < 1000)
         end = start; /* as RunIn._precision */
+    if (v[F_START] != NULL && v[F_END] != NULL && end < start)
+        Py_RETURN_NONE; /* an end before the start: RunIn refuses it, in words */
 
     /* the admitted run, in _clean's key order */
     PyObject *out = PyObject_CallNoArgs(cls);

@@ -7,17 +7,22 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import exists, func, or_, select
+from sqlalchemy import exists, func, or_, select, text
+from sqlalchemy.exc import IntegrityError
 
 from .._gc import build_many
 from .._ids import as_uuid, new_id_text, utcnow, uuid_text
 from .._json import escape_text, jsonable, unescape_text
-from ..errors import InvalidInputError, NotFoundError
+from ..errors import InvalidInputError, NotFoundError, StoreError
 from ..schemas import Feedback
 from ._aggregates import FEEDBACK_RETURNING, FeedbackDeltas
 from ._bulk import insert_many
 from ._tables import comparative_experiments, feedback, runs
 from ._types import sender_micros
+
+# a transaction-scoped lock per feedback id, taken in one order (no two writers deadlock)
+_LOCK_IDS = text("SELECT pg_advisory_xact_lock(hashtextextended(x, 0)) FROM "
+                 "(SELECT unnest(CAST(:ids AS text[])) AS x ORDER BY 1) AS ids")
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -139,8 +144,18 @@ class FeedbackRepo:
         rows = [self._row(i) for i in items]
         if not rows:
             return []
-        with self.store.write() as conn:
-            self._insert(conn, rows)
+        for attempt in range(3):
+            try:
+                with self.store.write() as conn:
+                    self._insert(conn, rows)
+                break
+            except StoreError as exc:
+                # the same id sent twice at once (an SDK's retry racing its first try): the
+                # other writer's row is there now, and the second try replaces it. Not inside
+                # an enclosing transaction(), which the failure has spoilt.
+                if (not isinstance(exc.__cause__, IntegrityError) or attempt == 2
+                        or self.store._active() is not None):
+                    raise
         return self.list(feedback_ids=[r["id"] for r in rows]) if return_records else []
 
     def _insert(self, conn: Connection, rows: list[dict[str, Any]]) -> int:
@@ -158,6 +173,9 @@ class FeedbackRepo:
         if any(r["comparative_experiment_id"] for r in rows):
             self._check_pairwise(conn, rows)
         ids = [r["id"] for r in rows]
+        if conn.dialect.name == "postgresql":  # one writer of an id at a time (SQLite's write
+            # lock already is): two both finding it free would both insert it, one failing
+            conn.execute(_LOCK_IDS, {"ids": sorted({str(i) for i in ids})})
         existing = set(conn.execute(select(feedback.c.id).where(feedback.c.id.in_(ids))).scalars())
         fresh = [r for r in rows if r["id"] not in existing]
         deltas = FeedbackDeltas()

@@ -81,6 +81,9 @@ def _clean(raw: Mapping[str, Any]) -> dict[str, Any]:
         value = get(key)
         if value is not None and (value.__class__ is not int or not _MIN_US <= value <= _MAX_US):
             out[key] = sender_micros(value, f"run {run_id}: {key}")  # no datetime: refused
+    start, end = get("start_time"), get("end_time")
+    if start is not None and end is not None and end < start:  # a negative latency
+        raise InvalidInputError(f"run {run_id}: end_time is before its start_time")
     for key, kind in _KINDS:
         value = get(key)
         if value is not None and not isinstance(value, kind):

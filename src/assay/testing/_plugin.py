@@ -300,14 +300,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if state.session is not None:
         experiments.update(state.session.experiments)
     if not experiments and not state.worker_problems:
+        if state.session is not None and state.session.problems:  # marked tests ran, and
+            _gate_not_run(session, state.session, "the results were not stored")  # failed
         return
     tracker = state.tracker()
     tracker.problems += [p for p in state.worker_problems if p not in tracker.problems]
     client = tracker.client()
+    options = session.config.option
     if client is None or not experiments:
+        # marked tests ran but nothing reached the store (a wrong key, a server down): a
+        # gated session cannot pass on a comparison that never ran
+        _gate_not_run(session, tracker, "the results were not stored")
         return
     tracker.finish()
-    options = session.config.option
     try:
         from .._time import utcnow
         from ._summary import GATE_KEY, describe, summarize
@@ -320,16 +325,27 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                                  fail_on_regression=options.assay_fail_on_regression)
     except Exception as exc:
         tracker.problem(f"could not summarize the experiment: {type(exc).__name__}: {exc}")
+        _gate_not_run(session, tracker, "the experiment could not be summarized")
         return
     report = state.report
     if options.assay_fail_on_regression and (report.regressions or report.gate_errors):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        for project_id in report.regressed:  # never a 'previous' baseline (see _summary)
+        # every experiment of a session that failed the gate (a regression, or a baseline
+        # that could not be read) is never a 'previous' baseline (see _summary)
+        for project_id in experiments.values():
             try:
                 meta = client.read_project(project_id=project_id).metadata
                 client.update_project(project_id, metadata={**meta, GATE_KEY: "failed"})
             except Exception as exc:  # noqa: BLE001 - reported; the outcome stands
                 tracker.problem(f"could not mark {project_id} as failed: {exc}")
+
+
+def _gate_not_run(session: pytest.Session, tracker: Any, why: str) -> None:
+    """``--assay-fail-on-regression`` with no comparison made: the session fails, and says why
+    (the tracking problems above it say what went wrong)."""
+    if session.config.option.assay_fail_on_regression:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        tracker.problem(f"the regression gate could not run ({why}): failing the session")
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
