@@ -65,6 +65,8 @@ def test_db_check_compares_run_hours_with_a_recount(sqlite_url: str) -> None:
 
     code, report = _check(sqlite_url, "--repair")
     assert code == 0 and report["mismatched"] == []
+    assert report["found_before_repair"] == [{"project": "alpha", "id": ids["alpha"],
+                                              "fields": ["run_hours"]}]  # what was rebuilt
 
     with Store.open(sqlite_url) as store, store.write() as conn:  # a missing hour row
         first = conn.execute(select(run_hours.c.hour).where(

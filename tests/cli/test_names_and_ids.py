@@ -159,3 +159,12 @@ def test_import_refuses_broken_files_by_name_and_creates_no_store(tmp_path: Any)
     assert done.exit_code == 0, done.output
     [ex] = Client(database_url=url).list_examples(dataset_name="excel")
     assert ex.inputs == {"question": "hi"} and ex.outputs == {"answer": "there"}
+
+
+def test_import_refuses_nan_which_is_not_json(sqlite_url: str, tmp_path: Any) -> None:
+    """``json`` reads NaN; the export wrote it back as a bare NaN no JSON reader takes."""
+    data = tmp_path / "nan.jsonl"
+    data.write_text('{"inputs": {"q": 1}}\n{"inputs": {"q": NaN}}\n')
+    refused = invoke("datasets", "import", str(data), "--db", sqlite_url)
+    said = " ".join(refused.output.split())
+    assert refused.exit_code == 2 and "nan.jsonl:2" in said and "NaN is not a JSON value" in said

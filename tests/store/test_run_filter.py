@@ -71,6 +71,9 @@ CASES = [
     ("eq(error, null)", ALL - {"bad"}),
     ('neq(error, "ValueError: boom")', ALL - {"bad"}),  # a missing error differs from it
     ('eq(status, "error")', {"bad"}),
+    ("eq(error, true)", {"bad"}),  # as list_runs(error=True)
+    ("eq(error, false)", ALL - {"bad"}),
+    ("neq(error, true)", ALL - {"bad"}),
     ('has(tags, "beta")', {"good"}),
     ('not(has(tags, "beta"))', ALL - {"good"}),  # runs without tags included
     ('gte(start_time, "2026-05-01T12:00:10Z")', {"bad", "tool", "open"}),

@@ -42,3 +42,36 @@ def test_binary_and_unprintable_inputs_keep_their_runs(sqlite_url: str) -> None:
         "<NoRepr object (its repr failed)>"]
     children = list(client.list_runs(project_name="odd-values", is_root=False))
     assert len(children) == 3 and all(c.dotted_order.count(".") == 1 for c in children)
+
+
+FIRST_CALL = '''
+import time
+from assay import Client, traceable
+
+@traceable
+def f():
+    return time.time()
+
+entered = f()
+client = Client()
+client.flush()
+(run,) = client.list_runs()
+print(entered - run.start_time.timestamp())
+'''
+
+
+def test_the_first_traced_call_starts_after_its_store_is_created(tmp_path: Any) -> None:
+    """The default store created on a process's first traced call (~0.3 s: the file, its
+    migrations) was inside that call's run, before the call itself began."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ASSAY_", "LANGSMITH_"))}
+    env["ASSAY_TRACING"] = "true"
+    out = subprocess.run([sys.executable, "-c", FIRST_CALL], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    gap = float(out.stdout.strip().splitlines()[-1])
+    assert (tmp_path / ".assay" / "assay.db").exists()
+    assert gap < 0.15  # the run's start to the call's first line: no store creation between

@@ -143,12 +143,7 @@ def check(
     from ..store._stats import recompute_session_stats, session_stats
     from ..store._tables import sessions
 
-    with handle_errors():
-        store = open_store(db)
-        store.settle()  # journaled writes count: fold them first
-        if repair:
-            with store.write() as conn:
-                rebuild_aggregates(conn)
+    def mismatches() -> tuple[int, list[dict[str, Any]]]:
         bad: list[dict[str, Any]] = []
         checked = 0
         with store.read() as conn:
@@ -167,8 +162,22 @@ def check(
                     bad.append(found)
             for orphan in sorted(hours, key=str):  # hours of a project that no longer exists
                 bad.append({"project": None, "id": orphan, "fields": ["run_hours"]})
+        return checked, bad
+
+    with handle_errors():
+        store = open_store(db)
+        store.settle()  # journaled writes count: fold them first
+        before: list[dict[str, Any]] = []
+        if repair:  # what differed, to say what was rebuilt
+            before = mismatches()[1]
+            with store.write() as conn:
+                rebuild_aggregates(conn)
+        checked, bad = mismatches()
     if json_out:
-        emit_json({"checked": checked, "mismatched": bad, "repaired": repair})
+        out: dict[str, Any] = {"checked": checked, "mismatched": bad, "repaired": repair}
+        if repair:
+            out["found_before_repair"] = before
+        emit_json(out)
     elif bad:
         for b in bad:
             fields = [f"{f} ({b[f]} rows)" if f in b else f for f in b["fields"]]
@@ -180,5 +189,7 @@ def check(
                           "the feedback")
     else:
         console.print(f"{checked} projects checked: statistics consistent")
+    if repair and not json_out and before:
+        console.print(f"rebuilt the statistics of {len(before)} project(s) that differed")
     if bad:
         raise typer.Exit(1)

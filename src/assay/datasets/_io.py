@@ -135,6 +135,12 @@ def read_examples(
                                 f"{exc.start}): save it as UTF-8") from None
 
 
+def _not_json(word: str) -> Any:
+    """NaN and Infinity: ``json`` reads them, but they are not JSON (an export would write them
+    back as text no other reader takes)."""
+    raise ValueError(f"{word} is not a JSON value")
+
+
 def _read_rows(path: Path, fmt: str, input_keys: Sequence[str] | None,
                output_keys: Sequence[str] | None) -> list[dict[str, Any]]:
     """The examples of a JSONL or CSV file (UTF-8, with or without the BOM Excel writes)."""
@@ -145,7 +151,7 @@ def _read_rows(path: Path, fmt: str, input_keys: Sequence[str] | None,
                 if not line.strip():
                     continue
                 try:
-                    item = json.loads(line)
+                    item = json.loads(line, parse_constant=_not_json)
                 except ValueError as exc:
                     raise ExampleValidationError(len(out),
                                                  f"{path}:{lineno}: invalid JSON: {exc}") from None

@@ -346,6 +346,9 @@ class _Compiler:
             if not isinstance(raw, tuple) or not raw:
                 raise self.fail(node.at, f"in({attr.name}, [...]) takes a non-empty list")
             return col.in_([self._value(attr, kind, v, "in") for v in raw])
+        if attr.name == "error" and isinstance(raw, bool) and op in ("eq", "neq"):
+            # eq(error, true): the runs that failed, as list_runs(error=True) gives them
+            return col.is_not(None) if raw == (op == "eq") else col.is_(None)
         value = self._value(attr, kind, raw, op)
         return _apply(col, op, value)
 

@@ -20,6 +20,8 @@ static const char *cfg_names[N_CFG] = {
 static Py_ssize_t cfg_offsets[N_CFG];
 static PyTypeObject *cfg_type = NULL;
 static PyObject *run_var, *cfg_var, *env_enabled, *env_project, *fail_fn, *queued;
+static PyObject *open_default_fn; /* _traceable._open_default */
+static int default_opened;        /* it ran: the process's default client exists */
 static PyObject *step_runs, *innermost; /* _context.STEP_RUNS and innermost */
 static PyObject *str_start, *str_outputs, *str_put, *str_patch, *str_get_writer;
 
@@ -31,9 +33,10 @@ static inline PyObject *cfg_get(PyObject *cfg, int i) {
 }
 
 PyObject *configure(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 9 || !PyType_Check(args[0]) || !PyList_Check(args[7])) {
+    if (nargs != 10 || !PyType_Check(args[0]) || !PyList_Check(args[7])) {
         PyErr_SetString(PyExc_TypeError, "configure(_Config, run_var, cfg_var, env_enabled, "
-                                         "env_project, fail, QUEUED, STEP_RUNS, innermost)");
+                                         "env_project, fail, QUEUED, STEP_RUNS, innermost, "
+                                         "open_default)");
         return NULL;
     }
     Py_ssize_t found[N_CFG];
@@ -50,6 +53,7 @@ PyObject *configure(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     Py_XSETREF(queued, Py_NewRef(args[6]));
     Py_XSETREF(step_runs, Py_NewRef(args[7]));
     Py_XSETREF(innermost, Py_NewRef(args[8]));
+    Py_XSETREF(open_default_fn, Py_NewRef(args[9]));
     Py_RETURN_NONE;
 }
 
@@ -121,6 +125,16 @@ static PyObject *start_plain(Call *c, PyObject *parent, PyObject *cfg, PyObject 
             return NULL;
         if (cfg != Py_None)
             client = cfg_get(cfg, C_CLIENT);
+        if (client == Py_None && !default_opened) {
+            /* the default client opened (its store created) before the run starts */
+            PyObject *r = PyObject_CallNoArgs(open_default_fn);
+            if (r == NULL) {
+                Py_DECREF(project);
+                return NULL;
+            }
+            Py_DECREF(r);
+            default_opened = 1;
+        }
         PyObject *argv[8] = {c->name, c->kind, inputs, client, Py_None, project, Py_None, Py_None};
         run = make_root(argv);
         Py_DECREF(project);

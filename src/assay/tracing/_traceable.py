@@ -90,6 +90,19 @@ def _is_on(parent: RunTree | None, cfg: _Config | None) -> bool:
     return _env_enabled()
 
 
+_default_opened = False  # the process's default client exists (its store opened)
+
+
+def _open_default() -> None:
+    """Open the default client (creating its store, migrating it: ~0.3 s the first time) before
+    a root run starts, not when its start is posted: that time is not the traced call's."""
+    global _default_opened
+    from ..client import get_default_client
+
+    get_default_client()
+    _default_opened = True
+
+
 def _new_run(
     name: str,
     run_type: str,
@@ -122,6 +135,8 @@ def _new_run(
         return run
     if client is None and cfg is not None:
         client = cfg.client
+    if client is None and not _default_opened:
+        _open_default()
     if project_name is None and project_id is None:
         project_name = (cfg.project_name if cfg is not None else None) or env_project()
     return RunTree(name, run_type, inputs, client=client, project_name=project_name,
@@ -231,6 +246,9 @@ class _Options:
 
     def start(self, parent: RunTree | None, cfg: _Config | None, inputs: dict[str, Any]) -> RunTree:
         inputs = self.processed(inputs)
+        if (not _default_opened and parent is None and self.client is None
+                and (cfg is None or cfg.client is None)):
+            _open_default()  # the root will go through the default client
         if self.plain and (cfg is None or not (cfg.metadata or cfg.tags)):
             if parent is not None:
                 run = fast_child(parent, self.name, self.run_type, inputs)
@@ -292,7 +310,7 @@ def _fail(run: RunTree, exc: BaseException) -> None:
 
 if SPEEDUPS is not None:  # what the C Call reads and calls back into
     SPEEDUPS.configure(_Config, _RUN, _CFG, _env_enabled, env_project, _fail, QUEUED,
-                       STEP_RUNS, innermost)
+                       STEP_RUNS, innermost, _open_default)
 
 
 def _call_in(run: RunTree, fn: Callable[..., Any], args: tuple[Any, ...],
