@@ -8,12 +8,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import exists, func, or_, select, text
-from sqlalchemy.exc import IntegrityError
 
 from .._gc import build_many
 from .._ids import as_uuid, new_id_text, utcnow, uuid_text
 from .._json import escape_text, jsonable, unescape_text
-from ..errors import InvalidInputError, NotFoundError, StoreError
+from ..errors import InvalidInputError, NotFoundError
 from ..schemas import Feedback
 from ._aggregates import FEEDBACK_RETURNING, FeedbackDeltas
 from ._bulk import insert_many
@@ -144,18 +143,8 @@ class FeedbackRepo:
         rows = [self._row(i) for i in items]
         if not rows:
             return []
-        for attempt in range(3):
-            try:
-                with self.store.write() as conn:
-                    self._insert(conn, rows)
-                break
-            except StoreError as exc:
-                # the same id sent twice at once (an SDK's retry racing its first try): the
-                # other writer's row is there now, and the second try replaces it. Not inside
-                # an enclosing transaction(), which the failure has spoilt.
-                if (not isinstance(exc.__cause__, IntegrityError) or attempt == 2
-                        or self.store._active() is not None):
-                    raise
+        with self.store.write() as conn:
+            self._insert(conn, rows)
         return self.list(feedback_ids=[r["id"] for r in rows]) if return_records else []
 
     def _insert(self, conn: Connection, rows: list[dict[str, Any]]) -> int:

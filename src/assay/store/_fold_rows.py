@@ -609,19 +609,23 @@ class FoldScope:
 
 
 def apply_new_runs(conn: Connection, tenant: str, deltas: RunDeltas,
-                   posted: Mapping[str, list[str]], scope: FoldScope | None = None) -> None:
+                   posted: Mapping[str, list[str]], scope: FoldScope | None = None, *,
+                   placed: Iterable[str] | None = None) -> None:
     """The statistics of a batch of new runs written by a fast path (``deltas``), and the
     feedback and the runs that were waiting for them (``posted``: run ids by session;
-    ``place_waiting``). With ``scope``:
+    ``place_waiting``; ``placed``: the runs that have their dotted order now, when more than
+    those posted: the general path's updates may give a stored run its order). With ``scope``:
     staged there instead, written by ``FoldScope.write``."""
     if scope is not None:
         scope.staged.append((tenant, deltas, posted))
         return
     deltas.apply(conn)
-    fb = FeedbackDeltas()
-    adopt_pending_feedback(conn, tenant, posted, fb)
-    fb.apply(conn)
-    place_waiting(conn, tenant, (rid for ids in posted.values() for rid in ids))
+    if posted:
+        fb = FeedbackDeltas()
+        adopt_pending_feedback(conn, tenant, posted, fb)
+        fb.apply(conn)
+    place_waiting(conn, tenant,
+                  (rid for ids in posted.values() for rid in ids) if placed is None else placed)
 
 
 class _Rows:

@@ -30,11 +30,11 @@ from ._aggregates import (
     RUN_RETURNING,
     FeedbackDeltas,
     RunDeltas,
-    adopt_pending_feedback,
 )
 from ._bulk import insert_many
+from ._fold_rows import apply_new_runs
 from ._placing import MAX_DEPTH as _MAX_DEPTH
-from ._placing import dotted_orders_of, place_waiting
+from ._placing import dotted_orders_of
 from ._run_filter import compile_filter, text_search
 from ._tables import runs, shares
 from ._types import sender_micros, to_micros
@@ -308,15 +308,10 @@ class RunRepo:
         if updates:  # one executemany for every completed run (patches sent apart from posts)
             conn.execute(_UPDATE,
                          [{"_id": r["id"], **{c: r[c] for c in _UPDATABLE}} for r in updates])
-        deltas.apply(conn)
-        if posted:
-            fb = FeedbackDeltas()
-            adopt_pending_feedback(conn, self.store.tenant_id, posted, fb)
-            fb.apply(conn)
-        # runs stored earlier waiting for one of these as their parent (it may have been
-        # stored as a patch's placeholder, or without an order of its own until now)
-        place_waiting(conn, self.store.tenant_id,
-                      [r["id"] for r in existing.values() if r.get("dotted_order")])
+        # the statistics, the feedback waiting for these runs, and the runs stored earlier
+        # waiting for one of these as their parent (placed only now, perhaps, by an update)
+        apply_new_runs(conn, self.store.tenant_id, deltas, posted,
+                       placed=[r["id"] for r in existing.values() if r.get("dotted_order")])
         return len(ids)
 
     def _derive_dotted_orders(self, conn: Connection, rows: dict[str, dict[str, Any]]) -> None:
