@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -126,3 +127,72 @@ def test_a_bad_rule_in_the_environment_never_fails_the_store(tmp_path: Path) -> 
     assert json.loads(done.stdout.strip().splitlines()[-1]) == list(
         price("openai", "gpt-4o", 1000, 100))
     assert "ASSAY_MODEL_PRICES: rule 0: give 'price_as'" in done.stderr
+
+
+_TRACED_THEN_KILLED = r"""
+import os, sys, uuid
+from assay import traceable
+from assay.client import Client
+
+client = Client()
+
+@traceable(run_type="llm", name="chat", client=client,
+           metadata={"ls_provider": "openai", "ls_model_name": "prod-chat"})
+def chat(q):
+    return {"content": "hi", "usage_metadata": {"input_tokens": 1000, "output_tokens": 100,
+                                                "total_tokens": 1100}}
+
+chat("q")  # the tracing writer's batch (value lists)
+client.create_run(id=uuid.UUID(sys.argv[1]), name="posted", run_type="llm", inputs={},
+                  outputs={}, extra={"metadata": {"ls_provider": "openai",
+                  "ls_model_name": "prod-chat", "usage_metadata": {"input_tokens": 1000,
+                  "output_tokens": 100}}})
+client.flush()
+os._exit(0)  # gone before its batches were folded: another process folds them
+"""
+
+
+def _journal_and_die(url: str, rules: list | None) -> str:
+    run_id = str(uuid.uuid4())
+    env = {**os.environ, "ASSAY_DATABASE_URL": url, "ASSAY_BACKGROUND_FOLD": "0",
+           "ASSAY_TRACING": "true", "ASSAY_PROJECT": f"prices-{run_id}"}
+    env.pop(ENV, None)
+    if rules is not None:
+        env[ENV] = json.dumps(rules)
+    done = subprocess.run([sys.executable, "-c", _TRACED_THEN_KILLED, run_id], env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return run_id
+
+
+def test_runs_are_priced_by_the_rules_of_the_process_that_traced_them(store_url: str) -> None:
+    """A process that exits before its runs are folded leaves them to another process's fold
+    (a reader, ``assay serve``): they are priced with the rules they were traced under, not
+    the folder's (nor without any)."""
+    from assay.client import Client
+    from assay.store import Store
+
+    listed = price("openai", "gpt-4o", 1000, 100)
+    assert listed is not None and price("openai", "prod-chat", 1000, 100) is None
+    traced_with = _journal_and_die(store_url, [{"model": "prod-chat", "price_as": "gpt-4o"}])
+    traced_without = _journal_and_die(store_url, None)
+    # the folding process has rules of its own, which neither batch was traced under
+    set_model_prices([{"model": "prod-chat", "input": 500, "output": 500}])
+    store = Store.open(store_url)
+    try:
+        client = Client(store=store)
+        for run_id, expected in ((traced_with, listed), (traced_without, None)):
+            posted = client.read_run(run_id)
+            chats = [r for r in client.list_runs(project_name=f"prices-{run_id}")
+                     if r.name == "chat"]
+            assert len(chats) == 1 and chats[0].total_tokens == 1100
+            for run in (posted, chats[0]):
+                costs = (run.prompt_cost, run.completion_cost)
+                if expected is None:
+                    assert costs == (None, None)
+                else:
+                    assert costs == pytest.approx(expected)
+        # the rules of this process still price what it traces itself
+        assert price("openai", "prod-chat", 1_000_000, 0)[0] == pytest.approx(500)
+    finally:
+        store.close()

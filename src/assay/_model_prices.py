@@ -17,14 +17,22 @@ tokens, as providers list them. The variable holds the JSON itself or a file's p
 once by a process (at its first priced call); ``set_model_prices`` sets it in this process and
 for the processes it starts (a fold process, ``assay serve``'s workers). Costs are computed
 when runs are stored: rules apply to runs stored after they are set.
+
+A batch of runs is journaled with the rules in force in the process that traced it
+(``journaled``), and folded with those (``batch_rules``), whichever process folds it: a batch
+left by a process that exited before its fold, or folded by another process's fold (a store's
+reader, ``assay serve``), is priced as the process that made it would have priced it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
 import os
+from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +41,8 @@ from .errors import InvalidInputError
 if TYPE_CHECKING:
     from ._price_rules import PriceRule
 
-__all__ = ["ENV", "RULES", "check_environment", "rule_for", "set_model_prices"]
+__all__ = ["ENV", "RULES", "batch_rules", "check_environment", "journaled", "rule_for",
+           "set_model_prices"]
 
 ENV = "ASSAY_MODEL_PRICES"
 log = logging.getLogger("assay")
@@ -109,9 +118,61 @@ def _match(provider: str | None, model: str) -> PriceRule | None:
 
 
 def rule_for(provider: str | None, model: str) -> PriceRule | None:
-    """The first rule that prices ``model`` from ``provider``, or None (genai-prices then)."""
+    """The first rule that prices ``model`` from ``provider``, or None (genai-prices then):
+    the rules of the batch being folded (``batch_rules``), else this process's."""
+    folding = _FOLDING.get()
+    if folding is not None:
+        return _batch_match(folding, provider, model) if folding else None
     rules = RULES if RULES is not None else _load()
     return _match(provider, model) if rules else None
+
+
+# the rules of the batch being folded (``batch_rules``), as the rules and their JSON text;
+# None: this process's own
+_FOLDING: ContextVar[tuple[PriceRule, ...] | None] = ContextVar("assay_batch_prices",
+                                                                   default=None)
+_JOURNALED: tuple[tuple[PriceRule, ...] | None, list[dict[str, Any]] | None] = (None, None)
+
+
+def journaled() -> list[dict[str, Any]] | None:
+    """The rules in force in this process as a batch of runs journals them (JSON values), or
+    None when there are none (the batch then carries nothing, and is priced by genai-prices
+    alone)."""
+    global _JOURNALED
+    rules = RULES if RULES is not None else _load()
+    if not rules:
+        return None
+    if _JOURNALED[0] is not rules:
+        _JOURNALED = (rules, [r.model_dump(mode="json", exclude_none=True) for r in rules])
+    return _JOURNALED[1]
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(text: str) -> tuple[PriceRule, ...]:
+    try:
+        return _parse(text)
+    except InvalidInputError as exc:  # (journaled by assay, checked then: not expected)
+        log.error("%s: a journaled batch is priced by genai-prices alone", exc)
+        return ()
+
+
+@functools.lru_cache(maxsize=10_000)
+def _batch_match(rules: tuple[PriceRule, ...], provider: str | None,
+                 model: str) -> PriceRule | None:
+    return next((r for r in rules if r.matches(provider, model)), None)
+
+
+@contextlib.contextmanager
+def batch_rules(payload: Any) -> Iterator[None]:
+    """Price the runs built inside with the rules a journaled batch carries (``journaled``;
+    none: genai-prices alone), not this process's."""
+    value = payload.get("prices") if payload.__class__ is dict else None
+    rules = _parsed(json.dumps(value)) if isinstance(value, list) and value else ()
+    token = _FOLDING.set(rules)
+    try:
+        yield
+    finally:
+        _FOLDING.reset(token)
 
 
 def set_model_prices(rules: str | os.PathLike[str] | list[dict[str, Any]] | None) -> None:

@@ -8,6 +8,8 @@ assay run where tracing is on. The real packages against the scripted model on 1
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from typing import Any
 
@@ -164,6 +166,44 @@ def test_current_run_tree_in_a_tool_is_the_tools_run(srv: ScriptedModelServer,
     (tool_run,) = [r for r in runs if r.run_type == "tool"]
     assert [str(r.id) for r in seen] == [str(tool_run.id)]
     assert tool_run.extra["metadata"]["source"] == "atlas"
+
+
+def test_a_helper_waits_for_its_step_being_built_on_another_thread(db: Client) -> None:
+    """A step's run is built from the callback log by whichever thread settles it first (the
+    writer at its tick, a reader). A helper started inside the step while another thread has
+    taken the step's start from the log but not built it yet waits for that build: it nested
+    under the run above the step (a failure seen once in CI)."""
+    from langchain_core.runnables import RunnableLambda
+
+    from assay.integrations._langchain import handler
+
+    capture = handler()
+    taken, step_running = threading.Event(), threading.Event()
+
+    def slow_settle() -> None:  # a settle that has popped the log and is still building
+        with capture._lock:
+            step_running.wait(10)
+            events = list(capture._log)
+            capture._log.clear()
+            taken.set()
+            time.sleep(0.3)
+            capture._log.extendleft(reversed(events))
+
+    def step(x: str) -> str:
+        step_running.set()
+        assert taken.wait(10)
+        return normalise(x)
+
+    settler = threading.Thread(target=slow_settle)
+    project = f"nest-{uuid.uuid4().hex[:8]}"
+    with tracing_context(enabled=True, client=db, project_name=project), trace("outer") as outer:
+        settler.start()
+        RunnableLambda(step, name="step").invoke(" Lima ")
+    settler.join()
+    db.flush()
+    runs = {r.name: r for r in db.list_runs(project_name=project, trace_id=outer.id)}
+    assert runs["step"].parent_run_id == outer.id
+    assert runs["normalise"].parent_run_id == runs["step"].id
 
 
 # -- another framework's agent inside a graph's tool ---------------------------------------------

@@ -113,6 +113,34 @@ def test_the_agent_evaluators_run_inside_evaluate_one_example_at_a_time(
     assert {r["key"] for r in direct["results"]} >= {"latency_seconds"}
 
 
+def test_an_evaluator_that_runs_the_agent_again_must_await_it_and_is_told_so(
+        model: ScriptedModelServer, pydantic_agent: Any, client: Client) -> None:
+    """A user's evaluator that runs the agent under test: awaited in an async evaluator it
+    runs on evaluate()'s loop, where the agent's HTTP client lives, and scores; a sync one
+    calling ``run_sync`` finds evaluate()'s loop running (at max_concurrency=2, on a thread:
+    runs it on a loop of its own, which pydantic-ai's client refuses): the error result says
+    what to change."""
+    async def awaits(inputs: dict[str, Any]) -> dict[str, Any]:
+        result = await pydantic_agent.run(inputs["question"])
+        return {"key": "again", "score": float("sunny" in result.output)}
+
+    def blocks(inputs: dict[str, Any]) -> dict[str, Any]:
+        result = pydantic_agent.run_sync(inputs["question"])
+        return {"key": "again_sync", "score": float("sunny" in result.output)}
+
+    data = [{"inputs": {"question": f"get_weather for {c}"}} for c in ("Paris", "Rome")]
+    for concurrency in (None, 2):
+        rows = list(evaluate(pydantic_agent, data=data, evaluators=[awaits, blocks],
+                             client=client, max_concurrency=concurrency))
+        assert len(rows) == 2
+        for row in rows:
+            results = {r.key: r for r in row["evaluation_results"]["results"]}
+            assert results["again"].score == 1.0, results["again"].comment
+            assert results["blocks"].score is None
+            assert "event loop" in results["blocks"].comment
+            assert "make the evaluator async and await the agent" in results["blocks"].comment
+
+
 def test_evaluate_stores_llm_and_tool_runs_under_each_example_at_concurrency_8(
         model: ScriptedModelServer, pydantic_agent: Any, client: Client) -> None:
     results = evaluate(pydantic_agent, data=_data(CITIES),

@@ -196,11 +196,26 @@ def as_list(value: Any, what: str) -> list[Any]:
     return list(value)
 
 
-def error_results(keys: Sequence[str], exc: BaseException) -> list[EvaluationResult]:
-    """What an evaluator that raised leaves behind: one result per key it would have written."""
+# what a sync call into an async agent says inside evaluate(): run on evaluate()'s running
+# loop, or on a loop of its own while the agent's async client belongs to evaluate()'s
+_OTHER_LOOP = ("different event loop", "attached to a different loop", "Event loop is closed",
+               "event loop is already running", "from a running event loop")
+_OTHER_LOOP_HINT = (
+    " (assay: a sync evaluator that runs an agent, with its run_sync() or asyncio.run(), cannot "
+    "run it on evaluate()'s event loop, where the target ran it and where the agent's clients "
+    "belong; make the evaluator async and await the agent: "
+    "async def check(inputs): result = await agent.run(...))")
+
+
+def error_results(keys: Sequence[str], exc: BaseException, *,
+                  sync: bool = False) -> list[EvaluationResult]:
+    """What an evaluator that raised leaves behind: one result per key it would have written
+    (``sync``: a sync evaluator's, told how to mend an agent run on another loop)."""
     message = str(exc) or type(exc).__name__
     extra = {"error": True, "error_type": type(exc).__name__, "error_message": message}
     comment = f"{type(exc).__name__}: {message}"
+    if sync and any(s in message for s in _OTHER_LOOP):
+        comment += _OTHER_LOOP_HINT
     return [EvaluationResult(key=k, score=None, comment=comment, extra=dict(extra)) for k in keys]
 
 
@@ -289,7 +304,7 @@ class RowEvaluator:
                 raw = await raw
             return to_results(raw, self.name, plain=True)
         except Exception as exc:
-            return error_results(self.keys, exc)
+            return error_results(self.keys, exc, sync=not self.is_async)
 
     def __repr__(self) -> str:
         return f"<RowEvaluator {self.name}>"

@@ -391,7 +391,11 @@ class _Capture:
         if step is None:
             return None
         entry = self._runs.get(step.int)
-        if entry is None and self._log:
+        if entry is None:
+            # its start may be in the log, or being built by another thread's settle that
+            # has already taken it from the log: wait for that one, then build the rest
+            self._lock.acquire()
+            self._lock.release()
             self._settle()
             entry = self._runs.get(step.int)
         return entry[0] if entry is not None else None

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .._model_prices import batch_rules
 from ._fold_rows import admitted_as_text, prebuilt_rows
 
 if TYPE_CHECKING:
@@ -73,5 +74,6 @@ def prepare(journal_: Journal, rows: int) -> Ready | None:
             continue
         ready.entries[entry.seq] = (data, payload)
         if entry.kind == RUNS and isinstance(payload, dict) and admitted_as_text(payload):
-            prebuilt_rows(payload.get("posts") or (), entry.tenant_id, ready.rows)
+            with batch_rules(payload):
+                prebuilt_rows(payload.get("posts") or (), entry.tenant_id, ready.rows)
     return ready

@@ -33,6 +33,7 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._model_prices import batch_rules
 from ._fold_columns import (
     _DOTTED,
     _ID,
@@ -116,9 +117,11 @@ def fold_stream(journal: Journal, conn: Connection, entries: Sequence[Any],
         return repo
 
     def put(tenant: str, payload: Any, posts: list[Any]) -> int:
-        done, left = insert_rows(runs_of(tenant), conn, posts, set(),
-                                 payload.get("default_project") or "default",
-                                 payload.get("extra"), encoded=True, probe=False, scope=scope)
+        with batch_rules(payload):
+            done, left = insert_rows(runs_of(tenant), conn, posts, set(),
+                                     payload.get("default_project") or "default",
+                                     payload.get("extra"), encoded=True, probe=False,
+                                     scope=scope)
         if left:
             raise NotStreamed("runs the columnar path hands on")
         return done
@@ -132,9 +135,10 @@ def fold_stream(journal: Journal, conn: Connection, entries: Sequence[Any],
             if entry.kind == RUNS and _admitted(payload):  # a server's request's runs
                 if waiting:
                     raise NotStreamed("a child waits for its parent past a server's batch")
-                done, left = insert_new(runs_of(entry.tenant_id), conn, payload["posts"], set(),
-                                        payload.get("default_project") or "default",
-                                        clean=True, texts=True, probe=False, scope=scope)
+                with batch_rules(payload):
+                    done, left = insert_new(runs_of(entry.tenant_id), conn, payload["posts"],
+                                            set(), payload.get("default_project") or "default",
+                                            clean=True, texts=True, probe=False, scope=scope)
                 if left:
                     raise NotStreamed("runs the fast path hands on")
                 applied += done

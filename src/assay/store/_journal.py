@@ -50,6 +50,7 @@ from sqlalchemy import bindparam, delete, func, insert, select, text
 from .. import _json, _zstd
 from .._gc import relaxed_gc
 from .._ids import dotted_segment_us, uuid_text
+from .._model_prices import batch_rules, journaled
 from .._time import to_micros, utcnow
 from . import _recent
 from ._background import appended, appending, folds_here
@@ -421,8 +422,11 @@ class Journal:
         rows: list[dict[str, Any]] = []
         kept: list[tuple[bytes, Any, int]] = []
         keeps = folds_here(self.store.engine)
+        prices = journaled()  # the rules runs are priced by, whichever process folds them
         while batches:
             kind, payload = batches.pop()
+            if prices and kind == RUNS:
+                payload["prices"] = prices
             # the fold of this process takes the copy, not the JSON; the JSON is the copy's,
             # so the two are the same batch whichever a fold takes
             copy = _recent.plain(payload) if keeps else None
@@ -664,9 +668,10 @@ class Journal:
             # first without looking up which runs are stored (they seldom are: a probe of
             # the id index cost 2-4 us a run on PostgreSQL, and a sequential scan a batch
             # while the planner had no statistics of a new table); a stored one fails it
-            return self._whole_or_each(
-                conn, "runs", runs, apply, _shown_run, scope=scope, each=not whole_only,
-                first=(lambda batch: apply(batch, probe=False)) if fast else None)
+            with batch_rules(payload):
+                return self._whole_or_each(
+                    conn, "runs", runs, apply, _shown_run, scope=scope, each=not whole_only,
+                    first=(lambda batch: apply(batch, probe=False)) if fast else None)
         if entry.kind == FEEDBACK:
             created = payload.get("created_at")
             items = payload.get("items") or []
