@@ -135,6 +135,26 @@ def test_datasets_export_reports_as_json(sqlite_url: str, tmp_path: Any) -> None
     assert len(out.read_text().splitlines()) == 2
 
 
+def test_datasets_import_keeps_the_files_ids_when_asked(sqlite_url: str, tmp_path: Any) -> None:
+    """An export moved to another store keeps its example ids with --keep-ids (the runs and
+    feedback that name them still find them); by default a copy gets ids of its own."""
+    source = Client(database_url=sqlite_url)
+    ds = source.create_dataset("moved")
+    source.create_examples(dataset_id=ds.id, examples=[{"inputs": {"q": 1}},
+                                                       {"inputs": {"q": 2}}])
+    ids = {str(e.id) for e in source.list_examples(dataset_id=ds.id)}
+    out = tmp_path / "moved.jsonl"
+    assert invoke("datasets", "export", "moved", str(out), "--db", sqlite_url).exit_code == 0
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    kept = invoke("datasets", "import", str(out), "--keep-ids", "--db", other)
+    assert kept.exit_code == 0, kept.output
+    assert {str(e.id) for e in Client(database_url=other).list_examples(
+        dataset_name="moved")} == ids
+    fresh = invoke("datasets", "import", str(out), "--name", "copy", "--db", sqlite_url)
+    assert fresh.exit_code == 0, fresh.output
+    assert not {str(e.id) for e in source.list_examples(dataset_name="copy")} & ids
+
+
 def test_import_refuses_broken_files_by_name_and_creates_no_store(tmp_path: Any) -> None:
     """An open quote (it read the rest of the file into one cell), bytes that are not UTF-8 (a
     traceback, exit 1), a missing file (it created an empty store first); Excel's BOM is read."""

@@ -66,3 +66,23 @@ def test_names_and_errors_with_brackets_are_printed_as_they_are(
     assert "agent[v2]" in run("runs", "list", "--project", "bots[prod]")
     assert "qa[v2]" in run("datasets", "show", "qa[v2]")
     assert "qa[v2]" in run("datasets", "list")
+
+
+def test_a_piped_table_is_not_cut_to_eighty_columns(sqlite_url: str) -> None:
+    """``assay runs list | grep ...``: piped, rich laid the table out for 80 columns and cut
+    every cell to a letter and an ellipsis; the table now has its content's width."""
+    name = "a-rather-long-run-name-" + uuid.uuid4().hex
+    rid = str(uuid.uuid4())
+    with Store.open(sqlite_url) as store:
+        store.runs.upsert(posts=[{
+            "id": rid, "trace_id": rid, "dotted_order": T0.strftime("%Y%m%dT%H%M%S%fZ") + rid,
+            "name": name, "run_type": "chain", "session_name": "wide-project-name",
+            "start_time": T0, "end_time": T0 + timedelta(seconds=1)}])
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    proc = subprocess.run([sys.executable, "-c", "from assay.cli import main; main()", "runs",
+                           "list", "--project",
+                           "wide-project-name", "--db", sqlite_url],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    (row,) = [line for line in proc.stdout.splitlines() if rid in line]
+    assert name in row and "1.00" in row  # the whole name, the latency

@@ -8,6 +8,7 @@ the llm and tool runs.
 
 from __future__ import annotations
 
+import uuid
 import warnings
 from typing import Any
 
@@ -22,7 +23,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from assay.client import Client
-from assay.demo import ScriptedModelServer
+from assay.demo import ScriptedModelServer, ScriptedReply
 from assay.errors import InvalidInputError
 from assay.evals import (
     AccuracyEvaluator,
@@ -32,6 +33,7 @@ from assay.evals import (
 from assay.evaluation import evaluate
 from assay.integrations import adapter_for, set_framework_tracing
 from assay.llm import OpenAIJudge
+from assay.tracing import tracing_context
 
 from .conftest import (
     CITIES,
@@ -331,6 +333,25 @@ def test_tool_error_is_on_the_tool_run_and_the_experiment_goes_on(
     assert good[0].error is None
     assert next(r for r in good if r.run_type == "tool").outputs == {
         "output": f"Lima has {CITIES['Lima']} people"}
+
+
+def test_a_tool_call_the_model_garbled_is_kept_in_the_llm_runs_output(
+        srv: ScriptedModelServer, db: Client) -> None:
+    """Arguments that are not JSON: LangChain keeps the call apart (``invalid_tool_calls``)
+    and the graph runs no tool; the llm run's output shows what the model sent, and why it
+    was not run (it showed a reply with no call at all)."""
+    srv.script(ScriptedReply(tool_calls=[{"name": "lookup_city", "arguments": '{"city": "Li'}]))
+    project = f"garbled-{uuid.uuid4().hex[:8]}"
+    with tracing_context(enabled=True, client=db, project_name=project):
+        react_agent(srv).invoke({"messages": [("user", "How many people live in Lima?")]})
+    db.flush()
+    runs = list(db.list_runs(project_name=project))
+    assert not [r for r in runs if r.run_type == "tool"]
+    (llm,) = [r for r in runs if r.run_type == "llm"]
+    (message,) = llm.outputs["messages"]
+    (call,) = message["invalid_tool_calls"]
+    assert call["name"] == "lookup_city" and call["args"] == '{"city": "Li'
+    assert call["error"]
 
 
 def test_concurrency_8_keeps_examples_apart(srv: ScriptedModelServer, db: Client) -> None:

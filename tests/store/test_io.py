@@ -72,3 +72,33 @@ def test_upload_csv_with_named_columns(client: Client, tmp_path: Path) -> None:
 def test_unknown_format_is_named(client: Client, tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match="unknown dataset format 'xml'"):
         client.import_dataset(tmp_path / "a.xml")
+
+
+def test_a_lone_surrogate_is_exported_and_read_back_exactly(client: Client,
+                                                            tmp_path: Path) -> None:
+    """A string JSON gave as ``"\\ud800"`` cannot be written as UTF-8: a CSV cell holds it as
+    JSON text (the export failed half way), a JSONL line escaped."""
+    ds = client.create_dataset("surrogates")
+    client.create_examples(dataset_id=ds.id, examples=[
+        {"inputs": {"q": "x\ud800y", "n": {"k": "\udfff"}}, "outputs": {"a": "\ud83d"}}])
+    for fmt in ("csv", "jsonl"):
+        path = tmp_path / f"out.{fmt}"
+        assert client.export_dataset(path, dataset_name="surrogates") == 1
+        path.read_text(encoding="utf-8")  # valid UTF-8
+        copy = client.import_dataset(path, dataset_name=f"copy-{fmt}")
+        (got,) = client.list_examples(dataset_id=copy.id)
+        assert got.inputs == {"q": "x\ud800y", "n": {"k": "\udfff"}}
+        assert got.outputs == {"a": "\ud83d"}
+
+
+def test_a_csv_row_cut_short_is_refused_by_line(client: Client, tmp_path: Path) -> None:
+    """Missing cells would read as keys left out: the example stored without them."""
+    path = tmp_path / "short.csv"
+    path.write_text('inputs.q,inputs.n,outputs.a\nhi,1,hello\n"two\nlines",2,x\nbye,3\n')
+    with pytest.raises(ExampleValidationError, match=r"short.csv:5: fewer cells than columns "
+                                                     r"\(2 of 3\)"):
+        client.import_dataset(path, dataset_name="short")
+    assert not client.has_dataset(dataset_name="short")
+    path.write_text("question,answer\nhi,hello\nbye\n")
+    with pytest.raises(ExampleValidationError, match="short.csv:3: fewer cells"):
+        client.upload_csv(path, input_keys=["question"], output_keys=["answer"], name="plain")

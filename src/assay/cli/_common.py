@@ -28,8 +28,23 @@ __all__ = ["DbOption", "JsonOption", "as_experiment", "console", "emit_json", "e
 # Without markup: what the CLI prints is mostly data (names, inputs, errors, install hints), and
 # rich reads ``[langgraph]`` in "pip install 'assay[langgraph]'" as a style tag and drops it
 # (an error text with ``[/...]`` in it even raised). Styles are given as ``Text`` (``styled``).
-console = Console(markup=False)
-err_console = Console(stderr=True, markup=False)
+# Piped (``assay runs list | grep ...``, a file, CI's log), rich would lay tables out for 80
+# columns and cut every cell to a letter; there the width is the content's (up to
+# ``_PIPED_WIDTH``), unless COLUMNS says otherwise. A terminal's width is its own.
+_PIPED_WIDTH = 400
+
+
+def _width(stream: Any) -> int | None:
+    if os.environ.get("COLUMNS"):
+        return None
+    try:
+        return None if stream.isatty() else _PIPED_WIDTH
+    except (AttributeError, ValueError):  # (a closed or odd stream)
+        return _PIPED_WIDTH
+
+
+console = Console(markup=False, width=_width(sys.stdout))
+err_console = Console(stderr=True, markup=False, width=_width(sys.stderr))
 
 
 def styled(*parts: str | tuple[str, str]) -> Text:

@@ -89,6 +89,10 @@ def import_(
     output_keys: Annotated[str | None, typer.Option(
         "--output-keys", help="A plain CSV's reference-output columns, comma-separated "
         "(with --input-keys).")] = None,
+    keep_ids: Annotated[bool, typer.Option(
+        "--keep-ids", help="Keep the example ids the file gives (moving a dataset to another "
+        "store); by default the examples get new ids, so a copy can live beside its "
+        "source.")] = False,
     db: DbOption = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -103,7 +107,7 @@ def import_(
             raise InvalidInputError(f"dataset file {path} does not exist")
         ds = open_client(db, create=True).import_dataset(
             path, dataset_name=name, format=format, input_keys=keys(input_keys),
-            output_keys=keys(output_keys))
+            output_keys=keys(output_keys), keep_ids=keep_ids)
     if json_out:
         emit_json(ds.model_dump())
     else:

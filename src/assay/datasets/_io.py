@@ -57,9 +57,21 @@ def _looks_like_json(text: str) -> bool:
 
 def _cell(value: Any) -> str:
     """Plain strings stay readable; anything that would read back as another type is JSON."""
-    if isinstance(value, str) and value and not _looks_like_json(value):
+    if isinstance(value, str) and value and not _looks_like_json(value) and _utf8(value):
         return value  # (an empty string is written '""': an empty cell is a key left out)
-    return _json.dumps(value)
+    return _json.dumps(value)  # (a lone surrogate escaped: a UTF-8 file cannot hold it)
+
+
+def _utf8(text: str) -> bool:
+    """Whether ``text`` can be written as UTF-8 (not a lone surrogate, which JSON's
+    ``"\\ud800"`` gives)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _uncell(text: str) -> Any:
@@ -191,9 +203,14 @@ def _csv_rows(path: Path, reader: csv.DictReader[str], input_keys: Sequence[str]
             f"{path}: CSV needs 'inputs.<key>' (and 'outputs.<key>') columns, or name the "
             f"input and output columns (input_keys=/output_keys=, or --input-keys/"
             f"--output-keys on the command line); columns here: {', '.join(cols)}")
-    for lineno, row in enumerate(reader, 2):
+    for row in reader:
+        lineno = reader.line_num  # (a quoted cell may span lines)
         if None in row:
             raise ExampleValidationError(len(out), f"{path}:{lineno}: more cells than columns")
+        if None in row.values():  # a row cut short would read its missing cells as absent
+            given = sum(v is not None for v in row.values())
+            raise ExampleValidationError(
+                len(out), f"{path}:{lineno}: fewer cells than columns ({given} of {len(cols)})")
         item: dict[str, Any]
         if input_keys is not None:
             item = {

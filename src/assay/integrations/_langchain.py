@@ -87,6 +87,11 @@ def message_dict(m: Any) -> dict[str, Any]:
         out["tool_calls"] = [{"id": c.get("id"), "name": c.get("name"),
                               "args": to_json(c.get("args"))}
                              for c in calls]
+    invalid = get("invalid_tool_calls")
+    if invalid:  # calls the model made that LangChain could not parse: kept as they came
+        out["invalid_tool_calls"] = [{"id": c.get("id"), "name": c.get("name"),
+                                      "args": c.get("args"), "error": c.get("error")}
+                                     for c in invalid]
     for key in ("tool_call_id", "name", "status"):
         value = get(key)
         if value is not None and not (key == "status" and value == "success"):
