@@ -188,3 +188,24 @@ def test_assay_client_dataset_tools_local_and_remote(both: Client, ws: Workspace
     up = c.upload_csv(path, input_keys=["question"], output_keys=["answer"], name="csv")
     assert sorted(e.outputs["answer"] for e in c.list_examples(dataset_id=up.id)) == ["4",
                                                                                       "Paris"]
+
+
+def test_a_csv_upload_is_read_as_a_csv_import_is(ws: Workspace) -> None:
+    """The server's upload and ``assay datasets import`` read CSV through one reader: a row cut
+    short, an open quote are refused by line, Excel's BOM is read, a quoted cell keeps its
+    line breaks."""
+    def upload(body: bytes) -> Any:
+        return ws.http.post("/datasets/upload", data={"input_keys": ["a"],
+                                                      "output_keys": ["b"], "name": "x"},
+                            files={"file": ("rows.csv", body, "text/csv")})
+
+    short = upload(b"a,b\n1,2\n3\n")
+    assert short.status_code == 422
+    assert "rows.csv:3: fewer cells than columns" in short.json()["detail"]
+    quoted = upload(b'a,b\n"open,2\n3,4\n')
+    assert quoted.status_code == 422 and "malformed CSV" in quoted.json()["detail"]
+    assert ws.http.get("/datasets").json() == []
+    done = upload(b'\xef\xbb\xbfa,b\n"two\nlines",2\n')
+    assert done.status_code == 200, done.text
+    (example,) = ws.http.get("/examples", params={"dataset": done.json()["id"]}).json()
+    assert example["inputs"] == {"a": "two\nlines"} and example["outputs"] == {"b": "2"}

@@ -99,9 +99,11 @@ def test_a_run_that_ends_before_it_starts_is_refused_by_every_ingest_path(
     assert "backwards" not in {p.name for p in Client(store=ws.store).list_projects()}
 
 
+_UPPER = object()  # the run's own value in capitals
+
 NOT_PLAIN = {
     # (what differs, field a failure names or None when RunIn accepts it)
-    "upper-case id": ({"id": str(uuid.uuid4()).upper()}, None),
+    "upper-case id": ({"id": _UPPER}, None),  # (its dotted order names it in lower case)
     "id missing": ({"id": None}, "id"),
     "id not a UUID": ({"id": "run-1"}, "id"),
     "parent id a number": ({"parent_run_id": 7}, "parent_run_id"),
@@ -121,7 +123,8 @@ NOT_PLAIN = {
 @pytest.mark.parametrize("name", list(NOT_PLAIN))
 def test_other_forms_go_to_runin(name: str) -> None:
     change, field = NOT_PLAIN[name]
-    raw = {**make_run("odd", start=T0), **change}
+    base = make_run("odd", start=T0)
+    raw = {**base, **{k: base[k].upper() if v is _UPPER else v for k, v in change.items()}}
     assert plain_run(raw) is None
     if field is None:  # RunIn accepts it, and gives the canonical form
         assert _clean(run_in(raw)) == _clean(run_dict(RunIn.model_validate(raw)))
@@ -165,3 +168,31 @@ def test_big_ints_and_nul_arrive_intact_through_ingest(ws: Workspace) -> None:
     resp = ws.http.post("/runs/multipart", content=body, headers=headers)
     assert resp.status_code == 202, resp.text
     assert ws.store.runs.read(rid).outputs == {"n": 2**70, "s": "a\x00b"}
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    ({"run_type": "banana"}, "run_type 'banana' is not one of chain, llm"),
+    ({"dotted_order": "garbage"}, "dotted_order 'garbage' is not a dotted order"),
+    # another run's segment last: the tree read by dotted order would put it elsewhere
+    ({"dotted_order": "20260304T050607654321Z" + str(uuid.uuid4())}, "is not a dotted order"),
+])
+def test_a_run_type_or_dotted_order_that_is_not_one_is_refused_by_every_ingest_path(
+        ws: Workspace, change: dict[str, Any], says: str) -> None:
+    """LangSmith's run types are an enum, and a dotted order names its run last: /runs,
+    /runs/batch and /runs/multipart (its C pass and the Python one) answer 422 naming the
+    field (a 202 stored them, and a tree read by dotted order lost such a run)."""
+    def bad() -> dict[str, Any]:
+        return {**make_run("odd", session="odd-fields", start=T0), **change}
+
+    resp = ws.http.post("/runs", json=bad())
+    assert resp.status_code == 422 and says in resp.text, resp.text
+    resp = ws.http.post("/runs/batch", json={"post": [bad()]})
+    assert resp.status_code == 422 and says in resp.text, resp.text
+    for encoding in ("zstd", None):
+        run = bad()
+        body, headers = multipart([(f"post.{run['id']}", run)], encoding=encoding)
+        resp = ws.http.post("/runs/multipart", content=body, headers=headers)
+        assert resp.status_code == 422 and says in resp.text, resp.text
+    from assay import Client
+
+    assert "odd-fields" not in {p.name for p in Client(store=ws.store).list_projects()}

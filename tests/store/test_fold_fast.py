@@ -702,9 +702,10 @@ def test_values_a_whole_batch_shares_are_stored_as_bound_ones(store: Store) -> N
         ids = _ids(6)
         rows = []
         for i, rid in enumerate(ids):
-            values = {"id": rid, "trace_id": rid, "name": f"r{i}", "run_type": "o'brien; --",
+            values = {"id": rid, "trace_id": rid, "name": f"r{i}", "run_type": "chain",
                       "start_time": T0 + i, "end_time": T0 + 9, "inputs": {"i": i},
-                      "outputs": {"same": "o'k"}, "error": "it's 'bad'", "tags": ["\u00fc"],
+                      "outputs": {"same": "o'k"}, "error": "o'brien; -- it's 'bad'",
+                      "tags": ["\u00fc"],
                       "metadata": {"q": "'"}, "session_name": "quo'te",
                       "reference_example_id": example}
             rows.append([values.get(c) for c in COLUMNS])
@@ -718,7 +719,7 @@ def test_values_a_whole_batch_shares_are_stored_as_bound_ones(store: Store) -> N
                 st.runs.upsert(posts=posts)
         st.settle()
         results.append(_normalized(st, ids))
-    assert len(results[2]) == 6 and results[2][0]["run_type"] == "o'brien; --"
+    assert len(results[2]) == 6 and results[2][0]["error"] == "o'brien; -- it's 'bad'"
     assert results[0] == results[2] and results[1] == results[2]
 
 

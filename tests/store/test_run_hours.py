@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from assay._ids import dotted_segment_us
 from assay.store import Store
 from assay.store._aggregates import HOUR_US
 from assay.store._series import Bucket, scan_series, series
@@ -128,7 +129,7 @@ def test_journaled_runs_keep_the_rollups(store: Store) -> None:
     store.settle()
     for c in children:  # their parents are stored: posted with a dotted order of their own
         parent = store.runs.read(c["parent_run_id"])
-        c["dotted_order"] = f"{parent.dotted_order}.{c['start_time']}Z{c['id']}"
+        c["dotted_order"] = f"{parent.dotted_order}.{dotted_segment_us(c['start_time'], c['id'])}"
         c["start_time"] = datetime.fromtimestamp(c["start_time"] / 1e6, tz=UTC)
         c["end_time"] = datetime.fromtimestamp(c["end_time"] / 1e6, tz=UTC)
     store.journal.admit(posts=children[:150])

@@ -15,7 +15,7 @@ from ..errors import ExampleValidationError, InvalidInputError
 from ..schemas import Example
 from ._openai_ft import from_openai_line, openai_lines
 
-__all__ = ["default_name", "detect_format", "read_examples", "write_examples"]
+__all__ = ["csv_examples", "default_name", "detect_format", "read_examples", "write_examples"]
 
 _FORMATS = ("jsonl", "csv", "openai", "adk-evalset")
 _ADK_SUFFIXES = (".evalset.json", ".test.json")  # (the names ADK gives its eval set files)
@@ -180,16 +180,27 @@ def _read_rows(path: Path, fmt: str, input_keys: Sequence[str] | None,
                 out.append(item)
         return out
     with path.open(encoding="utf-8-sig", newline="") as fh:
-        # strict: a quote left open is an error, not the rest of the file read into one cell
-        reader = csv.DictReader(fh, strict=True)
-        try:
-            return _csv_rows(path, reader, input_keys, output_keys, out)
-        except csv.Error as exc:
-            raise ExampleValidationError(
-                len(out), f"{path}:{reader.line_num}: malformed CSV: {exc}") from None
+        return csv_examples(fh, str(path), input_keys, output_keys)
 
 
-def _csv_rows(path: Path, reader: csv.DictReader[str], input_keys: Sequence[str] | None,
+def csv_examples(lines: Iterable[str], where: str, input_keys: Sequence[str] | None = None,
+                 output_keys: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The examples of CSV text (a file opened with ``newline=""``, or lines): its
+    ``inputs.<key>``/``outputs.<key>`` columns, or the columns named by ``input_keys`` and
+    ``output_keys``. A bad row raises ``ExampleValidationError`` naming ``where`` and its line,
+    a missing column ``InvalidInputError``: the file, the CLI's import and the server's
+    upload all read CSV here."""
+    out: list[dict[str, Any]] = []
+    # strict: a quote left open is an error, not the rest of the file read into one cell
+    reader = csv.DictReader(lines, strict=True)
+    try:
+        return _csv_rows(where, reader, input_keys, output_keys, out)
+    except csv.Error as exc:
+        raise ExampleValidationError(
+            len(out), f"{where}:{reader.line_num}: malformed CSV: {exc}") from None
+
+
+def _csv_rows(path: str, reader: csv.DictReader[str], input_keys: Sequence[str] | None,
               output_keys: Sequence[str] | None, out: list[dict[str, Any]]
               ) -> list[dict[str, Any]]:
     """The rows of a CSV file as examples (``out``, filled as they are read)."""
@@ -197,7 +208,8 @@ def _csv_rows(path: Path, reader: csv.DictReader[str], input_keys: Sequence[str]
     if input_keys is not None:
         missing = [k for k in list(input_keys) + list(output_keys or []) if k not in cols]
         if missing:
-            raise InvalidInputError(f"{path}: CSV has no column(s) {missing}")
+            raise InvalidInputError(f"{path}: CSV has no column(s) {missing} (its columns: "
+                                    f"{', '.join(cols)})")
     elif not any(c.startswith("inputs.") for c in cols):
         raise InvalidInputError(
             f"{path}: CSV needs 'inputs.<key>' (and 'outputs.<key>') columns, or name the "

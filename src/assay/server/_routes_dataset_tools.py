@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import csv
 import io
 import uuid
 from typing import Any
@@ -13,8 +12,8 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 
 from .. import _json
-from ..datasets import openai_lines
-from ..errors import ExampleValidationError
+from ..datasets import csv_examples, openai_lines
+from ..errors import ExampleValidationError, InvalidInputError
 from ._deps import Parts, StoreDep, ok
 from ._errors import ApiError
 
@@ -59,24 +58,12 @@ def parse_csv_upload(parts: list[Any]) -> tuple[dict[str, Any], list[dict[str, A
         raise ApiError(422, "invalid_input", "give the dataset a name (or the file a filename)")
     fields["name"] = name
     text = _text(file.data, f"CSV file {file.filename or ''}".strip())
+    where = f"CSV file {file.filename}" if file.filename else "CSV file"
     try:
-        reader = csv.DictReader(io.StringIO(text, newline=""))
-        columns = reader.fieldnames or []
-        wanted = keys["input_keys"] + keys["output_keys"]
-        missing = [k for k in wanted if k not in columns]
-        if missing:
-            raise ApiError(422, "invalid_input", f"CSV file {file.filename or ''} has no "
-                           f"column(s) {missing} (its columns: {columns})")
-        examples: list[dict[str, Any]] = []
-        for lineno, row in enumerate(reader, 2):
-            if None in row:
-                raise ExampleValidationError(len(examples), f"CSV line {lineno}: more cells "
-                                             "than columns")
-            examples.append({
-                "inputs": {k: row[k] for k in keys["input_keys"]},
-                "outputs": {k: row[k] for k in keys["output_keys"]} or None})
-    except csv.Error as exc:
-        raise ApiError(422, "invalid_input", f"CSV file {file.filename or ''}: {exc}") from None
+        examples = csv_examples(io.StringIO(text, newline=""), where, keys["input_keys"],
+                                keys["output_keys"])
+    except (InvalidInputError, ExampleValidationError) as exc:
+        raise ApiError(422, "invalid_input", str(exc)) from None
     return fields, examples
 
 

@@ -221,6 +221,53 @@ static int canonical_uuid(PyObject *s) {
         && assay_canonical_uuid((const char *)PyUnicode_1BYTE_DATA(s));
 }
 
+/* One of schemas.RUN_TYPES (_runs._clean refuses the rest, in words). */
+static int known_run_type(PyObject *s) {
+    static const char *types[] = {"chain", "llm", "tool", "retriever", "embedding", "prompt",
+                                  "parser"};
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++)
+        if (PyUnicode_CompareWithASCIIString(s, types[k]) == 0)
+            return 1;
+    return 0;
+}
+
+static int hex_digit(char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* A dotted order as _runs._dotted_order_of takes it: segments '<8 digits>T<6-12 digits>Z<uuid>'
+ * joined by '.', the last one's uuid the run's id as it is (canonical text: checked before);
+ * 0 for anything else, which the Python then judges. */
+static int dotted_shape(PyObject *s, PyObject *id) {
+    if (!PyUnicode_IS_ASCII(s) || !PyUnicode_IS_ASCII(id)
+        || PyUnicode_GET_LENGTH(id) != ASSAY_UUID_LEN)
+        return 0;
+    const char *p = (const char *)PyUnicode_1BYTE_DATA(s);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s), at = 0;
+    while (1) {
+        Py_ssize_t end = at;
+        while (end < n && p[end] != '.')
+            end++;
+        Py_ssize_t len = end - at, digits = len - 8 - 1 - 1 - 36;
+        if (digits < 6 || digits > 12)
+            return 0;
+        const char *g = p + at;
+        for (Py_ssize_t i = 0; i < len; i++) {
+            char c = g[i];
+            Py_ssize_t u = i - (len - 36); /* place in the uuid, when >= 0 */
+            int ok = i == 8 ? c == 'T'
+                   : i == len - 37 ? c == 'Z'
+                   : u < 0 ? (c >= '0' && c <= '9')
+                   : (u == 8 || u == 13 || u == 18 || u == 23) ? c == '-' : hex_digit(c);
+            if (!ok)
+                return 0;
+        }
+        if (end == n)
+            return memcmp(g + len - 36, PyUnicode_1BYTE_DATA(id), 36) == 0;
+        at = end + 1;
+    }
+}
+
 /* A sender's time: 1 with *out set, 0 when it is not plain (the caller gives None), -1 on an
  * error. ``micros`` is server._wire._micros (``not_plain`` its refusal) for other forms. */
 static int sender_time(PyObject *v, PyObject *micros, PyObject *not_plain, long long *out) {
@@ -284,7 +331,9 @@ static PyObject *admitted_post(PyObject *self, PyObject *const *argv, Py_ssize_t
     for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++)
         if (v[texts[k]] != NULL && !PyUnicode_CheckExact(v[texts[k]]))
             Py_RETURN_NONE;
-    if (v[F_DOTTED] != NULL && !PyUnicode_IS_ASCII(v[F_DOTTED]))
+    if (v[F_DOTTED] != NULL && !dotted_shape(v[F_DOTTED], v[F_ID]))
+        Py_RETURN_NONE;
+    if (v[F_RUN_TYPE] != NULL && !known_run_type(v[F_RUN_TYPE]))
         Py_RETURN_NONE;
     /* an object, or (from _csplit.runs) the bytes of its text as the store keeps it */
     static const int objects[] = {F_INPUTS, F_OUTPUTS, F_EXTRA, F_SERIALIZED};

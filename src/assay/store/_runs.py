@@ -7,6 +7,7 @@ what a patch already set, and a patch overwrites with every non-null field it ca
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
@@ -22,7 +23,7 @@ from .._json import escape_text, unescape_text
 from .._time import _MAX_US, _MIN_US
 from .._usage import derive_usage
 from ..errors import InvalidInputError, NotFoundError, StoreError
-from ..schemas import Run
+from ..schemas import RUN_TYPES, Run
 from . import _run_usage
 from ._aggregates import (
     FEEDBACK_RETURNING,
@@ -34,7 +35,7 @@ from ._aggregates import (
 from ._bulk import insert_many
 from ._fold_rows import apply_new_runs
 from ._placing import MAX_DEPTH as _MAX_DEPTH
-from ._placing import dotted_orders_of
+from ._placing import dotted_orders_of, stored_traces, trace_of
 from ._run_filter import compile_filter, text_search
 from ._tables import runs, shares
 from ._types import sender_micros, to_micros
@@ -101,10 +102,16 @@ def _clean(raw: Mapping[str, Any]) -> dict[str, Any]:
         value = get(key)
         if value is not None and not isinstance(value, str):
             raise InvalidInputError(f"run {run_id}: {key} must be a string")
+    value = get("run_type")
+    if value is not None and value not in _RUN_TYPES:  # (LangSmith's enum: 422 there too)
+        raise InvalidInputError(f"run {run_id}: run_type {value[:80]!r} is not one of "
+                                f"{', '.join(RUN_TYPES)}")
     value = get("dotted_order")
-    if value is not None and not value.isascii():  # a valid one is ASCII (times and ids)
-        raise InvalidInputError(f"run {run_id}: dotted_order {value[:80]!r} is not a dotted "
-                                "order")
+    if value is not None and not _dotted_order_of(value, run_id):
+        raise InvalidInputError(
+            f"run {run_id}: dotted_order {value[:80]!r} is not a dotted order (segments "
+            "'<YYYYMMDDTHHMMSSffffff>Z<run id>' joined by '.', the last one this run's id): "
+            "its trace could not be read")
     for key, item_kind in _ITEMS:
         value = get(key)
         if value and not all(map(isinstance, value, repeat(item_kind))):  # in C: every ingest
@@ -114,6 +121,20 @@ def _clean(raw: Mapping[str, Any]) -> dict[str, Any]:
 
 
 _STRINGS = ("name", "run_type", "dotted_order", "status")
+_RUN_TYPES = frozenset(RUN_TYPES)
+# a segment: the run's start (UTC, 6 to 12 digits after the seconds' start) and its id
+_HEX = "[0-9a-fA-F]"
+_SEGMENT = rf"\d{{8}}T\d{{6,12}}Z{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}"
+_DOTTED = re.compile(rf"{_SEGMENT}(?:\.{_SEGMENT})*")
+
+
+def _dotted_order_of(value: str, run_id: str) -> bool:
+    """Whether ``value`` is a dotted order ending in ``run_id``'s segment (what
+    ``_cencode.admitted_post`` also checks, before the Python is asked)."""
+    return (value.isascii() and _DOTTED.fullmatch(value) is not None
+            and value[-36:].lower() == run_id)
+
+
 _ITEMS = (("events", dict), ("tags", str))  # what a stored run's lists hold (schemas.Run)
 
 
@@ -285,6 +306,13 @@ class RunRepo:
                 if k != "status" and k != "session_id":  # a patch never moves a run
                     cur[k] = v
         self._derive_dotted_orders(conn, existing)
+        untraced = [r for r in existing.values() if r.get("trace_id") is None
+                    and r.get("parent_run_id") is not None]
+        above = stored_traces(conn, self.store.tenant_id,
+                              {str(r["parent_run_id"]) for r in untraced} - existing.keys()
+                              ) if untraced else {}
+        for got in untraced:  # its parent's trace (LangSmith's create_run names no trace)
+            got["trace_id"] = trace_of(got["id"], existing, above)
         inserts: list[dict[str, Any]] = []
         updates: list[dict[str, Any]] = []
         posted: dict[str, list[str]] = {}  # session -> runs whose post is now stored
@@ -292,7 +320,7 @@ class RunRepo:
             cur = existing[run_id]
             for need in ("name", "run_type", "start_time", "trace_id"):
                 if cur.get(need) is None:
-                    if need == "trace_id" and cur.get("parent_run_id") is None:
+                    if need == "trace_id":  # a root (a child's is found above)
                         cur["trace_id"] = run_id
                     elif need == "name":
                         cur["name"] = ""
