@@ -116,3 +116,20 @@ def test_hour_comparison_on_each_backend(store: Store) -> None:
                      .values(total_cost=run_hours.c.total_cost + 0.5))
     with store.read() as conn:
         assert _hours_differing(conn)[sid] == 3  # traces at 9:00, 9:42, 10:24, 11:06, 11:48
+
+
+def test_db_check_lists_feedback_on_a_run_never_stored(sqlite_url: str) -> None:
+    """Feedback posted for a run that never arrived waits in no project (its session unknown):
+    db check listed only feedback of a project and said all was consistent."""
+    from assay import Client
+
+    client = Client(database_url=sqlite_url)
+    client.create_feedback(run_id=uuid.uuid4(), key="orphan", score=1)
+    client.flush()
+    code, report = _check(sqlite_url)
+    assert code == 1
+    assert report["mismatched"] == [{"project": None, "id": None,
+                                     "fields": ["feedback_without_run"],
+                                     "feedback_without_run": 1}]
+    out = CliRunner().invoke(app, ["db", "check", "--db", sqlite_url])
+    assert "(no project): feedback_without_run (1 rows)" in out.output

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 import pytest
@@ -188,3 +189,16 @@ def test_import_refuses_nan_which_is_not_json(sqlite_url: str, tmp_path: Any) ->
     refused = invoke("datasets", "import", str(data), "--db", sqlite_url)
     said = " ".join(refused.output.split())
     assert refused.exit_code == 2 and "nan.jsonl:2" in said and "NaN is not a JSON value" in said
+
+
+def test_experiments_show_of_a_project_without_a_dataset_prints_no_none(
+        sqlite_url: str) -> None:
+    """A tracing project (or a pytest suite's experiment) has no dataset version and its runs
+    no repetition: shown as '-', not as Python's None."""
+    client = Client(database_url=sqlite_url)
+    client.create_run(id=uuid.uuid4(), name="chat", run_type="chain", inputs={"q": 1},
+                      outputs={"a": 2}, project_name="traced-only")
+    client.flush()
+    shown = invoke("experiments", "show", "traced-only", "--db", sqlite_url)
+    assert shown.exit_code == 0, shown.output
+    assert "dataset version -" in shown.output and "None" not in shown.output

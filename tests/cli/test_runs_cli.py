@@ -81,6 +81,9 @@ def test_list_with_filters(db: tuple[str, dict[str, str]]) -> None:
     assert [r["id"] for r in newest] == [ids["bad"], ids["good"]]  # newest first
     one = run("list", "--db", url, "--root", "--limit", "1")
     assert "--limit shows more" in one.output
+    both = run("list", "--db", url, "--root", "--limit", "2")  # exactly the limit: no more
+    assert ids["good"] in both.output and "--limit shows more" not in both.output
+    assert len(json.loads(run("list", "--db", url, "--root", "--limit", "1", "--json").output)) == 1
     none = run("list", "--db", url, "--filter", 'eq(name, "nobody")')
     assert none.exit_code == 0 and "no runs match" in none.output
 

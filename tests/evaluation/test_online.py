@@ -175,3 +175,31 @@ def test_the_command_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert "4 runs scored" in failing.output and "4 with an evaluator error" in failing.output
     assert "first evaluator error: judge: " in failing.output and "timed out" in failing.output
     assert runner.invoke(app, [*args, "--sample", "0"]).exit_code == 2  # the range says (0, 1]
+
+
+def test_watching_with_json_writes_one_line_a_pass(tmp_path: Path) -> None:
+    """``assay online --watch --json``: JSON Lines on stdout, one object a pass, read as they
+    come (each pass was an indented object, and Ctrl-C's 'stopped' landed among them)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    store_url = f"sqlite:///{tmp_path / 'watch.db'}"
+    project = unique("watched")
+    _traffic(Client(database_url=store_url), project, 3)
+    (tmp_path / "watch_evals.py").write_text("def short(outputs):\n"
+                                             "    return len(outputs['answer']) < 8\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from assay.cli import main; main()", "online", project,
+         "-e", "watch_evals:short", "--watch", "--interval", "0.2", "--json", "--db",
+         store_url], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    first = json.loads(proc.stdout.readline())  # the first pass, before the process ends
+    assert first["scored"] == 3
+    time.sleep(0.6)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    passes = [json.loads(line) for line in out.splitlines()]
+    assert passes and all(p["scored"] == 0 for p in passes)  # scored once, in the first
+    assert "stopped" in err and "stopped" not in out

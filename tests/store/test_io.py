@@ -102,3 +102,12 @@ def test_a_csv_row_cut_short_is_refused_by_line(client: Client, tmp_path: Path) 
     path.write_text("question,answer\nhi,hello\nbye\n")
     with pytest.raises(ExampleValidationError, match="short.csv:3: fewer cells"):
         client.upload_csv(path, input_keys=["question"], output_keys=["answer"], name="plain")
+
+
+def test_an_export_to_an_unknown_format_names_the_ones_written(client: Client,
+                                                                tmp_path: Path) -> None:
+    client.create_dataset("named")
+    with pytest.raises(InvalidInputError, match=r"'txt' .*use jsonl, csv or openai$"):
+        client.export_dataset(tmp_path / "x.txt", dataset_name="named")
+    with pytest.raises(InvalidInputError, match="use jsonl, csv, openai or adk-evalset"):
+        client.import_dataset(tmp_path / "x.txt")

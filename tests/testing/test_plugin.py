@@ -155,6 +155,51 @@ def test_a_skipped_test_says_why_and_markers_shape_the_experiment(pytester: pyte
     assert scored == {str(r.id) for r in roots if r.name == "test_ran"} and len(scored) == 3
 
 
+def test_a_marked_test_that_never_ran_its_body_is_still_an_example(pytester: pytest.Pytester,
+                                                                     db: Path) -> None:
+    """A fixture that raises, a skip or skipif marker: the test's body never runs, yet it is
+    an example of the experiment (failed with the fixture's error, skipped with the marker's
+    reason); it was left out, and the pass rate read 1.0 for a suite with an error in it."""
+    pytester.makepyfile(test_unrun=textwrap.dedent('''
+        import pytest
+
+        @pytest.fixture
+        def broken():
+            raise RuntimeError("fixture broke")
+
+        @pytest.mark.assay(test_suite_name="unrun")
+        def test_fixture_error(broken):
+            pass
+
+        @pytest.mark.assay(test_suite_name="unrun")
+        @pytest.mark.skip(reason="decorator skip")
+        def test_marker_skip():
+            pass
+
+        @pytest.mark.assay(test_suite_name="unrun")
+        @pytest.mark.skipif(True, reason="not here")
+        def test_skipif():
+            pass
+
+        @pytest.mark.assay(test_suite_name="unrun")
+        def test_ok():
+            pass
+    '''))
+    result = run(pytester)
+    result.assert_outcomes(passed=1, skipped=2, errors=1)
+    [exp] = experiments(db)
+    client = Client(database_url=f"sqlite:///{db}")
+    roots = {r.name: r for r in client.list_runs(project_id=exp.id, is_root=True)}
+    assert set(roots) == {"test_fixture_error", "test_marker_skip", "test_skipif", "test_ok"}
+    assert "fixture broke" in (roots["test_fixture_error"].error or "")
+    assert "decorator skip" in roots["test_marker_skip"].outputs["skipped_reason"]
+    assert "not here" in roots["test_skipif"].outputs["skipped_reason"]
+    passed = {client.read_run(f.run_id).name: f.score
+              for f in client.list_feedback(project_ids=[exp.id]) if f.key == "pass"}
+    assert passed == {"test_fixture_error": 0.0, "test_ok": 1.0}
+    assert "pass 0.5" in result.stdout.str()  # the summary's pass rate counts the error
+
+
 def test_bad_use_is_named_and_tracking_problems_never_change_outcomes(
         pytester: pytest.Pytester, db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytester.makepyfile(test_bad='''
@@ -290,6 +335,29 @@ def test_the_gate_fails_a_session_on_a_significant_regression(pytester: pytest.P
     assert lenient.ret == 0
     lenient.stdout.fnmatch_lines([f"*against {baseline.name}:*",
                                   "*significant regressions (not failing the session)*"])
+
+
+def test_a_distance_that_grows_is_a_regression(pytester: pytest.Pytester, db: Path) -> None:
+    """``expect.edit_distance`` records a distance: lower is better. An answer that got worse
+    (0 -> 0.92) was reported as an improvement and passed the gate."""
+    def suite(answer: str) -> None:
+        pytester.makepyfile(test_ed=textwrap.dedent(f'''
+            import pytest
+            from assay import testing as t
+
+            @pytest.mark.assay(test_suite_name="ed")
+            @pytest.mark.parametrize("i", range(8))
+            def test_ed(i):
+                t.expect.edit_distance({answer!r}, "hello world")
+        '''))
+    suite("hello world")
+    assert run(pytester).ret == 0
+    suite("goodbye moon")
+    gated = run(pytester, "--assay-baseline", "previous", "--assay-fail-on-regression")
+    assert gated.ret == 1
+    gated.stdout.fnmatch_lines(["*edit_distance: 0 -> 0.9167*regression*"])
+    assert not [line for line in gated.stdout.lines
+                if "edit_distance:" in line and "improvement" in line]
 
 
 def test_a_gated_session_fails_when_its_results_cannot_be_stored(

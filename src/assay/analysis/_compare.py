@@ -20,7 +20,7 @@ from ._data import BUILTIN_METRICS, ExampleResult, ExperimentData, load_experime
 if TYPE_CHECKING:
     from ..store import Store
 
-__all__ = ["CompareOptions", "MetricDiff", "ExperimentRef", "Comparison", "Pairing", "compare",
+__all__ = ["LOWER_IS_BETTER", "CompareOptions", "MetricDiff", "ExperimentRef", "Comparison", "Pairing", "compare",
            "compare_experiments", "side_by_side"]
 
 
@@ -30,7 +30,8 @@ class CompareOptions(BaseModel):
     resamples: int = Field(2000, ge=1)
     confidence: float = Field(0.95, gt=0, lt=1)
     seed: int | None = 0
-    lower_is_better: frozenset[str] = frozenset()  # feedback keys where less is better
+    # feedback keys where less is better, besides assay's own (``LOWER_IS_BETTER``)
+    lower_is_better: frozenset[str] = frozenset()
     min_pairs: int = Field(2, ge=1)  # fewer paired examples: reported, never significant
 
 
@@ -101,13 +102,20 @@ def _ref(data: ExperimentData) -> ExperimentRef:
     return ExperimentRef(id=data.project.id, name=data.project.name)
 
 
+# Feedback assay writes itself where less is better: the distances ``expect`` records, the
+# performance evaluator's latencies and memory (under any ``key_prefix``). Read as "higher is
+# better", a worse answer passed the pytest gate as an improvement.
+LOWER_IS_BETTER = ("edit_distance", "embedding_distance", "latency_seconds",
+                   "latency_p95_seconds", "memory_increase_bytes", "memory_peak_bytes")
+
+
 def _metrics(experiments: Sequence[ExperimentData],
              lower: frozenset[str]) -> list[tuple[str, str, bool]]:
     """(metric id, display name, lower is better): feedback keys first, then the built-ins."""
     keys: list[str] = []
     for data in experiments:
         keys += [k for k in data.score_keys if k not in keys]
-    out = [(f"feedback:{k}", k, k in lower) for k in keys]
+    out = [(f"feedback:{k}", k, k in lower or k.endswith(LOWER_IS_BETTER)) for k in keys]
     return out + [(m, m, low) for m, low in BUILTIN_METRICS.items()]
 
 

@@ -85,8 +85,12 @@ def money(value: float | None) -> str:
     return "-" if value is None else f"${value:.6f}"
 
 
-def emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(jsonable(data), indent=2) + "\n")
+def emit_json(data: Any, *, lines: bool = False) -> None:
+    """``data`` as JSON on stdout, indented; ``lines``: on one line (JSON Lines, one object
+    per report of a command that goes on reporting), flushed."""
+    sys.stdout.write(json.dumps(jsonable(data), indent=None if lines else 2) + "\n")
+    if lines:
+        sys.stdout.flush()
 
 
 @contextmanager

@@ -162,6 +162,11 @@ def check(
                     bad.append(found)
             for orphan in sorted(hours, key=str):  # hours of a project that no longer exists
                 bad.append({"project": None, "id": orphan, "fields": ["run_hours"]})
+            # feedback in no project: its run never stored (feedback waits for its run without
+            # one; create_feedback(run_id=...) of an unknown run), or its project deleted
+            if n := sum(lost.values()):
+                bad.append({"project": None, "id": None, "fields": ["feedback_without_run"],
+                            "feedback_without_run": n})
         return checked, bad
 
     with handle_errors():
@@ -181,7 +186,9 @@ def check(
     elif bad:
         for b in bad:
             fields = [f"{f} ({b[f]} rows)" if f in b else f for f in b["fields"]]
-            console.print(styled((str(b["project"]), "red"), f" ({b['id']}): {', '.join(fields)}"))
+            where = f" ({b['id']})" if b["id"] is not None else ""
+            console.print(styled((str(b["project"] or "(no project)"), "red"),
+                                 f"{where}: {', '.join(fields)}"))
         console.print(f"{len(bad)} of {checked} projects differ; run `assay db check --repair`")
         if any("feedback_without_run" in b for b in bad):
             console.print("feedback_without_run: --repair keeps it; resume the experiment "

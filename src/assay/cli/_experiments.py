@@ -187,7 +187,7 @@ def show(
     console.print(stats_table(stats, title=f"experiment {stats.name}"))
     meta = stats.metadata
     git = meta.get("git") or {}
-    facts = [f"dataset version {meta.get('dataset_version')}",
+    facts = [f"dataset version {meta.get('dataset_version') or '-'}",
              f"splits {', '.join(meta.get('dataset_splits') or []) or '-'}",
              f"repetitions {meta.get('num_repetitions', 1)}"]
     if git:
@@ -199,7 +199,8 @@ def show(
     keys = sorted({k for r in rows for k in r["feedback"]})
     table = Table("rep", "inputs", "outputs", "error", "latency", *keys)
     for r in rows:
-        table.add_row(str(r["repetition"]), _brief(r["inputs"]), _brief(r["outputs"]),
+        rep = r["repetition"]
+        table.add_row("-" if rep is None else str(rep), _brief(r["inputs"]), _brief(r["outputs"]),
                       (r["error"] or "")[:40], secs(r["latency"]),
                       *[_score(r["feedback"].get(k)) for k in keys])
     console.print(table)

@@ -28,6 +28,7 @@ from ._common import (
     JsonOption,
     console,
     emit_json,
+    err_console,
     handle_errors,
     open_client,
 )
@@ -116,8 +117,9 @@ def online(
     noun = "threads" if threads else "runs"
 
     def show(report: OnlinePass) -> None:
-        if json_out:
-            emit_json({k: v for k, v in vars(report).items() if k != "scored_run_ids"})
+        if json_out:  # watching: one compact line a pass (JSON Lines), read as it comes
+            emit_json({k: v for k, v in vars(report).items() if k != "scored_run_ids"},
+                      lines=watch)
             return
         one = noun[:-1] if report.scored == 1 else noun
         console.print(
@@ -144,7 +146,7 @@ def online(
                         return
                     time.sleep(interval)
             except KeyboardInterrupt:
-                console.print("stopped")
+                err_console.print("stopped")  # (not on stdout: the passes' JSON is there)
             return
         if not watch:
             report = evaluate_online(project, evaluators, **options)
@@ -156,4 +158,4 @@ def online(
             asyncio.run(watch_online(project, evaluators, interval=interval, on_pass=show,
                                      **options))
         except KeyboardInterrupt:
-            console.print("stopped")
+            err_console.print("stopped")

@@ -95,8 +95,10 @@ def list_(
         found = list(client.list_runs(
             **_project(project), filter=filter_, trace_filter=trace_filter,
             tree_filter=tree_filter, query=query, run_type=run_type,
-            is_root=True if root else None, error=True if errors else None, limit=limit,
-            order="desc"))
+            is_root=True if root else None, error=True if errors else None, limit=limit + 1,
+            order="desc"))  # (one more: whether there are more to show)
+    more = len(found) > limit
+    found = found[:limit]
     if json_out:
         emit_json([r.model_dump() for r in found])
         return
@@ -112,7 +114,7 @@ def list_(
                       r.start_time.strftime("%Y-%m-%d %H:%M:%S"), _secs(r), _tokens(r), _cost(r),
                       _error(r))
     console.print(table)
-    if len(found) == limit:
+    if more:
         console.print(f"the first {limit}: --limit shows more", style="dim")
 
 

@@ -31,15 +31,16 @@ def default_name(path: str | Path) -> str:
     return Path(path).stem
 
 
-def detect_format(path: str | Path, format: str | None) -> str:
+def detect_format(path: str | Path, format: str | None, *, writing: bool = False) -> str:
+    """The format named, or the file name's (``writing``: one that is written)."""
     if format is None and Path(path).name.lower().endswith(_ADK_SUFFIXES):
         return "adk-evalset"
     fmt = (format or Path(path).suffix.lstrip(".")).lower()
     if fmt == "json":
         fmt = "jsonl"
     if fmt not in _FORMATS:
-        raise InvalidInputError(f"unknown dataset format {fmt!r} for {path}: use jsonl, csv, "
-                                "openai or adk-evalset")
+        choices = "jsonl, csv or openai" if writing else "jsonl, csv, openai or adk-evalset"
+        raise InvalidInputError(f"unknown dataset format {fmt!r} for {path}: use {choices}")
     return fmt
 
 
@@ -85,7 +86,7 @@ def _uncell(text: str) -> Any:
 
 def write_examples(examples: Iterable[Example], path: str | Path, *,
                    format: str | None = None) -> int:
-    fmt = detect_format(path, format)
+    fmt = detect_format(path, format, writing=True)
     if fmt == "adk-evalset":
         raise InvalidInputError(f"{path}: ADK eval sets are read, not written: export to "
                                 ".jsonl or .csv")

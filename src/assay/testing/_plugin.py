@@ -166,11 +166,33 @@ def _bad_marker(mark: pytest.Mark) -> str | None:
     return None
 
 
-def _wrap(item: pytest.Function, fn: Callable[..., Any], mark: pytest.Mark,
-          state: _State) -> Callable[..., Any]:
-    problem = _bad_marker(mark)
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A marked test that never ran its body (a fixture that raised, a skip or skipif marker)
+    is still an example of the experiment: failed with the setup's error, or skipped with its
+    reason (it was left out, and the pass rate read as if it had passed)."""
+    yield
+    if call.when != "setup" or call.excinfo is None:
+        return
+    state = item.config.stash.get(_STATE, None)
+    mark = _marker(item, state) if state is not None else None
+    if mark is None or not isinstance(item, pytest.Function):
+        return
+    assert state is not None  # (a mark is only found with it)
+    exc = call.excinfo.value
+    _, options, inputs, reference = _case_of(item, item.obj, mark)
+    try:
+        run = _Running(state, item, options, dict(inputs), dict(reference), 0)
+        run.__enter__()
+        run.__exit__(type(exc), exc, exc.__traceback__)
+    except Exception as err:  # noqa: BLE001 - tracking never changes a test's outcome
+        state.tracker().problem(f"could not record {item.nodeid}: {err}")
+
+
+def _case_of(item: pytest.Function, fn: Callable[..., Any], mark: pytest.Mark
+             ) -> tuple[str | None, dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(a problem with the marker, its options, the test's inputs, its reference outputs)."""
     options = dict(mark.kwargs)
-    repetitions = int(options.get("repetitions") or 1)
     callspec = getattr(item, "callspec", None)
     params = dict(getattr(callspec, "params", {}) or {})
     try:
@@ -179,6 +201,13 @@ def _wrap(item: pytest.Function, fn: Callable[..., Any], mark: pytest.Mark,
         names = set(params)
     inputs = {k: v for k, v in params.items() if k in names}
     reference = {k: inputs.pop(k) for k in options.get("output_keys") or () if k in inputs}
+    return _bad_marker(mark), options, inputs, reference
+
+
+def _wrap(item: pytest.Function, fn: Callable[..., Any], mark: pytest.Mark,
+          state: _State) -> Callable[..., Any]:
+    problem, options, inputs, reference = _case_of(item, fn, mark)
+    repetitions = int(options.get("repetitions") or 1)
 
     def running(rep: int) -> _Running:
         if problem is not None:
