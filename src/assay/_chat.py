@@ -150,8 +150,16 @@ def _turn(raw: Any) -> Turn | None:
                 turn.tool_calls.append(ToolCallView(str(part.get("name")),
                                                     _args(part.get("arguments")), part.get("id")))
             elif isinstance(part, Mapping) and part.get("type") == "tool_call_response":
+                # a tool's answer (pydantic-ai's and Upsonic's spans send it in a user turn,
+                # under "result"; the conventions' examples under "response")
                 turn.tool_call_id = part.get("id")
-                _content(turn, part.get("response"))
+                if turn.role == "user":
+                    turn.role = "tool"
+                value = part["response"] if "response" in part else part.get("result")
+                if value is None or isinstance(value, (str, list)):
+                    _content(turn, value)
+                else:
+                    turn.text += json.dumps(value, ensure_ascii=False, default=str)
             else:
                 _content(turn, [part])
     for call in msg.get("tool_calls") or []:

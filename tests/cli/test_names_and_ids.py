@@ -202,3 +202,9 @@ def test_experiments_show_of_a_project_without_a_dataset_prints_no_none(
     shown = invoke("experiments", "show", "traced-only", "--db", sqlite_url)
     assert shown.exit_code == 0, shown.output
     assert "dataset version -" in shown.output and "None" not in shown.output
+    assert "--limit shows more" not in shown.output
+    client.create_run(id=uuid.uuid4(), name="chat", run_type="chain", inputs={"q": 2},
+                      outputs={"a": 3}, project_name="traced-only")
+    client.flush()
+    cut = invoke("experiments", "show", "traced-only", "--limit", "1", "--db", sqlite_url)
+    assert "the first 1 of 2 runs: --limit shows more" in cut.output

@@ -106,6 +106,21 @@ def test_assay_serve_no_auth_serves_the_default_workspace(tmp_path: Path) -> Non
         assert [d["name"] for d in httpx.get(f"{url}/datasets").json()] == ["mine"]
         page = httpx.get(f"{url}/")
         assert page.status_code == 200 and "mine" in page.text and "login" not in str(page.url)
+        # no keys: a page of another site cannot post to it (the UI's forms, the API), and a
+        # DNS-rebinding name (another Host) gets no answer at all
+        ds = httpx.get(f"{url}/datasets").json()[0]["id"]
+        crossed = httpx.post(f"{url}/datasets/{ds}/share",
+                             headers={"Origin": "http://evil.example"})
+        assert crossed.status_code == 403 and "cannot change it" in crossed.text
+        form = httpx.post(f"{url}/ui/datasets/{ds}/share", data={},
+                          headers={"Origin": "http://evil.example"})
+        assert form.status_code == 403
+        rebound = httpx.get(f"{url}/datasets", headers={"Host": f"evil.example:{port}"})
+        assert rebound.status_code == 421 and "mine" not in rebound.text
+        same = httpx.post(f"{url}/datasets", json={"name": "from-the-ui"},
+                          headers={"Origin": url})  # the server's own page
+        assert same.status_code == 200, same.text
+        assert httpx.post(f"{url}/datasets", json={"name": "from-a-script"}).status_code == 200
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -101,3 +101,24 @@ def test_bedrock_converse_blocks_as_strands_agents_sends_them() -> None:
     call = before[1].tool_calls[0]
     assert (call.name, call.arguments, call.id) == ("lookup_city", {"city": "Lima"}, "t1")
     assert before[2].tool_call_id == "t1" and before[2].text == "9.9 million"
+
+
+def test_a_tool_answer_in_genai_parts_is_shown_whatever_it_is_called() -> None:
+    """pydantic-ai's and Upsonic's model spans send a tool's answer as a user turn of one
+    ``tool_call_response`` part holding ``result`` (a string, or an object): the run page
+    showed an empty user turn; it is a tool turn with the answer."""
+    inputs = {"messages": [
+        {"role": "user", "parts": [{"type": "text", "content": "weather in Paris?"}]},
+        {"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "get_weather",
+                                         "arguments": {"city": "Paris"}}]},
+        {"role": "user", "parts": [{"type": "tool_call_response", "id": "c1",
+                                    "name": "get_weather", "result": "sunny in Paris"}]},
+        {"role": "user", "parts": [{"type": "tool_call_response", "id": "c2",
+                                    "result": {"func": "Paris: 21C"}}]},
+        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c3",
+                                    "response": "as the conventions say"}]}]}
+    before, _ = chat_turns(inputs, {})
+    assert roles(before) == ["user", "assistant", "tool", "tool", "tool"]
+    assert [(t.tool_call_id, t.text) for t in before[2:]] == [
+        ("c1", "sunny in Paris"), ("c2", '{"func": "Paris: 21C"}'),
+        ("c3", "as the conventions say")]

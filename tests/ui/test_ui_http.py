@@ -13,7 +13,7 @@ from fastapi import FastAPI, Request
 from assay.store import Store
 from assay.ui import COOKIE_NAME, LoginRedirect, StoreFromKey, create_ui_router, ui_router_for
 from assay.ui._format import pretty, signed, usd
-from assay.ui._svg import histogram_svg
+from assay.ui._svg import histogram_svg, seconds_tick
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "analysis"))
 from assay_factory import LiveServer, Outcome, add_experiment, make_dataset  # noqa: E402
@@ -207,6 +207,15 @@ def test_histogram_svg() -> None:
     flat = str(histogram_svg([2.0, 2.0], title="x<y"))
     assert "x&lt;y" in flat
     assert sum(int(x.split('"')[0]) for x in flat.split('data-count="')[1:]) == 2
+
+
+def test_a_histogram_of_fast_latencies_has_readable_bins() -> None:
+    """Runs of a millisecond or less: every bin read "0.00 – 0.00" at two decimals."""
+    svg = str(histogram_svg([0.000368, 0.0009, 0.0021, 0.0039], title="latency (s)", bins=4,
+                            fmt=seconds_tick))
+    assert "0.00 – 0.00" not in svg and "0.000368" in svg
+    assert seconds_tick(0.5) == "0.5" and seconds_tick(12.345) == "12.3"
+    assert seconds_tick(1234.5) == "1234"
 
 
 def test_formatting() -> None:

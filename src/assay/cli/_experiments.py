@@ -137,7 +137,8 @@ def list_(
 
 
 def _rows(client: Any, experiment_id: Any, limit: int,
-          filter_: str | None = None) -> list[dict[str, Any]]:
+          filter_: str | None = None) -> tuple[list[dict[str, Any]], int]:
+    """The first ``limit`` root runs as rows, and how many there are."""
     roots = list(client.list_runs(project_id=experiment_id, is_root=True, filter=filter_))
     feedback: dict[str, dict[str, Any]] = {}
     for fb in client.list_feedback(project_ids=[experiment_id]):
@@ -156,7 +157,7 @@ def _rows(client: Any, experiment_id: Any, limit: int,
             "latency": run.latency.total_seconds() if run.latency is not None else None,
             "feedback": feedback.get(str(run.id), {}),
         })
-    return out
+    return out, len(roots)
 
 
 @app.command("show")
@@ -180,7 +181,7 @@ def show(
             key = {"project_name": name}
         with as_experiment():
             stats = client.read_project(include_stats=True, **key)
-        rows = _rows(client, stats.id, limit, filter_)
+        rows, total = _rows(client, stats.id, limit, filter_)
     if json_out:
         emit_json({"experiment": stats.model_dump(), "runs": rows})
         return
@@ -204,6 +205,8 @@ def show(
                       (r["error"] or "")[:40], secs(r["latency"]),
                       *[_score(r["feedback"].get(k)) for k in keys])
     console.print(table)
+    if total > len(rows):
+        console.print(f"the first {len(rows)} of {total} runs: --limit shows more", style="dim")
 
 
 try:  # `compare` belongs to its own module; register it in this group when present

@@ -31,7 +31,7 @@ class ShareMethods:
 
     def _share_url(self, token: Any, page: str = "r") -> str:
         """Remote, the server's link; local, the path to append to the address ``assay serve``
-        or ``assay ui`` serves this store at."""
+        serves this store at."""
         path = f"/public/{token}/{page}"
         return self._backend.url + path if getattr(self, "is_remote", False) else path
 

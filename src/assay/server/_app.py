@@ -18,6 +18,7 @@ from ._body import BodyLimitMiddleware
 from ._deps import Settings
 from ._errors import install_error_handlers
 from ._folder import Folder
+from ._loopback import LoopbackOnlyMiddleware
 from ._prefix import ApiPrefixMiddleware, route_paths
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "app_from_env", "create_app"]
@@ -104,6 +105,8 @@ def create_app(
     app.state.settings = settings
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
+    if not auth:  # no keys: other sites' pages and rebinding names kept out (``_loopback``)
+        app.add_middleware(LoopbackOnlyMiddleware)
 
     from . import (
         _routes_comparative,  # pairwise experiments: before /datasets/{dataset_id}

@@ -7,10 +7,16 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from markupsafe import Markup, escape
 
-__all__ = ["histogram_svg", "series_svg"]
+__all__ = ["histogram_svg", "seconds_tick", "series_svg"]
 
 W, H, PAD_L, PAD_B, PAD_T = 320, 150, 34, 22, 18
 CHAR_W = 6.2  # a tick label's character at 10px, wide enough for digits and "$"
+
+
+def seconds_tick(v: float) -> str:
+    """A latency axis's label in seconds: three significant digits below 100 s (runs of a
+    millisecond or less read "0.00 - 0.00" at two decimals), whole seconds above."""
+    return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
 
 
 def _pad_left(*labels: str) -> int:

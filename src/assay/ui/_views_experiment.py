@@ -19,7 +19,7 @@ from ..analysis._data import example_result
 from ..errors import AssayError, InvalidInputError
 from ..schemas import TracerSessionResult
 from ..store._experiment_page import CHART_RUNS, chart_sample, experiment_rows
-from ._svg import histogram_svg
+from ._svg import histogram_svg, seconds_tick
 
 if TYPE_CHECKING:
     from ..schemas import Example, Run
@@ -89,7 +89,7 @@ def _charts(store: Store, project: TracerSessionResult, keys: Keys) -> list[Any]
     lat, scores, n = chart_sample(store, str(project.id), CHART_RUNS)
     runs = project.run_count or n
     note = f" (first {n:,} of {runs:,} runs)" if n < runs else ""
-    charts = [histogram_svg(lat, title=f"latency (s){note}", fmt=lambda v: f"{v:.2f}")]
+    charts = [histogram_svg(lat, title=f"latency (s){note}", fmt=seconds_tick)]
     for key in keys.score_keys:
         vals = scores.get(key, [])
         lo, hi = (min(vals), max(vals)) if vals else (0.0, 1.0)

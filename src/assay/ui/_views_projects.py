@@ -21,7 +21,7 @@ from ..store._browse import Page, page_runs
 from ..store._search import SLICE_RUNS, SearchPage, search_runs
 from ..store._series import series
 from ._format import num, pct, secs, usd
-from ._svg import series_svg
+from ._svg import seconds_tick, series_svg
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -90,7 +90,7 @@ def _charts(store: Store, project: Any, since: datetime | None) -> list[Any]:
                    title="error rate", fmt=lambda v: f"{v:.0%}"),
         series_svg(labels, {"p50": [b.latency(0.5) for b in buckets],
                             "p99": [b.latency(0.99) for b in buckets]},
-                   title="latency (s)", fmt=lambda v: f"{v:.2f}"),
+                   title="latency (s)", fmt=seconds_tick),
         series_svg(labels, {"tokens": [b.tokens for b in buckets]}, title=f"tokens per {per}",
                    bars=True, fmt=lambda v: f"{v:,.0f}"),
         series_svg(labels, {"cost": [b.cost for b in buckets]}, title=f"cost per {per} (USD)",
@@ -181,7 +181,7 @@ def trends(experiments: list[Any]) -> list[Any]:
                          links=links) for k in keys]
     charts.append(series_svg(labels, {"p50": [p.latency_p50 for p in ordered],
                                       "p99": [p.latency_p99 for p in ordered]},
-                             title="latency (s)", fmt=lambda v: f"{v:.2f}", links=links))
+                             title="latency (s)", fmt=seconds_tick, links=links))
     charts.append(series_svg(labels, {"cost": [p.total_cost for p in ordered]},
                              title="cost (USD)", fmt=lambda v: f"${v:.4f}", links=links))
     return charts
