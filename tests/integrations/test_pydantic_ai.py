@@ -359,6 +359,8 @@ def test_runs_assay_makes_skip_pydantic_ais_instrumentation(model: ScriptedModel
         otel = [k for r in _walk(roots[0])[1:] for k in r.metadata if k.startswith("otel_")]
         assert bool(otel) is (path == "spans"), path
         assert agent_run.name == "invoke_agent weather"
+        # the agent run's inputs: its prompt (they were empty on both paths)
+        assert agent_run.inputs == {"input": roots[0].inputs["question"]}, path
         assert [r.run_type for r in _walk(agent_run)] == ["chain", "llm", "tool", "llm"]
         assert "no weather station in Atlantis" in (roots[1].error or "")
         shapes[path] = [_shape(root) for root in roots]

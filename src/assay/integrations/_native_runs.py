@@ -18,7 +18,7 @@ from .._json import jsonable
 from ..tracing._run_tree import RunTree
 from ._registry import framework_parent
 
-__all__ = ["ended_on_error", "finish_agent", "finish_llm", "llm_inputs", "parent_in"]
+__all__ = ["agent_inputs", "ended_on_error", "finish_agent", "finish_llm", "llm_inputs", "parent_in"]
 
 
 def parent_in(innermost: ContextVar[RunTree | None]) -> RunTree | None:
@@ -66,6 +66,12 @@ def ended_on_error(run: RunTree) -> Iterator[RunTree]:
         run.end(error=exc)
         run.patch()
         raise
+
+
+def agent_inputs(prompt: Any) -> dict[str, Any]:
+    """An agent run's inputs: the prompt it was run with (none: the run continues a
+    conversation given as its message history)."""
+    return {} if prompt is None else {"input": jsonable(prompt)}
 
 
 def finish_agent(run: RunTree, result: Any) -> None:

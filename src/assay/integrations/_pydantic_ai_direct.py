@@ -33,7 +33,7 @@ from typing import Any
 
 from ..tracing._context import _RUN
 from ..tracing._run_tree import _now_us, fast_child
-from ._native_runs import ended_on_error, finish_agent, parent_in
+from ._native_runs import agent_inputs, ended_on_error, finish_agent, parent_in
 from ._pydantic_ai import running
 from ._pydantic_ai_native import _OPEN, end_llm_run, end_tool_run, llm_run, tool_run
 from ._registry import once
@@ -211,7 +211,8 @@ class Direct:
         model, tools, toolsets = wrappers
         # (no local bound to the agent here: pydantic-ai names an unnamed agent after the
         # caller's variable holding it, and the capability path's caller has none)
-        run = fast_child(parent, f"invoke_agent {self.agent.name or 'agent'}", "chain", {})
+        run = fast_child(parent, f"invoke_agent {self.agent.name or 'agent'}", "chain",
+                         agent_inputs(prompt))
         opened, ours = _OPEN.set(run), running.set(self.agent)
         try:
             with ended_on_error(run), (

@@ -30,7 +30,14 @@ from typing import Any
 
 from .._json import jsonable
 from ..tracing._run_tree import RunTree, fast_child
-from ._native_runs import ended_on_error, finish_agent, finish_llm, llm_inputs, parent_in
+from ._native_runs import (
+    agent_inputs,
+    ended_on_error,
+    finish_agent,
+    finish_llm,
+    llm_inputs,
+    parent_in,
+)
 from ._pydantic_ai import UnderAssayRuns, installed_default
 from ._registry import once
 
@@ -124,7 +131,8 @@ def _make() -> tuple[Any, Any] | None:
             if parent is None:
                 return await handler()
             name = getattr(getattr(ctx, "agent", None), "name", None) or "agent"
-            run = fast_child(parent, f"invoke_agent {name}", "chain", {})
+            run = fast_child(parent, f"invoke_agent {name}", "chain",
+                             agent_inputs(getattr(ctx, "prompt", None)))
             outer = _OPEN.get()
             _OPEN.set(run)
             try:

@@ -407,6 +407,10 @@ def _generic_io(attrs: Mapping[str, Any], out: dict[str, Any]) -> None:
             out["inputs"] = _as_dict(attrs[key], "input")
     if "gen_ai.input.messages" in attrs and not out["inputs"]:
         out["inputs"] = {"messages": parse_json(attrs["gen_ai.input.messages"])}
+    if "pydantic_ai.all_messages" in attrs and not out["inputs"]:
+        prompt = _agent_prompt(parse_json(attrs["pydantic_ai.all_messages"]))
+        if prompt is not None:  # pydantic-ai's agent run: the prompt, as assay's capture has it
+            out["inputs"] = {"input": prompt}
     for key in ("final_result", "traceloop.entity.output", "output.value", "gen_ai.completion"):
         if key in attrs and out["outputs"] is None:
             # OpenLLMetry JSON-encodes every result: a string comes as a JSON string literal
@@ -416,6 +420,22 @@ def _generic_io(attrs: Mapping[str, Any], out: dict[str, Any]) -> None:
                 "output": value}
     if "gen_ai.output.messages" in attrs and out["outputs"] is None:
         out["outputs"] = {"messages": parse_json(attrs["gen_ai.output.messages"])}
+
+
+def _agent_prompt(messages: Any) -> Any:
+    """The prompt of a pydantic-ai agent run from its conversation (GenAI messages): the first
+    user turn's text (its parts, when not one text part); None without one."""
+    if not isinstance(messages, list):
+        return None
+    for msg in messages:
+        if isinstance(msg, Mapping) and msg.get("role") == "user":
+            parts = msg.get("parts")
+            if not isinstance(parts, list):
+                return None
+            texts = [p.get("content") for p in parts
+                     if isinstance(p, Mapping) and p.get("type") == "text"]
+            return texts[0] if len(texts) == 1 == len(parts) else parts
+    return None
 
 
 def _logfire_message(span: SpanView, attrs: Mapping[str, Any]) -> Any:
