@@ -9,6 +9,7 @@ compare`` both use it, so they always agree.
 
 from ._bootstrap import BootstrapResult, paired_bootstrap
 from ._compare import (
+                       LOWER_IS_BETTER,
                        CompareOptions,
                        Comparison,
                        ExperimentRef,
@@ -22,6 +23,7 @@ from ._data import BUILTIN_METRICS, ExampleResult, ExperimentData, load_experime
 
 __all__ = [
     "BUILTIN_METRICS",
+    "LOWER_IS_BETTER",
     "BootstrapResult",
     "CompareOptions",
     "Comparison",

@@ -20,8 +20,8 @@ from ._data import BUILTIN_METRICS, ExampleResult, ExperimentData, load_experime
 if TYPE_CHECKING:
     from ..store import Store
 
-__all__ = ["LOWER_IS_BETTER", "CompareOptions", "MetricDiff", "ExperimentRef", "Comparison", "Pairing", "compare",
-           "compare_experiments", "side_by_side"]
+__all__ = ["LOWER_IS_BETTER", "CompareOptions", "MetricDiff", "ExperimentRef", "Comparison",
+           "Pairing", "compare", "compare_experiments", "side_by_side"]
 
 
 class CompareOptions(BaseModel):

@@ -18,7 +18,8 @@ from .._json import jsonable
 from ..tracing._run_tree import RunTree
 from ._registry import framework_parent
 
-__all__ = ["agent_inputs", "ended_on_error", "finish_agent", "finish_llm", "llm_inputs", "parent_in"]
+__all__ = ["agent_inputs", "ended_on_error", "finish_agent", "finish_llm", "llm_inputs",
+           "parent_in"]
 
 
 def parent_in(innermost: ContextVar[RunTree | None]) -> RunTree | None:
