@@ -60,3 +60,23 @@ def test_an_unknown_framework_is_refused_before_a_store_is_made(tmp_path: Path) 
     assert result.exit_code == 2, result.output
     assert "unknown demo framework 'bogus'" in " ".join(result.output.split())
     assert not (tmp_path / "new").exists()  # (the store was created, then the name refused)
+
+
+def test_the_upsonic_demo_prints_its_table_without_upsonics_step_logs(tmp_path: Path) -> None:
+    """Upsonic logs each pipeline step at INFO on the console: ~50 lines came before the
+    demo's table. Its own process, as a user runs it (Upsonic reads its level at import)."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("upsonic")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("UPSONIC_", "ASSAY_")) and k != "OPENAI_API_KEY"}
+    done = subprocess.run(
+        [sys.executable, "-c", "from assay.cli import main; main()", "demo", "--framework",
+         "upsonic", "--repetitions", "1", "--db", f"sqlite:///{tmp_path / 'up.db'}"],
+        env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = done.stdout + done.stderr
+    assert "runs" in done.stdout and "Pipeline started" not in said
+    assert "| upsonic." not in said

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -91,6 +92,9 @@ def _pydantic_ai(base_url: str) -> Any:
 
 def _upsonic(base_url: str) -> Any:
     require("upsonic", "upsonic", "assay demo --framework upsonic")
+    # Upsonic logs each pipeline step at INFO on the console (~50 lines before the demo's
+    # table); the demo's user did not ask for them (their own runs keep Upsonic's default)
+    os.environ.setdefault("UPSONIC_LOG_LEVEL", "WARNING")
     from openai import AsyncOpenAI
     from upsonic import Agent
     from upsonic.models.openai import OpenAIChatModel
