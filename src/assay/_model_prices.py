@@ -41,8 +41,8 @@ from .errors import InvalidInputError
 if TYPE_CHECKING:
     from ._price_rules import PriceRule
 
-__all__ = ["ENV", "RULES", "batch_rules", "check_environment", "journaled", "rule_for",
-           "set_model_prices"]
+__all__ = ["BATCH_RULES", "ENV", "RULES", "batch_rules", "check_environment", "journaled",
+           "rule_for", "set_model_prices"]
 
 ENV = "ASSAY_MODEL_PRICES"
 log = logging.getLogger("assay")
@@ -86,10 +86,36 @@ def _parse(value: str) -> tuple[PriceRule, ...]:
     return tuple(parsed)
 
 
+class _Matcher:
+    """Rules and the first of them that prices each (provider, model), remembered (a rule's
+    regex costs a search each call). False when there are no rules."""
+
+    __slots__ = ("_json", "match", "rules")
+
+    def __init__(self, rules: tuple[PriceRule, ...]) -> None:
+        self.rules = rules
+        self.match = functools.lru_cache(maxsize=10_000)(self._first)
+        self._json: list[dict[str, Any]] | None = None
+
+    def as_json(self) -> list[dict[str, Any]]:
+        """The rules as JSON values (as a batch journals them), made once."""
+        if self._json is None:
+            self._json = [r.model_dump(mode="json", exclude_none=True) for r in self.rules]
+        return self._json
+
+    def _first(self, provider: str | None, model: str) -> PriceRule | None:
+        return next((r for r in self.rules if r.matches(provider, model)), None)
+
+    def __bool__(self) -> bool:
+        return bool(self.rules)
+
+
+_PROCESS = _Matcher(())  # this process's rules (``RULES``)
+
+
 def _install(rules: tuple[PriceRule, ...]) -> tuple[PriceRule, ...]:
-    global RULES
-    RULES = rules
-    _match.cache_clear()
+    global RULES, _PROCESS
+    RULES, _PROCESS = rules, _Matcher(rules)
     return rules
 
 
@@ -112,54 +138,40 @@ def _load() -> tuple[PriceRule, ...]:
         return _install(())
 
 
-@functools.lru_cache(maxsize=10_000)
-def _match(provider: str | None, model: str) -> PriceRule | None:
-    return next((r for r in RULES or () if r.matches(provider, model)), None)
-
-
 def rule_for(provider: str | None, model: str) -> PriceRule | None:
     """The first rule that prices ``model`` from ``provider``, or None (genai-prices then):
     the rules of the batch being folded (``batch_rules``), else this process's."""
-    folding = _FOLDING.get()
-    if folding is not None:
-        return _batch_match(folding, provider, model) if folding else None
-    rules = RULES if RULES is not None else _load()
-    return _match(provider, model) if rules else None
+    folding = BATCH_RULES.get()
+    if folding is None:
+        if RULES is None:
+            _load()
+        folding = _PROCESS
+    return folding.match(provider, model) if folding else None
 
 
-# the rules of the batch being folded (``batch_rules``), as the rules and their JSON text;
-# None: this process's own
-_FOLDING: ContextVar[tuple[PriceRule, ...] | None] = ContextVar("assay_batch_prices",
-                                                                   default=None)
-_JOURNALED: tuple[tuple[PriceRule, ...] | None, list[dict[str, Any]] | None] = (None, None)
+# the rules of the batch being folded (``batch_rules``; false without rules); None: this
+# process's own (``price`` asks it before calling ``rule_for``: most calls have no rules)
+BATCH_RULES: ContextVar[_Matcher | None] = ContextVar("assay_batch_prices", default=None)
+_NO_RULES = _Matcher(())
 
 
 def journaled() -> list[dict[str, Any]] | None:
     """The rules in force in this process as a batch of runs journals them (JSON values), or
     None when there are none (the batch then carries nothing, and is priced by genai-prices
     alone)."""
-    global _JOURNALED
-    rules = RULES if RULES is not None else _load()
-    if not rules:
-        return None
-    if _JOURNALED[0] is not rules:
-        _JOURNALED = (rules, [r.model_dump(mode="json", exclude_none=True) for r in rules])
-    return _JOURNALED[1]
+    if RULES is None:
+        _load()
+    return _PROCESS.as_json() if _PROCESS else None
 
 
 @functools.lru_cache(maxsize=64)
-def _parsed(text: str) -> tuple[PriceRule, ...]:
+def _journaled_matcher(text: str) -> _Matcher:
+    """The matcher of a journaled batch's rules (by their JSON text: one per set of rules)."""
     try:
-        return _parse(text)
+        return _Matcher(_parse(text))
     except InvalidInputError as exc:  # (journaled by assay, checked then: not expected)
         log.error("%s: a journaled batch is priced by genai-prices alone", exc)
-        return ()
-
-
-@functools.lru_cache(maxsize=10_000)
-def _batch_match(rules: tuple[PriceRule, ...], provider: str | None,
-                 model: str) -> PriceRule | None:
-    return next((r for r in rules if r.matches(provider, model)), None)
+        return _NO_RULES
 
 
 @contextlib.contextmanager
@@ -167,12 +179,12 @@ def batch_rules(payload: Any) -> Iterator[None]:
     """Price the runs built inside with the rules a journaled batch carries (``journaled``;
     none: genai-prices alone), not this process's."""
     value = payload.get("prices") if payload.__class__ is dict else None
-    rules = _parsed(json.dumps(value)) if isinstance(value, list) and value else ()
-    token = _FOLDING.set(rules)
+    token = BATCH_RULES.set(_journaled_matcher(json.dumps(value))
+                         if isinstance(value, list) and value else _NO_RULES)
     try:
         yield
     finally:
-        _FOLDING.reset(token)
+        BATCH_RULES.reset(token)
 
 
 def set_model_prices(rules: str | os.PathLike[str] | list[dict[str, Any]] | None) -> None:

@@ -142,7 +142,7 @@ def price(provider: str | None, model: str | None, input_tokens: int, output_tok
     prov = _PROVIDER_ALIASES.get(provider, provider) if provider else None
     rules = _model_prices.RULES  # (None until read: the first call reads the environment)
     rule = (_model_prices.rule_for(prov, model)
-            if rules is None or rules or _model_prices._FOLDING.get() else None)
+            if rules is None or rules or _model_prices.BATCH_RULES.get() else None)
     if rule is not None:  # the user's own price (ASSAY_MODEL_PRICES)
         if rule.price_as is None:
             return rule.cost(int(input_tokens), int(output_tokens), int(cache_read_tokens),

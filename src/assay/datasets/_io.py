@@ -201,7 +201,7 @@ def csv_examples(lines: Iterable[str], where: str, input_keys: Sequence[str] | N
             len(out), f"{where}:{reader.line_num}: malformed CSV: {exc}") from None
 
 
-def _csv_rows(path: str, reader: csv.DictReader[str], input_keys: Sequence[str] | None,
+def _csv_rows(where: str, reader: csv.DictReader[str], input_keys: Sequence[str] | None,
               output_keys: Sequence[str] | None, out: list[dict[str, Any]]
               ) -> list[dict[str, Any]]:
     """The rows of a CSV file as examples (``out``, filled as they are read)."""
@@ -209,21 +209,21 @@ def _csv_rows(path: str, reader: csv.DictReader[str], input_keys: Sequence[str] 
     if input_keys is not None:
         missing = [k for k in list(input_keys) + list(output_keys or []) if k not in cols]
         if missing:
-            raise InvalidInputError(f"{path}: CSV has no column(s) {missing} (its columns: "
+            raise InvalidInputError(f"{where}: CSV has no column(s) {missing} (its columns: "
                                     f"{', '.join(cols)})")
     elif not any(c.startswith("inputs.") for c in cols):
         raise InvalidInputError(
-            f"{path}: CSV needs 'inputs.<key>' (and 'outputs.<key>') columns, or name the "
+            f"{where}: CSV needs 'inputs.<key>' (and 'outputs.<key>') columns, or name the "
             f"input and output columns (input_keys=/output_keys=, or --input-keys/"
             f"--output-keys on the command line); columns here: {', '.join(cols)}")
     for row in reader:
         lineno = reader.line_num  # (a quoted cell may span lines)
         if None in row:
-            raise ExampleValidationError(len(out), f"{path}:{lineno}: more cells than columns")
+            raise ExampleValidationError(len(out), f"{where}:{lineno}: more cells than columns")
         if None in row.values():  # a row cut short would read its missing cells as absent
             given = sum(v is not None for v in row.values())
             raise ExampleValidationError(
-                len(out), f"{path}:{lineno}: fewer cells than columns ({given} of {len(cols)})")
+                len(out), f"{where}:{lineno}: fewer cells than columns ({given} of {len(cols)})")
         item: dict[str, Any]
         if input_keys is not None:
             item = {
@@ -244,7 +244,7 @@ def _csv_rows(path: str, reader: csv.DictReader[str], input_keys: Sequence[str] 
                     item["metadata"] = json.loads(row["metadata"])
                 except ValueError:
                     raise ExampleValidationError(
-                        len(out), f"{path}:{lineno}: metadata is not JSON") from None
+                        len(out), f"{where}:{lineno}: metadata is not JSON") from None
             if row.get("split"):
                 item["split"] = row["split"].split(",")
         out.append(item)

@@ -341,7 +341,9 @@ class _Capture:
         call or two less for each: this loop is about half of what the writer spends on a
         LangGraph answer)."""
         events = self._log
-        if not events or not self._lock.acquire(wait):
+        if wait:  # also what another thread's settle took from the log and is building now
+            self._lock.acquire()
+        elif not events or not self._lock.acquire(False):
             return
         try:
             runs, pop, start = self._runs, events.popleft, self._start
@@ -391,11 +393,7 @@ class _Capture:
         if step is None:
             return None
         entry = self._runs.get(step.int)
-        if entry is None:
-            # its start may be in the log, or being built by another thread's settle that
-            # has already taken it from the log: wait for that one, then build the rest
-            self._lock.acquire()
-            self._lock.release()
+        if entry is None:  # still in the log, or being built by another thread's settle
             self._settle()
             entry = self._runs.get(step.int)
         return entry[0] if entry is not None else None

@@ -36,15 +36,23 @@ _PROBE = ("SELECT 1 FROM runs WHERE tenant_id = ? AND dotted_order IS NULL "
           "AND parent_run_id IS NOT NULL LIMIT 1")
 
 
-def stored_traces(conn: Connection, tenant: Any, run_ids: Iterable[str]) -> dict[str, Any]:
-    """The trace ids of the stored runs among ``run_ids``."""
+def _stored(conn: Connection, tenant: Any, run_ids: Iterable[str], *columns: Any,
+            where: Any = None) -> dict[str, Any]:
+    """``columns`` of the stored runs among ``run_ids`` (id -> row), a chunk at a time."""
     out: dict[str, Any] = {}
     ids = sorted(set(run_ids))
     for i in range(0, len(ids), _CHUNK):
-        q = select(runs.c.id, runs.c.trace_id).where(runs.c.id.in_(ids[i:i + _CHUNK]),
-                                                     runs.c.tenant_id == tenant)
-        out.update({str(rid): trace for rid, trace in conn.execute(q)})
+        q = select(runs.c.id, *columns).where(runs.c.id.in_(ids[i:i + _CHUNK]),
+                                              runs.c.tenant_id == tenant)
+        out.update({str(row[0]): row for row in conn.execute(
+            q if where is None else q.where(where))})
     return out
+
+
+def stored_traces(conn: Connection, tenant: Any, run_ids: Iterable[str]) -> dict[str, Any]:
+    """The trace ids of the stored runs among ``run_ids``."""
+    return {rid: row.trace_id for rid, row in _stored(conn, tenant, run_ids,
+                                                      runs.c.trace_id).items()}
 
 
 def trace_of(run_id: str, rows: dict[str, dict[str, Any]], stored: dict[str, Any]) -> Any:
@@ -70,14 +78,9 @@ def trace_of(run_id: str, rows: dict[str, dict[str, Any]], stored: dict[str, Any
 def dotted_orders_of(conn: Connection, tenant: Any, run_ids: set[str]) -> dict[str, str]:
     """The stored dotted orders of ``run_ids`` (those that have one): what a child posted
     without an order is placed under (the writer's rows in the fold, single posts here)."""
-    out: dict[str, str] = {}
-    ids = sorted(run_ids)
-    for i in range(0, len(ids), _CHUNK):
-        q = select(runs.c.id, runs.c.dotted_order).where(
-            runs.c.id.in_(ids[i:i + _CHUNK]), runs.c.tenant_id == tenant,
-            runs.c.dotted_order.is_not(None))
-        out.update({str(rid): order for rid, order in conn.execute(q)})
-    return out
+    return {rid: row.dotted_order for rid, row in _stored(
+        conn, tenant, run_ids, runs.c.dotted_order,
+        where=runs.c.dotted_order.is_not(None)).items()}
 
 
 def place_waiting(conn: Connection, tenant: str, written: Iterable[str]) -> int:
@@ -102,19 +105,19 @@ def place_waiting(conn: Connection, tenant: str, written: Iterable[str]) -> int:
                                            runs.c.parent_run_id.in_(ids[i:i + _CHUNK]))).all()
         if not waiting:
             break
-        above_ids = {str(w.parent_run_id) for w in waiting}
-        above = dotted_orders_of(conn, tenant, above_ids)
-        traces = stored_traces(conn, tenant, above_ids)
+        above = _stored(conn, tenant, {str(w.parent_run_id) for w in waiting},
+                        runs.c.dotted_order, runs.c.trace_id)
         rows, moved = [], {}
         for w in waiting:
-            order = above.get(str(w.parent_run_id))
-            if order is not None:  # its parent has no order yet either: placed with it
+            parent = above.get(str(w.parent_run_id))
+            if parent is not None and parent.dotted_order is not None:  # (else it has no
+                # order yet either: placed with it)
                 own = dotted_segment_us(to_micros(w.start_time) or 0, str(w.id))  # never NULL
                 trace = w.trace_id
-                if str(trace) == str(w.parent_run_id) and traces.get(str(trace)) is not None \
-                        and str(traces[str(trace)]) != str(trace):  # a guess: the parent's
-                    trace = moved[str(w.id)] = traces[str(trace)]
-                rows.append({"_id": w.id, "_order": f"{order}.{own}", "_trace": trace})
+                if str(trace) == str(w.parent_run_id) != str(parent.trace_id):
+                    trace = moved[str(w.id)] = parent.trace_id  # a guess: the parent's
+                rows.append({"_id": w.id, "_order": f"{parent.dotted_order}.{own}",
+                             "_trace": trace})
         if not rows:
             break
         deltas = _moving(conn, tenant, moved)
